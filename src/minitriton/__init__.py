@@ -1,0 +1,36 @@
+"""minitriton: Triton kernels on NumPy, on any CPU.
+
+    import minitriton as triton
+    import minitriton.language as tl
+
+runs unmodified Triton kernel source: bounds-checked, with GPU numerics (fp16/bf16, TF32 dots,
+C integer division) and exact traffic counts (`minitriton.record()`).
+"""
+from __future__ import annotations
+
+from . import language
+from .errors import (CompilationError, DeviceAssertionError, LaunchError, MiniTritonError,
+                     OutOfBoundsError)
+from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
+from .runtime.autotune import Config, autotune, heuristics
+from .runtime.jit import JITFunction, jit
+from .settings import Settings, configure, current_settings
+
+__version__ = "0.1.0"
+
+
+def cdiv(x, y):
+    """Ceiling division of two ints: the number of blocks of size `y` that cover `x`."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n):
+    """The smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+__all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
+           "language", "record", "Recording", "LaunchRecord", "ArgTraffic", "Settings",
+           "configure", "current_settings", "MiniTritonError", "CompilationError",
+           "OutOfBoundsError", "DeviceAssertionError", "LaunchError"]

@@ -1,0 +1,49 @@
+"""Exceptions raised by minitriton.
+
+Every error raised while a kernel runs carries the kernel's name, the program id and the kernel
+line that caused it, so that the learner can go straight to the bug.
+"""
+
+
+class MiniTritonError(Exception):
+    """Base class of every error minitriton raises on purpose."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+        self.kernel = None
+        self.pid = None
+        self.location = None
+
+    def __str__(self):
+        return self.message
+
+    def _locate(self, kernel, pid, location):
+        """Attach where the error happened; called once by the launcher."""
+        if self.location is not None:
+            return
+        self.kernel, self.pid, self.location = kernel, pid, location
+        where = f"in kernel `{kernel}`"
+        if pid is not None:
+            where += f", program {pid}"
+        if location is not None:
+            filename, lineno, src = location
+            where += f", at {filename}:{lineno}:\n    {src.strip()}"
+        self.message = f"{where}\n{self.message}"
+        self.args = (self.message,)
+
+
+class CompilationError(MiniTritonError):
+    """What Triton would reject when compiling the kernel (types, shapes, constexpr rules)."""
+
+
+class OutOfBoundsError(MiniTritonError, IndexError):
+    """A load, store or atomic touched memory outside the buffer its pointer came from."""
+
+
+class DeviceAssertionError(MiniTritonError, AssertionError):
+    """`tl.device_assert` or a Python `assert` in a kernel failed."""
+
+
+class LaunchError(MiniTritonError, TypeError):
+    """The launch itself is wrong: argument count, types, grid, devices."""

@@ -1,0 +1,255 @@
+"""`tl.tensor`: a block of values held for every program of the launch at once.
+
+`data` has shape `(L, *shape)`: the leading *program axis* holds one row per program executed
+together, or a single row (L == 1) when the value is the same for all of them (constants,
+`tl.arange`, kernel arguments). NumPy broadcasting across that axis does the rest.
+Pointers are tensors of `pointer_type` whose data are int64 virtual byte addresses; `origin`
+remembers which launch argument they were derived from, for error messages and bounds checks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompilationError
+from . import dtypes as _t
+from .dtypes import _unwrap, constexpr
+
+TRITON_MAX_TENSOR_NUMEL = 1048576
+
+
+class tensor:
+    _is_mt_tensor = True
+    __slots__ = ("data", "dtype", "shape", "origin")
+    __hash__ = object.__hash__
+
+    def __init__(self, data, dtype, shape=None, origin=None):
+        self.data = data
+        self.dtype = dtype
+        self.shape = list(data.shape[1:]) if shape is None else list(shape)
+        self.origin = origin
+
+    # ----- type information, as Triton exposes it
+    @property
+    def type(self):
+        return _t.block_type(self.dtype, self.shape) if self.shape else self.dtype
+
+    @property
+    def numel(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def T(self):
+        from .shape import trans
+        return trans(self)
+
+    def __repr__(self):
+        kind = f"block {self.shape} of {self.dtype}" if self.shape else f"scalar {self.dtype}"
+        return f"<minitriton tensor: {kind}>"
+
+    # ----- Python control flow on tensors
+    def _uniform_scalar(self, what):
+        if self.shape:
+            raise CompilationError(
+                f"Boolean value of Tensor with more than one value is ambiguous ({what} of a "
+                f"block of shape {self.shape}); reduce it first (tl.sum, tl.max) or use tl.where")
+        values = self.data
+        first = values[0]
+        if values.shape[0] > 1 and not np.all(values == first):
+            from ..runtime.divergence import Divergence
+            raise Divergence(self)
+        return first
+
+    def __bool__(self):
+        return bool(self._uniform_scalar("truth value"))
+
+    def __index__(self):
+        if not (self.dtype.is_int() and not self.dtype.is_ptr()):
+            raise CompilationError(f"a {self.dtype} value cannot be used as an integer index")
+        return int(self._uniform_scalar("integer value"))
+
+    __int__ = __index__
+
+    def __float__(self):
+        return float(self._uniform_scalar("float value"))
+
+    def __iter__(self):
+        raise CompilationError("a Triton tensor cannot be iterated over in Python; use "
+                               "tl.static_range or index arithmetic")
+
+    def __getitem__(self, slices):
+        if not isinstance(slices, tuple):
+            slices = (slices,)
+        new_shape, src = [], 0
+        for s in slices:
+            s = _unwrap(s)
+            if s is None:
+                new_shape.append(1)
+            elif isinstance(s, slice) and s == slice(None):
+                if src >= len(self.shape):
+                    raise CompilationError(f"too many indices for tensor of shape {self.shape}")
+                new_shape.append(self.shape[src])
+                src += 1
+            else:
+                raise CompilationError(f"unsupported tensor index: {s!r} (only `:` and `None` "
+                                       "are allowed, e.g. x[:, None])")
+        new_shape += self.shape[src:]
+        data = self.data.reshape((self.data.shape[0], *new_shape))
+        return tensor(data, self.dtype, new_shape, self.origin)
+
+    def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
+        return cast(self, dtype, fp_downcast_rounding, bitcast)
+
+
+def validate_block_shape(shape):
+    numel = 1
+    for i, d in enumerate(shape):
+        d = _unwrap(d)
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+            raise CompilationError(f"Shape element {i} must have type `constexpr[int]`, got "
+                                   f"`{type(d).__name__}`; block shapes are compile-time "
+                                   "constants (pass them as tl.constexpr)")
+        if d <= 0 or d & (d - 1) != 0:
+            raise CompilationError(f"Shape element {i} must be a power of 2 (got {d})")
+        numel *= int(d)
+    if numel > TRITON_MAX_TENSOR_NUMEL:
+        raise CompilationError(f"numel ({numel}) exceeds triton maximum tensor numel "
+                               f"({TRITON_MAX_TENSOR_NUMEL})")
+    return [int(_unwrap(d)) for d in shape]
+
+
+def is_tensor(x):
+    return isinstance(x, tensor)
+
+
+def literal(value, dtype):
+    """A uniform scalar tensor holding a Python value converted to `dtype`."""
+    with np.errstate(all="ignore"):
+        if dtype.is_bool():
+            arr = np.array([bool(value)])
+        else:
+            arr = np.array([value], dtype=np.float64 if dtype.is_floating() else None)
+            arr = _convert(arr, dtype)
+    return tensor(arr, dtype, [])
+
+
+def to_tensor(x):
+    x = _unwrap(x)
+    if isinstance(x, tensor):
+        return x
+    return literal(x, _t.literal_type(x))
+
+
+def compute_array(t):
+    """The data in the NumPy type arithmetic is done in: fp16/bf16/fp8 compute in fp32."""
+    if t.dtype.is_floating() and t.dtype.primitive_bitwidth < 32:
+        return t.data.astype(np.float32)
+    return t.data
+
+
+def is_float_array(arr):
+    return np.issubdtype(arr.dtype, np.floating) or arr.dtype.kind == "V"
+
+
+def _convert(arr, dst):
+    """Numeric conversion of a NumPy array to a Triton type, with GPU semantics."""
+    if dst.is_bool():
+        return arr != 0
+    if dst.is_int():
+        if is_float_array(arr):
+            info = np.iinfo(dst.np)
+            # fptosi/fptoui truncate toward zero; out-of-range values are undefined on the GPU,
+            # here they saturate, and NaN gives 0.
+            f = np.nan_to_num(np.trunc(arr.astype(np.float64)), nan=0.0,
+                              posinf=info.max, neginf=info.min)
+            return np.clip(f, info.min, info.max).astype(dst.np)
+        return arr.astype(dst.np)  # integer -> integer wraps, as on the GPU
+    if not is_float_array(arr):
+        # int -> float rounds to nearest once; go through float64 (exact for |x| < 2**53)
+        arr = arr.astype(np.float64)
+    return arr.astype(dst.np)
+
+
+def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
+    x = to_tensor(x)
+    dst = _unwrap(dst)
+    if isinstance(dst, _t.block_type):
+        dst = dst.element_ty
+    if not isinstance(dst, _t.dtype):
+        raise CompilationError(f"cannot cast to {dst!r}: expected a triton.language dtype")
+    src = x.dtype
+    if src == dst and src.is_ptr() == dst.is_ptr():
+        return x
+    if _unwrap(bitcast):
+        if src.primitive_bitwidth != dst.primitive_bitwidth:
+            raise CompilationError(f"Cannot bitcast data-type of size {src.primitive_bitwidth} to "
+                                   f"data-type of size {dst.primitive_bitwidth}")
+        return tensor(np.ascontiguousarray(x.data).view(dst.np), dst, x.shape)
+    if src.is_ptr() or dst.is_ptr():
+        if src.is_ptr() and dst.is_ptr():
+            return tensor(x.data, dst, x.shape, x.origin)
+        if src.is_ptr() and dst.is_int() and dst.primitive_bitwidth == 64:
+            return tensor(x.data.astype(dst.np), dst, x.shape)
+        raise CompilationError(f"cannot cast {src!r} to {dst!r}")
+    rounding = _unwrap(fp_downcast_rounding)
+    if rounding is not None and rounding not in ("rtne", "rtz"):
+        raise CompilationError(f"Invalid rounding mode: {rounding}. Supported rounding modes "
+                               "are 'rtne' and 'rtz'.")
+    with np.errstate(all="ignore"):
+        data = x.data
+        if rounding == "rtz" and dst.is_floating() and src.is_floating() and \
+                dst.primitive_bitwidth < src.primitive_bitwidth:
+            data = _round_toward_zero(data, dst)
+            return tensor(data, dst, x.shape)
+        return tensor(_convert(data, dst), dst, x.shape)
+
+
+def _round_toward_zero(data, dst):
+    near = data.astype(dst.np)
+    back = near.astype(data.dtype)
+    too_big = np.abs(back) > np.abs(data)
+    step = np.nextafter(near.astype(np.float32), np.float32(0)).astype(dst.np)
+    return np.where(too_big, step, near)
+
+
+def broadcast_shapes(a, b):
+    if len(a) < len(b):
+        a = [1] * (len(b) - len(a)) + list(a)
+    elif len(b) < len(a):
+        b = [1] * (len(a) - len(b)) + list(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise CompilationError(f"Cannot make_shape_compatible: incompatible dimensions at "
+                                   f"index {i}: {x} and {y}")
+    return out
+
+
+def expand_to_rank(t, rank):
+    """A view of `t.data` whose block part has `rank` dimensions (left-padded with ones)."""
+    pad = rank - len(t.shape)
+    if pad == 0:
+        return t.data
+    return t.data.reshape((t.data.shape[0],) + (1,) * pad + tuple(t.shape))
+
+
+def broadcast_to(t, shape):
+    t = to_tensor(t)
+    shape = list(shape)
+    if t.shape == shape:
+        return t
+    if broadcast_shapes(t.shape, shape) != shape or len(t.shape) > len(shape):
+        raise CompilationError(f"Cannot broadcast a block of shape {t.shape} to shape {shape}")
+    data = expand_to_rank(t, len(shape))
+    data = np.broadcast_to(data, (data.shape[0], *shape))
+    return tensor(data, t.dtype, shape, t.origin)
+
+
+__all__ = ["tensor", "constexpr", "cast", "to_tensor", "broadcast_to", "validate_block_shape"]

@@ -1,0 +1,83 @@
+"""Program ids and block creation: program_id, num_programs, arange, zeros, full."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompilationError
+from ..runtime.context import current
+from . import dtypes as _t
+from .core import cast, is_tensor, literal, tensor, to_tensor, validate_block_shape
+from .dtypes import _unwrap
+
+
+def _axis(axis, what):
+    axis = _unwrap(axis)
+    if axis not in (0, 1, 2):
+        raise CompilationError(f"{what} axis must be 0, 1, or 2 but got {axis}")
+    return axis
+
+
+def program_id(axis=0):
+    ctx = current()
+    axis = _axis(axis, "program_id")
+    return tensor(np.ascontiguousarray(ctx.pids[:, axis]), _t.int32, [])
+
+
+def num_programs(axis=0):
+    ctx = current()
+    axis = _axis(axis, "num_programs")
+    return literal(ctx.grid[axis], _t.int32)
+
+
+def arange(start, end):
+    start, end = _unwrap(start), _unwrap(end)
+    if is_tensor(start) or is_tensor(end) or not isinstance(start, (int, np.integer)) \
+            or not isinstance(end, (int, np.integer)):
+        raise CompilationError(
+            "arange's arguments must be of type tl.constexpr (got "
+            f"{_describe(start)}, {_describe(end)}); annotate the parameter as `tl.constexpr`")
+    if start < -2**31 or end > 2**31:
+        raise CompilationError("arange must fit in int32")
+    if end <= start:
+        raise CompilationError("arange's end argument must be greater than the start argument")
+    n = end - start
+    if n & (n - 1):
+        raise CompilationError(f"arange's range must be a power of 2 (got {start}..{end}, {n} "
+                               "elements); use the next power of two and mask the extra lanes")
+    validate_block_shape([n])
+    return tensor(np.arange(start, end, dtype=np.int32)[None], _t.int32, [n])
+
+
+def _describe(v):
+    return f"a runtime {v.dtype} value" if is_tensor(v) else repr(v)
+
+
+def full(shape, value, dtype):
+    shape = validate_block_shape(_unwrap(shape) if isinstance(_unwrap(shape), (list, tuple))
+                                 else [_unwrap(shape)])
+    dtype = _unwrap(dtype)
+    value = _unwrap(value)
+    if dtype is None:
+        raise CompilationError("dtype must be specified when value is not a tensor")
+    if is_tensor(value):
+        if value.shape:
+            raise CompilationError("tl.full value must be a scalar")
+        v = cast(value, dtype)
+    else:
+        v = literal(value, dtype)
+    data = np.broadcast_to(v.data.reshape((-1,) + (1,) * len(shape)), (v.data.shape[0], *shape))
+    return tensor(np.array(data), dtype, shape)
+
+
+def zeros(shape, dtype):
+    return full(shape, 0, dtype)
+
+
+def zeros_like(input):
+    input = to_tensor(input)
+    return zeros(input.shape, input.dtype)
+
+
+def full_like(input, value):
+    input = to_tensor(input)
+    return full(input.shape, value, input.dtype)

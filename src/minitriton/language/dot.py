@@ -1,0 +1,120 @@
+"""`tl.dot`: block matrix product with the GPU's numerics.
+
+fp16/bf16 operands: products are exact in fp32 and accumulate in fp32 (out_dtype fp32), as on
+Tensor Cores. fp32 operands: by default (`input_precision="tf32"`) each operand is rounded to
+TF32 (10 explicit mantissa bits) first, as the Tensor Cores do; `"ieee"` (or
+`allow_tf32=False`) keeps full fp32. int8 operands accumulate in int32.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..errors import CompilationError
+from ..runtime.context import current
+from . import dtypes as _t
+from .core import cast, expand_to_rank, tensor, to_tensor
+from .dtypes import _unwrap
+
+PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
+MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 1, MIN_K)
+
+
+def round_to_tf32(x):
+    """Round fp32 values to TF32 (19 bits: sign, 8 exponent, 10 mantissa), nearest, ties away
+    from zero: what the GPU does to fp32 operands of a TF32 tensor-core product (checked on an
+    H200 with real Triton, see tests/test_gpu_parity.py)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    bits = x.view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isfinite(x), rounded, x)
+
+
+def _check_operand(x, side):
+    if not x.shape:
+        raise CompilationError("dot operands must be block tensors (not scalars)")
+    ok = (_t.int8, _t.uint8, _t.float16, _t.bfloat16, _t.float32, _t.float64)
+    if not (x.dtype in ok or x.dtype.is_fp8()):
+        raise CompilationError(f"Unsupported {side} dtype {x.dtype}")
+
+
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
+        max_num_imprecise_acc=None, out_dtype=_t.float32):
+    ctx = current()
+    a, b = to_tensor(_unwrap(input)), to_tensor(_unwrap(other))
+    acc, out_dtype = _unwrap(acc), _unwrap(out_dtype)
+    precision = _precision(_unwrap(input_precision), _unwrap(allow_tf32))
+    _check_operand(a, "lhs")
+    _check_operand(b, "rhs")
+    if not (a.dtype.is_fp8() and b.dtype.is_fp8()) and a.dtype != b.dtype:
+        raise CompilationError(f"Both operands must be same dtype. Got {a.dtype} and {b.dtype}")
+    ra, rb = len(a.shape), len(b.shape)
+    if not (ra == rb == 2 or ra == rb == 3):
+        raise CompilationError(f"Both inputs must be either 2D or 3D; (lhs: {a.shape} vs rhs: "
+                               f"{b.shape})")
+    if a.shape[-1] != b.shape[-2]:
+        raise CompilationError(
+            f"First input shape ({a.shape}) and second input shape {b.shape} are not compatible "
+            f"for matmul (second index of first shape ({a.shape[-1]}) must be equal to first "
+            f"index of second shape ({b.shape[-2]})")
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    min_k = MIN_K[a.dtype.primitive_bitwidth]
+    if K < min_k:
+        raise CompilationError(f"Input shapes should have M >= 1, N >= 1 and K >= {min_k} "
+                               f"(got K = {K}; tl.dot needs K >= {min_k} for {a.dtype} operands)")
+    if ra == 3 and a.shape[0] != b.shape[0]:
+        raise CompilationError(f"batch dimensions differ: {a.shape} vs {b.shape}")
+    if a.dtype.is_int():
+        ret = _t.int32
+    elif out_dtype == _t.bfloat16:
+        raise CompilationError("out_dtype=bfloat16 is unsupported. Please use "
+                               "out_dtype=float32/float16 and cast with `.to(tl.bfloat16)`")
+    elif a.dtype in (_t.float32, _t.bfloat16):
+        ret = _t.float32
+    elif a.dtype == _t.float64:
+        ret = _t.float64
+    else:
+        ret = out_dtype
+    shape = [a.shape[0], M, N] if ra == 3 else [M, N]
+    if acc is not None:
+        acc = to_tensor(acc)
+        if acc.shape != shape:
+            raise CompilationError(f"expected accumulator shape {shape}, got {acc.shape}")
+        if acc.dtype != out_dtype and not a.dtype.is_int():
+            raise CompilationError(f"expected accumulator dtype {out_dtype}, got {acc.dtype}; pass "
+                                   f"out_dtype={acc.dtype} to use this accumulator dtype")
+    x, y = _operand_arrays(a, b, precision)
+    out = np.matmul(x, y)
+    if acc is not None:
+        out = out + expand_to_rank(cast(acc, ret), len(shape)).astype(out.dtype)
+    ctx.stats.count_dot(2 * M * N * K * (a.shape[0] if ra == 3 else 1) * len(ctx.pids))
+    return cast(tensor(out, _t.float64 if out.dtype == np.float64 else
+                       (_t.int32 if a.dtype.is_int() else _t.float32), shape), ret)
+
+
+def _precision(input_precision, allow_tf32):
+    if input_precision is not None and allow_tf32 is not None:
+        raise CompilationError("Only one of input_precision and allow_tf32 can be specified")
+    if input_precision is None:
+        if allow_tf32 is False:
+            return "ieee"
+        return os.environ.get("TRITON_F32_DEFAULT", "tf32")
+    if str(input_precision).lower() not in PRECISIONS:
+        raise CompilationError(f"input_precision must be one of {PRECISIONS}. Got "
+                               f"{input_precision}")
+    return str(input_precision).lower()
+
+
+def _operand_arrays(a, b, precision):
+    if a.dtype.is_int():
+        return a.data.astype(np.int32), b.data.astype(np.int32)
+    if a.dtype == _t.float64:
+        return a.data, b.data
+    x, y = a.data.astype(np.float32), b.data.astype(np.float32)
+    if a.dtype == _t.float32 and precision == "tf32":
+        x, y = round_to_tf32(x), round_to_tf32(y)
+    elif a.dtype == _t.float32 and precision != "ieee":
+        # the 3/6-pass splits recover (nearly) full fp32 accuracy: compute in float64
+        return x.astype(np.float64), y.astype(np.float64)
+    return x, y

@@ -1,0 +1,314 @@
+"""Triton's scalar types, pointer and block types, `constexpr`, and the promotion rules.
+
+The promotion rules follow `triton/language/semantic.py` (`computation_type_impl`,
+`integer_promote_impl`, `to_tensor_type`); docs/numerics.md writes them out as a table.
+"""
+from __future__ import annotations
+
+import numbers
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import CompilationError
+
+
+class dtype:
+    """A scalar element type, named as Triton names it (`fp32`, `bf16`, `i32`...)."""
+
+    SINT = ("int8", "int16", "int32", "int64")
+    UINT = ("int1", "uint8", "uint16", "uint32", "uint64")
+    FP = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+
+    def __init__(self, name, np_dtype, bitwidth, mantissa=0):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.primitive_bitwidth = bitwidth
+        self.fp_mantissa_width = mantissa
+
+    # Triton's predicates
+    def is_floating(self):
+        return self.name in dtype.FP
+
+    def is_int(self):
+        return self.name in dtype.SINT or self.name in dtype.UINT
+
+    def is_bool(self):
+        return self.name == "int1"
+
+    def is_int_signed(self):
+        return self.name in dtype.SINT
+
+    def is_int_unsigned(self):
+        return self.name in dtype.UINT
+
+    def is_ptr(self):
+        return False
+
+    def is_block(self):
+        return False
+
+    def is_fp8(self):
+        return self.name.startswith("fp8")
+
+    def is_fp16(self):
+        return self.name == "fp16"
+
+    def is_bf16(self):
+        return self.name == "bf16"
+
+    def is_fp32(self):
+        return self.name == "fp32"
+
+    def is_fp64(self):
+        return self.name == "fp64"
+
+    @property
+    def int_bitwidth(self):
+        return self.primitive_bitwidth
+
+    @property
+    def int_signedness(self):
+        return "signed" if self.is_int_signed() else "unsigned"
+
+    def kind(self):
+        return 0 if self.is_bool() else 1 if self.is_int() else 2
+
+    @property
+    def scalar(self):
+        return self
+
+    @property
+    def itemsize(self):
+        return self.np.itemsize
+
+    def to(self, *args, **kwargs):  # pragma: no cover - guard against misuse
+        raise CompilationError(f"`{self}` is a dtype, not a tensor")
+
+    def __eq__(self, other):
+        return isinstance(other, dtype) and not other.is_ptr() and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"triton.language.{_LONG_NAMES.get(self.name, self.name)}"
+
+
+class pointer_type(dtype):
+    """`*fp32` and friends. `element_ty` is the pointee type."""
+
+    def __init__(self, element_ty, address_space=1, const=False):
+        element_ty = _unwrap(element_ty)
+        super().__init__(f"*{element_ty.name}", np.int64, 64)
+        self.element_ty = element_ty
+        self.const = const
+
+    def is_ptr(self):
+        return True
+
+    def is_floating(self):
+        return False
+
+    def is_int(self):
+        return False
+
+    def is_bool(self):
+        return False
+
+    def kind(self):
+        return 1
+
+    def __eq__(self, other):
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"pointer<{self.element_ty}>"
+
+
+class block_type:
+    """The type of a block tensor: element type and shape (`x.type`)."""
+
+    def __init__(self, element_ty, shape):
+        self.element_ty = element_ty
+        self.shape = list(shape)
+
+    scalar = property(lambda self: self.element_ty)
+
+    def is_block(self):
+        return True
+
+    def is_ptr(self):
+        return False
+
+    def get_block_shapes(self):
+        return self.shape
+
+    def __eq__(self, other):
+        return isinstance(other, block_type) and (other.element_ty, other.shape) == (
+            self.element_ty, self.shape)
+
+    def __repr__(self):
+        return f"<{self.shape}, {self.element_ty}>"
+
+
+int1 = dtype("int1", np.bool_, 1)
+int8 = dtype("int8", np.int8, 8)
+int16 = dtype("int16", np.int16, 16)
+int32 = dtype("int32", np.int32, 32)
+int64 = dtype("int64", np.int64, 64)
+uint8 = dtype("uint8", np.uint8, 8)
+uint16 = dtype("uint16", np.uint16, 16)
+uint32 = dtype("uint32", np.uint32, 32)
+uint64 = dtype("uint64", np.uint64, 64)
+float8e4nv = dtype("fp8e4nv", ml_dtypes.float8_e4m3fn, 8, 3)
+float8e5 = dtype("fp8e5", ml_dtypes.float8_e5m2, 8, 2)
+float16 = dtype("fp16", np.float16, 16, 10)
+bfloat16 = dtype("bf16", ml_dtypes.bfloat16, 16, 7)
+float32 = dtype("fp32", np.float32, 32, 23)
+float64 = dtype("fp64", np.float64, 64, 52)
+
+_LONG_NAMES = {"int1": "int1", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
+               "fp64": "float64", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5"}
+ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float8e4nv,
+              float8e5, float16, bfloat16, float32, float64)
+_BY_NP = {d.np: d for d in ALL_DTYPES}
+
+
+def from_numpy(np_dtype):
+    """The Triton element type of a NumPy dtype (bool -> int1, bfloat16 via ml_dtypes)."""
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(f"minitriton has no Triton type for NumPy dtype {np_dtype}") from None
+
+
+class constexpr:
+    """A compile-time constant. Used as an annotation (`BLOCK: tl.constexpr`) and as a value.
+
+    Launch arguments for constexpr parameters reach the kernel as plain Python values, which
+    behave exactly like constexprs; this wrapper exists for code that builds one explicitly.
+    """
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self):
+        return f"constexpr[{self.value!r}]"
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __index__(self):
+        return self.value.__index__()
+
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __call__(self, *args, **kwargs):
+        return self.value(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name == "value":
+            raise AttributeError(name)
+        return getattr(self.value, name)
+
+
+def _constexpr_op(name):
+    def forward(self, *others):
+        others = [_unwrap(o) for o in others]
+        result = getattr(self.value, name)(*others)
+        if result is NotImplemented:
+            return NotImplemented
+        return constexpr(result)
+    return forward
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+              "lshift", "rshift"):
+    setattr(constexpr, f"__{_name}__", _constexpr_op(f"__{_name}__"))
+    setattr(constexpr, f"__r{_name}__", _constexpr_op(f"__r{_name}__"))
+for _name in ("neg", "pos", "invert", "abs", "eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(constexpr, f"__{_name}__", _constexpr_op(f"__{_name}__"))
+
+
+def _unwrap(x):
+    return x.value if isinstance(x, constexpr) else x
+
+
+def is_constexpr_value(x):
+    """Python values are compile-time constants in a kernel (numbers, dtypes, strings, None)."""
+    return not hasattr(x, "_is_mt_tensor")
+
+
+def literal_type(x):
+    """The Triton type a Python literal gets (`to_tensor_type`)."""
+    if isinstance(x, (bool, np.bool_)):
+        return int1
+    if isinstance(x, numbers.Integral):
+        x = int(x)
+        if -2**31 <= x < 2**31:
+            return int32
+        if 2**31 <= x < 2**32:
+            return uint32
+        if -2**63 <= x < 2**63:
+            return int64
+        if 2**63 <= x < 2**64:
+            return uint64
+        raise CompilationError(f"Nonrepresentable integer {x}.")
+    if isinstance(x, numbers.Real):
+        x = float(x)
+        a = abs(x)
+        if a == float("inf") or a == 0.0 or x != x or 2**-126 <= a <= (2 - 2**-23) * 2**127:
+            return float32
+        return float64
+    raise CompilationError(f"cannot convert {x!r} of type {type(x).__name__} to tensor")
+
+
+def integer_promote(a, b):
+    if a.int_signedness == b.int_signedness:
+        return a if a.int_bitwidth > b.int_bitwidth else b
+    if a.is_int_unsigned():
+        return a if a.int_bitwidth >= b.int_bitwidth else b
+    return b if b.int_bitwidth >= a.int_bitwidth else a
+
+
+def computation_type(a, a_is_literal, b, b_is_literal, div_or_mod):
+    """Result type of an arithmetic op, as `computation_type_impl` in Triton."""
+    if a_is_literal != b_is_literal:
+        lit, ten = (a, b) if a_is_literal else (b, a)
+        if lit.kind() <= ten.kind():
+            a = b = ten
+    if a.is_fp64() or b.is_fp64():
+        return float64
+    if div_or_mod and (a.is_floating() or b.is_floating()):
+        return float32
+    if a.is_fp32() or b.is_fp32():
+        return float32
+    if a.is_fp16() or b.is_fp16():
+        return float16
+    if a.is_bf16() and b.is_bf16():
+        return bfloat16
+    if a.is_bf16() or b.is_bf16():
+        return float32
+    if a.is_fp8() and b.is_fp8():
+        return a if a == b else float16
+    if not a.is_int() or not b.is_int():
+        raise CompilationError(f"unexpected type {a} and {b}")
+    if div_or_mod and a.int_signedness != b.int_signedness:
+        raise CompilationError(
+            f"Cannot use /, //, or % with {a!r} and {b!r} because they have different signedness;"
+            " this is unlikely to result in a useful answer. Cast them to the same signedness.")
+    return integer_promote(a, b)

@@ -1,0 +1,101 @@
+"""Shape manipulation: trans/permute, reshape/view, expand_dims, broadcast_to, join/split."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompilationError
+from .core import broadcast_shapes, broadcast_to as _broadcast_to, tensor, to_tensor
+from .core import validate_block_shape
+from .dtypes import _unwrap
+
+
+def _dims(args):
+    args = [_unwrap(a) for a in args]
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = list(args[0])
+    return [int(_unwrap(a)) for a in args]
+
+
+def permute(input, *dims):
+    x = to_tensor(_unwrap(input))
+    dims = _dims(dims)
+    if sorted(dims) != list(range(len(x.shape))):
+        raise CompilationError(f"permute dims must be a permutation of 0, 1, ..., n-1, but were "
+                               f"{dims}")
+    data = np.transpose(x.data, [0] + [d + 1 for d in dims])
+    return tensor(data, x.dtype, [x.shape[d] for d in dims], x.origin)
+
+
+def trans(input, *dims):
+    x = to_tensor(_unwrap(input))
+    dims = _dims(dims) if dims else list(range(len(x.shape)))[::-1]
+    if not dims and len(x.shape) < 2:
+        return x
+    return permute(x, dims)
+
+
+def reshape(input, *shape, can_reorder=False):
+    x = to_tensor(_unwrap(input))
+    shape = validate_block_shape(_dims(shape)) if _dims(shape) else []
+    if int(np.prod(shape, dtype=np.int64)) != x.numel:
+        raise CompilationError("reshape() cannot change total number of elements in tensor")
+    return tensor(x.data.reshape((x.data.shape[0], *shape)), x.dtype, shape, x.origin)
+
+
+def view(input, *shape):
+    return reshape(input, *shape)
+
+
+def expand_dims(input, axis):
+    x = to_tensor(_unwrap(input))
+    axes = _unwrap(axis)
+    axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
+    rank = len(x.shape) + len(axes)
+    new_shape = list(x.shape)
+    for a in sorted(int(_unwrap(a)) % rank for a in axes):
+        if not 0 <= a <= len(new_shape):
+            raise CompilationError(f"invalid axis {a}")
+        new_shape.insert(a, 1)
+    return tensor(x.data.reshape((x.data.shape[0], *new_shape)), x.dtype, new_shape, x.origin)
+
+
+def broadcast_to(input, *shape):
+    x = to_tensor(_unwrap(input))
+    shape = _dims(shape)
+    if len(shape) != len(x.shape):
+        raise CompilationError(f"Cannot broadcast, rank mismatch: {x.shape}, {shape}")
+    for i, (a, b) in enumerate(zip(x.shape, shape)):
+        if a != b and a != 1:
+            raise CompilationError(f"Cannot broadcast, the expanded size of the tensor ({b}) must "
+                                   f"match the existing size ({a}) at non-singleton dimension {i}"
+                                   f": {x.shape}, {shape}")
+    return _broadcast_to(x, shape)
+
+
+def broadcast(input, other):
+    a, b = to_tensor(_unwrap(input)), to_tensor(_unwrap(other))
+    shape = broadcast_shapes(a.shape, b.shape)
+    return _broadcast_to(a, shape), _broadcast_to(b, shape)
+
+
+def join(a, b):
+    a, b = broadcast(a, b)
+    if a.dtype != b.dtype:
+        raise CompilationError(f"join: types differ ({a.dtype}, {b.dtype})")
+    lanes = max(a.data.shape[0], b.data.shape[0])
+    da = np.broadcast_to(a.data, (lanes, *a.shape))
+    db = np.broadcast_to(b.data, (lanes, *b.shape))
+    return tensor(np.stack([da, db], axis=-1), a.dtype, a.shape + [2])
+
+
+def split(a):
+    a = to_tensor(_unwrap(a))
+    if not a.shape or a.shape[-1] != 2:
+        raise CompilationError("split requires the last dimension of the tensor to be 2")
+    return _take(a, len(a.shape) - 1, 0), _take(a, len(a.shape) - 1, 1)
+
+
+def _take(x, axis, i):
+    shape = list(x.shape)
+    del shape[axis]
+    return tensor(np.take(x.data, i, axis=axis + 1), x.dtype, shape)

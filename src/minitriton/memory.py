@@ -1,0 +1,176 @@
+"""The address space of one launch: every tensor argument becomes a bounded buffer.
+
+A buffer is a flat NumPy view over the argument's memory span (storage offset and strides
+respected, no copy), so stores land in the caller's tensor. Each buffer gets a virtual base
+address far from the others; a pointer in a kernel is `base + offset * itemsize`. Any access
+outside the buffer a pointer came from raises `OutOfBoundsError` before anything is touched.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import LaunchError, OutOfBoundsError
+from .language import dtypes as _t
+
+_REGION = 1 << 40  # bytes between two buffers' base addresses
+
+
+@dataclass
+class Buffer:
+    index: int  # position among the launch's buffers
+    name: str  # the kernel parameter it was passed as
+    flat: np.ndarray  # 1-D view over the span, in the element type
+    dtype: object  # triton element type
+    description: str
+    base: int = 0
+    snapshot: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def size(self):
+        return self.flat.shape[0]
+
+    def before_write(self):
+        """Keep a copy of the buffer before the launch's first write, to undo the launch."""
+        if self.snapshot is None:
+            if not self.flat.flags.writeable:
+                raise LaunchError(f"argument `{self.name}` ({self.description}) is read-only and "
+                                  "cannot be stored to")
+            self.snapshot = self.flat.copy()
+
+
+def _torch():
+    import sys
+    return sys.modules.get("torch")
+
+
+def describe(obj):
+    torch = _torch()
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return (f"torch.{str(obj.dtype).replace('torch.', '')} tensor of shape "
+                f"{tuple(obj.shape)}, strides {tuple(obj.stride())}")
+    return f"numpy {obj.dtype} array of shape {obj.shape}"
+
+
+def as_numpy(obj, name):
+    """A NumPy view (no copy) of a torch CPU tensor or NumPy array, keeping its strides."""
+    torch = _torch()
+    if torch is not None and isinstance(obj, torch.Tensor):
+        if obj.device.type != "cpu":
+            raise LaunchError(
+                f"argument `{name}` is on device `{obj.device}`; minitriton runs kernels on the "
+                f"CPU. Move it with `.cpu()`, or run on real Triton (TRITONLAB_BACKEND=triton)")
+        t = obj.detach()
+        if t.is_conj() or t.is_neg():
+            t = t.resolve_conj().resolve_neg()
+        if t.dtype == torch.bfloat16:
+            import ml_dtypes
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            import ml_dtypes
+            target = ml_dtypes.float8_e4m3fn if t.dtype == torch.float8_e4m3fn else ml_dtypes.float8_e5m2
+            return t.view(torch.uint8).numpy().view(target)
+        try:
+            return t.numpy()
+        except TypeError as e:
+            raise LaunchError(f"argument `{name}`: minitriton cannot map torch dtype {t.dtype} "
+                              f"({e})") from None
+    if isinstance(obj, np.ndarray):
+        return obj
+    raise LaunchError(f"argument `{name}` of type {type(obj).__name__} is not a tensor")
+
+
+def flat_span(arr, name):
+    """The 1-D view from the first element to the last one the strides can reach."""
+    if any(s < 0 for s in arr.strides):
+        raise LaunchError(f"argument `{name}` has negative strides {arr.strides}; make it "
+                          "contiguous first (np.ascontiguousarray / .contiguous())")
+    item = arr.itemsize
+    if any(s % item for s in arr.strides):
+        raise LaunchError(f"argument `{name}` has strides {arr.strides} that are not multiples of "
+                          f"its element size {item}")
+    if arr.size == 0:
+        span = 0
+    else:
+        span = 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
+    return np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,),
+                                           writeable=arr.flags.writeable)
+
+
+class AddressSpace:
+    """The buffers of one launch."""
+
+    def __init__(self):
+        self.buffers: list[Buffer] = []
+
+    def add(self, obj, name):
+        arr = as_numpy(obj, name)
+        flat = flat_span(arr, name)
+        buf = Buffer(len(self.buffers), name, flat, _t.from_numpy(arr.dtype), describe(obj))
+        buf.base = (buf.index + 1) * _REGION
+        self.buffers.append(buf)
+        return buf
+
+    def owner(self, addresses):
+        """The buffer index each address falls in (for pointers of mixed origin)."""
+        return (addresses // _REGION - 1).astype(np.int64)
+
+    def rollback(self):
+        for buf in self.buffers:
+            if buf.snapshot is not None:
+                buf.flat[...] = buf.snapshot
+                buf.snapshot = None
+
+    def commit(self):
+        for buf in self.buffers:
+            buf.snapshot = None
+
+    def resolve(self, ptr, active, op):
+        """Map active lanes of a pointer tensor to (buffer, element offsets).
+
+        `ptr.data` and `active` are arrays of equal shape; returns a list of
+        (buffer, lane_mask, offsets) — one entry, unless the pointer mixes buffers.
+        """
+        addrs = ptr.data
+        if isinstance(ptr.origin, int):
+            groups = [(self.buffers[ptr.origin], active)]
+        else:
+            owners = self.owner(addrs)
+            groups = []
+            for i in np.unique(owners[active]):
+                if 0 <= i < len(self.buffers):
+                    groups.append((self.buffers[i], active & (owners == i)))
+                else:
+                    bad = active & (owners == i)
+                    raise _oob_error(None, addrs[bad], op)
+        out = []
+        elem = ptr.dtype.element_ty.itemsize
+        for buf, lanes in groups:
+            a = addrs[lanes]
+            off = a - buf.base
+            if elem != buf.dtype.itemsize and not buf.dtype.is_bool():
+                raise OutOfBoundsError(
+                    f"{op}: pointer to {ptr.dtype.element_ty} used on argument `{buf.name}` of "
+                    f"type {buf.dtype}; minitriton only supports pointers of the argument's type")
+            idx = off // elem
+            bad = (off < 0) | (idx >= buf.size) | (off % elem != 0)
+            if bad.any():
+                raise _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
+            out.append((buf, lanes, idx))
+        return out
+
+
+def _oob_error(buf, offsets, op, lanes_total=None):
+    shown = ", ".join(str(int(o)) for o in offsets[:8]) + (", ..." if len(offsets) > 8 else "")
+    n = lanes_total if lanes_total is not None else len(offsets)
+    if buf is None:
+        return OutOfBoundsError(f"{op} out of bounds: {n} lane(s) point outside every buffer of "
+                                "the launch. Check the pointer arithmetic.")
+    valid = f"[0, {buf.size - 1}]" if buf.size else "empty (the tensor has no elements)"
+    return OutOfBoundsError(
+        f"{op} out of bounds on argument `{buf.name}` ({buf.description}): {n} lane(s) at "
+        f"element offsets [{shown}], valid offsets are {valid}.\n"
+        f"hint: guard the access with a mask, e.g. `mask = offsets < n_elements` and "
+        f"`tl.{op}(ptr + offsets, mask=mask{', other=0.0' if op == 'load' else ''})`; nothing was "
+        f"read or written.")

@@ -1,0 +1,145 @@
+"""Traffic counting: what each launch read, wrote and computed.
+
+Every launch returns a `LaunchRecord`; `with minitriton.record() as rec:` collects the records
+of all launches inside the block. Masked lanes are not counted (they touch no memory); an
+atomic counts as one read and one write of its element; `tl.dot` counts 2*M*N*K FLOPs per call
+per program.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass, field
+
+_RECORDERS: contextvars.ContextVar = contextvars.ContextVar("minitriton_recorders", default=())
+
+
+@dataclass
+class ArgTraffic:
+    name: str
+    dtype: str
+    itemsize: int
+    loaded: int = 0  # elements read by tl.load
+    stored: int = 0  # elements written by tl.store
+    atomics: int = 0  # elements updated by atomics (each one read and written)
+
+    @property
+    def elements_read(self):
+        return self.loaded + self.atomics
+
+    @property
+    def elements_written(self):
+        return self.stored + self.atomics
+
+    @property
+    def bytes_read(self):
+        return self.elements_read * self.itemsize
+
+    @property
+    def bytes_written(self):
+        return self.elements_written * self.itemsize
+
+
+@dataclass
+class LaunchRecord:
+    """What one launch did. Totals are over all programs of the grid."""
+
+    kernel: str
+    grid: tuple
+    constexprs: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+    executor: str = "sequential"
+    args: dict = field(default_factory=dict)  # parameter name -> ArgTraffic
+    dot_flops: int = 0
+    seconds: float = 0.0
+
+    @property
+    def num_programs(self):
+        n = 1
+        for g in self.grid:
+            n *= g
+        return n
+
+    def count(self, buf, kind, n):
+        arg = self.args.get(buf.name)
+        if arg is None:
+            arg = self.args[buf.name] = ArgTraffic(buf.name, str(buf.dtype), buf.dtype.itemsize)
+        if kind == "load":
+            arg.loaded += n
+        elif kind == "store":
+            arg.stored += n
+        else:
+            arg.atomics += n
+
+    def count_dot(self, flops):
+        self.dot_flops += flops
+
+    def _total(self, attr):
+        return sum(getattr(a, attr) for a in self.args.values())
+
+    elements_read = property(lambda self: self._total("elements_read"))
+    elements_written = property(lambda self: self._total("elements_written"))
+    bytes_read = property(lambda self: self._total("bytes_read"))
+    bytes_written = property(lambda self: self._total("bytes_written"))
+
+    def table(self):
+        """A plain-text table of the launch's traffic."""
+        lines = [f"{self.kernel}: grid {self.grid} = {self.num_programs} programs "
+                 f"({self.executor}, {self.seconds * 1e3:.1f} ms)",
+                 f"  {'argument':<16}{'dtype':>6}{'read':>14}{'written':>14}{'bytes r/w':>24}"]
+        for a in self.args.values():
+            lines.append(f"  {a.name:<16}{a.dtype:>6}{a.elements_read:>14,}"
+                         f"{a.elements_written:>14,}"
+                         f"{f'{a.bytes_read:,}/{a.bytes_written:,}':>24}")
+        lines.append(f"  {'total':<16}{'':>6}{self.elements_read:>14,}{self.elements_written:>14,}"
+                     f"{f'{self.bytes_read:,}/{self.bytes_written:,}':>24}")
+        if self.dot_flops:
+            lines.append(f"  tl.dot FLOPs: {self.dot_flops:,}")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+
+class Recording:
+    """The launches recorded inside a `minitriton.record()` block."""
+
+    def __init__(self):
+        self.launches: list[LaunchRecord] = []
+
+    def __len__(self):
+        return len(self.launches)
+
+    def __getitem__(self, i):
+        return self.launches[i]
+
+    def __iter__(self):
+        return iter(self.launches)
+
+    def _sum(self, attr):
+        return sum(getattr(r, attr) for r in self.launches)
+
+    elements_read = property(lambda self: self._sum("elements_read"))
+    elements_written = property(lambda self: self._sum("elements_written"))
+    bytes_read = property(lambda self: self._sum("bytes_read"))
+    bytes_written = property(lambda self: self._sum("bytes_written"))
+    dot_flops = property(lambda self: self._sum("dot_flops"))
+
+    def table(self):
+        return "\n".join(r.table() for r in self.launches)
+
+
+@contextlib.contextmanager
+def record():
+    """Collect a `LaunchRecord` for every minitriton launch inside the `with` block."""
+    rec = Recording()
+    token = _RECORDERS.set(_RECORDERS.get() + (rec,))
+    try:
+        yield rec
+    finally:
+        _RECORDERS.reset(token)
+
+
+def publish(launch_record):
+    for rec in _RECORDERS.get():
+        rec.launches.append(launch_record)

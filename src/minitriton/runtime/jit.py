@@ -1,0 +1,198 @@
+"""`@jit`: turn kernel source into a Python function the simulator can run.
+
+The kernel's own source is re-compiled with three rewrites, keeping its file name and line
+numbers so that errors and tracebacks point at the user's lines:
+  * `print(...)` becomes a per-program print prefixed with the program id;
+  * `min`/`max` on tensors become `tl.minimum`/`tl.maximum`, as in Triton;
+  * `assert cond, msg` becomes `tl.device_assert(cond, msg)`, as in Triton.
+Everything else runs as written: `tl` calls operate on minitriton tensors.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+import types
+
+from ..errors import CompilationError, LaunchError
+from . import context
+
+_RT = "_minitriton_rt_"
+KERNEL_CODES: dict = {}  # code object -> jitted function name, to locate errors in kernels
+
+
+class _KernelBuiltins:
+    """What the rewritten builtins call."""
+
+    @staticmethod
+    def print(*args, **kwargs):
+        from ..language.debug import kernel_print
+        return kernel_print(*args, **kwargs)
+
+    @staticmethod
+    def min(*args, **kwargs):
+        return _min_max(builtins.min, "minimum", args, kwargs)
+
+    @staticmethod
+    def max(*args, **kwargs):
+        return _min_max(builtins.max, "maximum", args, kwargs)
+
+    @staticmethod
+    def assert_(cond, msg=None):
+        from ..language.core import is_tensor
+        from ..language.debug import device_assert
+        if is_tensor(cond):
+            return device_assert(cond, msg or "assert")
+        if not cond:
+            return device_assert(False, msg or "assert")
+
+
+def _min_max(py_fn, tl_name, args, kwargs):
+    from ..language import arith
+    from ..language.core import is_tensor
+    if len(args) > 1 and any(is_tensor(a) for a in args):
+        out = args[0]
+        for a in args[1:]:
+            out = getattr(arith, tl_name)(out, a)
+        return out
+    return py_fn(*args, **kwargs)
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, shadowed):
+        self.shadowed = shadowed
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in ("print", "min", "max") and f.id not in self.shadowed:
+            node.func = ast.copy_location(
+                ast.Attribute(value=ast.Name(_RT, ast.Load()), attr=f.id, ctx=ast.Load()), f)
+        return node
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        call = ast.Call(
+            func=ast.Attribute(value=ast.Name(_RT, ast.Load()), attr="assert_", ctx=ast.Load()),
+            args=[node.test] + ([node.msg] if node.msg is not None else []), keywords=[])
+        return ast.copy_location(ast.Expr(ast.copy_location(call, node)), node)
+
+
+def _local_names(fn_def):
+    names = {a.arg for a in fn_def.args.args + fn_def.args.kwonlyargs + fn_def.args.posonlyargs}
+    for node in ast.walk(fn_def):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def compile_kernel(fn):
+    """Rewrite and recompile `fn`; returns the new function (same globals, same closure)."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise CompilationError(f"cannot read the source of `{fn.__name__}` ({e}); @jit kernels "
+                               "must be defined in a file, as with Triton") from None
+    src = "".join(lines)
+    dedented = textwrap.dedent(src)
+    tree = ast.parse(dedented)
+    fn_def = tree.body[0]
+    if not isinstance(fn_def, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise CompilationError(f"@jit expects a function definition, got {type(fn_def).__name__}")
+    fn_def.decorator_list = []
+    freevars = list(fn.__code__.co_freevars)
+    shadowed = set(fn.__globals__) | set(freevars) | _local_names(fn_def)
+    fn_def = _Rewriter(shadowed).visit(fn_def)
+    factory = ast.FunctionDef(
+        name="_minitriton_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in [_RT] + freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fn_def, ast.Return(ast.Name(fn_def.name, ast.Load()))], decorator_list=[],
+        returns=None, type_params=[])
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, first - 1)
+    code = compile(module, fn.__code__.co_filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    make = types.FunctionType(factory_code, fn.__globals__)
+    cells = []
+    for i, name in enumerate(freevars):
+        try:
+            cells.append(fn.__closure__[i].cell_contents)
+        except ValueError:
+            raise CompilationError(f"`{fn.__name__}` uses `{name}` before it is defined") from None
+    new = make(_KernelBuiltins, *cells)
+    new.__defaults__ = fn.__defaults__
+    new.__kwdefaults__ = fn.__kwdefaults__
+    _register(new.__code__, fn.__name__)
+    return new
+
+
+def _register(code, name):
+    KERNEL_CODES[code] = name
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _register(c, name)
+
+
+def is_constexpr_annotation(annotation):
+    from ..language.dtypes import constexpr
+    if annotation is constexpr:
+        return True
+    if isinstance(annotation, str):
+        return annotation.split(".")[-1] == "constexpr"
+    return getattr(annotation, "__name__", None) == "constexpr"
+
+
+class KernelInterface:
+    """`kernel[grid](*args)`: shared by JITFunction, Autotuner and Heuristics."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+
+class JITFunction(KernelInterface):
+    def __init__(self, fn, debug=None, do_not_specialize=(), noinline=None, **kwargs):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.constexprs = [i for i, p in enumerate(self.signature.parameters.values())
+                           if is_constexpr_annotation(p.annotation)]
+        self._compiled = None
+
+    @property
+    def src(self):
+        return textwrap.dedent(inspect.getsource(self.fn))
+
+    @property
+    def compiled(self):
+        if self._compiled is None:
+            self._compiled = compile_kernel(self.fn)
+        return self._compiled
+
+    def __call__(self, *args, **kwargs):
+        if context.active() is None:
+            raise LaunchError(f"Cannot call @jit'd function `{self.__name__}` outside of the "
+                              f"scope of a kernel; launch it with `{self.__name__}[grid](...)`")
+        return self.compiled(*args, **kwargs)
+
+    def run(self, *args, grid, **kwargs):
+        from .launch import launch
+        return launch(self, grid, args, kwargs)
+
+    def __repr__(self):
+        return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+
+def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),
+        do_not_specialize_on_alignment=(), debug=None, noinline=None):
+    """Decorator: `@minitriton.jit` (or `@triton.jit` after `import minitriton as triton`)."""
+    def decorate(f):
+        return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline)
+    return decorate(fn) if fn is not None else decorate

@@ -1,0 +1,152 @@
+"""`kernel[grid](*args)`: bind the arguments, build the address space, run the programs.
+
+Binding follows Triton: parameters annotated `tl.constexpr` are compile-time values (they reach
+the kernel as plain Python values); tensors become pointers; Python ints become int32 (int64 if
+they do not fit), floats fp32, bools int1. Launch options (`num_warps`, `num_stages`...) are
+accepted and recorded. If a program fails, every write of the launch is undone and the error
+names the kernel, the program and the kernel line.
+"""
+from __future__ import annotations
+
+import itertools
+import numbers
+import time
+import traceback
+
+import numpy as np
+
+from ..errors import LaunchError, MiniTritonError
+from ..language import dtypes as _t
+from ..language.core import literal, tensor
+from ..memory import AddressSpace
+from ..observe.traffic import LaunchRecord, publish
+from ..settings import current_settings
+from . import context
+from .jit import KERNEL_CODES
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                  "launch_cooperative_grid", "launch_pdl", "debug", "stream", "warmup",
+                  "enable_reflect_ftz")
+
+
+def _is_array(x):
+    if isinstance(x, np.ndarray):
+        return True
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def _bind(kernel, args, kwargs):
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in LAUNCH_OPTIONS}
+    try:
+        bound = kernel.signature.bind(*args, **kwargs)
+    except TypeError as e:
+        params = ", ".join(kernel.arg_names)
+        raise LaunchError(f"wrong arguments for kernel `{kernel.__name__}({params})`: {e}") \
+            from None
+    bound.apply_defaults()
+    return bound.arguments, options
+
+
+def _resolve_grid(kernel, grid, named):
+    if callable(grid):
+        grid = grid(dict(named))
+    if isinstance(grid, (int, np.integer)) or hasattr(grid, "__index__"):
+        grid = (grid,)
+    try:
+        grid = tuple(int(g) for g in grid)
+    except TypeError:
+        raise LaunchError(f"kernel `{kernel.__name__}`: the grid must be a tuple of 1 to 3 ints "
+                          f"or a function of the meta-parameters returning one, got {grid!r}") \
+            from None
+    if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
+        raise LaunchError(f"kernel `{kernel.__name__}`: invalid grid {grid}: 1 to 3 "
+                          "non-negative sizes")
+    return grid
+
+
+def _kernel_value(kernel, name, value, is_constexpr, memory):
+    """What a launch argument becomes inside the kernel."""
+    if is_constexpr:
+        if _is_array(value):
+            raise LaunchError(f"kernel `{kernel.__name__}`: argument `{name}` is annotated "
+                              "tl.constexpr but got a tensor")
+        return value.value if isinstance(value, _t.constexpr) else value
+    if _is_array(value):
+        buf = memory.add(value, name)
+        return tensor(np.array([buf.base], dtype=np.int64), _t.pointer_type(buf.dtype), [],
+                      origin=buf.index)
+    if value is None or isinstance(value, (str, _t.dtype)):
+        return value  # Triton treats these as constexprs
+    if isinstance(value, (bool, np.bool_)):
+        return literal(bool(value), _t.int1)
+    if isinstance(value, numbers.Integral):
+        ty = _t.literal_type(int(value))
+        return literal(int(value), ty if ty is not _t.uint32 else _t.int64)
+    if isinstance(value, numbers.Real):
+        return literal(float(value), _t.float32)
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return _kernel_value(kernel, name, value.item(), False, memory)
+    raise LaunchError(f"kernel `{kernel.__name__}`: argument `{name}` has unsupported type "
+                      f"{type(value).__name__}; pass tensors, numbers, bools or constexprs")
+
+
+def launch(kernel, grid, args, kwargs):
+    named, options = _bind(kernel, args, dict(kwargs))
+    constexpr_names = {kernel.arg_names[i] for i in kernel.constexprs}
+    user_grid = _resolve_grid(kernel, grid, named)
+    grid = user_grid + (1,) * (3 - len(user_grid))
+    memory = AddressSpace()
+    values = [_kernel_value(kernel, n, v, n in constexpr_names, memory) for n, v in named.items()]
+    settings = current_settings()
+    record = LaunchRecord(kernel.__name__, user_grid,
+                          {n: named[n] for n in kernel.arg_names if n in constexpr_names},
+                          options, settings.executor)
+    for buf in memory.buffers:
+        record.count(buf, "load", 0)
+    ctx = context.LaunchContext(kernel.__name__, grid, memory, record, settings)
+    fn = kernel.compiled
+    start = time.perf_counter()
+    token = context.enter(ctx)
+    try:
+        run_sequential(ctx, fn, values)
+    except BaseException as e:
+        memory.rollback()
+        _locate(e, ctx)
+        raise
+    else:
+        memory.commit()
+    finally:
+        context.leave(token)
+    record.seconds = time.perf_counter() - start
+    publish(record)
+    return record
+
+
+def program_ids(grid):
+    """All program ids of a grid, axis 0 fastest (the order a GPU hands blocks out)."""
+    gx, gy, gz = grid
+    return [(x, y, z) for z, y, x in itertools.product(range(gz), range(gy), range(gx))]
+
+
+def run_sequential(ctx, fn, values):
+    for pid in program_ids(ctx.grid):
+        ctx.pids = np.array([pid], dtype=np.int32)
+        fn(*values)
+
+
+def _locate(e, ctx):
+    """Point the error at the innermost kernel line that raised it."""
+    location = None
+    for frame, summary in zip((f for f, _ in traceback.walk_tb(e.__traceback__)),
+                              traceback.extract_tb(e.__traceback__)):
+        info = KERNEL_CODES.get(frame.f_code)
+        if info is not None:
+            location = (summary.filename, summary.lineno, summary.line or "")
+    pid = getattr(e, "failing_pid", None)
+    if pid is None and ctx.pids is not None and len(ctx.pids) == 1:
+        pid = ctx.pid_tuple(0)
+    if isinstance(e, MiniTritonError):
+        e._locate(ctx.kernel_name, pid, location)
+    elif location is not None and hasattr(e, "add_note"):
+        e.add_note(f"(in minitriton kernel `{ctx.kernel_name}`, program {pid}, at "
+                   f"{location[0]}:{location[1]}: {location[2].strip()})")

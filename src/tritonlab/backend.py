@@ -1,0 +1,93 @@
+"""Which Triton the kernels run on: real Triton on a CUDA GPU, else minitriton.
+
+    from tritonlab.backend import triton, tl
+
+`TRITONLAB_BACKEND=triton|sim|interpret` overrides the choice (`interpret` is Triton's own
+interpreter, `TRITON_INTERPRET=1`, on CPU tensors). `DEVICE` is where kernel inputs must live.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+
+BACKENDS = ("triton", "sim", "interpret")
+
+
+def _cuda_triton_available():
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return False
+        import triton  # noqa: F401
+        return True
+    except Exception:  # pragma: no cover - any import failure means "not available"
+        return False
+
+
+def _choose():
+    env = os.environ.get("TRITONLAB_BACKEND", "").strip().lower()
+    if env:
+        if env not in BACKENDS:
+            raise ValueError(f"TRITONLAB_BACKEND={env!r}: choose one of {', '.join(BACKENDS)}")
+        return env
+    return "triton" if _cuda_triton_available() else "sim"
+
+
+def _load(name):
+    """(triton module, triton.language module, device) for a backend name."""
+    if name == "sim":
+        import minitriton
+        import minitriton.language
+        return minitriton, minitriton.language, "cpu"
+    if name == "interpret":
+        os.environ["TRITON_INTERPRET"] = "1"
+    import triton
+    import triton.language
+    return triton, triton.language, "cuda" if name == "triton" else "cpu"
+
+
+NAME = _choose()
+triton, tl, DEVICE = _load(NAME)
+
+
+def describe():
+    """One line saying what runs the kernels."""
+    if NAME == "sim":
+        import minitriton
+        return f"minitriton {minitriton.__version__} (simulator on the CPU)"
+    import torch
+    where = torch.cuda.get_device_name() if NAME == "triton" else "CPU, Triton's interpreter"
+    return f"triton {triton.__version__} on {where}"
+
+
+@contextlib.contextmanager
+def _swapped(name):
+    module = sys.modules[__name__]
+    saved = (module.NAME, module.triton, module.tl, module.DEVICE)
+    module.NAME = name
+    module.triton, module.tl, module.DEVICE = _load(name)
+    try:
+        yield
+    finally:
+        module.NAME, module.triton, module.tl, module.DEVICE = saved
+
+
+_COPIES: dict = {}
+
+
+def with_backend(module_name, name):
+    """A copy of a kernels module bound to another backend (e.g. "sim" on a GPU machine, to
+    count a kernel's traffic on the simulator next to timing it on the GPU)."""
+    if name == NAME:
+        return importlib.import_module(module_name)
+    key = (module_name, name)
+    if key not in _COPIES:
+        spec = importlib.util.find_spec(module_name)
+        copy_spec = importlib.util.spec_from_file_location(f"{module_name}__{name}", spec.origin)
+        module = importlib.util.module_from_spec(copy_spec)
+        with _swapped(name):
+            copy_spec.loader.exec_module(module)
+        _COPIES[key] = module
+    return _COPIES[key]

@@ -1,0 +1,1 @@
+"""The lecture's kernels. Each op: `*_kernel` (Triton source) -> launch function."""

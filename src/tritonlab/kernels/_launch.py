@@ -1,0 +1,38 @@
+"""Input validation and launch helpers shared by the kernels' launch functions."""
+from __future__ import annotations
+
+import torch
+
+from .. import backend
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def check_inputs(op, *tensors, dtypes=FLOAT_DTYPES, same_shape=True):
+    """Check device, dtype and shapes; return the tensors made contiguous."""
+    out = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{op}: argument {i} must be a torch.Tensor, got {type(t).__name__}")
+        if t.device.type != backend.DEVICE:
+            raise ValueError(
+                f"{op}: argument {i} is on {t.device}, but the {backend.NAME} backend runs on "
+                f"{backend.DEVICE}; move it with .to('{backend.DEVICE}') "
+                "(or set TRITONLAB_BACKEND)")
+        if t.dtype not in dtypes:
+            names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
+            raise TypeError(f"{op}: argument {i} has dtype {t.dtype}; supported: {names}")
+        out.append(t.contiguous())
+    if same_shape:
+        for i, t in enumerate(out[1:], 1):
+            if t.shape != out[0].shape:
+                raise ValueError(f"{op}: shapes differ: {tuple(out[0].shape)} and "
+                                 f"{tuple(t.shape)} (argument {i})")
+            if t.dtype != out[0].dtype:
+                raise TypeError(f"{op}: dtypes differ: {out[0].dtype} and {t.dtype} "
+                                f"(argument {i})")
+    return out
+
+
+def grid_1d(n, block):
+    return (backend.triton.cdiv(n, block),)
