@@ -1,0 +1,395 @@
+# A corpus of small kernels written as users write them, run by minitriton on the CPU and, on a
+# GPU machine, by real Triton too (tests/test_gpu_parity.py), to check that both accept and
+# reject the same kernels and compute the same values.
+# This file is executed by tests/corpus/__init__.py with `triton` and `tl` (either Triton's or
+# minitriton's) and `torch` already in its namespace; it is not imported directly.
+# Each `case_*` returns a dict of output tensors; each `bad_*` must raise.
+# ruff: noqa: F821
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+
+def case_add(dev, rng):
+    x, y = rng(1000), rng(1000)
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(1000, 128),)](x, y, out, 1000, BLOCK=128)
+    return {"out": out}
+
+
+@triton.jit
+def promote_kernel(h_ptr, b_ptr, i_ptr, scale, out_h, out_b, out_f, out_i, out_d, out_m,
+                   BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    h = tl.load(h_ptr + offs)  # fp16
+    b = tl.load(b_ptr + offs)  # bf16
+    i = tl.load(i_ptr + offs)  # int32
+    tl.store(out_h + offs, h * 3.0 + h)  # literal does not promote: fp16 math
+    tl.store(out_b + offs, b * b + b)  # bf16 math
+    tl.store(out_f + offs, h * scale)  # fp32 argument promotes to fp32
+    tl.store(out_i + offs, i // 7 + i % 7 * 1000)  # C division and remainder
+    tl.store(out_d + offs, i / 3)  # int / int -> fp32
+    tl.store(out_m + offs, i * 1000003)  # int32 wrap-around
+
+
+def case_promote(dev, rng):
+    n = 64
+    h = (rng(n) * 4).half()
+    b = (rng(n) * 4).bfloat16()
+    i = (rng(n) * 1e6).int()
+    outs = {"h": torch.empty(n, dtype=torch.float16, device=dev),
+            "b": torch.empty(n, dtype=torch.bfloat16, device=dev),
+            "f": torch.empty(n, device=dev), "i": torch.empty(n, dtype=torch.int32, device=dev),
+            "d": torch.empty(n, device=dev), "m": torch.empty(n, dtype=torch.int32, device=dev)}
+    promote_kernel[(1,)](h, b, i, 0.3, *outs.values(), BLOCK=n)
+    return outs
+
+
+@triton.jit
+def math_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    ax = tl.abs(x) + 0.5
+    tl.store(out_ptr + 0 * BLOCK + offs, tl.exp(x))
+    tl.store(out_ptr + 1 * BLOCK + offs, tl.log(ax))
+    tl.store(out_ptr + 2 * BLOCK + offs, tl.sqrt(ax))
+    tl.store(out_ptr + 3 * BLOCK + offs, tl.rsqrt(ax))
+    tl.store(out_ptr + 4 * BLOCK + offs, tl.sigmoid(x))
+    tl.store(out_ptr + 5 * BLOCK + offs, tl.erf(x))
+    tl.store(out_ptr + 6 * BLOCK + offs, tl.cos(x) + tl.sin(x))
+    tl.store(out_ptr + 7 * BLOCK + offs, tl.exp2(x) + tl.log2(ax))
+    tl.store(out_ptr + 8 * BLOCK + offs, tl.fma(x, x, ax))
+    tl.store(out_ptr + 9 * BLOCK + offs, tl.clamp(x, -0.5, 0.5))
+    tl.store(out_ptr + 10 * BLOCK + offs, tl.maximum(x, 0.0) - tl.minimum(x, -0.25))
+    tl.store(out_ptr + 11 * BLOCK + offs, tl.where(x > 0, x, 0.1 * x))
+
+
+def case_math(dev, rng):
+    x = rng(128)
+    out = torch.empty(12 * 128, device=dev)
+    math_kernel[(1,)](x, out, BLOCK=128)
+    return {"out": out}
+
+
+@triton.jit
+def reduce_kernel(x_ptr, out_ptr, idx_ptr, M: tl.constexpr, N: tl.constexpr):
+    rows = tl.arange(0, M)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :])
+    tl.store(out_ptr + rows, tl.sum(x, axis=1))
+    tl.store(out_ptr + M + cols, tl.max(x, axis=0))
+    tl.store(out_ptr + M + N + cols, tl.min(x, axis=0, keep_dims=True).reshape(N))
+    tl.store(out_ptr + M + 2 * N, tl.sum(x))
+    tl.store(idx_ptr + rows, tl.argmax(x, axis=1))
+    tl.store(idx_ptr + M + cols, tl.argmin(x, axis=0))
+
+
+def case_reduce(dev, rng):
+    x = rng(16 * 32)
+    out = torch.empty(16 + 2 * 32 + 1, device=dev)
+    idx = torch.empty(16 + 32, dtype=torch.int32, device=dev)
+    reduce_kernel[(1,)](x, out, idx, M=16, N=32)
+    return {"out": out, "idx": idx}
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=float("-inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(y_ptr + row * stride + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+def case_softmax(dev, rng):
+    x = rng(30 * 77).reshape(30, 77)
+    y = torch.empty_like(x)
+    softmax_kernel[(30,)](x, y, x.stride(0), 77, BLOCK=128)
+    return {"y": y}
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, IEEE: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
+    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] + k < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] + k < K) & (offs_n[None, :] < N), other=0.0)
+        if IEEE:
+            acc += tl.dot(a, b, input_precision="ieee")
+        else:
+            acc += tl.dot(a, b)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    acc = tl.maximum(acc, 0.0)
+    tl.store(c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn, acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _matmul(dev, rng, dtype, ieee=False, transpose_a=False):
+    M, N, K = 70, 50, 90
+    a = rng(M * K).reshape(M, K).to(dtype)
+    if transpose_a:
+        a = a.t().contiguous().t()
+    b = rng(K * N).reshape(K, N).to(dtype)
+    c = torch.empty(M, N, device=dev)
+    grid = (triton.cdiv(M, 32), triton.cdiv(N, 32))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), BM=32, BN=32, BK=32, IEEE=ieee)
+    return {"c": c}
+
+
+def case_matmul_fp16(dev, rng):
+    return _matmul(dev, rng, torch.float16)
+
+
+def case_matmul_bf16_transposed(dev, rng):
+    return _matmul(dev, rng, torch.bfloat16, transpose_a=True)
+
+
+def case_matmul_fp32_ieee(dev, rng):
+    return _matmul(dev, rng, torch.float32, ieee=True)
+
+
+@triton.jit
+def dot_identity_kernel(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+    tl.store(out_ptr + r[:, None] * N + r[None, :], tl.dot(a, b))
+
+
+def case_tf32_rounding(dev, rng):
+    # a @ I == a exactly except for the rounding of a's fp32 values to TF32
+    n = 16
+    base = torch.tensor([1.0, -1.0, 1.5, 3.0], device=dev).repeat(n * n // 4)
+    ulp = 2.0 ** -10
+    frac = torch.tensor([0.5, 0.25, 0.75, 0.5 + 2 ** -12, 0.125, 0.999], device=dev)
+    tweak = frac[torch.arange(n * n, device=dev) % 6] * ulp
+    a = (base * (1 + tweak)).reshape(n, n).float()
+    eye = torch.eye(n, device=dev)
+    out = torch.empty(n, n, device=dev)
+    dot_identity_kernel[(1,)](a, eye, out, N=n)
+    return {"out": out}
+
+
+@triton.jit
+def small_dot_kernel(a_ptr, b_ptr, out_ptr):
+    i16 = tl.arange(0, 16)
+    i8 = tl.arange(0, 8)
+    a = tl.load(a_ptr + i16[:, None] * 16 + i16[None, :])  # (16, 16)
+    b = tl.load(b_ptr + i16[:, None] * 8 + i8[None, :])  # (16, 8): N = 8 is allowed
+    tl.store(out_ptr + i16[:, None] * 8 + i8[None, :], tl.dot(a, b))
+
+
+def case_dot_small_n(dev, rng):
+    a = rng(256).reshape(16, 16).half()
+    b = rng(128).reshape(16, 8).half()
+    out = torch.empty(16, 8, device=dev)
+    small_dot_kernel[(1,)](a, b, out)
+    return {"out": out}
+
+
+@triton.jit
+def block_ptr_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.make_block_ptr(x_ptr, shape=(M, N), strides=(N, 1), offsets=(pid * BM, 0),
+                            block_shape=(BM, BN), order=(1, 0))
+    dst = tl.make_block_ptr(y_ptr, shape=(M, N), strides=(N, 1), offsets=(pid * BM, 0),
+                            block_shape=(BM, BN), order=(1, 0))
+    for _ in range(0, tl.cdiv(N, BN)):
+        x = tl.load(src, boundary_check=(0, 1), padding_option="zero")
+        tl.store(dst, x * 2.0 + 1.0, boundary_check=(0, 1))
+        src = tl.advance(src, (0, BN))
+        dst = tl.advance(dst, (0, BN))
+
+
+def case_block_ptr(dev, rng):
+    x = rng(37 * 45).reshape(37, 45)
+    y = torch.full_like(x, -7.0)
+    block_ptr_kernel[(triton.cdiv(37, 16),)](x, y, 37, 45, BM=16, BN=16)
+    return {"y": y}
+
+
+@triton.jit
+def atomic_kernel(x_ptr, total_ptr, ticket_ptr, max_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.atomic_add(total_ptr, tl.sum(x, axis=0))
+    tl.atomic_max(max_ptr, tl.max(x, axis=0))
+    tl.atomic_add(ticket_ptr + 1, 1)
+
+
+def case_atomics(dev, rng):
+    x = (rng(1000) * 100).int()
+    total = torch.zeros(1, dtype=torch.int32, device=dev)
+    ticket = torch.zeros(2, dtype=torch.int32, device=dev)
+    mx = torch.full((1,), -2**31, dtype=torch.int32, device=dev)
+    atomic_kernel[(8,)](x, total, ticket, mx, 1000, BLOCK=128)
+    return {"total": total, "ticket": ticket, "max": mx}
+
+
+@triton.jit
+def helper_scale(x, factor: tl.constexpr):
+    return x * factor
+
+
+@triton.jit
+def misc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, MODE: tl.constexpr = "double"):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    if MODE == "double":
+        x = helper_scale(x, 2.0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.static_range(3):
+        acc += x * i
+    for j in tl.range(0, tl.num_programs(0)):
+        acc += j
+    acc += tl.cumsum(x, axis=0)
+    tl.store(out_ptr + offs, acc, mask=mask)
+
+
+def case_misc(dev, rng):
+    x = rng(300)
+    out = torch.empty_like(x)
+    misc_kernel[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, 300, BLOCK=64)
+    return {"out": out}
+
+
+@triton.jit
+def cast_kernel(x_ptr, b_ptr, h_ptr, i_ptr, flag_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(b_ptr + offs, x.to(tl.bfloat16))
+    tl.store(h_ptr + offs, x.to(tl.float16))
+    tl.store(i_ptr + offs, (x * 100).to(tl.int32))
+    tl.store(flag_ptr + offs, x > 0)
+
+
+def case_casts(dev, rng):
+    x = rng(128) * 3
+    outs = {"b": torch.empty(128, dtype=torch.bfloat16, device=dev),
+            "h": torch.empty(128, dtype=torch.float16, device=dev),
+            "i": torch.empty(128, dtype=torch.int32, device=dev),
+            "flag": torch.empty(128, dtype=torch.bool, device=dev)}
+    cast_kernel[(1,)](x, *outs.values(), BLOCK=128)
+    return outs
+
+
+@triton.jit
+def trans_kernel(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr):
+    r = tl.arange(0, M)
+    c = tl.arange(0, N)
+    x = tl.load(x_ptr + r[:, None] * N + c[None, :])
+    t = tl.trans(x)
+    tl.store(y_ptr + c[:, None] * M + r[None, :], t)
+
+
+def case_trans(dev, rng):
+    x = rng(16 * 32)
+    y = torch.empty_like(x)
+    trans_kernel[(1,)](x, y, M=16, N=32)
+    return {"y": y}
+
+
+# ----------------------------------------------------------------------------- must be rejected
+
+@triton.jit
+def arange3_kernel(x_ptr):
+    tl.store(x_ptr + tl.arange(0, 3), 1.0)
+
+
+def bad_arange_not_power_of_two(dev, rng):
+    arange3_kernel[(1,)](torch.empty(4, device=dev))
+
+
+@triton.jit
+def arange_runtime_kernel(x_ptr, n):
+    tl.store(x_ptr + tl.arange(0, n), 1.0)
+
+
+def bad_arange_runtime_bound(dev, rng):
+    arange_runtime_kernel[(1,)](torch.empty(16, device=dev), 16)
+
+
+@triton.jit
+def shapes_kernel(x_ptr):
+    a = tl.arange(0, 16)
+    b = tl.arange(0, 32)
+    tl.store(x_ptr + a, (a + b).to(tl.float32))
+
+
+def bad_incompatible_shapes(dev, rng):
+    shapes_kernel[(1,)](torch.empty(32, device=dev))
+
+
+@triton.jit
+def exp_half_kernel(x_ptr):
+    offs = tl.arange(0, 16)
+    tl.store(x_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+def bad_exp_fp16(dev, rng):
+    exp_half_kernel[(1,)](torch.ones(16, dtype=torch.float16, device=dev))
+
+
+@triton.jit
+def dot_small_k_kernel(a_ptr, out_ptr):
+    i16 = tl.arange(0, 16)
+    i8 = tl.arange(0, 8)
+    a = tl.load(a_ptr + i16[:, None] * 8 + i8[None, :])  # (16, 8): K = 8
+    b = tl.load(a_ptr + i8[:, None] * 16 + i16[None, :])  # (8, 16)
+    tl.store(out_ptr + i16[:, None] * 16 + i16[None, :], tl.dot(a, b))
+
+
+def bad_dot_k_under_16(dev, rng):
+    dot_small_k_kernel[(1,)](torch.ones(128, dtype=torch.float16, device=dev),
+                             torch.empty(256, device=dev))
+
+
+@triton.jit
+def block_bool_kernel(x_ptr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)
+    if x > 0:
+        tl.store(x_ptr + offs, x * 2)
+
+
+def bad_block_as_bool(dev, rng):
+    block_bool_kernel[(1,)](torch.ones(16, device=dev))
+
+
+def bad_missing_constexpr(dev, rng):
+    x = torch.ones(16, device=dev)
+    add_kernel[(1,)](x, x, x, 16)
+
+
+def bad_too_many_arguments(dev, rng):
+    x = torch.ones(16, device=dev)
+    add_kernel[(1,)](x, x, x, 16, 16, 16)
+
+
+@triton.jit
+def zeros3_kernel(x_ptr):
+    z = tl.zeros([3], dtype=tl.float32)
+    tl.store(x_ptr + tl.arange(0, 4), tl.sum(z, axis=0))
+
+
+def bad_zeros_not_power_of_two(dev, rng):
+    zeros3_kernel[(1,)](torch.empty(4, device=dev))

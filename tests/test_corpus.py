@@ -1,0 +1,148 @@
+"""The kernel corpus on minitriton, against NumPy/PyTorch float64 references."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import minitriton
+import minitriton.language as tl
+from corpus import load, make_rng, names, run_case
+
+corpus = load(minitriton, tl)
+
+
+def outputs(name):
+    return run_case(corpus, name, "cpu")
+
+
+def inputs(n_calls):
+    rng = make_rng("cpu")
+    return [rng(n) for n in n_calls]
+
+
+def test_add():
+    x, y = inputs([1000, 1000])
+    assert torch.equal(outputs("case_add")["out"], x + y)
+
+
+def test_promotion_and_integer_semantics():
+    n = 64
+    h, b, i = inputs([n, n, n])
+    h, b, i = (h * 4).half(), (b * 4).bfloat16(), (i * 1e6).int()
+    out = outputs("case_promote")
+    assert out["h"].dtype == torch.float16
+    assert torch.equal(out["h"], h * 3.0 + h)  # fp16 math, rounded after each op
+    assert torch.equal(out["b"], b * b + b)
+    assert torch.equal(out["f"], (h.float() * torch.tensor(0.3)).float())
+    iv = i.numpy().astype(np.int64)
+    q = np.trunc(iv / 7).astype(np.int64)
+    r = iv - q * 7
+    assert np.array_equal(out["i"].numpy(), (q + r * 1000).astype(np.int32))
+    assert torch.equal(out["d"], i.float() / 3)
+    assert np.array_equal(out["m"].numpy(), (iv * 1000003).astype(np.int32))  # wraps
+
+
+def test_math():
+    (x,) = inputs([128])
+    x = x.double()
+    ax = x.abs() + 0.5
+    ref = torch.cat([x.exp(), ax.log(), ax.sqrt(), ax.rsqrt(), torch.sigmoid(x),
+                     torch.erf(x), x.cos() + x.sin(), torch.exp2(x) + torch.log2(ax),
+                     x * x + ax, x.clamp(-0.5, 0.5), x.clamp(min=0) - x.clamp(max=-0.25),
+                     torch.where(x > 0, x, 0.1 * x)])
+    torch.testing.assert_close(outputs("case_math")["out"].double(), ref, rtol=2e-6, atol=2e-7)
+
+
+def test_reductions():
+    (x,) = inputs([16 * 32])
+    x = x.reshape(16, 32)
+    out = outputs("case_reduce")
+    ref = torch.cat([x.double().sum(1), x.max(0).values.double(), x.min(0).values.double(),
+                     x.double().sum().reshape(1)])
+    torch.testing.assert_close(out["out"].double(), ref, rtol=1e-6, atol=1e-5)
+    assert torch.equal(out["idx"].long(), torch.cat([x.argmax(1), x.argmin(0)]))
+
+
+def test_softmax():
+    (x,) = inputs([30 * 77])
+    ref = torch.softmax(x.reshape(30, 77).double(), dim=1)
+    torch.testing.assert_close(outputs("case_softmax")["y"].double(), ref, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,dtype,tol", [
+    ("case_matmul_fp16", torch.float16, 1e-5),
+    ("case_matmul_bf16_transposed", torch.bfloat16, 1e-5),
+    ("case_matmul_fp32_ieee", torch.float32, 1e-5),
+])
+def test_matmul(name, dtype, tol):
+    a, b = inputs([70 * 90, 90 * 50])
+    a = a.reshape(70, 90).to(dtype).double()
+    b = b.reshape(90, 50).to(dtype).double()
+    ref = torch.relu(a @ b)
+    torch.testing.assert_close(outputs(name)["c"].double(), ref, rtol=tol, atol=tol)
+
+
+def test_tf32_rounding_is_round_to_nearest_ties_away():
+    out = outputs("case_tf32_rounding")["out"].numpy()
+    n = 16
+    base = np.tile([1.0, -1.0, 1.5, 3.0], n * n // 4)
+    frac = np.array([0.5, 0.25, 0.75, 0.5 + 2 ** -12, 0.125, 0.999])[np.arange(n * n) % 6]
+    a = (base * (1 + frac * 2.0 ** -10)).astype(np.float32)
+    m, e = np.frexp(a.astype(np.float64))  # a = m * 2**e, 0.5 <= |m| < 1
+    scaled = np.abs(m) * 2.0 ** 11  # 11 significant bits: TF32's 10 + the implicit one
+    rounded = np.sign(m) * np.floor(scaled + 0.5) / 2.0 ** 11 * 2.0 ** e  # ties away from zero
+    assert np.array_equal(out.ravel(), rounded.astype(np.float32))
+
+
+def test_dot_with_n_8_is_accepted():
+    a, b = inputs([256, 128])
+    ref = a.reshape(16, 16).half().double() @ b.reshape(16, 8).half().double()
+    torch.testing.assert_close(outputs("case_dot_small_n")["out"].double(), ref,
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_block_pointers():
+    (x,) = inputs([37 * 45])
+    assert torch.equal(outputs("case_block_ptr")["y"], x.reshape(37, 45) * 2.0 + 1.0)
+
+
+def test_atomics():
+    (x,) = inputs([1000])
+    x = (x * 100).int()
+    out = outputs("case_atomics")
+    assert out["total"].item() == x.sum().item()
+    assert out["ticket"].tolist() == [0, 8]
+    assert out["max"].item() == x.max().item()
+
+
+def test_misc_constexpr_nested_static_range_cumsum():
+    (x,) = inputs([300])
+    blocks = math.ceil(300 / 64)
+    x2 = x * 2.0
+    acc = x2 * 0 + x2 * 1 + x2 * 2 + sum(range(blocks))
+    padded = torch.zeros(blocks * 64)
+    padded[:300] = x2
+    cums = padded.reshape(blocks, 64).cumsum(1).reshape(-1)[:300]
+    torch.testing.assert_close(outputs("case_misc")["out"], acc + cums, rtol=1e-6, atol=1e-5)
+
+
+def test_casts():
+    (x,) = inputs([128])
+    x = x * 3
+    out = outputs("case_casts")
+    assert torch.equal(out["b"], x.bfloat16())
+    assert torch.equal(out["h"], x.half())
+    assert torch.equal(out["i"], (x * 100).int())  # truncation toward zero
+    assert torch.equal(out["flag"], x > 0)
+
+
+def test_trans():
+    (x,) = inputs([16 * 32])
+    assert torch.equal(outputs("case_trans")["y"].reshape(32, 16), x.reshape(16, 32).t())
+
+
+@pytest.mark.parametrize("name", names("bad_"))
+def test_rejected(name):
+    with pytest.raises((minitriton.MiniTritonError, TypeError)):
+        getattr(corpus, name)("cpu", make_rng("cpu"))
