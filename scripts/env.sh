@@ -8,7 +8,7 @@
 set -e
 cd "$(dirname "$0")/.."
 if [ -z "$TRITONLAB_VENV" ] && python3 -c "import torch, numpy, ml_dtypes, pytest, hypothesis" >/dev/null 2>&1; then
-    echo "env PYTHONPATH=$(pwd)/src python3"
+    echo "env PYTHONPATH=$(pwd)/src${PYTHONPATH:+:$PYTHONPATH} python3"
     exit 0
 fi
 VENV="${TRITONLAB_VENV:-.venv}"
