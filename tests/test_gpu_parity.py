@@ -12,8 +12,10 @@ from corpus import load, make_rng, names, run_case
 
 pytestmark = pytest.mark.gpu
 
-# Transcendentals on the GPU are approximate (ex2.approx, rsqrt.approx...): a few ulp.
-TOLERANCE = {"case_math": (1e-5, 1e-6), "case_softmax": (1e-5, 1e-7),
+# Transcendentals on the GPU are approximate (ex2.approx, rsqrt.approx...): a few ulp. The GPU
+# also contracts a*b + c into one fma (enable_fp_fusion), which minitriton rounds twice: one
+# ulp of the result type (case_promote's fp16/bf16 outputs).
+TOLERANCE = {"case_promote": (8e-3, 1e-6), "case_math": (1e-5, 1e-6), "case_softmax": (1e-5, 1e-7),
              "case_reduce": (1e-6, 1e-5), "case_matmul_fp16": (1e-5, 1e-5),
              "case_matmul_bf16_transposed": (1e-5, 1e-5), "case_matmul_fp32_ieee": (1e-5, 1e-5),
              "case_dot_small_n": (1e-6, 1e-6), "case_misc": (1e-6, 1e-5)}
@@ -33,7 +35,7 @@ def test_same_values(name):
     rtol, atol = TOLERANCE.get(name, (0, 0))
     for key in sim:
         assert sim[key].dtype == gpu[key].dtype, key
-        if rtol == 0:
+        if rtol == 0 or not sim[key].is_floating_point():
             assert torch.equal(sim[key], gpu[key]), (name, key, sim[key], gpu[key])
         else:
             torch.testing.assert_close(sim[key], gpu[key], rtol=rtol, atol=atol)

@@ -3,22 +3,21 @@ from __future__ import annotations
 
 import torch
 
-from .. import backend
-
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def check_inputs(op, *tensors, dtypes=FLOAT_DTYPES, same_shape=True):
-    """Check device, dtype and shapes; return the tensors made contiguous."""
+def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True):
+    """Check device, dtype and shapes; return the tensors made contiguous.
+
+    `device` is where the calling kernel module's backend runs ("cuda" or "cpu")."""
     out = []
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{op}: argument {i} must be a torch.Tensor, got {type(t).__name__}")
-        if t.device.type != backend.DEVICE:
+        if t.device.type != device:
             raise ValueError(
-                f"{op}: argument {i} is on {t.device}, but the {backend.NAME} backend runs on "
-                f"{backend.DEVICE}; move it with .to('{backend.DEVICE}') "
-                "(or set TRITONLAB_BACKEND)")
+                f"{op}: argument {i} is on {t.device}, but the backend of these kernels runs on "
+                f"{device}; move it with .to('{device}') (or set TRITONLAB_BACKEND)")
         if t.dtype not in dtypes:
             names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
             raise TypeError(f"{op}: argument {i} has dtype {t.dtype}; supported: {names}")
@@ -35,4 +34,4 @@ def check_inputs(op, *tensors, dtypes=FLOAT_DTYPES, same_shape=True):
 
 
 def grid_1d(n, block):
-    return (backend.triton.cdiv(n, block),)
+    return ((n + block - 1) // block,)

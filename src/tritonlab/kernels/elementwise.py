@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..backend import tl, triton
+from ..backend import DEVICE, tl, triton
 from ._launch import check_inputs, grid_1d
 
 DEFAULT_BLOCK = 1024
@@ -55,17 +55,17 @@ def _launch(kernel, inputs, block_size):
 
 def add(x, y, block_size=DEFAULT_BLOCK):
     """x + y for two tensors of the same shape and dtype (fp32/fp16/bf16)."""
-    x, y = check_inputs("add", x, y)
+    x, y = check_inputs("add", x, y, device=DEVICE)
     return _launch(add_kernel, (x, y), block_size)
 
 
 def gelu(x, block_size=DEFAULT_BLOCK):
     """GeLU (tanh approximation), computed in fp32 and stored in x's dtype."""
-    (x,) = check_inputs("gelu", x)
+    (x,) = check_inputs("gelu", x, device=DEVICE)
     return _launch(gelu_kernel, (x,), block_size)
 
 
 def silu(x, block_size=DEFAULT_BLOCK):
     """SiLU, x * sigmoid(x), computed in fp32 and stored in x's dtype."""
-    (x,) = check_inputs("silu", x)
+    (x,) = check_inputs("silu", x, device=DEVICE)
     return _launch(silu_kernel, (x,), block_size)
