@@ -83,7 +83,7 @@ def test_matmul(name, dtype, tol):
     torch.testing.assert_close(outputs(name)["c"].double(), ref, rtol=tol, atol=tol)
 
 
-def test_tf32_rounding_is_round_to_nearest_ties_away():
+def test_tf32_drops_the_low_mantissa_bits_like_the_h200():
     out = outputs("case_tf32_rounding")["out"].numpy()
     n = 16
     base = np.tile([1.0, -1.0, 1.5, 3.0], n * n // 4)
@@ -91,7 +91,7 @@ def test_tf32_rounding_is_round_to_nearest_ties_away():
     a = (base * (1 + frac * 2.0 ** -10)).astype(np.float32)
     m, e = np.frexp(a.astype(np.float64))  # a = m * 2**e, 0.5 <= |m| < 1
     scaled = np.abs(m) * 2.0 ** 11  # 11 significant bits: TF32's 10 + the implicit one
-    rounded = np.sign(m) * np.floor(scaled + 0.5) / 2.0 ** 11 * 2.0 ** e  # ties away from zero
+    rounded = np.sign(m) * np.floor(scaled) / 2.0 ** 11 * 2.0 ** e  # truncated toward zero
     assert np.array_equal(out.ravel(), rounded.astype(np.float32))
 
 

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.gpu
 
 # Transcendentals on the GPU are approximate (ex2.approx, rsqrt.approx...): a few ulp. The GPU
 # also contracts a*b + c into one fma (enable_fp_fusion), which minitriton rounds twice: one
-# ulp of the result type (case_promote's fp16/bf16 outputs).
-TOLERANCE = {"case_promote": (8e-3, 1e-6), "case_math": (1e-5, 1e-6), "case_softmax": (1e-5, 1e-7),
+# rounding of the product (case_promote's bf16 b*b + b, which cancels for b near -1).
+TOLERANCE = {"case_promote": (8e-3, 1e-3), "case_math": (1e-5, 1e-6), "case_softmax": (1e-5, 1e-7),
              "case_reduce": (1e-6, 1e-5), "case_matmul_fp16": (1e-5, 1e-5),
              "case_matmul_bf16_transposed": (1e-5, 1e-5), "case_matmul_fp32_ieee": (1e-5, 1e-5),
              "case_dot_small_n": (1e-6, 1e-6), "case_misc": (1e-6, 1e-5)}

@@ -1,8 +1,8 @@
 """`tl.dot`: block matrix product with the GPU's numerics.
 
 fp16/bf16 operands: products are exact in fp32 and accumulate in fp32 (out_dtype fp32), as on
-Tensor Cores. fp32 operands: by default (`input_precision="tf32"`) each operand is rounded to
-TF32 (10 explicit mantissa bits) first, as the Tensor Cores do; `"ieee"` (or
+Tensor Cores. fp32 operands: by default (`input_precision="tf32"`) each operand is cut to TF32
+(10 explicit mantissa bits, low bits dropped) first, as the Tensor Cores do; `"ieee"` (or
 `allow_tf32=False`) keeps full fp32. int8 operands accumulate in int32.
 """
 from __future__ import annotations
@@ -22,13 +22,13 @@ MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 
 
 
 def round_to_tf32(x):
-    """Round fp32 values to TF32 (19 bits: sign, 8 exponent, 10 mantissa), nearest, ties away
-    from zero: what the GPU does to fp32 operands of a TF32 tensor-core product (checked on an
-    H200 with real Triton, see tests/test_gpu_parity.py)."""
+    """Reduce fp32 values to TF32 (sign, 8 exponent bits, 10 mantissa bits) by dropping the low
+    13 mantissa bits (truncation toward zero). That is what the H200's tensor cores do to fp32
+    operands of a Triton 3.6 `tl.dot` in TF32 mode: measured with real Triton, see
+    tests/corpus/kernels.py::case_tf32_rounding and docs/numerics.md."""
     x = np.ascontiguousarray(x, dtype=np.float32)
-    bits = x.view(np.uint32)
-    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-    return np.where(np.isfinite(x), rounded, x)
+    bits = x.view(np.uint32) & np.uint32(0xFFFFE000)
+    return np.where(np.isfinite(x), bits.view(np.float32), x)
 
 
 def _check_operand(x, side):
