@@ -140,6 +140,7 @@ class block_type:
         self.shape = list(shape)
 
     scalar = property(lambda self: self.element_ty)
+    name = property(lambda self: f"<{self.shape}, {self.element_ty}>")
 
     def is_block(self):
         return True

@@ -265,6 +265,9 @@ class block_pointer:
     def type(self):
         return _t.pointer_type(_t.block_type(self.base.dtype.element_ty, self.block_shape))
 
+    def advance(self, offsets):
+        return advance(self, offsets)
+
     def _indices(self):
         """Per-dimension element indices of the window, broadcastable to (L, *block_shape)."""
         rank = len(self.block_shape)

@@ -1,0 +1,223 @@
+"""Launch API and kernels written the way the lecture and the CS336 handouts write them."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import minitriton as triton
+import minitriton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr, SHIFT: tl.constexpr = 0.0):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha + SHIFT, mask=mask)
+
+
+def test_grids_positional_constexprs_defaults_and_options():
+    x = torch.randn(300)
+    out = torch.empty(300)
+    scale_kernel[lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)](x, out, 300, 2.0, 128)
+    assert torch.equal(out, x * 2.0)
+    rec = scale_kernel[(3,)](x_ptr=x, out_ptr=out, n=300, alpha=0.5, BLOCK=128, SHIFT=1.0,
+                             num_warps=8, num_stages=2)
+    assert torch.equal(out, x * 0.5 + 1.0)
+    assert rec.options == {"num_warps": 8, "num_stages": 2}
+    assert triton.cdiv(300, 128) == 3 and triton.next_power_of_2(300) == 512
+    assert triton.next_power_of_2(1) == 1
+
+
+@triton.jit
+def grid3_kernel(out_ptr):
+    x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    nx, ny = tl.num_programs(0), tl.num_programs(1)
+    tl.store(out_ptr + (z * ny + y) * nx + x, x * 100 + y * 10 + z)
+
+
+def test_three_dimensional_grid():
+    out = torch.zeros(2 * 3 * 4, dtype=torch.int32)
+    grid3_kernel[(2, 3, 4)](out)
+    ref = [x * 100 + y * 10 + z for z in range(4) for y in range(3) for x in range(2)]
+    assert out.tolist() == ref
+
+
+@triton.jit
+def print_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
+    print("x =", x)
+    tl.device_print("sum", tl.sum(x, axis=0))
+
+
+def test_print_is_prefixed_with_the_program_id(capsys):
+    print_kernel[(2,)](torch.arange(8.0), BLOCK=4)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["pid (0, 0, 0) x = [0. 1. 2. 3.]", "pid (0, 0, 0) sum 6.0",
+                     "pid (1, 0, 0) x = [4. 5. 6. 7.]", "pid (1, 0, 0) sum 22.0"]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2),
+                          triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])
+@triton.jit
+def tuned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def heur_kernel(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(x_ptr + offs, 1.0)
+    else:
+        tl.store(x_ptr + offs, 2.0, mask=offs < n)
+
+
+def test_autotune_and_heuristics():
+    x, out = torch.randn(200), torch.empty(200)
+    rec = tuned_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]),)](x, out, 200)
+    assert torch.equal(out, x + 1) and rec.num_programs == 4
+    assert tuned_kernel.best_config.kwargs == {"BLOCK": 64}
+    y = torch.zeros(128)
+    heur_kernel[(2,)](y, 128, BLOCK=64)
+    assert (y == 1).all()
+    heur_kernel[(3,)](y, 100, BLOCK=64)
+    assert (y[:100] == 2).all() and (y[100:] == 1).all()
+
+
+@triton.jit
+def lock_kernel(lock_ptr, counter_ptr, order_ptr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    ticket = tl.load(counter_ptr)
+    tl.store(order_ptr + ticket, tl.program_id(0))
+    tl.store(counter_ptr, ticket + 1)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_spin_lock_and_atomic_return_values():
+    lock = torch.zeros(1, dtype=torch.int32)
+    counter = torch.zeros(1, dtype=torch.int32)
+    order = torch.full((5,), -1, dtype=torch.int32)
+    lock_kernel[(5,)](lock, counter, order)
+    assert counter.item() == 5 and sorted(order.tolist()) == [0, 1, 2, 3, 4] and lock.item() == 0
+
+
+@triton.jit
+def ticket_kernel(count_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    old = tl.atomic_add(count_ptr + offs * 0, 1)  # every lane hits the same counter
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, old)
+
+
+def test_atomic_add_returns_each_lanes_old_value():
+    count = torch.zeros(1, dtype=torch.int32)
+    out = torch.empty(32, dtype=torch.int32)
+    ticket_kernel[(2,)](count, out, BLOCK=16)
+    assert count.item() == 32 and sorted(out.tolist()) == list(range(32))
+
+
+# --- CS336 assignment 2 style: block pointers, .advance, tl.cdiv loops
+@triton.jit
+def weighted_sum_fwd(x_ptr, weight_ptr, output_ptr, x_stride_row, x_stride_dim,
+                     weight_stride_dim, output_stride_row, ROWS, D,
+                     ROWS_TILE_SIZE: tl.constexpr, D_TILE_SIZE: tl.constexpr):
+    row_tile_idx = tl.program_id(0)
+    x_block_ptr = tl.make_block_ptr(x_ptr, shape=(ROWS, D,), strides=(x_stride_row, x_stride_dim),
+                                    offsets=(row_tile_idx * ROWS_TILE_SIZE, 0),
+                                    block_shape=(ROWS_TILE_SIZE, D_TILE_SIZE), order=(1, 0))
+    weight_block_ptr = tl.make_block_ptr(weight_ptr, shape=(D,), strides=(weight_stride_dim,),
+                                         offsets=(0,), block_shape=(D_TILE_SIZE,), order=(0,))
+    output_block_ptr = tl.make_block_ptr(output_ptr, shape=(ROWS,), strides=(output_stride_row,),
+                                         offsets=(row_tile_idx * ROWS_TILE_SIZE,),
+                                         block_shape=(ROWS_TILE_SIZE,), order=(0,))
+    output = tl.zeros((ROWS_TILE_SIZE,), dtype=tl.float32)
+    for i in range(tl.cdiv(D, D_TILE_SIZE)):
+        row = tl.load(x_block_ptr, boundary_check=(0, 1), padding_option="zero")
+        weight = tl.load(weight_block_ptr, boundary_check=(0,), padding_option="zero")
+        output += tl.sum(row * weight[None, :], axis=1)
+        x_block_ptr = x_block_ptr.advance((0, D_TILE_SIZE))
+        weight_block_ptr = weight_block_ptr.advance((D_TILE_SIZE,))
+    tl.store(output_block_ptr, output, boundary_check=(0,))
+
+
+def test_cs336_weighted_sum():
+    x, w = torch.randn(100, 70), torch.randn(70)
+    out = torch.empty(100)
+    weighted_sum_fwd[(triton.cdiv(100, 16),)](x, w, out, x.stride(0), x.stride(1), w.stride(0),
+                                              out.stride(0), 100, 70, ROWS_TILE_SIZE=16,
+                                              D_TILE_SIZE=32)
+    torch.testing.assert_close(out, x @ w, rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def flash_fwd_kernel(Q_ptr, K_ptr, V_ptr, O_ptr, L_ptr, stride_qb, stride_qq, stride_qd,
+                     stride_kb, stride_kk, stride_kd, stride_vb, stride_vk, stride_vd,
+                     stride_ob, stride_oq, stride_od, stride_lb, stride_lq, N_QUERIES, N_KEYS,
+                     scale, D: tl.constexpr, Q_TILE_SIZE: tl.constexpr,
+                     K_TILE_SIZE: tl.constexpr, is_causal: tl.constexpr):
+    query_tile_index = tl.program_id(0)
+    batch_index = tl.program_id(1)
+    Q_block_ptr = tl.make_block_ptr(Q_ptr + batch_index * stride_qb, shape=(N_QUERIES, D),
+                                    strides=(stride_qq, stride_qd),
+                                    offsets=(query_tile_index * Q_TILE_SIZE, 0),
+                                    block_shape=(Q_TILE_SIZE, D), order=(1, 0))
+    K_block_ptr = tl.make_block_ptr(K_ptr + batch_index * stride_kb, shape=(N_KEYS, D),
+                                    strides=(stride_kk, stride_kd), offsets=(0, 0),
+                                    block_shape=(K_TILE_SIZE, D), order=(1, 0))
+    V_block_ptr = tl.make_block_ptr(V_ptr + batch_index * stride_vb, shape=(N_KEYS, D),
+                                    strides=(stride_vk, stride_vd), offsets=(0, 0),
+                                    block_shape=(K_TILE_SIZE, D), order=(1, 0))
+    q = tl.load(Q_block_ptr, boundary_check=(0, 1), padding_option="zero")
+    m_i = tl.full((Q_TILE_SIZE,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((Q_TILE_SIZE,), dtype=tl.float32)
+    acc = tl.zeros((Q_TILE_SIZE, D), dtype=tl.float32)
+    q_idx = query_tile_index * Q_TILE_SIZE + tl.arange(0, Q_TILE_SIZE)
+    for start in range(0, N_KEYS, K_TILE_SIZE):
+        k = tl.load(K_block_ptr, boundary_check=(0, 1), padding_option="zero")
+        v = tl.load(V_block_ptr, boundary_check=(0, 1), padding_option="zero")
+        s = tl.dot(q, tl.trans(k)) * scale
+        k_idx = start + tl.arange(0, K_TILE_SIZE)
+        valid = k_idx[None, :] < N_KEYS
+        if is_causal:
+            valid = valid & (q_idx[:, None] >= k_idx[None, :])
+        s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = alpha * l_i + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc=acc)
+        m_i = m_new
+        K_block_ptr = K_block_ptr.advance((K_TILE_SIZE, 0))
+        V_block_ptr = V_block_ptr.advance((K_TILE_SIZE, 0))
+    O_block_ptr = tl.make_block_ptr(O_ptr + batch_index * stride_ob, shape=(N_QUERIES, D),
+                                    strides=(stride_oq, stride_od),
+                                    offsets=(query_tile_index * Q_TILE_SIZE, 0),
+                                    block_shape=(Q_TILE_SIZE, D), order=(1, 0))
+    tl.store(O_block_ptr, (acc / l_i[:, None]).to(O_block_ptr.type.element_ty.element_ty),
+             boundary_check=(0, 1))
+    L_block_ptr = tl.make_block_ptr(L_ptr + batch_index * stride_lb, shape=(N_QUERIES,),
+                                    strides=(stride_lq,), offsets=(query_tile_index * Q_TILE_SIZE,),
+                                    block_shape=(Q_TILE_SIZE,), order=(0,))
+    tl.store(L_block_ptr, m_i + tl.log(l_i), boundary_check=(0,))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_cs336_flash_attention_forward(causal):
+    B, Nq, Nk, D = 2, 50, 70 if not causal else 50, 32
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(B, n, D, generator=g) for n in (Nq, Nk, Nk))
+    o, lse = torch.empty(B, Nq, D), torch.empty(B, Nq)
+    scale = 1 / math.sqrt(D)
+    flash_fwd_kernel[(triton.cdiv(Nq, 16), B)](
+        q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), *lse.stride(),
+        Nq, Nk, scale, D=D, Q_TILE_SIZE=16, K_TILE_SIZE=16, is_causal=causal)
+    s = (q.double() @ k.double().transpose(1, 2)) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(Nq, Nk, dtype=torch.bool).triu(1), float("-inf"))
+    ref = torch.softmax(s, -1) @ v.double()
+    torch.testing.assert_close(o.double(), ref, rtol=2e-3, atol=2e-3)  # TF32 dots
+    torch.testing.assert_close(lse.double(), torch.logsumexp(s, -1), rtol=2e-3, atol=2e-3)
