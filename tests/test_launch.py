@@ -221,3 +221,33 @@ def test_cs336_flash_attention_forward(causal):
     ref = torch.softmax(s, -1) @ v.double()
     torch.testing.assert_close(o.double(), ref, rtol=2e-3, atol=2e-3)  # TF32 dots
     torch.testing.assert_close(lse.double(), torch.logsumexp(s, -1), rtol=2e-3, atol=2e-3)
+
+
+@triton.jit
+def rmw_kernel(x_ptr, vals_ptr, old_ptr, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(vals_ptr + tl.program_id(0) * BLOCK + offs)
+    if OP == "min":
+        old = tl.atomic_min(x_ptr + offs, v)
+    elif OP == "and":
+        old = tl.atomic_and(x_ptr + offs, v)
+    elif OP == "or":
+        old = tl.atomic_or(x_ptr + offs, v)
+    else:
+        old = tl.atomic_xor(x_ptr + offs, v)
+    tl.store(old_ptr + tl.program_id(0) * BLOCK + offs, old)
+
+
+@pytest.mark.parametrize("op,fn", [("min", np.minimum), ("and", np.bitwise_and),
+                                   ("or", np.bitwise_or), ("xor", np.bitwise_xor)])
+def test_atomic_read_modify_write_ops(op, fn):
+    rng = np.random.default_rng(0)
+    start = rng.integers(0, 1 << 20, 16).astype(np.int32)
+    vals = rng.integers(0, 1 << 20, 3 * 16).astype(np.int32)
+    x, old = start.copy(), np.zeros(48, np.int32)
+    rmw_kernel[(3,)](x, vals, old, OP=op, BLOCK=16)
+    expect = start.copy()
+    for p in range(3):  # sequential programs: each sees the previous ones' updates
+        np.testing.assert_array_equal(old[p * 16:(p + 1) * 16], expect)
+        expect = fn(expect, vals[p * 16:(p + 1) * 16])
+    np.testing.assert_array_equal(x, expect)
