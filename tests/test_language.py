@@ -221,3 +221,22 @@ def test_tf32_vs_ieee_dot():
     trunc = lambda v: (v.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)  # noqa: E731
     np.testing.assert_allclose(outs["tf32"], trunc(a).astype(np.float64) @ trunc(b), rtol=1e-5,
                                atol=1e-5)
+
+
+@triton.jit
+def rtz_kernel(x_ptr, h_ptr, b_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(h_ptr + offs, x.to(tl.float16, fp_downcast_rounding="rtz"))
+    tl.store(b_ptr + offs, x.to(tl.bfloat16, fp_downcast_rounding="rtz"))
+
+
+def test_downcast_round_toward_zero():
+    x = (np.random.default_rng(1).standard_normal(64) * 100).astype(np.float32)
+    h, b = np.zeros(64, np.float16), np.zeros(64, ml_dtypes.bfloat16)
+    rtz_kernel[(1,)](x, h, b, N=64)
+    for out in (h, b):
+        back = out.astype(np.float64)
+        assert np.all(np.abs(back) <= np.abs(x)) and np.all(np.sign(back) == np.sign(x))
+        nearest = x.astype(out.dtype).astype(np.float64)
+        assert np.all(np.abs(back - x) <= np.abs(nearest - x) + np.abs(nearest) * 2 ** -7)

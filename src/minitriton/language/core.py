@@ -208,10 +208,13 @@ def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
 
 
 def _round_toward_zero(data, dst):
+    """Narrowing float conversion rounding toward zero (`fp_downcast_rounding="rtz"`)."""
     near = data.astype(dst.np)
-    back = near.astype(data.dtype)
-    too_big = np.abs(back) > np.abs(data)
-    step = np.nextafter(near.astype(np.float32), np.float32(0)).astype(dst.np)
+    too_big = np.abs(near.astype(np.float64)) > np.abs(data.astype(np.float64))
+    if dst.is_bf16():  # bf16 is the top half of fp32: truncating the low bits rounds to zero
+        cut = (data.astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+        return np.where(np.isfinite(data), cut.astype(dst.np), near)
+    step = np.nextafter(near, np.zeros_like(near))
     return np.where(too_big, step, near)
 
 

@@ -60,10 +60,14 @@ class LaunchRecord:
             n *= g
         return n
 
+    def add_argument(self, buf):
+        """List a tensor argument, so that arguments with no traffic show too."""
+        if buf.name not in self.args:
+            self.args[buf.name] = ArgTraffic(buf.name, str(buf.dtype), buf.dtype.itemsize)
+
     def count(self, buf, kind, n):
-        arg = self.args.get(buf.name)
-        if arg is None:
-            arg = self.args[buf.name] = ArgTraffic(buf.name, str(buf.dtype), buf.dtype.itemsize)
+        self.add_argument(buf)
+        arg = self.args[buf.name]
         if kind == "load":
             arg.loaded += n
         elif kind == "store":

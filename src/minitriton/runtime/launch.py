@@ -102,7 +102,7 @@ def launch(kernel, grid, args, kwargs):
                           {n: named[n] for n in kernel.arg_names if n in constexpr_names},
                           options, settings.executor)
     for buf in memory.buffers:
-        record.count(buf, "load", 0)
+        record.add_argument(buf)
     ctx = context.LaunchContext(kernel.__name__, grid, memory, record, settings)
     fn = kernel.compiled
     start = time.perf_counter()
