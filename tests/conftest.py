@@ -22,3 +22,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, params=["lockstep", "sequential"])
+def executor(request):
+    """Every test runs under both minitriton executors."""
+    import minitriton
+    with minitriton.configure(executor=request.param):
+        yield request.param
+
+
+try:
+    from hypothesis import HealthCheck, settings as _hyp_settings
+    _hyp_settings.register_profile(
+        "tritonlab", suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+    _hyp_settings.load_profile("tritonlab")
+except ImportError:  # pragma: no cover
+    pass

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from . import language
 from .errors import (CompilationError, DeviceAssertionError, LaunchError, MiniTritonError,
-                     OutOfBoundsError)
+                     OrderError, OutOfBoundsError, PaddingError, RaceError, SanitizerError,
+                     UninitializedReadError)
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.autotune import Config, autotune, heuristics
 from .runtime.jit import JITFunction, jit
@@ -33,4 +34,5 @@ def next_power_of_2(n):
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
            "language", "record", "Recording", "LaunchRecord", "ArgTraffic", "Settings",
            "configure", "current_settings", "MiniTritonError", "CompilationError",
-           "OutOfBoundsError", "DeviceAssertionError", "LaunchError"]
+           "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
+           "RaceError", "OrderError", "UninitializedReadError", "PaddingError"]

@@ -47,3 +47,23 @@ class DeviceAssertionError(MiniTritonError, AssertionError):
 
 class LaunchError(MiniTritonError, TypeError):
     """The launch itself is wrong: argument count, types, grid, devices."""
+
+
+class SanitizerError(MiniTritonError):
+    """A sanitizer found a bug that does not crash but gives wrong or undefined results."""
+
+
+class RaceError(SanitizerError):
+    """Two programs of one launch touched an address, at least one writing, without atomics."""
+
+
+class OrderError(SanitizerError):
+    """The launch's results depend on the order in which its programs run."""
+
+
+class UninitializedReadError(SanitizerError):
+    """A program loaded an element of a poisoned output that no program had written."""
+
+
+class PaddingError(SanitizerError):
+    """Masked-out lanes reached a reduction or a dot with a value that changes the result."""

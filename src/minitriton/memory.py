@@ -26,18 +26,15 @@ class Buffer:
     description: str
     base: int = 0
     snapshot: np.ndarray = field(default=None, repr=False)
+    too_big_to_restore: bool = False
 
     @property
     def size(self):
         return self.flat.shape[0]
 
-    def before_write(self):
-        """Keep a copy of the buffer before the launch's first write, to undo the launch."""
-        if self.snapshot is None:
-            if not self.flat.flags.writeable:
-                raise LaunchError(f"argument `{self.name}` ({self.description}) is read-only and "
-                                  "cannot be stored to")
-            self.snapshot = self.flat.copy()
+    @property
+    def nbytes(self):
+        return self.flat.nbytes
 
 
 def _torch():
@@ -99,10 +96,19 @@ def flat_span(arr, name):
 
 
 class AddressSpace:
-    """The buffers of one launch."""
+    """The buffers of one launch, with the means to undo writes.
 
-    def __init__(self):
+    Two levels of undo: the whole launch (each written buffer is copied before its first write,
+    up to `rollback_limit` bytes per buffer), so that a failing launch leaves memory as it was;
+    and a journal of the writes since a mark, so that the lockstep executor can re-run programs
+    whose control flow diverged.
+    """
+
+    def __init__(self, rollback_limit=256 << 20):
         self.buffers: list[Buffer] = []
+        self.rollback_limit = rollback_limit
+        self.journal: list = []
+        self.journaling = False
 
     def add(self, obj, name):
         arr = as_numpy(obj, name)
@@ -116,21 +122,53 @@ class AddressSpace:
         """The buffer index each address falls in (for pointers of mixed origin)."""
         return (addresses // _REGION - 1).astype(np.int64)
 
+    def before_write(self, buf, idx):
+        """Called before every store or atomic, with the element offsets it will write."""
+        if buf.snapshot is None and not buf.too_big_to_restore:
+            if not buf.flat.flags.writeable:
+                raise LaunchError(f"argument `{buf.name}` ({buf.description}) is read-only and "
+                                  "cannot be stored to")
+            if buf.nbytes <= self.rollback_limit:
+                buf.snapshot = buf.flat.copy()
+            else:
+                buf.too_big_to_restore = True
+        if self.journaling:
+            self.journal.append((buf, idx, buf.flat[idx]))
+
+    def mark(self):
+        return len(self.journal)
+
+    def undo(self, mark):
+        while len(self.journal) > mark:
+            buf, idx, old = self.journal.pop()
+            buf.flat[idx] = old
+
+    def forget(self, mark):
+        del self.journal[mark:]
+
     def rollback(self):
+        """Undo the whole launch; returns the names of buffers too big to have been copied."""
+        self.undo(0)
+        kept = []
         for buf in self.buffers:
             if buf.snapshot is not None:
                 buf.flat[...] = buf.snapshot
                 buf.snapshot = None
+            elif buf.too_big_to_restore:
+                kept.append(buf.name)
+        return kept
 
     def commit(self):
+        self.journal.clear()
         for buf in self.buffers:
             buf.snapshot = None
 
-    def resolve(self, ptr, active, op):
+    def resolve(self, ptr, active, op, check_bounds=True):
         """Map active lanes of a pointer tensor to (buffer, element offsets).
 
         `ptr.data` and `active` are arrays of equal shape; returns a list of
-        (buffer, lane_mask, offsets) — one entry, unless the pointer mixes buffers.
+        (buffer, lane_mask, offsets) — one entry, unless the pointer mixes buffers. With
+        `check_bounds=False`, out-of-range lanes are dropped (read as 0 / not written) instead.
         """
         addrs = ptr.data
         if isinstance(ptr.origin, int):
@@ -156,7 +194,14 @@ class AddressSpace:
             idx = off // elem
             bad = (off < 0) | (idx >= buf.size) | (off % elem != 0)
             if bad.any():
-                raise _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
+                if not check_bounds:
+                    lanes = lanes.copy()
+                    lanes[lanes] = ~bad
+                    idx = idx[~bad]
+                else:
+                    err = _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
+                    err.failing_row = int(np.nonzero(lanes)[0][np.argmax(bad)])
+                    raise err
             out.append((buf, lanes, idx))
         return out
 

@@ -1,7 +1,11 @@
 """minitriton's settings, in one frozen dataclass.
 
-Set them globally with `minitriton.configure(...)` (a context manager, or a plain call), or
-from the environment (`MINITRITON_EXECUTOR=sequential`).
+Three ways to set them, the later winning:
+  * the environment: `MINITRITON_EXECUTOR=sequential`, `MINITRITON_SANITIZE=races,order`
+    (also `padding`; `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`;
+  * for a block of code, or from now on: `minitriton.configure(races=True)` (a context manager,
+    or a plain call);
+  * for one launch: `kernel[grid](..., minitriton_settings=Settings(races=True))`.
 """
 from __future__ import annotations
 
@@ -10,26 +14,73 @@ import contextvars
 import dataclasses
 import os
 
-EXECUTORS = ("sequential",)
+EXECUTORS = ("lockstep", "sequential")
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """How launches run.
+    """How launches run and what they check. Every check is off by default except `bounds`;
+    none changes a correct kernel's results.
 
-    executor: "sequential" runs programs one after another, like a debugger: `print` and
-        `breakpoint()` work per program.
+    executor: "lockstep" (default) runs all programs of a launch together, every value carrying
+        a leading program axis: fast, and a racy kernel loses updates as on a GPU. Programs whose
+        Python control flow diverges are re-run in groups, so results equal the sequential ones.
+        "sequential" runs one program after another, like a debugger: `print` and `breakpoint()`
+        work per program.
+    chunk_bytes: the memory budget for one lockstep chunk; large grids run in chunks of programs.
+    rollback_limit: buffers up to this size are restored if a launch fails (bigger ones keep the
+        writes of programs that ran before the error, and the error says so).
+    bounds: raise OutOfBoundsError on any access outside the argument a pointer came from. Off,
+        such lanes read 0 and are not written.
+    races: raise RaceError when one program writes an address that another program of the same
+        launch reads or writes without atomics.
+    order: run the launch a second time, sequentially in a shuffled order (seeded by `seed`),
+        and raise OrderError if any output differs.
+    uninitialized: names of arguments to poison before the launch (NaN for floats, the minimum
+        value for ints); loading an element of them that no program wrote raises
+        UninitializedReadError.
+    padding: raise PaddingError when masked-out lanes reach a reduction or `tl.dot` with a value
+        that changes the result (e.g. `other=0.0` feeding `tl.max` instead of `-inf`).
     """
 
-    executor: str = "sequential"
+    executor: str = "lockstep"
+    chunk_bytes: int = 256 << 20
+    rollback_limit: int = 256 << 20
+    bounds: bool = True
+    races: bool = False
+    order: bool = False
+    seed: int = 0
+    uninitialized: tuple = ()
+    padding: bool = False
 
     def __post_init__(self):
         if self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}; choose one of {EXECUTORS}")
+        if isinstance(self.uninitialized, str):
+            object.__setattr__(self, "uninitialized", (self.uninitialized,))
+
+    @property
+    def any_sanitizer(self):
+        return self.races or bool(self.uninitialized) or self.padding
 
     @classmethod
-    def from_env(cls):
-        return cls(executor=os.environ.get("MINITRITON_EXECUTOR", cls.executor))
+    def from_env(cls, env=None):
+        env = os.environ if env is None else env
+        kwargs = {}
+        if env.get("MINITRITON_EXECUTOR"):
+            kwargs["executor"] = env["MINITRITON_EXECUTOR"].strip()
+        if env.get("MINITRITON_SEED"):
+            kwargs["seed"] = int(env["MINITRITON_SEED"])
+        for item in filter(None, (s.strip() for s in env.get("MINITRITON_SANITIZE", "").split(","))):
+            name, _, value = item.partition("=")
+            if name in ("races", "order", "padding"):
+                kwargs[name] = True
+            elif name == "uninitialized" and value:
+                kwargs["uninitialized"] = tuple(value.split("+"))
+            else:
+                raise ValueError(f"MINITRITON_SANITIZE: unknown check {item!r} (races, order, "
+                                 "padding, uninitialized=ARG+ARG)")
+        return cls(**kwargs)
 
 
 _SETTINGS: contextvars.ContextVar = contextvars.ContextVar("minitriton_settings", default=None)
@@ -41,7 +92,7 @@ def current_settings() -> Settings:
 
 
 class configure(contextlib.AbstractContextManager):
-    """`minitriton.configure(executor=...)`: change settings, for a `with` block or from now on."""
+    """`minitriton.configure(races=True)`: change settings for a `with` block, or from now on."""
 
     def __init__(self, **changes):
         self._token = _SETTINGS.set(dataclasses.replace(current_settings(), **changes))

@@ -51,30 +51,32 @@ class tensor:
         return f"<minitriton tensor: {kind}>"
 
     # ----- Python control flow on tensors
-    def _uniform_scalar(self, what):
+    def _uniform_scalar(self, what, decide):
+        """The value Python control flow needs; raises Divergence if programs disagree."""
         if self.shape:
             raise CompilationError(
                 f"Boolean value of Tensor with more than one value is ambiguous ({what} of a "
                 f"block of shape {self.shape}); reduce it first (tl.sum, tl.max) or use tl.where")
         values = self.data
-        first = values[0]
-        if values.shape[0] > 1 and not np.all(values == first):
-            from ..runtime.divergence import Divergence
-            raise Divergence(self)
-        return first
+        if values.shape[0] > 1:
+            decisions = decide(values)
+            if not np.all(decisions == decisions[0]):
+                from ..runtime.divergence import Divergence
+                raise Divergence(decisions)
+        return values[0]
 
     def __bool__(self):
-        return bool(self._uniform_scalar("truth value"))
+        return bool(self._uniform_scalar("truth value", lambda v: v != 0))
 
     def __index__(self):
         if not (self.dtype.is_int() and not self.dtype.is_ptr()):
             raise CompilationError(f"a {self.dtype} value cannot be used as an integer index")
-        return int(self._uniform_scalar("integer value"))
+        return int(self._uniform_scalar("integer value", lambda v: v.astype(np.int64)))
 
     __int__ = __index__
 
     def __float__(self):
-        return float(self._uniform_scalar("float value"))
+        return float(self._uniform_scalar("float value", lambda v: v.astype(np.float64)))
 
     def __iter__(self):
         raise CompilationError("a Triton tensor cannot be iterated over in Python; use "

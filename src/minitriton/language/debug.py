@@ -68,8 +68,7 @@ def device_assert(cond, msg="", mask=None):
     lane_txt = f" at lanes {lanes}" if cond.shape else ""
     err = DeviceAssertionError(f"Device-side assertion failed: {_unwrap(msg) or 'assert'}"
                                f"{lane_txt}")
-    if len(ctx.pids) > 1:
-        err.failing_pid = ctx.pid_tuple(row)
+    err.failing_row = row
     raise err
 
 

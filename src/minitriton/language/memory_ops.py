@@ -25,10 +25,6 @@ def _check_mask(mask, shape, what="Mask"):
     return broadcast_to(mask, shape)
 
 
-def _lanes(*tensors):
-    return max(t.data.shape[0] for t in tensors if t is not None)
-
-
 def _full(t, lanes, shape):
     return np.broadcast_to(expand_to_rank(t, len(shape)), (lanes, *shape))
 
@@ -38,7 +34,9 @@ class _Access:
 
     def __init__(self, ptr, mask, extra=()):
         self.shape = ptr.shape
-        self.lanes = _lanes(ptr, mask, *extra)
+        # every program of the group performs the access, even with a uniform pointer: the
+        # traffic, the atomics and the sanitizers see one access per program
+        self.lanes = len(current().pids)
         self.ptr = tensor(_full(ptr, self.lanes, self.shape), ptr.dtype, self.shape, ptr.origin)
         if mask is None:
             self.active = np.ones((self.lanes, *self.shape), dtype=bool)
@@ -47,7 +45,8 @@ class _Access:
         self.elt = ptr.dtype.element_ty
 
     def groups(self, ctx, op):
-        return ctx.memory.resolve(self.ptr, self.active, op)
+        ctx.note_block(self.active.size // self.lanes)
+        return ctx.memory.resolve(self.ptr, self.active, op, ctx.settings.bounds)
 
 
 def _validate_pointer(pointer, op):
@@ -90,6 +89,8 @@ def _gather(ctx, acc, other, op):
     else:
         result = np.zeros((acc.lanes, *acc.shape), dtype=acc.elt.np)
     for buf, lanes, idx in acc.groups(ctx, op):
+        if ctx.sanitizer is not None:
+            ctx.sanitizer.on_read(buf, lanes, idx)
         result[lanes] = buf.flat[idx]
         ctx.stats.count(buf, "load", int(idx.size))
     return tensor(result, acc.elt, acc.shape)
@@ -120,7 +121,9 @@ def _scatter(ctx, acc, value):
     vals = np.broadcast_to(expand_to_rank(value, len(acc.shape)), (acc.lanes, *acc.shape))
     groups = acc.groups(ctx, "store")
     for buf, lanes, idx in groups:
-        buf.before_write()
+        if ctx.sanitizer is not None:
+            ctx.sanitizer.on_write(buf, lanes, idx)
+        ctx.memory.before_write(buf, idx)
         buf.flat[idx] = vals[lanes]
         ctx.stats.count(buf, "store", int(idx.size))
 
@@ -184,7 +187,9 @@ def _atomic(op, pointer, val, mask, sem, scope):
     result = np.zeros((acc.lanes, *shape), dtype=elt.np)
     update = _rmw(op)
     for buf, lanes, idx in acc.groups(ctx, f"atomic_{op}"):
-        buf.before_write()
+        if ctx.sanitizer is not None:
+            ctx.sanitizer.on_atomic(buf, lanes, idx)
+        ctx.memory.before_write(buf, idx)
         compute = np.float32 if elt.is_floating() and elt.primitive_bitwidth < 32 else None
         v = vals[lanes] if compute is None else vals[lanes].astype(compute)
         upd = update if compute is None else (lambda o, x, u=update: u(o.astype(compute), x))
@@ -234,7 +239,9 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     v = np.broadcast_to(expand_to_rank(val, len(shape)), (acc.lanes, *shape))
     result = np.zeros((acc.lanes, *shape), dtype=elt.np)
     for buf, lanes, idx in acc.groups(ctx, "atomic_cas"):
-        buf.before_write()
+        if ctx.sanitizer is not None:
+            ctx.sanitizer.on_atomic(buf, lanes, idx)
+        ctx.memory.before_write(buf, idx)
         flat_idx, cl, vl = idx.ravel(), c[lanes].ravel(), v[lanes].ravel()
         old = np.empty(flat_idx.shape, dtype=elt.np)
         for i in range(flat_idx.size):  # serialised: CAS order is what spin locks rely on

@@ -78,6 +78,16 @@ class LaunchRecord:
     def count_dot(self, flops):
         self.dot_flops += flops
 
+    def mark(self):
+        return ({n: (a.loaded, a.stored, a.atomics) for n, a in self.args.items()},
+                self.dot_flops)
+
+    def restore(self, mark):
+        counts, self.dot_flops = mark
+        for name, (loaded, stored, atomics) in counts.items():
+            arg = self.args[name]
+            arg.loaded, arg.stored, arg.atomics = loaded, stored, atomics
+
     def _total(self, attr):
         return sum(getattr(a, attr) for a in self.args.values())
 

@@ -24,10 +24,36 @@ class LaunchContext:
     stats: object  # minitriton.observe.traffic.LaunchRecord
     settings: object  # minitriton.settings.Settings
     pids: np.ndarray = field(default=None)  # (P, 3) int32: the programs executed together
-    printer: object = print
+    sanitizer: object = None  # minitriton.observe.sanitizers.Sanitizer, when a check is on
+    output: list = field(default_factory=list)  # print lines, flushed when programs complete
+    max_block: int = 1  # elements of the largest block accessed so far (sizes lockstep chunks)
+
+    def printer(self, line):
+        self.output.append(line)
 
     def pid_tuple(self, row=0):
         return tuple(int(v) for v in self.pids[row])
+
+    def note_block(self, numel):
+        if numel > self.max_block:
+            self.max_block = numel
+
+    # Undo support for the lockstep executor: everything a diverged attempt changed.
+    def mark(self):
+        return (self.memory.mark(), self.stats.mark(),
+                self.sanitizer.mark() if self.sanitizer is not None else None)
+
+    def undo(self, mark):
+        self.memory.undo(mark[0])
+        self.stats.restore(mark[1])
+        if self.sanitizer is not None:
+            self.sanitizer.undo(mark[2])
+        self.output.clear()
+
+    def commit(self, mark):
+        self.memory.forget(mark[0])
+        if self.sanitizer is not None:
+            self.sanitizer.forget(mark[2])
 
 
 def current() -> LaunchContext:

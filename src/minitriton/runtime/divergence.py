@@ -2,8 +2,10 @@
 
 
 class Divergence(Exception):
-    """A scalar used by Python control flow differs between the programs executed together."""
+    """A scalar that Python control flow depends on differs between the programs executed
+    together. `decisions` holds each program's decision (truth value, integer, float); the
+    lockstep executor undoes the group's writes and re-runs it split by these decisions."""
 
-    def __init__(self, value):
+    def __init__(self, decisions):
         super().__init__("programs diverge on a Python condition")
-        self.value = value
+        self.decisions = decisions

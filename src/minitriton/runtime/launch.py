@@ -8,25 +8,26 @@ names the kernel, the program and the kernel line.
 """
 from __future__ import annotations
 
-import itertools
 import numbers
 import time
 import traceback
 
 import numpy as np
 
-from ..errors import LaunchError, MiniTritonError
+from ..errors import LaunchError, MiniTritonError, OrderError
 from ..language import dtypes as _t
 from ..language.core import literal, tensor
 from ..memory import AddressSpace
+from ..observe.sanitizers import Sanitizer, compare_outputs
 from ..observe.traffic import LaunchRecord, publish
 from ..settings import current_settings
 from . import context
+from .executors import program_ids, run_lockstep, run_sequential
 from .jit import KERNEL_CODES
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
                   "launch_cooperative_grid", "launch_pdl", "debug", "stream", "warmup",
-                  "enable_reflect_ftz")
+                  "enable_reflect_ftz", "minitriton_settings")
 
 
 def _is_array(x):
@@ -92,26 +93,35 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
 
 def launch(kernel, grid, args, kwargs):
     named, options = _bind(kernel, args, dict(kwargs))
+    settings = options.pop("minitriton_settings", None) or current_settings()
     constexpr_names = {kernel.arg_names[i] for i in kernel.constexprs}
     user_grid = _resolve_grid(kernel, grid, named)
     grid = user_grid + (1,) * (3 - len(user_grid))
-    memory = AddressSpace()
+    memory = AddressSpace(float("inf") if settings.order else settings.rollback_limit)
     values = [_kernel_value(kernel, n, v, n in constexpr_names, memory) for n, v in named.items()]
-    settings = current_settings()
     record = LaunchRecord(kernel.__name__, user_grid,
                           {n: named[n] for n in kernel.arg_names if n in constexpr_names},
                           options, settings.executor)
     for buf in memory.buffers:
         record.add_argument(buf)
     ctx = context.LaunchContext(kernel.__name__, grid, memory, record, settings)
+    if settings.any_sanitizer:
+        ctx.sanitizer = Sanitizer(ctx, memory, settings)
     fn = kernel.compiled
     start = time.perf_counter()
     token = context.enter(ctx)
     try:
-        run_sequential(ctx, fn, values)
+        _execute(ctx, fn, values, program_ids(grid), settings.executor)
+        if settings.order:
+            check_order(ctx, fn, values, grid)
     except BaseException as e:
-        memory.rollback()
+        kept = memory.rollback()
         _locate(e, ctx)
+        if kept and isinstance(e, MiniTritonError):
+            e.message += (f"\n(memory of {', '.join(kept)} was not restored: larger than "
+                          f"Settings.rollback_limit; writes of programs that ran before the "
+                          f"error remain)")
+            e.args = (e.message,)
         raise
     else:
         memory.commit()
@@ -122,16 +132,38 @@ def launch(kernel, grid, args, kwargs):
     return record
 
 
-def program_ids(grid):
-    """All program ids of a grid, axis 0 fastest (the order a GPU hands blocks out)."""
-    gx, gy, gz = grid
-    return [(x, y, z) for z, y, x in itertools.product(range(gz), range(gy), range(gx))]
+def _execute(ctx, fn, values, ids, executor):
+    if executor == "sequential":
+        run_sequential(ctx, fn, values, ids)
+    else:
+        run_lockstep(ctx, fn, values, ids)
 
 
-def run_sequential(ctx, fn, values):
-    for pid in program_ids(ctx.grid):
-        ctx.pids = np.array([pid], dtype=np.int32)
-        fn(*values)
+def check_order(ctx, fn, values, grid):
+    """The `order` sanitizer: re-run sequentially in a shuffled order and compare outputs."""
+    memory = ctx.memory
+    written = [b for b in memory.buffers if b.snapshot is not None]
+    results = {b.name: b.flat.copy() for b in written}
+    for b in written:
+        b.flat[...] = b.snapshot
+    ids = program_ids(grid)
+    order = np.random.default_rng(ctx.settings.seed).permutation(len(ids))
+    saved_stats, saved_sanitizer = ctx.stats, ctx.sanitizer
+    ctx.stats, ctx.sanitizer = LaunchRecord(ctx.kernel_name, grid), None
+    try:
+        run_sequential(ctx, fn, values, ids[order])
+    finally:
+        ctx.stats, ctx.sanitizer = saved_stats, saved_sanitizer
+    for b in written:
+        report = compare_outputs(b, results[b.name], b.flat)
+        b.flat[...] = results[b.name]
+        if report:
+            raise OrderError(
+                f"the result depends on the order in which programs run: argument `{b.name}` "
+                f"differs between program-id order and a shuffled order (seed "
+                f"{ctx.settings.seed}) {report}.\nhint: programs of one launch run in any order "
+                "on a GPU; a program must not read what another program of the same launch "
+                "writes (use a second launch, or atomics)")
 
 
 def _locate(e, ctx):
@@ -143,8 +175,12 @@ def _locate(e, ctx):
         if info is not None:
             location = (summary.filename, summary.lineno, summary.line or "")
     pid = getattr(e, "failing_pid", None)
-    if pid is None and ctx.pids is not None and len(ctx.pids) == 1:
-        pid = ctx.pid_tuple(0)
+    row = getattr(e, "failing_row", None)
+    if pid is None and ctx.pids is not None:
+        if row is not None and row < len(ctx.pids):
+            pid = ctx.pid_tuple(row)
+        elif len(ctx.pids) == 1:
+            pid = ctx.pid_tuple(0)
     if isinstance(e, MiniTritonError):
         e._locate(ctx.kernel_name, pid, location)
     elif location is not None and hasattr(e, "add_note"):
