@@ -9,7 +9,7 @@ C integer division) and exact traffic counts (`minitriton.record()`).
 from __future__ import annotations
 
 from . import language
-from .errors import (CompilationError, DeviceAssertionError, LaunchError, MiniTritonError,
+from .errors import (CompilationError, DeadlockError, DeviceAssertionError, LaunchError, MiniTritonError,
                      OrderError, OutOfBoundsError, PaddingError, RaceError, SanitizerError,
                      UninitializedReadError)
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
@@ -35,4 +35,4 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "language", "record", "Recording", "LaunchRecord", "ArgTraffic", "Settings",
            "configure", "current_settings", "MiniTritonError", "CompilationError",
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
-           "RaceError", "OrderError", "UninitializedReadError", "PaddingError"]
+           "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError"]

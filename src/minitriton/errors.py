@@ -49,6 +49,10 @@ class LaunchError(MiniTritonError, TypeError):
     """The launch itself is wrong: argument count, types, grid, devices."""
 
 
+class DeadlockError(MiniTritonError):
+    """A program spins forever on a lock (atomic_cas) that no other program can release."""
+
+
 class SanitizerError(MiniTritonError):
     """A sanitizer found a bug that does not crash but gives wrong or undefined results."""
 

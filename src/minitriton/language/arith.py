@@ -13,6 +13,7 @@ from . import dtypes as _t
 from .core import (broadcast_shapes, cast, compute_array, expand_to_rank, is_tensor, literal,
                    tensor, to_tensor, _convert)
 from .dtypes import _unwrap
+from ..observe.padding import elementwise
 
 
 def _literal_operand(value, ty):
@@ -254,6 +255,13 @@ def where(condition, x, y):
         origin = "mixed"
     return tensor(np.where(c, a, b), x.dtype, shape, origin)
 
+
+add, sub, mul, truediv, floordiv, mod = (elementwise(f) for f in (add, sub, mul, truediv,
+                                                                  floordiv, mod))
+and_, or_, xor_, lshift, rshift = (elementwise(f) for f in (and_, or_, xor_, lshift, rshift))
+eq, ne, lt, le, gt, ge = (elementwise(f) for f in (eq, ne, lt, le, gt, ge))
+neg, invert, logical_not = (elementwise(f) for f in (neg, invert, logical_not))
+minimum, maximum, where = (elementwise(f) for f in (minimum, maximum, where))
 
 _BINARY = {"add": add, "sub": sub, "mul": mul, "truediv": truediv, "floordiv": floordiv,
            "mod": mod, "and": and_, "or": or_, "xor": xor_, "lshift": lshift, "rshift": rshift}

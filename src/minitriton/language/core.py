@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError
+from ..observe.padding import elementwise, reshaping
 from . import dtypes as _t
 from .dtypes import _unwrap, constexpr
 
@@ -19,7 +20,7 @@ TRITON_MAX_TENSOR_NUMEL = 1048576
 
 class tensor:
     _is_mt_tensor = True
-    __slots__ = ("data", "dtype", "shape", "origin")
+    __slots__ = ("data", "dtype", "shape", "origin", "pad")
     __hash__ = object.__hash__
 
     def __init__(self, data, dtype, shape=None, origin=None):
@@ -27,6 +28,7 @@ class tensor:
         self.dtype = dtype
         self.shape = list(data.shape[1:]) if shape is None else list(shape)
         self.origin = origin
+        self.pad = None  # lanes holding masked-out padding (Settings.padding), else None
 
     # ----- type information, as Triton exposes it
     @property
@@ -82,6 +84,7 @@ class tensor:
         raise CompilationError("a Triton tensor cannot be iterated over in Python; use "
                                "tl.static_range or index arithmetic")
 
+    @reshaping
     def __getitem__(self, slices):
         if not isinstance(slices, tuple):
             slices = (slices,)
@@ -175,6 +178,7 @@ def _convert(arr, dst):
     return arr.astype(dst.np)
 
 
+@elementwise
 def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
     x = to_tensor(x)
     dst = _unwrap(dst)
@@ -245,6 +249,7 @@ def expand_to_rank(t, rank):
     return t.data.reshape((t.data.shape[0],) + (1,) * pad + tuple(t.shape))
 
 
+@reshaping
 def broadcast_to(t, shape):
     t = to_tensor(t)
     shape = list(shape)

@@ -29,7 +29,7 @@ def device_print(prefix, *args, hex=False):  # noqa: A002 - Triton's name
     for row in range(len(ctx.pids)):
         pid = ctx.pid_tuple(row)
         body = " ".join(_format(a, row) for a in args)
-        ctx.printer(f"pid {pid} {prefix}{' ' if prefix and body else ''}{body}")
+        ctx.printer(f"pid {pid} {prefix}{' ' if prefix and body else ''}{body}", row)
 
 
 def kernel_print(*args, sep=" ", end="\n", file=None, flush=False):
@@ -37,7 +37,7 @@ def kernel_print(*args, sep=" ", end="\n", file=None, flush=False):
     ctx = current()
     for row in range(len(ctx.pids)):
         text = sep.join(_format(a, row) for a in args)
-        ctx.printer(f"pid {ctx.pid_tuple(row)} {text}")
+        ctx.printer(f"pid {ctx.pid_tuple(row)} {text}", row)
 
 
 def static_print(*values, sep=" ", end="\n", file=None, flush=False):

@@ -16,6 +16,7 @@ from ..runtime.context import current
 from . import dtypes as _t
 from .core import cast, expand_to_rank, tensor, to_tensor
 from .dtypes import _unwrap
+from ..observe.padding import check_dot
 
 PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 1, MIN_K)
@@ -84,6 +85,8 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         if acc.dtype != out_dtype and not a.dtype.is_int():
             raise CompilationError(f"expected accumulator dtype {out_dtype}, got {acc.dtype}; pass "
                                    f"out_dtype={acc.dtype} to use this accumulator dtype")
+    if a.pad is not None or b.pad is not None:
+        check_dot(a, b)
     x, y = _operand_arrays(a, b, precision)
     out = np.matmul(x, y)
     if acc is not None:

@@ -12,6 +12,7 @@ from . import dtypes as _t
 from .arith import maximum, minimum, operands, where, _arrays, _finish  # noqa: F401
 from .core import cast, compute_array, to_tensor
 from .dtypes import _unwrap
+from ..observe.padding import elementwise
 
 FP32_64 = ("fp32", "fp64")
 
@@ -41,7 +42,7 @@ def _unary(name, fn, allowed=FP32_64):
             out = fn(compute_array(x))
         return _finish(np.asarray(out), x.dtype, x.shape)
     op.__name__ = name
-    return op
+    return elementwise(op)
 
 
 exp = _unary("exp", np.exp)
@@ -58,6 +59,7 @@ floor = _unary("floor", np.floor)
 ceil = _unary("ceil", np.ceil)
 
 
+@elementwise
 def abs(x):  # noqa: A001 - Triton's name
     x = to_tensor(_unwrap(x))
     if x.dtype.is_ptr():
@@ -83,6 +85,7 @@ def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
     return num / den
 
 
+@elementwise
 def fma(x, y, z):
     x, y, shape = operands(x, y)
     x, z, shape = operands(x, z)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CompilationError
+from ..errors import CompilationError, DeadlockError
 from ..runtime.context import current
 from . import dtypes as _t
 from .arith import add as _add
@@ -88,12 +88,19 @@ def _gather(ctx, acc, other, op):
         result = np.array(_full(other, acc.lanes, acc.shape), dtype=acc.elt.np)
     else:
         result = np.zeros((acc.lanes, *acc.shape), dtype=acc.elt.np)
+    active = None
     for buf, lanes, idx in acc.groups(ctx, op):
         if ctx.sanitizer is not None:
             ctx.sanitizer.on_read(buf, lanes, idx)
         result[lanes] = buf.flat[idx]
         ctx.stats.count(buf, "load", int(idx.size))
-    return tensor(result, acc.elt, acc.shape)
+        active = lanes if active is None else active | lanes
+    out = tensor(result, acc.elt, acc.shape)
+    if ctx.settings.padding and acc.shape:
+        read = np.zeros(acc.active.shape, bool) if active is None else active
+        if not read.all():
+            out.pad = ~read
+    return out
 
 
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
@@ -195,6 +202,8 @@ def _atomic(op, pointer, val, mask, sem, scope):
         upd = update if compute is None else (lambda o, x, u=update: u(o.astype(compute), x))
         result[lanes] = _atomic_apply(buf, idx.ravel(), v.ravel(), upd).reshape(idx.shape)
         ctx.stats.count(buf, "atomic", int(idx.size))
+        if op == "xchg" and ctx.sanitizer is not None:
+            ctx.sanitizer.on_xchg(buf, lanes, idx)
     return tensor(result, elt, shape)
 
 
@@ -250,7 +259,30 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
                 buf.flat[flat_idx[i]] = vl[i]
         result[lanes] = old.reshape(idx.shape)
         ctx.stats.count(buf, "atomic", int(idx.size))
+        if ctx.sanitizer is not None:
+            ctx.sanitizer.on_cas(buf, lanes, flat_idx, old, cl, vl)
+        _watch_spinning(ctx, buf, flat_idx, old, cl)
     return tensor(result, elt, shape)
+
+
+SPIN_LIMIT = 10_000
+
+
+def _watch_spinning(ctx, buf, idx, old, cmp):
+    """A lone program whose atomic_cas keeps failing waits for a program that cannot run while
+    it spins (programs run one after another here): report the deadlock instead of hanging."""
+    if len(ctx.pids) != 1:
+        return
+    key = (ctx.pid_tuple(0), buf.index, tuple(idx.tolist()))
+    if np.any(old == cmp):
+        ctx.spins.pop(key, None)
+        return
+    ctx.spins[key] = ctx.spins.get(key, 0) + 1
+    if ctx.spins[key] >= SPIN_LIMIT:
+        raise DeadlockError(
+            f"atomic_cas on argument `{buf.name}` at offsets {idx.tolist()[:8]} failed "
+            f"{SPIN_LIMIT:,} times in a row: this program spins on a lock that no program "
+            "releases (a missing tl.atomic_xchg(lock, 0)?). On a GPU it would hang.")
 
 
 # ----------------------------------------------------------------------------- block pointers

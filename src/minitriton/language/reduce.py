@@ -14,6 +14,7 @@ from ..errors import CompilationError
 from . import dtypes as _t
 from .core import cast, compute_array, tensor, to_tensor
 from .dtypes import _unwrap
+from ..observe.padding import check_reduction
 
 
 def _axis(x, axis):
@@ -28,7 +29,7 @@ def _axis(x, axis):
     return int(axis) % rank
 
 
-def _reduce(x, axis, keep_dims, fn, out_dtype):
+def _reduce(x, axis, keep_dims, fn, out_dtype, kind=None):
     x = to_tensor(_unwrap(x))
     ax = _axis(x, axis)
     keep = bool(_unwrap(keep_dims))
@@ -52,7 +53,10 @@ def _reduce(x, axis, keep_dims, fn, out_dtype):
     if out.dtype != out_dtype.np:
         from .core import _convert
         out = _convert(out, out_dtype)
-    return tensor(out, out_dtype, shape)
+    result = tensor(out, out_dtype, shape)
+    if kind is not None and x.pad is not None:
+        result = check_reduction(x, ax, kind, result)
+    return result
 
 
 def sum(input, axis=None, keep_dims=False, dtype=None):  # noqa: A001 - Triton's name
@@ -63,7 +67,7 @@ def sum(input, axis=None, keep_dims=False, dtype=None):  # noqa: A001 - Triton's
         if x.dtype.is_int() and x.dtype.int_bitwidth < 32:
             dtype = _t.int32 if x.dtype.is_int_signed() else _t.uint32
     x = cast(x, dtype)
-    return _reduce(x, axis, keep_dims, lambda a, ax: np.add.reduce(a, axis=ax), dtype)
+    return _reduce(x, axis, keep_dims, lambda a, ax: np.add.reduce(a, axis=ax), dtype, "sum")
 
 
 def _widen_for_minmax(x):
@@ -80,7 +84,7 @@ def _minmax(np_fn, arg_fn, name):
             values = op(x, axis, keep_dims=keep_dims)
             return values, _arg(x, axis, keep_dims, arg_fn)
         x = _widen_for_minmax(x)
-        return _reduce(x, axis, keep_dims, lambda a, ax: np_fn.reduce(a, axis=ax), x.dtype)
+        return _reduce(x, axis, keep_dims, lambda a, ax: np_fn.reduce(a, axis=ax), x.dtype, name)
     op.__name__ = name
     return op
 
@@ -92,7 +96,7 @@ def _arg(x, axis, keep_dims, arg_fn):
         if a.dtype.kind == "f":
             a = np.where(np.isnan(a), -np.inf if arg_fn is np.argmax else np.inf, a)
         return arg_fn(a, axis=ax)
-    return _reduce(x, axis, keep_dims, fn, _t.int32)
+    return _reduce(x, axis, keep_dims, fn, _t.int32, "max" if arg_fn is np.argmax else "min")
 
 
 max = _minmax(np.fmax, np.argmax, "max")  # noqa: A001

@@ -7,6 +7,7 @@ from ..errors import CompilationError
 from .core import broadcast_shapes, broadcast_to as _broadcast_to, tensor, to_tensor
 from .core import validate_block_shape
 from .dtypes import _unwrap
+from ..observe.padding import reshaping
 
 
 def _dims(args):
@@ -16,6 +17,7 @@ def _dims(args):
     return [int(_unwrap(a)) for a in args]
 
 
+@reshaping
 def permute(input, *dims):
     x = to_tensor(_unwrap(input))
     dims = _dims(dims)
@@ -34,6 +36,7 @@ def trans(input, *dims):
     return permute(x, dims)
 
 
+@reshaping
 def reshape(input, *shape, can_reorder=False):
     x = to_tensor(_unwrap(input))
     shape = validate_block_shape(_dims(shape)) if _dims(shape) else []
@@ -46,6 +49,7 @@ def view(input, *shape):
     return reshape(input, *shape)
 
 
+@reshaping
 def expand_dims(input, axis):
     x = to_tensor(_unwrap(input))
     axes = _unwrap(axis)
@@ -59,6 +63,7 @@ def expand_dims(input, axis):
     return tensor(x.data.reshape((x.data.shape[0], *new_shape)), x.dtype, new_shape, x.origin)
 
 
+@reshaping
 def broadcast_to(input, *shape):
     x = to_tensor(_unwrap(input))
     shape = _dims(shape)

@@ -63,6 +63,8 @@ class Sanitizer:
         self.journal: list = []
         self.shadow: dict = {}
         self.poisoned = {}
+        self.held: dict = {}  # program -> frozenset of lock addresses it holds
+        self.locksets = [frozenset()]  # interned: shadow arrays store indices into this list
         names = {b.name: b for b in memory.buffers}
         for name in settings.uninitialized:
             if name not in names:
@@ -80,8 +82,8 @@ class Sanitizer:
 
     def undo(self, mark):
         while len(self.journal) > mark:
-            array, idx, old = self.journal.pop()
-            array[idx] = old
+            target, key, old = self.journal.pop()
+            target[key] = old
 
     def forget(self, mark):
         del self.journal[mark:]
@@ -109,8 +111,52 @@ class Sanitizer:
             n = buf.size
             s = self.shadow[buf.index] = {
                 "writer": np.full(n, NOBODY, np.int64), "reader": np.full(n, NOBODY, np.int64),
-                "wloc": np.zeros(n, np.int32), "rloc": np.zeros(n, np.int32), "locs": [""]}
+                "wloc": np.zeros(n, np.int32), "rloc": np.zeros(n, np.int32), "locs": [""],
+                "wls": np.zeros(n, np.int32), "rls": np.zeros(n, np.int32)}
         return s
+
+    # ----- locks: accesses made while holding a common lock do not race (Eraser's locksets)
+    def _lockset_ids(self, progs):
+        ids = np.zeros(progs.size, np.int32)
+        for p in np.unique(progs):
+            held = self.held.get(int(p), frozenset())
+            if held:
+                if held not in self.locksets:
+                    self.locksets.append(held)
+                ids[progs == p] = self.locksets.index(held)
+        return ids
+
+    def _unprotected(self, ls_a, ls_b):
+        """Lanes whose two accesses share no lock."""
+        out = np.ones(ls_a.size, bool)
+        both = (ls_a > 0) & (ls_b > 0)
+        for i in np.nonzero(both)[0]:
+            out[i] = not (self.locksets[ls_a[i]] & self.locksets[ls_b[i]])
+        return out
+
+    def _set_held(self, prog, locks):
+        if self.memory.journaling:
+            self.journal.append((self.held, prog, self.held.get(prog, frozenset())))
+        self.held[prog] = locks
+
+    def on_cas(self, buf, lanes, idx, old, cmp, val):
+        """A successful atomic_cas that changes the value acquires a lock at that address."""
+        if not self.races:
+            return
+        progs, _ = self._programs(lanes)
+        for p, i, o, c, v in zip(progs, idx, old, cmp, val):
+            if o == c and v != c:
+                self._set_held(int(p), self.held.get(int(p), frozenset()) | {(buf.index, int(i))})
+
+    def on_xchg(self, buf, lanes, idx):
+        """atomic_xchg on a held lock's address releases it."""
+        if not self.races:
+            return
+        progs, _ = self._programs(lanes)
+        for p, i in zip(progs, idx):
+            held = self.held.get(int(p), frozenset())
+            if (buf.index, int(i)) in held:
+                self._set_held(int(p), held - {(buf.index, int(i))})
 
     def _loc_id(self, s):
         loc = _kernel_location()
@@ -165,15 +211,19 @@ class Sanitizer:
         s = self._shadow(buf)
         progs, _ = self._programs(lanes)
         loc = self._loc_id(s)
+        ls = self._lockset_ids(progs)
         w = s["writer"][idx]
         bad = (w >= 0) & (w != progs)
         if bad.any():
-            self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], "read", loc)
+            bad &= self._unprotected(s["wls"][idx], ls)
+            if bad.any():
+                self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], "read", loc)
         r = s["reader"][idx]
         conflict, _ = self._same_op(idx, progs)
         new = np.where(((r == NOBODY) | (r == progs)) & ~conflict, progs, MANY)
         self._set(s["reader"], idx, new)
         self._set(s["rloc"], idx, loc)
+        self._set(s["rls"], idx, ls)
 
     def on_write(self, buf, lanes, idx):
         written = self.poisoned.get(buf.index)
@@ -184,10 +234,13 @@ class Sanitizer:
         s = self._shadow(buf)
         progs, _ = self._programs(lanes)
         loc = self._loc_id(s)
+        ls = self._lockset_ids(progs)
         w = s["writer"][idx]
         bad = (w >= 0) & (w != progs)
         if bad.any():
-            self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], "wrote", loc)
+            bad &= self._unprotected(s["wls"][idx], ls)
+            if bad.any():
+                self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], "wrote", loc)
         conflict, partner = self._same_op(idx, progs)
         if conflict.any():
             here = np.full(idx.size, loc)
@@ -195,9 +248,12 @@ class Sanitizer:
         r = s["reader"][idx]
         bad = (r == MANY) | ((r >= 0) & (r != progs))
         if bad.any():
-            self._race(buf, s, idx, progs, bad, r, "read", s["rloc"][idx], "wrote", loc)
+            bad &= self._unprotected(s["rls"][idx], ls)
+            if bad.any():
+                self._race(buf, s, idx, progs, bad, r, "read", s["rloc"][idx], "wrote", loc)
         self._set(s["writer"], idx, progs)
         self._set(s["wloc"], idx, loc)
+        self._set(s["wls"], idx, ls)
 
     def on_atomic(self, buf, lanes, idx):
         written = self.poisoned.get(buf.index)

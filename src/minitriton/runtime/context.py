@@ -27,9 +27,12 @@ class LaunchContext:
     sanitizer: object = None  # minitriton.observe.sanitizers.Sanitizer, when a check is on
     output: list = field(default_factory=list)  # print lines, flushed when programs complete
     max_block: int = 1  # elements of the largest block accessed so far (sizes lockstep chunks)
+    spins: dict = field(default_factory=dict)  # consecutive failed atomic_cas per program
 
-    def printer(self, line):
-        self.output.append(line)
+    def printer(self, line, row=0):
+        pid = self.pids[row]
+        gx, gy, _ = self.grid
+        self.output.append((int(pid[0]) + gx * (int(pid[1]) + gy * int(pid[2])), line))
 
     def pid_tuple(self, row=0):
         return tuple(int(v) for v in self.pids[row])

@@ -26,7 +26,8 @@ def program_ids(grid, order=None):
 
 
 def _flush(ctx):
-    for line in ctx.output:
+    """Print what the programs printed, program by program (as the sequential executor would)."""
+    for _, line in sorted(ctx.output, key=lambda item: item[0]):
         print(line)
     ctx.output.clear()
 
