@@ -43,8 +43,8 @@ class range:  # noqa: A001 - Triton's name
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
                  disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,
                  disable_licm=False):
-        args = [a for a in (arg1, arg2, step) if a is not None]
-        self._range = builtins.range(*[builtins.int(a) for a in args])
+        from ..runtime.jit import kernel_range
+        self._range = kernel_range(*[a for a in (arg1, arg2, step) if a is not None])
 
     def __iter__(self):
         return iter(self._range)

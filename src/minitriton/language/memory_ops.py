@@ -269,11 +269,9 @@ SPIN_LIMIT = 10_000
 
 
 def _watch_spinning(ctx, buf, idx, old, cmp):
-    """A lone program whose atomic_cas keeps failing waits for a program that cannot run while
-    it spins (programs run one after another here): report the deadlock instead of hanging."""
-    if len(ctx.pids) != 1:
-        return
-    key = (ctx.pid_tuple(0), buf.index, tuple(idx.tolist()))
+    """Programs whose atomic_cas all keep failing wait for a program that cannot run while they
+    spin (here the others run before or after them): report the deadlock instead of hanging."""
+    key = (ctx.pids.tobytes(), buf.index, idx.tobytes())
     if np.any(old == cmp):
         ctx.spins.pop(key, None)
         return

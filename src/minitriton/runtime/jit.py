@@ -39,6 +39,10 @@ class _KernelBuiltins:
         return _min_max(builtins.max, "maximum", args, kwargs)
 
     @staticmethod
+    def range(*args):
+        return kernel_range(*args)
+
+    @staticmethod
     def assert_(cond, msg=None):
         from ..language.core import is_tensor
         from ..language.debug import device_assert
@@ -46,6 +50,39 @@ class _KernelBuiltins:
             return device_assert(cond, msg or "assert")
         if not cond:
             return device_assert(False, msg or "assert")
+
+
+def kernel_range(*args):
+    """`range` in a kernel. With runtime bounds that differ between the programs executed
+    together but give every program the same trip count (`range(pid * R, pid * R + R)`), the
+    loop variable is a per-program tensor and the programs stay together; different trip counts
+    diverge (the lockstep executor then splits the programs by trip count)."""
+    from ..language.core import is_tensor
+    if not any(is_tensor(a) and a.data.shape[0] > 1 for a in args):
+        return builtins.range(*[int(a) for a in args])
+    import numpy as np
+
+    from ..language import dtypes
+    from ..language.core import tensor
+    from .divergence import Divergence
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    else:
+        start, stop = args[0], args[1]
+        step = args[2] if len(args) > 2 else 1
+    arr = [np.asarray(a.data if is_tensor(a) else [a], dtype=np.int64) for a in (start, stop, step)]
+    if not np.all(arr[2] == arr[2][0]):
+        raise Divergence(arr[2])
+    step_v = int(arr[2][0])
+    if step_v == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    trips = np.maximum(0, -((arr[0] - arr[1]) // step_v))  # ceil((stop - start) / step)
+    trips = np.broadcast_to(trips, np.broadcast_shapes(arr[0].shape, arr[1].shape))
+    if not np.all(trips == trips[0]):
+        raise Divergence(trips)
+    ty = dtypes.int64 if any(is_tensor(a) and a.dtype == dtypes.int64 for a in args) else dtypes.int32
+    base = np.broadcast_to(arr[0], trips.shape)
+    return (tensor((base + i * step_v).astype(ty.np), ty, []) for i in builtins.range(int(trips[0])))
 
 
 def _min_max(py_fn, tl_name, args, kwargs):
@@ -66,7 +103,8 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
-        if isinstance(f, ast.Name) and f.id in ("print", "min", "max") and f.id not in self.shadowed:
+        if isinstance(f, ast.Name) and f.id in ("print", "min", "max", "range") \
+                and f.id not in self.shadowed:
             node.func = ast.copy_location(
                 ast.Attribute(value=ast.Name(_RT, ast.Load()), attr=f.id, ctx=ast.Load()), f)
         return node
