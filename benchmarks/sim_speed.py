@@ -1,20 +1,27 @@
-"""Simulator speed: minitriton against Triton's own interpreter, same kernels, same inputs.
+"""Simulator speed: minitriton (lockstep and sequential) against Triton's own interpreter.
 
-    TRITON_INTERPRET=1 python benchmarks/sim_speed.py   (triton installed: adds its column)
+    python benchmarks/sim_speed.py [--repeats N] [--json FILE]
 
-Kernels are the lecture's, loaded from tests/corpus/kernels.py for each implementation.
-Prints a table of median wall times over a few runs and the ratio.
+Same kernels (the lecture's, from tests/corpus/kernels.py, loaded once per implementation),
+same inputs, one process. Triton's interpreter (TRITON_INTERPRET=1) is timed where `triton` is
+importable. Prints a table of median wall times and the ratios, and the process's peak memory.
 """
+import argparse
+import json
+import math
 import os
+import platform
+import resource
 import statistics
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+os.environ["TRITON_INTERPRET"] = "1"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
+import numpy  # noqa: E402
 import torch  # noqa: E402
 
 import minitriton  # noqa: E402
@@ -22,50 +29,113 @@ import minitriton.language as mtl  # noqa: E402
 from corpus import load  # noqa: E402
 
 
-def implementations():
-    impls = {"minitriton (sequential)": load(minitriton, mtl)}
+def cases():
+    """(label, make) pairs; make(k) returns a no-argument launch of corpus module k."""
+    def add(k):
+        n = 1 << 20
+        x, y, out = torch.randn(n), torch.randn(n), torch.empty(n)
+        return lambda: k.add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
+
+    def gelu(k):
+        n = 1 << 20
+        x, y = torch.randn(n), torch.empty(n)
+        return lambda: k.gelu_kernel[(n // 1024,)](x, y, n, BLOCK=1024)
+
+    def softmax(m, n):
+        def make(k):
+            x = torch.randn(m, n)
+            y = torch.empty_like(x)
+            block = 1 << (n - 1).bit_length()
+            return lambda: k.softmax_kernel[(m,)](x, y, x.stride(0), n, BLOCK=block)
+        return make
+
+    def row_sum(k):
+        x, out = torch.randn(256, 4096), torch.empty(256)
+        return lambda: k.row_sum_kernel[(256,)](x, out, 4096, x.stride(0), BLOCK=1024)
+
+    def matmul(n, transpose_a=False):
+        def make(k):
+            a = torch.randn(n, n)
+            if transpose_a:
+                a = a.t()
+            b, c = torch.randn(n, n), torch.empty(n, n)
+            grid = (n // 64, n // 64)
+            return lambda: k.matmul_kernel[grid](
+                a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                c.stride(0), c.stride(1), BM=64, BN=64, BK=32, IEEE=False)
+        return make
+
+    def rmsnorm(k):
+        x, g = torch.randn(1024, 1024), torch.randn(1024)
+        y, rstd = torch.empty_like(x), torch.empty(1024)
+        return lambda: k.rmsnorm_fwd_kernel[(1024,)](x, g, y, rstd, 1024, 1e-6, BLOCK=1024)
+
+    return [("add n=2^20, BLOCK 1024", add), ("gelu n=2^20, BLOCK 1024", gelu),
+            ("softmax 300x781", softmax(300, 781)), ("softmax 4096x1024", softmax(4096, 1024)),
+            ("row-sum 256x4096, BLOCK 1024", row_sum),
+            ("matmul+relu 256^3, 64x64x32", matmul(256)),
+            ("matmul+relu 512^3, 64x64x32", matmul(512)),
+            ("matmul+relu 512^3, A transposed", matmul(512, True)),
+            ("rmsnorm fwd 1024x1024", rmsnorm)]
+
+
+def timed(fn, repeats):
+    fn()  # warm-up: compilation, caches
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", help="write the rows to this file")
+    args = parser.parse_args()
+    sim = load(minitriton, mtl)
+    impls = {"lockstep": (sim, minitriton.Settings(executor="lockstep")),
+             "sequential": (sim, minitriton.Settings(executor="sequential"))}
     try:
         import triton
         import triton.language as tl
-        impls[f"triton {triton.__version__} interpreter"] = load(triton, tl)
+        impls["interpreter"] = (load(triton, tl), None)
+        interp = f"triton {triton.__version__} interpreter"
     except ImportError:
-        pass
-    return impls
-
-
-def add_2_20(k):
-    n = 1 << 20
-    x, y, out = torch.randn(n), torch.randn(n), torch.empty(n)
-    return lambda: k.add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
-
-
-def softmax_4096x1024(k):
-    x = torch.randn(4096, 1024)
-    y = torch.empty_like(x)
-    return lambda: k.softmax_kernel[(4096,)](x, y, x.stride(0), 1024, BLOCK=1024)
-
-
-def main(repeats=3):
-    impls = implementations()
-    rows = [("add n=2^20, BLOCK 1024 (1024 programs)", add_2_20),
-            ("softmax 4096x1024, row per program (4096 programs)", softmax_4096x1024)]
-    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs; median of {repeats} runs")
-    for label, make in rows:
-        times = {}
-        for name, module in impls.items():
+        interp = "triton not installed: no interpreter column"
+    print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"torch {torch.__version__}, numpy {numpy.__version__}, {interp}; median of "
+          f"{args.repeats} runs")
+    rows = []
+    header = f"{'kernel':<36}" + "".join(f"{n:>13}" for n in impls)
+    if "interpreter" in impls:
+        header += f"{'lock/interp':>13}{'seq/interp':>12}"
+    print(header)
+    for label, make in cases():
+        row = {"kernel": label}
+        for name, (module, settings) in impls.items():
             fn = make(module)
-            fn()  # warm-up (compilation, caches)
-            samples = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                fn()
-                samples.append(time.perf_counter() - t0)
-            times[name] = statistics.median(samples)
-        text = ", ".join(f"{n}: {t:.3f} s" for n, t in times.items())
-        if len(times) == 2:
-            a, b = times.values()
-            text += f"  -> minitriton is {b / a:.2f}x the interpreter's speed"
-        print(f"{label}: {text}")
+            if settings is not None:
+                with minitriton.configure(executor=settings.executor):
+                    row[name] = timed(fn, args.repeats)
+            else:
+                row[name] = timed(fn, args.repeats)
+        line = f"{label:<36}" + "".join(f"{row[n]:>12.3f}s" for n in impls)
+        if "interpreter" in impls:
+            row["speedup_lockstep"] = row["interpreter"] / row["lockstep"]
+            row["speedup_sequential"] = row["interpreter"] / row["sequential"]
+            line += f"{row['speedup_lockstep']:>12.1f}x{row['speedup_sequential']:>11.1f}x"
+        print(line, flush=True)
+        rows.append(row)
+    if "interpreter" in impls:
+        for key in ("lockstep", "sequential"):
+            g = math.exp(statistics.mean(math.log(r[f"speedup_{key}"]) for r in rows))
+            print(f"geometric mean speed-up, {key}: {g:.1f}x")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory of the process: {peak:.0f} MiB")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "peak_mib": peak}, indent=1))
 
 
 if __name__ == "__main__":

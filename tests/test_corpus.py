@@ -146,3 +146,20 @@ def test_trans():
 def test_rejected(name):
     with pytest.raises((minitriton.MiniTritonError, TypeError)):
         getattr(corpus, name)("cpu", make_rng("cpu"))
+
+
+def test_gelu_row_sum_rmsnorm():
+    rng = make_rng("cpu")
+    x = rng(3000).double()
+    ref = torch.nn.functional.gelu(x, approximate="tanh")
+    torch.testing.assert_close(outputs("case_gelu")["y"].double(), ref, rtol=1e-6, atol=1e-6)
+    (x,) = inputs([16 * 3000])
+    torch.testing.assert_close(outputs("case_row_sum")["out"].double(),
+                               x.reshape(16, 3000).double().sum(1), rtol=1e-5, atol=1e-4)
+    x, g = inputs([32 * 1000, 1000])
+    x = x.reshape(32, 1000).double()
+    rstd = 1 / torch.sqrt((x * x).mean(1) + 1e-6)
+    out = outputs("case_rmsnorm_fwd")
+    torch.testing.assert_close(out["rstd"].double(), rstd, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out["y"].double(), x * rstd[:, None] * g.double(), rtol=1e-5,
+                               atol=1e-6)

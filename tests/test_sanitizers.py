@@ -315,3 +315,27 @@ def test_large_grids_run_in_bounded_chunks():
     settings = Settings(chunk_bytes=1 << 20)  # 64 lanes * 256 B per lane -> 64 programs a chunk
     launch(softmax_kernel, (4096,), x, y, 64, BLOCK=64, OTHER=float("-inf"), settings=settings)
     torch.testing.assert_close(y, torch.softmax(x, 1))
+
+
+# --------------------------------------------------------------------------- no false reports
+
+def _corpus():
+    from corpus import load
+    return load(triton, tl)
+
+
+@pytest.mark.parametrize("name", __import__("corpus").names("case_"))
+def test_correct_corpus_kernels_report_nothing(name, executor):
+    from corpus import make_rng
+    with triton.configure(**ALL_CHECKS):
+        getattr(_corpus(), name)("cpu", make_rng("cpu"))
+
+
+def test_tritonlab_kernels_report_nothing(executor):
+    from tritonlab import backend
+    ew = backend.with_backend("tritonlab.kernels.elementwise", "sim")
+    x = torch.randn(3000)
+    with triton.configure(**ALL_CHECKS):
+        torch.testing.assert_close(ew.add(x, x), x + x)
+        ew.gelu(x)
+        ew.silu(x)

@@ -393,3 +393,58 @@ def zeros3_kernel(x_ptr):
 
 def bad_zeros_not_power_of_two(dev, rng):
     zeros3_kernel[(1,)](torch.empty(4, device=dev))
+
+
+# ----------------------------------------------------------------------------- more lecture kernels
+
+@triton.jit
+def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    a = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    tl.store(y_ptr + offs, x * tl.sigmoid(2.0 * a), mask=mask)
+
+
+def case_gelu(dev, rng):
+    x = rng(3000)
+    y = torch.empty_like(x)
+    gelu_kernel[(triton.cdiv(3000, 1024),)](x, y, 3000, BLOCK=1024)
+    return {"y": y}
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def case_row_sum(dev, rng):
+    x = rng(16 * 3000).reshape(16, 3000)
+    out = torch.empty(16, device=dev)
+    row_sum_kernel[(16,)](x, out, 3000, x.stride(0), BLOCK=1024)
+    return {"out": out}
+
+
+@triton.jit
+def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(rstd_ptr + row, rstd)
+    tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask)
+
+
+def case_rmsnorm_fwd(dev, rng):
+    x = rng(32 * 1000).reshape(32, 1000)
+    g = rng(1000)
+    y, rstd = torch.empty_like(x), torch.empty(32, device=dev)
+    rmsnorm_fwd_kernel[(32,)](x, g, y, rstd, 1000, 1e-6, BLOCK=1024)
+    return {"y": y, "rstd": rstd}
