@@ -2,7 +2,9 @@
 
 A buffer is a flat NumPy view over the argument's memory span (storage offset and strides
 respected, no copy), so stores land in the caller's tensor. Each buffer gets a virtual base
-address far from the others; a pointer in a kernel is `base + offset * itemsize`. Any access
+address far from the others. Addresses count elements of the buffer's type, not bytes (a
+pointer keeps its element type, so `ptr + k` is `address + k` and the element offset is
+`address - base`: no multiply or divide on the hot path). Any access
 outside the buffer a pointer came from raises `OutOfBoundsError` before anything is touched.
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 from .errors import LaunchError, OutOfBoundsError
 from .language import dtypes as _t
 
-_REGION = 1 << 40  # bytes between two buffers' base addresses
+_REGION_SHIFT = 36  # 2**36 elements between two buffers' base addresses
 
 
 @dataclass
@@ -114,13 +116,13 @@ class AddressSpace:
         arr = as_numpy(obj, name)
         flat = flat_span(arr, name)
         buf = Buffer(len(self.buffers), name, flat, _t.from_numpy(arr.dtype), describe(obj))
-        buf.base = (buf.index + 1) * _REGION
+        buf.base = (buf.index + 1) << _REGION_SHIFT
         self.buffers.append(buf)
         return buf
 
     def owner(self, addresses):
         """The buffer index each address falls in (for pointers of mixed origin)."""
-        return (addresses // _REGION - 1).astype(np.int64)
+        return (addresses >> _REGION_SHIFT) - 1
 
     def before_write(self, buf, idx):
         """Called before every store or atomic, with the element offsets it will write."""
@@ -133,7 +135,8 @@ class AddressSpace:
             else:
                 buf.too_big_to_restore = True
         if self.journaling:
-            self.journal.append((buf, idx, buf.flat[idx]))
+            old = buf.flat[idx]
+            self.journal.append((buf, idx, old.copy() if isinstance(idx, slice) else old))
 
     def mark(self):
         return len(self.journal)
@@ -164,46 +167,64 @@ class AddressSpace:
             buf.snapshot = None
 
     def resolve(self, ptr, active, op, check_bounds=True):
-        """Map active lanes of a pointer tensor to (buffer, element offsets).
+        """Map the active lanes of a pointer tensor to (buffer, lanes, offsets).
 
-        `ptr.data` and `active` are arrays of equal shape; returns a list of
-        (buffer, lane_mask, offsets) — one entry, unless the pointer mixes buffers. With
-        `check_bounds=False`, out-of-range lanes are dropped (read as 0 / not written) instead.
+        `ptr.data` is the (lanes, *shape) array of addresses, `active` a bool array of the same
+        shape or None (all active). Returns a list of (buffer, lane_mask, offsets): one entry,
+        unless the pointer mixes buffers. `lane_mask` is None when every lane is active, and
+        `offsets` (in elements, in lane order) is a slice when they are consecutive. With
+        `check_bounds=False`, out-of-range lanes are dropped (read as 0 / not written).
         """
         addrs = ptr.data
         if isinstance(ptr.origin, int):
             groups = [(self.buffers[ptr.origin], active)]
         else:
             owners = self.owner(addrs)
+            live = np.ones(addrs.shape, bool) if active is None else active
             groups = []
-            for i in np.unique(owners[active]):
+            for i in np.unique(owners[live]):
                 if 0 <= i < len(self.buffers):
-                    groups.append((self.buffers[i], active & (owners == i)))
+                    groups.append((self.buffers[i], live & (owners == i)))
                 else:
-                    bad = active & (owners == i)
-                    raise _oob_error(None, addrs[bad], op)
-        out = []
+                    raise _oob_error(None, addrs[live & (owners == i)], op)
         elem = ptr.dtype.element_ty.itemsize
+        out = []
         for buf, lanes in groups:
-            a = addrs[lanes]
-            off = a - buf.base
-            if elem != buf.dtype.itemsize and not buf.dtype.is_bool():
+            if elem != buf.dtype.itemsize:
                 raise OutOfBoundsError(
                     f"{op}: pointer to {ptr.dtype.element_ty} used on argument `{buf.name}` of "
                     f"type {buf.dtype}; minitriton only supports pointers of the argument's type")
-            idx = off // elem
-            bad = (off < 0) | (idx >= buf.size) | (off % elem != 0)
-            if bad.any():
+            a = addrs.reshape(-1) if lanes is None else addrs[lanes]
+            idx = a - buf.base
+            if idx.size and (idx.min() < 0 or idx.max() >= buf.size):
+                bad = (idx < 0) | (idx >= buf.size)
                 if not check_bounds:
-                    lanes = lanes.copy()
+                    lanes = np.ones(addrs.shape, bool) if lanes is None else lanes.copy()
                     lanes[lanes] = ~bad
                     idx = idx[~bad]
                 else:
                     err = _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
-                    err.failing_row = int(np.nonzero(lanes)[0][np.argmax(bad)])
+                    rows = np.nonzero(np.ones(addrs.shape, bool) if lanes is None else lanes)[0]
+                    err.failing_row = int(rows[np.argmax(bad)])
                     raise err
-            out.append((buf, lanes, idx))
+            out.append((buf, lanes, _as_slice(idx)))
         return out
+
+
+def _as_slice(idx):
+    """Consecutive offsets as a slice (a view instead of a gather), else the array."""
+    n = idx.size
+    if n > 16 and idx[-1] - idx[0] == n - 1 and np.all(idx[1:] > idx[:-1]):
+        return slice(int(idx[0]), int(idx[0]) + n)
+    return idx
+
+
+def offsets_array(idx):
+    return np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+
+
+def count(idx):
+    return idx.stop - idx.start if isinstance(idx, slice) else idx.size
 
 
 def _oob_error(buf, offsets, op, lanes_total=None):

@@ -75,8 +75,8 @@ def _pointer_offset(ptr, off, shape):
         o = o.astype(np.uint64)
     rank = len(shape)
     p = _expand(ptr.data, ptr, rank)
-    o = _expand(o.astype(np.int64), off, rank)
-    return tensor(p + o * ptr.dtype.element_ty.itemsize, ptr.dtype, shape, ptr.origin)
+    o = _expand(o if o.dtype == np.int64 else o.astype(np.int64), off, rank)
+    return tensor(p + o, ptr.dtype, shape, ptr.origin)  # addresses count elements (memory.py)
 
 
 def add(a, b):

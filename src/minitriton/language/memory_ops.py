@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError, DeadlockError
+from ..memory import count, offsets_array
 from ..runtime.context import current
 from . import dtypes as _t
 from .arith import add as _add
@@ -30,23 +31,35 @@ def _full(t, lanes, shape):
 
 
 class _Access:
-    """Pointer addresses and active lanes for one memory operation, already broadcast."""
+    """Pointer addresses and active lanes for one memory operation, already broadcast.
 
-    def __init__(self, ptr, mask, extra=()):
+    Every program of the group performs the access, even with a uniform pointer, so that
+    traffic, atomics and sanitizers see one access per program. A load that is the same in
+    every program (uniform pointer and mask) is done once and counted `repeat` times."""
+
+    def __init__(self, ptr, mask, extra=(), shared_ok=False):
+        ctx = current()
         self.shape = ptr.shape
-        # every program of the group performs the access, even with a uniform pointer: the
-        # traffic, the atomics and the sanitizers see one access per program
-        self.lanes = len(current().pids)
-        self.ptr = tensor(_full(ptr, self.lanes, self.shape), ptr.dtype, self.shape, ptr.origin)
-        if mask is None:
-            self.active = np.ones((self.lanes, *self.shape), dtype=bool)
+        programs = len(ctx.pids)
+        uniform = all(t.data.shape[0] == 1 for t in (ptr, mask, *extra) if t is not None)
+        if shared_ok and uniform and ctx.sanitizer is None:
+            self.lanes, self.repeat = 1, programs
         else:
-            self.active = np.array(_full(mask, self.lanes, self.shape), dtype=bool)
+            self.lanes, self.repeat = programs, 1
+        self.ptr = tensor(_full(ptr, self.lanes, self.shape), ptr.dtype, self.shape, ptr.origin)
+        self.active = None if mask is None else np.array(_full(mask, self.lanes, self.shape),
+                                                         dtype=bool)
         self.elt = ptr.dtype.element_ty
 
     def groups(self, ctx, op):
-        ctx.note_block(self.active.size // self.lanes)
+        ctx.note_block(max(1, self.ptr.numel))
         return ctx.memory.resolve(self.ptr, self.active, op, ctx.settings.bounds)
+
+    def full(self, lanes, idx):
+        """(bool lane mask, offsets array) for the slow paths that need them explicitly."""
+        if lanes is None:
+            lanes = np.ones((self.lanes, *self.shape), dtype=bool)
+        return lanes, offsets_array(idx)
 
 
 def _validate_pointer(pointer, op):
@@ -79,25 +92,36 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
     if other is not None:
         other = broadcast_to(cast(_check_mask(other, shape, "Other"), pointer.dtype.element_ty),
                              shape)
-    acc = _Access(pointer, mask, (other,) if other is not None else ())
+    acc = _Access(pointer, mask, (other,) if other is not None else (), shared_ok=True)
     return _gather(ctx, acc, other, "load")
 
 
 def _gather(ctx, acc, other, op):
+    result = None
     if other is not None:
         result = np.array(_full(other, acc.lanes, acc.shape), dtype=acc.elt.np)
-    else:
-        result = np.zeros((acc.lanes, *acc.shape), dtype=acc.elt.np)
-    active = None
+    read = None
     for buf, lanes, idx in acc.groups(ctx, op):
         if ctx.sanitizer is not None:
-            ctx.sanitizer.on_read(buf, lanes, idx)
-        result[lanes] = buf.flat[idx]
-        ctx.stats.count(buf, "load", int(idx.size))
-        active = lanes if active is None else active | lanes
+            ctx.sanitizer.on_read(buf, *acc.full(lanes, idx))
+        values = buf.flat[idx]
+        if lanes is None:
+            result = values.reshape((acc.lanes, *acc.shape))
+            if isinstance(idx, slice):
+                result = result.copy()  # a load is a snapshot, not a view of memory
+        else:
+            if result is None:
+                result = np.zeros((acc.lanes, *acc.shape), dtype=acc.elt.np)
+            result[lanes] = values
+        ctx.stats.count(buf, "load", count(idx) * acc.repeat)
+        if ctx.settings.padding:
+            read = acc.full(lanes, idx)[0] if read is None else read | acc.full(lanes, idx)[0]
+    if result is None:
+        result = np.zeros((acc.lanes, *acc.shape), dtype=acc.elt.np)
     out = tensor(result, acc.elt, acc.shape)
     if ctx.settings.padding and acc.shape:
-        read = np.zeros(acc.active.shape, bool) if active is None else active
+        if read is None:
+            read = np.zeros((acc.lanes, *acc.shape), bool)
         if not read.all():
             out.pad = ~read
     return out
@@ -129,10 +153,10 @@ def _scatter(ctx, acc, value):
     groups = acc.groups(ctx, "store")
     for buf, lanes, idx in groups:
         if ctx.sanitizer is not None:
-            ctx.sanitizer.on_write(buf, lanes, idx)
+            ctx.sanitizer.on_write(buf, *acc.full(lanes, idx))
         ctx.memory.before_write(buf, idx)
-        buf.flat[idx] = vals[lanes]
-        ctx.stats.count(buf, "store", int(idx.size))
+        buf.flat[idx] = vals.reshape(-1) if lanes is None else vals[lanes]
+        ctx.stats.count(buf, "store", count(idx))
 
 
 # ----------------------------------------------------------------------------- atomics
@@ -194,6 +218,7 @@ def _atomic(op, pointer, val, mask, sem, scope):
     result = np.zeros((acc.lanes, *shape), dtype=elt.np)
     update = _rmw(op)
     for buf, lanes, idx in acc.groups(ctx, f"atomic_{op}"):
+        lanes, idx = acc.full(lanes, idx)
         if ctx.sanitizer is not None:
             ctx.sanitizer.on_atomic(buf, lanes, idx)
         ctx.memory.before_write(buf, idx)
@@ -248,6 +273,7 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     v = np.broadcast_to(expand_to_rank(val, len(shape)), (acc.lanes, *shape))
     result = np.zeros((acc.lanes, *shape), dtype=elt.np)
     for buf, lanes, idx in acc.groups(ctx, "atomic_cas"):
+        lanes, idx = acc.full(lanes, idx)
         if ctx.sanitizer is not None:
             ctx.sanitizer.on_atomic(buf, lanes, idx)
         ctx.memory.before_write(buf, idx)
@@ -326,12 +352,11 @@ class block_pointer:
                 raise CompilationError(f"boundary_check dimension {b!r} is out of range for a "
                                        f"block pointer of rank {rank}")
         idxs = self._indices()
-        elem = self.base.dtype.element_ty.itemsize
         addr = self.base.data.reshape((-1,) + (1,) * rank).astype(np.int64)
         active = True
         for d, idx in enumerate(idxs):
             stride = self.strides[d].data.reshape((-1,) + (1,) * rank)
-            addr = addr + idx * stride * elem
+            addr = addr + idx * stride
             if d in checks:
                 dim = self.shape[d].data.reshape((-1,) + (1,) * rank)
                 active = active & (idx >= 0) & (idx < dim)
