@@ -35,3 +35,13 @@ def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True):
 
 def grid_1d(n, block):
     return ((n + block - 1) // block,)
+
+
+def compute_dtype(x, tl):
+    """The dtype kernels compute in: fp64 for fp64 inputs (gradcheck), fp32 otherwise."""
+    return tl.float64 if x.dtype == torch.float64 else tl.float32
+
+
+def num_warps_for(block):
+    """Warps for a row-sized block (Triton's softmax tutorial's rule)."""
+    return 4 if block < 2048 else 8 if block < 8192 else 16

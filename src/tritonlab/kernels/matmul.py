@@ -1,0 +1,142 @@
+"""Tiled matmul with a fused epilogue (lecture §8, exercises 4 and 8d).
+
+`matmul_relu_kernel` is the lecture's kernel as written: a 2-D grid, one output tile per
+program, a loop along K with `tl.dot`, ReLU on the accumulator before the single write. Its
+traffic for n = 256 reproduces the lecture's table (lectures/04_triton_matmul.py).
+
+`matmul_kernel` is the tuned version behind `matmul()`: a 1-D grid in grouped order (GROUP_M
+row-tiles share the B columns they read, so neighbours hit L2), `@triton.autotune` over tile
+sizes, warps and pipeline stages on the GPU, strides for transposed or non-contiguous inputs,
+and `ACTIVATION` none/relu/gelu applied before the write. fp32 accumulation throughout.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..backend import DEVICE, tl, triton
+from ._launch import FLOAT_DTYPES, check_inputs
+
+ACTIVATIONS = ("none", "relu", "gelu")
+
+
+@triton.jit
+def matmul_relu_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                       stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       BLOCK_K: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)  # which output tile
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak  # (BM, BK)
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn  # (BK, BN)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] + k < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] + k < K) & (offs_n[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)  # read BM*BK + BK*BN per step
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    acc = tl.maximum(acc, 0.0)  # fused ReLU: no round trip of C through memory
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
+             acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _config(bm, bn, bk, warps, stages):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
+                         num_warps=warps, num_stages=stages)
+
+
+# Pruned for Hopper: 6 configurations keep tuning well under 30 s per shape. The simulator runs
+# the first one (timing means nothing there), so it is the smallest.
+CONFIGS = [_config(64, 64, 32, 4, 4), _config(128, 128, 32, 4, 4), _config(128, 128, 64, 4, 4),
+           _config(128, 256, 64, 8, 3), _config(256, 128, 64, 8, 3), _config(64, 128, 64, 4, 4)]
+
+
+def _prune(configs, named_args, **kwargs):
+    """Drop tiles far larger than the problem (a 16x16 matmul needs no 256x128 tile)."""
+    M, N = named_args["M"], named_args["N"]
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(64, triton.next_power_of_2(M))
+            and c.kwargs["BLOCK_N"] <= max(64, triton.next_power_of_2(N))]
+    return kept or configs[:1]
+
+
+@triton.autotune(configs=CONFIGS, key=["M", "N", "K"],
+                 prune_configs_by={"early_config_prune": _prune})
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n  # grouped order: GROUP_M row tiles sweep N together
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    # rows/columns past the edge wrap around (valid memory); their results are masked on store
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_am[:, None].to(tl.int64) * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :].to(tl.int64) * stride_bn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu":  # tanh form: x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3))
+        acc = acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None].to(tl.int64) * stride_cm + offs_cn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
+             mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+def matmul(a, b, activation="none"):
+    """activation(a @ b) for 2-D fp32/fp16/bf16 a (M, K) and b (K, N), any strides.
+
+    fp32 inputs use TF32 tensor cores, as `torch.backends.cuda.matmul.allow_tf32 = True` would.
+    """
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"matmul: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 2:
+            raise ValueError(f"matmul: {name} must be a 2-D tensor")
+    check_inputs("matmul", a, b, device=DEVICE, dtypes=FLOAT_DTYPES, same_shape=False)
+    if a.dtype != b.dtype:
+        raise TypeError(f"matmul: dtypes differ: {a.dtype} and {b.dtype}")
+    (M, K), (K2, N) = a.shape, b.shape
+    if K != K2:
+        raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not chain")
+    c = torch.empty(M, N, dtype=a.dtype, device=a.device)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        return c.zero_()
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), ACTIVATION=activation)
+    return c
+
+
+def matmul_relu_lecture(a, b, block_m=64, block_n=64, block_k=32):
+    """The lecture's 2-D-grid kernel, for its traffic table and exercise 4."""
+    check_inputs("matmul_relu_lecture", a, b, device=DEVICE, dtypes=FLOAT_DTYPES,
+                 same_shape=False)
+    (M, K), (_, N) = a.shape, b.shape
+    c = torch.empty(M, N, dtype=a.dtype, device=a.device)
+    grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
+    matmul_relu_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                             b.stride(1), c.stride(0), c.stride(1), BLOCK_M=block_m,
+                             BLOCK_N=block_n, BLOCK_K=block_k)
+    return c
+
+

@@ -1,0 +1,165 @@
+"""Fused RMSNorm, forward and backward, wired into autograd (lecture §9, exercises 5, 6, 8c).
+
+Forward, one program per row: r = 1 / sqrt(mean(x^2) + eps), y = x * r * g; r is saved (one
+number per row) for the backward. Backward, per row:
+    dx = r * (dy * g) - r^3 * x / N * sum(dy * g * x)
+    dg = sum over rows of dy * x * r
+dg sums over every row, so programs must not all add into one dg (exercise 6's data race).
+Each program handles ROWS_PER_PROGRAM rows, accumulates their dg in registers and writes one row
+of a partial buffer, (programs, N), summed afterwards: the buffer has as many rows as programs,
+not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for teaching: the
+simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..backend import DEVICE, tl, triton
+from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for
+
+
+@triton.jit
+def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr,
+                       ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # read N (shared, cached)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(rstd_ptr + row, rstd)  # write 1
+    tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask)  # write N
+
+
+@triton.jit
+def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
+                       BLOCK_SIZE: tl.constexpr, ROWS_PER_PROGRAM: tl.constexpr,
+                       ACC: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    col_mask = cols < n_cols
+    g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dg = tl.zeros([BLOCK_SIZE], dtype=ACC)  # this program's share of dg, in registers
+    for i in range(0, ROWS_PER_PROGRAM):
+        row = pid.to(tl.int64) * ROWS_PER_PROGRAM + i
+        mask = col_mask & (row < n_rows)
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
+        dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
+        rstd = tl.load(rstd_ptr + row, mask=row < n_rows, other=0.0).to(ACC)  # read 1
+        dyg = dy * g
+        dot = tl.sum(dyg * x, axis=0)
+        dx = rstd * dyg - rstd * rstd * rstd * x * (dot / n_cols)
+        tl.store(dx_ptr + row * n_cols + cols, dx, mask=mask)  # write N
+        dg += dy * x * rstd
+    tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
+
+
+@triton.jit
+def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_cols,
+                            BLOCK_SIZE: tl.constexpr):
+    # Exercise 6, kept wrong on purpose: every program does load-add-store on one dg.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.load(rstd_ptr + row)
+    dot = tl.sum(dy * g * x, axis=0)
+    tl.store(dx_ptr + row * n_cols + cols, rstd * dy * g - rstd * rstd * rstd * x * dot / n_cols,
+             mask=mask)
+    old = tl.load(dg_ptr + cols, mask=mask, other=0.0)
+    tl.store(dg_ptr + cols, old + dy * x * rstd, mask=mask)  # lost updates on a GPU
+
+
+def _programs_for(n_rows):
+    """About four programs per SM on a GPU; a handful on the simulator."""
+    if DEVICE == "cuda":
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        return max(1, min(n_rows, 4 * sms))
+    return max(1, min(n_rows, 8))
+
+
+def _flatten(x, g):
+    x, = check_inputs("rmsnorm", x, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,))
+    g, = check_inputs("rmsnorm", g, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,))
+    if g.dim() != 1 or x.dim() == 0 or g.shape[0] != x.shape[-1]:
+        raise ValueError(f"rmsnorm: weight of shape {tuple(g.shape)} does not match the last "
+                         f"dimension of x {tuple(x.shape)}")
+    return x.reshape(-1, x.shape[-1]), g
+
+
+def rmsnorm_forward(x, g, eps=1e-6):
+    """(y, rstd): y = x / rms(x) * g over the last dimension; rstd is fp32 (fp64), one per row."""
+    x2, g = _flatten(x, g)
+    n_rows, n_cols = x2.shape
+    y = torch.empty_like(x2)
+    rstd = torch.empty(n_rows, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32,
+                       device=x.device)
+    if x2.numel():
+        block = triton.next_power_of_2(n_cols)
+        rmsnorm_fwd_kernel[(n_rows,)](x2, g, y, rstd, n_cols, eps, BLOCK_SIZE=block,
+                                      ACC=compute_dtype(x, tl), num_warps=num_warps_for(block))
+    return y.reshape(x.shape), rstd
+
+
+def rmsnorm_backward(dy, x, g, rstd, rows_per_program=None):
+    """(dx, dg) from the saved rstd, with a partial-dg buffer of one row per program."""
+    x2, g = _flatten(x, g)
+    (dy2,) = check_inputs("rmsnorm backward", dy.reshape(x2.shape), device=DEVICE,
+                          dtypes=(x.dtype,))
+    n_rows, n_cols = x2.shape
+    dx = torch.empty_like(x2)
+    if x2.numel() == 0:
+        return dx.reshape(x.shape), torch.zeros_like(g)
+    rows = rows_per_program or triton.cdiv(n_rows, _programs_for(n_rows))
+    programs = triton.cdiv(n_rows, rows)
+    partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x.device)
+    block = triton.next_power_of_2(n_cols)
+    rmsnorm_bwd_kernel[(programs,)](x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
+                                    BLOCK_SIZE=block, ROWS_PER_PROGRAM=rows,
+                                    ACC=compute_dtype(x, tl), num_warps=num_warps_for(block))
+    return dx.reshape(x.shape), partial.sum(0).to(g.dtype)
+
+
+def rmsnorm_backward_racy(dy, x, g, rstd):
+    """Exercise 6's racy backward (for teaching): dg accumulated by load-add-store."""
+    x2, g = _flatten(x, g)
+    dy2 = dy.reshape(x2.shape).contiguous()
+    dx = torch.empty_like(x2)
+    dg = torch.zeros(x2.shape[1], dtype=torch.float32, device=x.device)
+    rmsnorm_bwd_racy_kernel[(x2.shape[0],)](x2, g, rstd, dy2, dx, dg, x2.shape[1],
+                                            BLOCK_SIZE=triton.next_power_of_2(x2.shape[1]))
+    return dx.reshape(x.shape), dg
+
+
+class RMSNormFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, g, eps=1e-6):
+        y, rstd = rmsnorm_forward(x, g, eps)
+        ctx.save_for_backward(x, g, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, g, rstd = ctx.saved_tensors
+        dx, dg = rmsnorm_backward(dy.contiguous(), x, g, rstd)
+        return dx, dg, None
+
+
+def rmsnorm(x, g, eps=1e-6):
+    """Differentiable fused RMSNorm over the last dimension."""
+    return RMSNormFunction.apply(x, g, eps)
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d, eps=1e-6, device=None, dtype=None):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.ones(d, device=device, dtype=dtype))
+
+    def forward(self, x):
+        return rmsnorm(x, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.weight.shape[0]}, eps={self.eps}"
