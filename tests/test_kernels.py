@@ -1,0 +1,170 @@
+"""tritonlab's lecture kernels against float64 PyTorch references, on the active backend
+(minitriton here; real Triton with CUDA tensors on a GPU machine)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tritonlab import backend
+from tritonlab.kernels import matmul as mm
+from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels import rowsum
+from tritonlab.kernels import softmax as sm
+
+DEV = backend.DEVICE
+# ||out - ref|| / ||ref|| allowed, per input dtype: fp32 math rounded to the output dtype
+TOLERANCES = {torch.float32: 2e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+MATMUL_TOLERANCES = {torch.float32: 2e-3, torch.float16: 1e-3, torch.bfloat16: 8e-3}  # fp32: TF32
+DTYPES = list(TOLERANCES)
+
+
+def rand(*shape, dtype=torch.float32, seed=0, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(DEV, dtype)
+
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+# -- softmax: shapes exercise 1 row, non-powers of two, short rows (several per program),
+#    rows longer than a block (online kernel), leading dimensions
+SOFTMAX_SHAPES = [(1, 7), (300, 781), (5, 3, 1000), (64, 16), (3, 20000)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SOFTMAX_SHAPES)
+def test_softmax(shape, dtype):
+    x = rand(*shape, dtype=dtype, scale=3)
+    y = sm.softmax(x)
+    assert y.dtype == dtype and y.shape == x.shape
+    assert rel_err(y, torch.softmax(x.double(), -1)) < TOLERANCES[dtype]
+
+
+@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 128)])
+def test_softmax_variants_and_invariants(variant, block):
+    x = rand(33, 700, scale=5)
+    y = sm.softmax(x, variant=variant, block_size=block)
+    assert rel_err(y, torch.softmax(x.double(), -1)) < 2e-6
+    torch.testing.assert_close(y.sum(-1), torch.ones(33, device=DEV, dtype=y.dtype))
+    torch.testing.assert_close(sm.softmax(x + 100.0, variant=variant, block_size=block), y,
+                               rtol=1e-5, atol=1e-6)  # shift invariance
+
+
+@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 64)])
+def test_softmax_rows_of_minus_infinity_match_torch(variant, block):
+    x = rand(4, 200)
+    x[1] = float("-inf")
+    x[2, :150] = float("-inf")
+    y = sm.softmax(x, variant=variant, block_size=block)
+    torch.testing.assert_close(y, torch.softmax(x, -1), equal_nan=True)
+
+
+def test_softmax_other_dim_and_fp64():
+    x = rand(6, 50, 4, dtype=torch.float64)
+    torch.testing.assert_close(sm.softmax(x, dim=1), torch.softmax(x, 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 4096), (3, 5000), (2, 3, 1025)])
+def test_row_sum(shape, dtype):
+    x = rand(*shape, dtype=dtype)
+    out = rowsum.row_sum(x)
+    assert out.shape == x.shape[:-1] and out.dtype == dtype
+    ref = x.double().sum(-1)
+    assert (out.double() - ref).abs().max() <= TOLERANCES[dtype] * 50 * (1 + ref.abs().max())
+
+
+# -- matmul: tall/skinny, non-multiples of the tile, K smaller than a tile, transposed inputs
+MATMUL_SHAPES = [(1, 1, 1), (70, 90, 50), (300, 17, 5), (8, 1000, 3), (129, 65, 257)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mkn", MATMUL_SHAPES)
+@pytest.mark.parametrize("activation", mm.ACTIVATIONS)
+def test_matmul(mkn, dtype, activation):
+    M, K, N = mkn
+    a, b = rand(M, K, dtype=dtype), rand(K, N, dtype=dtype, seed=1)
+    ref = a.double() @ b.double()
+    ref = {"none": ref, "relu": torch.relu(ref), "gelu": F.gelu(ref, approximate="tanh")}[activation]
+    out = mm.matmul(a, b, activation)
+    assert out.dtype == dtype and out.shape == (M, N)
+    assert rel_err(out, ref) < MATMUL_TOLERANCES[dtype] + (1e-12 if ref.norm() else 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_transposed_and_strided_inputs(dtype):
+    a = rand(90, 70, dtype=dtype).t()  # (70, 90), column-major
+    b = rand(50, 180, dtype=dtype, seed=1)[:, ::2].t()  # (90, 50), non-contiguous
+    ref = a.double() @ b.double()
+    assert rel_err(mm.matmul(a, b), ref) < MATMUL_TOLERANCES[dtype]
+    assert rel_err(mm.matmul_relu_lecture(a, b), torch.relu(ref)) < MATMUL_TOLERANCES[dtype]
+
+
+def test_matmul_bad_inputs():
+    a = rand(4, 5)
+    with pytest.raises(ValueError, match="do not chain"):
+        mm.matmul(a, rand(4, 5))
+    with pytest.raises(ValueError, match="activation"):
+        mm.matmul(a, rand(5, 3), "tanh")
+    with pytest.raises(TypeError, match="dtypes differ"):
+        mm.matmul(a, rand(5, 3, dtype=torch.float16))
+    with pytest.raises(ValueError, match="2-D"):
+        mm.matmul(rand(2, 4, 5), rand(5, 3))
+    assert mm.matmul(rand(0, 5), rand(5, 3)).shape == (0, 3)
+    assert torch.count_nonzero(mm.matmul(rand(4, 0), rand(0, 3))) == 0
+
+
+# -- RMSNorm: any leading shape, fp32 statistics, autograd
+RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096)]
+
+
+def rms_ref(x, g, eps=1e-6):
+    x64 = x.double()
+    return x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + eps) * g.double()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", RMS_SHAPES)
+def test_rmsnorm_forward_and_backward(shape, dtype):
+    x = rand(*shape, dtype=dtype).requires_grad_()
+    g = rand(shape[-1], dtype=dtype, seed=2).requires_grad_()
+    dy = rand(*shape, dtype=dtype, seed=3)
+    y = rn.rmsnorm(x, g)
+    assert y.dtype == dtype and y.shape == x.shape
+    y.backward(dy)
+    x64 = x.detach().double().requires_grad_()
+    g64 = g.detach().double().requires_grad_()
+    ref = rms_ref(x64, g64)
+    ref.backward(dy.double())
+    tol = TOLERANCES[dtype] * 5
+    assert rel_err(y, ref) < tol
+    assert rel_err(x.grad, x64.grad) < tol
+    assert rel_err(g.grad, g64.grad) < tol
+
+
+def test_rmsnorm_gradcheck_float64():
+    x = rand(3, 5, 33, dtype=torch.float64).requires_grad_()
+    g = rand(33, dtype=torch.float64, seed=1).requires_grad_()
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+
+
+@pytest.mark.parametrize("rows_per_program", [1, 3, 64])
+def test_rmsnorm_partial_dg_buffer(rows_per_program):
+    x, g, dy = rand(50, 96), rand(96, seed=1), rand(50, 96, seed=2)
+    _, rstd = rn.rmsnorm_forward(x, g)
+    dx, dg = rn.rmsnorm_backward(dy, x, g, rstd, rows_per_program=rows_per_program)
+    x64 = x.double().requires_grad_()
+    g64 = g.double().requires_grad_()
+    rms_ref(x64, g64).backward(dy.double())
+    assert rel_err(dx, x64.grad) < 1e-5 and rel_err(dg, g64.grad) < 1e-5
+
+
+def test_rmsnorm_module_and_bad_inputs():
+    layer = rn.RMSNorm(16).to(DEV)
+    x = rand(4, 16)
+    torch.testing.assert_close(layer(x), rms_ref(x, torch.ones(16, device=DEV)).float())
+    with pytest.raises(ValueError, match="does not match"):
+        rn.rmsnorm(rand(4, 16), rand(8))
+    with pytest.raises(TypeError, match="dtype"):
+        rn.rmsnorm(rand(4, 16).int(), rand(16))
