@@ -63,3 +63,56 @@ if backend.NAME == "triton":
             f, fn = fn, (lambda f=fn: f(a))
         ms = bench(fn, return_mode="median")
         print(f"  {op:<5} {name:<14} {ms * 1e3:9.1f} us  {tensors * 4 * n / ms / 1e6:7.0f} GB/s")
+
+# --- §4: three abstractions side by side (CUDA C++ needs a CUDA compiler and GPU)
+CUDA_SOURCE = r"""
+__global__ void gelu_kernel(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;      // which thread am I?
+    if (i < n) {                                         // bounds check
+        float x = in[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x)));
+    }
+}
+torch::Tensor gelu(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    gelu_kernel<<<(n + 1023) / 1024, 1024>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+"""
+if backend.NAME != "triton":
+    print("\n§4: the CUDA C++ GeLU (one thread per element) needs a CUDA compiler and GPU; its "
+          "source:" + CUDA_SOURCE)
+else:
+    import re
+    import shutil
+
+    # PTX highlights of the compiled GeLU kernel
+    n = 1 << 20
+    xs = torch.randn(n, device="cuda")
+    handle = ew.gelu_kernel[(n // 1024,)](xs, torch.empty_like(xs), n, BLOCK_SIZE=1024)
+    ptx = handle.asm["ptx"]
+    loads = sorted(set(re.findall(r"ld\.global[.\w]*", ptx)))
+    stores = sorted(set(re.findall(r"st\.global[.\w]*", ptx)))
+    warps = handle.metadata.num_warps
+    print(f"\nPTX of gelu_kernel (BLOCK_SIZE 1024, {warps} warps = {warps * 32} threads):")
+    print(f"  global loads: {loads}; global stores: {stores}")
+    print(f"  %ctaid.x (program id) used: {'%ctaid.x' in ptx}; %tid.x (thread id) used: "
+          f"{'%tid.x' in ptx}")
+    print(f"  each thread handles 1024 / {warps * 32} = {1024 // (warps * 32)} elements "
+          f"(thread coarsening; v4 = 4 floats per instruction)")
+
+    if shutil.which("nvcc"):
+        from torch.utils.cpp_extension import load_inline
+        ext = load_inline("tritonlab_gelu_cuda", cpp_sources="torch::Tensor gelu(torch::Tensor x);",
+                          cuda_sources=CUDA_SOURCE, functions=["gelu"], verbose=False)
+        n = 1 << 28
+        a = torch.randn(n, device="cuda")
+        print("\n§4: the three abstractions, GeLU on 2^28 fp32 (median)")
+        for name, fn in [("PyTorch manual", lambda: manual_gelu(a)),
+                         ("PyTorch F.gelu", lambda: F.gelu(a, approximate="tanh")),
+                         ("CUDA C++", lambda: ext.gelu(a)), ("Triton", lambda: ew.gelu(a))]:
+            ms = bench(fn, return_mode="median")
+            print(f"  {name:<15} {ms * 1e3:9.1f} us  {8 * n / ms / 1e6:7.0f} GB/s")
+        err = (ext.gelu(a) - F.gelu(a, approximate="tanh")).abs().max().item()
+        print(f"  CUDA C++ vs F.gelu: max |diff| {err:.1e}")

@@ -96,7 +96,8 @@ def check_reduction(x, axis, kind, result):
         value = data[tuple(where)]
         err = PaddingError(
             f"masked-out lanes change a tl.{kind}: lane {tuple(int(i) for i in where[1:])} was "
-            f"not loaded (masked) and holds {value:g}, which {kind}s into a row of real values.\n"
+            f"not loaded (masked) and holds {value:g}, which the {kind} combines with the real "
+            f"values of its row.\n"
             f"hint: give the masked load `other={want}` (the identity of {kind}), or mask the "
             f"lanes with tl.where before reducing")
         err.failing_row = int(where[0])

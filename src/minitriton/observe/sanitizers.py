@@ -185,13 +185,15 @@ class Sanitizer:
             before = f"other programs {what_before} them (last at {s['locs'][loc_before[i]]})"
         else:
             before = f"program {self._pid(other[i])} {what_before} them at {s['locs'][loc_before[i]]}"
-        raise RaceError(
+        err = RaceError(
             f"data race on argument `{buf.name}` ({buf.description}) at element offsets "
             f"[{shown}{', ...' if offsets.size > 8 else ''}]: {before}; program "
             f"{self._pid(progs[i])} {what_now} them at {s['locs'][loc]}.\n"
             "hint: on a GPU the programs of a launch run concurrently, so this result is "
             "undefined. Give each program its own output (a partial buffer reduced afterwards) "
             "or use tl.atomic_add.")
+        err.failing_pid = self._pid(progs[i])
+        raise err
 
     # ----- hooks called by tl.load / tl.store
     def on_read(self, buf, lanes, idx):
