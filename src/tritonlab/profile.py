@@ -1,0 +1,119 @@
+"""Where the time goes (lecture §3): `profile(fn)` over torch.profiler, and `count_ops(fn)`.
+
+`profile` returns a report with one row per operator (aten::...) and per device kernel
+(cuBLAS/CUTLASS/Triton kernels on a GPU), with call counts and times, sortable, exportable to CSV
+and to a Chrome trace (chrome://tracing or Perfetto). `count_ops` answers "how many kernels?":
+the manual GeLU launches 6 aten::mul, 2 aten::add and 1 aten::tanh, the built-in one aten::gelu.
+"""
+from __future__ import annotations
+
+import collections
+import csv
+from dataclasses import dataclass
+
+import torch
+from rich.table import Table
+from torch.profiler import ProfilerActivity
+from torch.profiler import profile as _torch_profile
+
+SORT_KEYS = ("device_time_us", "cpu_time_us", "calls", "name")
+
+
+@dataclass
+class ProfileRow:
+    name: str
+    kind: str  # "op" (a PyTorch operator) or "kernel" (a device kernel)
+    calls: int
+    cpu_time_us: float
+    device_time_us: float
+
+
+class ProfileReport:
+    def __init__(self, prof, rows):
+        self._prof = prof
+        self.rows = rows
+
+    def sorted(self, by="device_time_us"):
+        if by not in SORT_KEYS:
+            raise ValueError(f"sort by one of {SORT_KEYS}, not {by!r}")
+        reverse = by != "name"
+        return sorted(self.rows, key=lambda r: getattr(r, by), reverse=reverse)
+
+    def ops(self):
+        return [r for r in self.rows if r.kind == "op"]
+
+    def kernels(self):
+        return [r for r in self.rows if r.kind == "kernel"]
+
+    def table(self, by="device_time_us", limit=15, title="profile"):
+        t = Table(title=title)
+        for col in ("name", "kind", "calls", "CPU us", "device us"):
+            t.add_column(col, justify="left" if col in ("name", "kind") else "right")
+        for r in self.sorted(by)[:limit]:
+            t.add_row(r.name[:70], r.kind, str(r.calls), f"{r.cpu_time_us:.1f}",
+                      f"{r.device_time_us:.1f}")
+        return t
+
+    def to_csv(self, path):
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["name", "kind", "calls", "cpu_time_us", "device_time_us"])
+            for r in self.rows:
+                w.writerow([r.name, r.kind, r.calls, r.cpu_time_us, r.device_time_us])
+
+    def export_chrome_trace(self, path):
+        self._prof.export_chrome_trace(str(path))
+        return path
+
+
+def _activities():
+    acts = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        acts.append(ProfilerActivity.CUDA)
+    return acts
+
+
+def _device_time(evt):
+    for attr in ("self_device_time_total", "self_cuda_time_total"):
+        if hasattr(evt, attr):
+            return float(getattr(evt, attr))
+    return 0.0
+
+
+def profile(fn, warmup=1, activities=None):
+    """Run `fn()` (after `warmup` untimed calls) under torch.profiler and summarise."""
+    for _ in range(warmup):
+        fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    with _torch_profile(activities=activities or _activities()) as prof:
+        fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    rows = []
+    for evt in prof.key_averages():
+        is_kernel = str(getattr(evt, "device_type", "")).endswith(("CUDA", "XPU", "MPS"))
+        rows.append(ProfileRow(evt.key, "kernel" if is_kernel else "op", evt.count,
+                               float(evt.self_cpu_time_total), _device_time(evt)))
+    return ProfileReport(prof, rows)
+
+
+def count_ops(fn, prefix="aten::"):
+    """How many times each top-level operator runs in one call of `fn()` (operators called by
+    other operators, e.g. the aten::empty inside aten::mul, are not counted)."""
+    with _torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    counts = collections.Counter()
+    for evt in prof.events():
+        if evt.name.startswith(prefix) and _is_top_level(evt, prefix):
+            counts[evt.name] += 1
+    return counts
+
+
+def _is_top_level(evt, prefix):
+    parent = evt.cpu_parent
+    while parent is not None:
+        if parent.name.startswith(prefix):
+            return False
+        parent = parent.cpu_parent
+    return True
