@@ -70,6 +70,54 @@ def cmd_info(args):
     return 0
 
 
+def cmd_bench(args):
+    import torch
+    from rich.console import Console
+
+    from . import bench
+    from .bench.workloads import make
+    console = Console()
+    device = args.device or bench.default_device()
+    if args.workload == "pitfalls":
+        a = torch.randn(args.sizes[0], args.sizes[0], device=device)
+        for p in (bench.first_run(lambda: (lambda: a @ a), device=device),
+                  bench.no_sync(lambda: a @ a, device=device),
+                  bench.item_in_loop(lambda: (a @ a).sum(), steps=10, device=device)):
+            console.print(str(p))
+        return 0
+    dtype = getattr(torch, args.dtype)
+    result = bench.sweep(lambda n: make(args.workload, n, device, dtype), args.sizes,
+                         trials=args.trials, warmup=args.warmup, device=device,
+                         flush_l2=args.flush_l2)
+    console.print(result.table(title=f"{args.workload} ({args.dtype}) on {device}"))
+    if args.plot:
+        console.print(f"plot: {result.plot(args.plot, title=f'{args.workload} on {device}')}")
+    result.export(args.csv, args.json)
+    return 0
+
+
+def cmd_profile(args):
+    import torch
+    from rich.console import Console
+
+    from .bench import default_device
+    from .bench.workloads import make
+    from .profile import count_ops, profile
+    device = args.device or default_device()
+    fn = make(args.workload, args.size, device, getattr(torch, args.dtype))
+    report = profile(fn)
+    Console().print(report.table(by=args.sort, limit=args.limit,
+                                 title=f"{args.workload}, n = {args.size}, on {device}"))
+    counts = count_ops(fn)
+    print(f"operators per call: {sum(counts.values())} ({dict(counts)})")
+    if args.csv:
+        report.to_csv(args.csv)
+    if args.trace:
+        report.export_chrome_trace(args.trace)
+        print(f"Chrome trace: {args.trace} (open in chrome://tracing or ui.perfetto.dev)")
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="tritonlab", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,6 +131,44 @@ def build_parser():
     p.set_defaults(func=cmd_lecture)
     p = sub.add_parser("info", help="say which backend and versions are in use")
     p.set_defaults(func=cmd_info)
+
+    from .bench.workloads import WORKLOADS
+    listing = "; ".join(f"{k}: {v[1]}" for k, v in WORKLOADS.items())
+    p = sub.add_parser("bench", help="time a workload over sizes, the right way",
+                       description="Time WORKLOAD at each size with warm-up, synchronisation "
+                                   "(CUDA events on CUDA) and the median of several trials; "
+                                   "print a table with the growth exponent between sizes, and "
+                                   "optionally save a log-log plot and CSV/JSON with the device, "
+                                   f"versions and date. Workloads: {listing}; or 'pitfalls' to "
+                                   "measure the warm-up, synchronisation and .item() traps.")
+    p.add_argument("workload", choices=list(WORKLOADS) + ["pitfalls"])
+    p.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 2048],
+                   help="matrix sizes n (default: 64 256 1024 2048)")
+    p.add_argument("--device", help="cuda, mps or cpu (default: the best available)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--trials", type=int, default=10, help="timed calls per size (default 10)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed calls first (default 3)")
+    p.add_argument("--flush-l2", action="store_true", help="overwrite the L2 cache before each "
+                   "trial (CUDA)")
+    p.add_argument("--plot", metavar="PNG", help="save a log-log plot of time against size")
+    p.add_argument("--csv", metavar="FILE", help="save the rows as CSV")
+    p.add_argument("--json", metavar="FILE", help="save the rows as JSON")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("profile", help="show which operators and kernels a workload runs",
+                       description="Run WORKLOAD once under torch.profiler (after a warm-up) and "
+                                   "print its operators and device kernels with call counts and "
+                                   f"times, and the operator count per call. Workloads: {listing}.")
+    p.add_argument("workload", choices=list(WORKLOADS))
+    p.add_argument("--size", type=int, default=1024, help="matrix size n (default 1024)")
+    p.add_argument("--device", help="cuda, mps or cpu (default: the best available)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--sort", default="cpu_time_us",
+                   choices=["device_time_us", "cpu_time_us", "calls", "name"])
+    p.add_argument("--limit", type=int, default=15, help="rows to show (default 15)")
+    p.add_argument("--csv", metavar="FILE", help="save all rows as CSV")
+    p.add_argument("--trace", metavar="FILE", help="save a Chrome trace (JSON)")
+    p.set_defaults(func=cmd_profile)
     return parser
 
 

@@ -1,0 +1,146 @@
+"""The benchmarking harness's semantics (no timing thresholds) and the profiler's op counts."""
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, strategies as st
+
+from tritonlab import bench
+from tritonlab.bench.workloads import manual_gelu
+from tritonlab.cli import main
+from tritonlab.profile import count_ops, profile
+
+
+class FakeDevice:
+    """An asynchronous device whose clock only advances when work completes (at a sync)."""
+
+    def __init__(self):
+        self.log = []
+        self.now = 0.0
+        self.pending = 0.0
+
+    def launch(self, cost):
+        self.log.append("launch")
+        self.pending += cost
+
+    def synchronize(self):
+        self.log.append("sync")
+        self.now += self.pending
+        self.pending = 0.0
+
+    def clock(self):
+        self.log.append("clock")
+        return self.now
+
+
+def test_sync_is_issued_before_every_clock_read():
+    dev = FakeDevice()
+    result = bench.benchmark(lambda: dev.launch(2.0), warmup=2, trials=4, device="cpu",
+                             synchronize=dev.synchronize, clock=dev.clock)
+    assert result.samples == [2.0] * 4  # without the syncs every sample would be 0
+    reads = [i for i, e in enumerate(dev.log) if e == "clock"]
+    assert len(reads) == 8 and all(dev.log[i - 1] == "sync" for i in reads)
+    assert dev.log[:3] == ["launch", "launch", "sync"]  # warm-up, then drain, then time
+
+
+def test_warmup_calls_are_not_timed():
+    calls = []
+    ticks = iter(range(1000))
+
+    def fn():
+        calls.append(len(calls))
+
+    def clock():
+        # each timed call lasts 1 tick, except that the first call ever would last 100
+        return next(ticks) * (100 if len(calls) == 1 else 1)
+
+    result = bench.benchmark(fn, warmup=1, trials=5, device="cpu", clock=clock)
+    assert len(calls) == 6 and result.warmup == 1 and len(result.samples) == 5
+    assert max(result.samples) < 100
+
+
+@given(st.lists(st.floats(0, 1e3, allow_nan=False), min_size=1, max_size=50),
+       st.sampled_from([0.0, 0.2, 0.5, 0.8, 1.0]))
+def test_quantiles_match_numpy(samples, q):
+    assert bench.quantile(samples, q) == pytest.approx(np.quantile(samples, q), abs=1e-9)
+
+
+def test_result_statistics():
+    r = bench.BenchResult([5.0, 1.0, 3.0, 2.0, 4.0], "cpu", 0)
+    assert (r.median, r.mean, r.min, r.max) == (3.0, 3.0, 1.0, 5.0)
+    assert r.p20 == pytest.approx(1.8) and r.p80 == pytest.approx(4.2)
+
+
+def test_compare_and_sweep_export_round_trip(tmp_path):
+    x = torch.randn(64, 64)
+    cmp = bench.compare({"manual": lambda: manual_gelu(x),
+                         "builtin": lambda: F.gelu(x, approximate="tanh")}, trials=3, warmup=1)
+    assert cmp.ratios()["manual"] == 1.0 and set(cmp.ratios()) == {"manual", "builtin"}
+    cmp.export(tmp_path / "c.csv", tmp_path / "c.json")
+    rows, meta = bench.read_csv(tmp_path / "c.csv")
+    assert [r["name"] for r in rows] == ["manual", "builtin"]
+    assert rows[1]["median_s"] == pytest.approx(cmp.results["builtin"].median)
+    assert meta["torch"] == torch.__version__ and "date" in meta
+    rows, meta = bench.read_json(tmp_path / "c.json")
+    assert rows[0]["trials"] == 3
+
+    sw = bench.sweep(lambda n: (lambda a=torch.randn(n, n): a @ a), [8, 16, 32], trials=2,
+                     warmup=1, progress=False)
+    assert len(sw.exponents()) == 2
+    sw.export(tmp_path / "s.csv")
+    rows, _ = bench.read_csv(tmp_path / "s.csv")
+    assert [r["n"] for r in rows] == [8, 16, 32]
+    png = sw.plot(tmp_path / "s.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_exponent_of_a_known_power_law():
+    sw = bench.Sweep([10, 20, 40], [bench.BenchResult([n ** 3 * 1e-9], "cpu", 0)
+                                    for n in (10, 20, 40)])
+    assert sw.exponents() == pytest.approx([3.0, 3.0])
+
+
+def test_pitfalls_run_on_the_cpu_and_explain():
+    a = torch.randn(32, 32)
+    p = bench.no_sync(lambda: a @ a, device="cpu", repeats=3)
+    assert "synchronously" in p.explanation and p.ratio > 0
+    assert "warm up" in str(bench.first_run(lambda: (lambda: a @ a), device="cpu"))
+    assert bench.item_in_loop(lambda: (a @ a).sum(), steps=3, device="cpu").right_s > 0
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="baseline"):
+        bench.compare({"a": lambda: None}, baseline="b")
+    with pytest.raises(ValueError, match="synchronise"):
+        bench.synchronizer("meta")
+
+
+def test_gelu_operator_counts():
+    x = torch.randn(128, 128)
+    assert count_ops(lambda: manual_gelu(x)) == {"aten::mul": 6, "aten::add": 2, "aten::tanh": 1}
+    assert count_ops(lambda: F.gelu(x, approximate="tanh")) == {"aten::gelu": 1}
+
+
+def test_profile_report(tmp_path):
+    x = torch.randn(128, 128)
+    report = profile(lambda: manual_gelu(x))
+    names = {r.name: r for r in report.ops()}
+    assert names["aten::mul"].calls == 6 and names["aten::tanh"].calls == 1
+    assert report.sorted("calls")[0].calls >= report.sorted("calls")[-1].calls
+    report.to_csv(tmp_path / "p.csv")
+    assert "aten::mul" in (tmp_path / "p.csv").read_text()
+    trace = json.loads(report.export_chrome_trace(tmp_path / "t.json").read_text())
+    assert any(e.get("name") == "aten::tanh" for e in trace["traceEvents"])
+    with pytest.raises(ValueError, match="sort by"):
+        report.sorted("bogus")
+
+
+def test_cli_bench_and_profile(tmp_path, capsys):
+    assert main(["bench", "matmul", "--sizes", "8", "16", "--trials", "2", "--warmup", "1",
+                 "--json", str(tmp_path / "b.json")]) == 0
+    assert "growth exponent" in capsys.readouterr().out
+    assert bench.read_json(tmp_path / "b.json")[0][1]["n"] == 16
+    assert main(["profile", "gelu-manual", "--size", "32"]) == 0
+    assert "operators per call: 9" in capsys.readouterr().out
