@@ -118,6 +118,42 @@ def cmd_profile(args):
     return 0
 
 
+def _parse_shape(text):
+    try:
+        return tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"tritonlab compile-report: bad shape {text!r}; write it like 8x16")
+
+
+def cmd_compile_report(args):
+    import importlib
+    import sys
+
+    import torch
+    from rich.console import Console
+
+    from . import compilation
+    module_name, _, attr = args.target.partition(":")
+    if not attr:
+        print("tritonlab compile-report: give the function as module:function", file=sys.stderr)
+        return 2
+    sys.path.insert(0, os.getcwd())
+    fn = getattr(importlib.import_module(module_name), attr)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    inputs = [torch.randn(*_parse_shape(s), device=device, dtype=getattr(torch, args.dtype))
+              for s in args.shapes]
+    console = Console()
+    console.print(compilation.explain(fn, *inputs).table(title=f"{args.target} on {device}"))
+    if args.time:
+        console.print(str(compilation.speedup(fn, *inputs, device=device)))
+    if args.code:
+        _, sources = compilation.generated_code(fn, *inputs)
+        Path(args.code).write_text("\n\n".join(sources))
+        print(f"generated code: {args.code} ({compilation.count_triton_kernels(sources)} Triton "
+              "kernels)")
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="tritonlab", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -169,6 +205,21 @@ def build_parser():
     p.add_argument("--csv", metavar="FILE", help="save all rows as CSV")
     p.add_argument("--trace", metavar="FILE", help="save a Chrome trace (JSON)")
     p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("compile-report", help="what torch.compile makes of your function",
+                       description="Import FUNCTION (module:function, the module importable from "
+                                   "the current directory), call it on random tensors of the "
+                                   "given shapes, and report Dynamo's graphs and graph breaks "
+                                   "with their reasons; optionally the eager/compiled times and "
+                                   "Inductor's generated code.")
+    p.add_argument("target", metavar="module:function")
+    p.add_argument("--shapes", nargs="+", required=True, metavar="AxB",
+                   help="one shape per tensor argument, e.g. 8x16 16")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--device", help="cuda or cpu (default: cuda when available)")
+    p.add_argument("--time", action="store_true", help="also time eager against compiled")
+    p.add_argument("--code", metavar="FILE", help="save Inductor's generated code here")
+    p.set_defaults(func=cmd_compile_report)
     return parser
 
 
