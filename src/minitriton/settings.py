@@ -41,6 +41,8 @@ class Settings:
         UninitializedReadError.
     padding: raise PaddingError when masked-out lanes reach a reduction or `tl.dot` with a value
         that changes the result (e.g. `other=0.0` feeding `tl.max` instead of `-inf`).
+    footprint: also count the distinct elements each argument had read and written (the
+        unique footprint, for roofline bounds); costs a bitmap per argument.
     """
 
     executor: str = "lockstep"
@@ -52,6 +54,7 @@ class Settings:
     seed: int = 0
     uninitialized: tuple = ()
     padding: bool = False
+    footprint: bool = False
 
     def __post_init__(self):
         if self.executor not in EXECUTORS:

@@ -154,6 +154,51 @@ def cmd_compile_report(args):
     return 0
 
 
+ROOFLINE_KERNELS = {  # name -> (kernels module, call(module, shape, make_tensor))
+    "add": ("tritonlab.kernels.elementwise", lambda m, s, r: m.add(r(s), r(s))),
+    "gelu": ("tritonlab.kernels.elementwise", lambda m, s, r: m.gelu(r(s))),
+    "softmax": ("tritonlab.kernels.softmax", lambda m, s, r: m.softmax(r(s))),
+    "rowsum": ("tritonlab.kernels.rowsum", lambda m, s, r: m.row_sum(r(s))),
+    "rmsnorm": ("tritonlab.kernels.rmsnorm", lambda m, s, r: m.rmsnorm_forward(r(s), r(s[-1:]))),
+    "matmul": ("tritonlab.kernels.matmul", lambda m, s, r: m.matmul(r(s[:2]), r(s[1:3]))),
+}
+_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "tf32": "float32"}
+
+
+def cmd_occupancy(args):
+    from .hardware import occupancy
+    print(occupancy(args.threads, args.registers, args.shared, args.gpu))
+    return 0
+
+
+def cmd_waves(args):
+    from .hardware import waves
+    print(waves(args.blocks, args.blocks_per_sm, args.gpu))
+    return 0
+
+
+def cmd_roofline(args):
+    import minitriton
+
+    from . import backend
+    from .hardware import roofline
+    module_name, call = ROOFLINE_KERNELS[args.kernel]
+    shape = _parse_shape(args.shape)
+    if args.kernel == "matmul" and len(shape) != 3:
+        raise SystemExit("tritonlab roofline matmul: give --shape MxKxN")
+    import torch
+    dtype = getattr(torch, _DTYPE[args.dtype])
+    sim = backend.with_backend(module_name, "sim")
+    with minitriton.configure(footprint=True), minitriton.record() as rec:
+        call(sim, shape, lambda s: torch.randn(*s, dtype=dtype))
+    for launch in rec:
+        print(f"{launch.kernel}: grid {launch.grid}, read {launch.bytes_read:,} B, written "
+              f"{launch.bytes_written:,} B, unique {launch.unique_bytes:,} B, "
+              f"{launch.dot_flops:,} FLOP (simulated)")
+        print("  " + str(roofline(launch, args.gpu, args.dtype)))
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="tritonlab", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -220,6 +265,36 @@ def build_parser():
     p.add_argument("--time", action="store_true", help="also time eager against compiled")
     p.add_argument("--code", metavar="FILE", help="save Inductor's generated code here")
     p.set_defaults(func=cmd_compile_report)
+
+    from .hardware import GPUS
+    gpus = ", ".join(GPUS)
+    p = sub.add_parser("occupancy", help="blocks and warps resident per SM, and what limits them",
+                       description="How many blocks of a kernel fit on one SM, given its threads "
+                                   "per block, registers per thread and shared memory per block; "
+                                   f"registers are allocated per warp in units of 256. GPUs: {gpus}.")
+    p.add_argument("--threads", type=int, required=True, help="threads per block")
+    p.add_argument("--registers", type=int, required=True, help="registers per thread")
+    p.add_argument("--shared", type=int, default=0, help="shared memory per block, bytes")
+    p.add_argument("--gpu", default="H100")
+    p.set_defaults(func=cmd_occupancy)
+    p = sub.add_parser("waves", help="wave quantisation of a launch",
+                       description="Blocks run in waves of (SMs x blocks per SM): how many full "
+                                   f"waves, the tail, and the SM time left idle. GPUs: {gpus}.")
+    p.add_argument("--blocks", type=int, required=True, help="blocks (programs) in the launch")
+    p.add_argument("--blocks-per-sm", type=int, default=1)
+    p.add_argument("--gpu", default="H100")
+    p.set_defaults(func=cmd_waves)
+    p = sub.add_parser("roofline", help="lower bound on a kernel's GPU time, from the simulator",
+                       description="Run one of tritonlab's kernels on minitriton, count the "
+                                   "bytes it moves (total and unique) and its tl.dot FLOPs, and "
+                                   "bound its time on GPU: bytes / bandwidth against FLOPs / "
+                                   f"peak rate. Kernels: {', '.join(ROOFLINE_KERNELS)}. GPUs: {gpus}.")
+    p.add_argument("kernel", choices=list(ROOFLINE_KERNELS))
+    p.add_argument("--shape", required=True, help="input shape, e.g. 4096x1024 (matmul: MxKxN)")
+    p.add_argument("--gpu", default="H100")
+    p.add_argument("--dtype", default="fp32", choices=list(_DTYPE),
+                   help="input dtype; for matmul tf32 means fp32 inputs on TF32 tensor cores")
+    p.set_defaults(func=cmd_roofline)
     return parser
 
 

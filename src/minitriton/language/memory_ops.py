@@ -114,6 +114,8 @@ def _gather(ctx, acc, other, op):
                 result = np.zeros((acc.lanes, *acc.shape), dtype=acc.elt.np)
             result[lanes] = values
         ctx.stats.count(buf, "load", count(idx) * acc.repeat)
+        if ctx.settings.footprint:
+            ctx.stats.touch(buf, "read", idx)
         if ctx.settings.padding:
             read = acc.full(lanes, idx)[0] if read is None else read | acc.full(lanes, idx)[0]
     if result is None:
@@ -157,6 +159,8 @@ def _scatter(ctx, acc, value):
         ctx.memory.before_write(buf, idx)
         buf.flat[idx] = vals.reshape(-1) if lanes is None else vals[lanes]
         ctx.stats.count(buf, "store", count(idx))
+        if ctx.settings.footprint:
+            ctx.stats.touch(buf, "write", idx)
 
 
 # ----------------------------------------------------------------------------- atomics

@@ -22,6 +22,8 @@ class ArgTraffic:
     loaded: int = 0  # elements read by tl.load
     stored: int = 0  # elements written by tl.store
     atomics: int = 0  # elements updated by atomics (each one read and written)
+    unique_read: int = None  # distinct elements read (Settings.footprint), else None
+    unique_written: int = None
 
     @property
     def elements_read(self):
@@ -52,6 +54,7 @@ class LaunchRecord:
     args: dict = field(default_factory=dict)  # parameter name -> ArgTraffic
     dot_flops: int = 0
     seconds: float = 0.0
+    _footprint: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_programs(self):
@@ -74,6 +77,28 @@ class LaunchRecord:
             arg.stored += n
         else:
             arg.atomics += n
+
+    def touch(self, buf, kind, idx):
+        """Mark the elements an access touched (Settings.footprint)."""
+        masks = self._footprint.setdefault(buf.name, {})
+        mask = masks.get(kind)
+        if mask is None:
+            mask = masks[kind] = __import__("numpy").zeros(buf.size, dtype=bool)
+        mask[idx] = True
+
+    def finish_footprint(self):
+        for name, masks in self._footprint.items():
+            arg = self.args[name]
+            arg.unique_read = int(masks["read"].sum()) if "read" in masks else 0
+            arg.unique_written = int(masks["write"].sum()) if "write" in masks else 0
+        self._footprint.clear()
+
+    @property
+    def unique_bytes(self):
+        """Bytes of distinct elements read plus written (None unless recorded)."""
+        if any(a.unique_read is None for a in self.args.values()):
+            return None
+        return sum((a.unique_read + a.unique_written) * a.itemsize for a in self.args.values())
 
     def count_dot(self, flops):
         self.dot_flops += flops

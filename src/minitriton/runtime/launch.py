@@ -128,6 +128,8 @@ def launch(kernel, grid, args, kwargs):
     finally:
         context.leave(token)
     record.seconds = time.perf_counter() - start
+    if settings.footprint:
+        record.finish_footprint()
     publish(record)
     return record
 
