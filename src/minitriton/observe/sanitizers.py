@@ -195,6 +195,21 @@ class Sanitizer:
         err.failing_pid = self._pid(progs[i])
         raise err
 
+    def _begin(self, buf, lanes):
+        """Shadow, programs, kernel line and locksets of one access."""
+        s = self._shadow(buf)
+        progs, _ = self._programs(lanes)
+        return s, progs, self._loc_id(s), self._lockset_ids(progs)
+
+    def _check_writer(self, buf, s, idx, progs, ls, loc, what_now):
+        """Race if another program wrote these elements, holding no lock in common with us."""
+        w = s["writer"][idx]
+        bad = (w >= 0) & (w != progs)
+        if bad.any():
+            bad &= self._unprotected(s["wls"][idx], ls)
+            if bad.any():
+                self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], what_now, loc)
+
     # ----- hooks called by tl.load / tl.store
     def on_read(self, buf, lanes, idx):
         written = self.poisoned.get(buf.index)
@@ -210,16 +225,8 @@ class Sanitizer:
             raise err
         if not self.races:
             return
-        s = self._shadow(buf)
-        progs, _ = self._programs(lanes)
-        loc = self._loc_id(s)
-        ls = self._lockset_ids(progs)
-        w = s["writer"][idx]
-        bad = (w >= 0) & (w != progs)
-        if bad.any():
-            bad &= self._unprotected(s["wls"][idx], ls)
-            if bad.any():
-                self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], "read", loc)
+        s, progs, loc, ls = self._begin(buf, lanes)
+        self._check_writer(buf, s, idx, progs, ls, loc, "read")
         r = s["reader"][idx]
         conflict, _ = self._same_op(idx, progs)
         new = np.where(((r == NOBODY) | (r == progs)) & ~conflict, progs, MANY)
@@ -233,16 +240,8 @@ class Sanitizer:
             self._set(written, idx, True)
         if not self.races:
             return
-        s = self._shadow(buf)
-        progs, _ = self._programs(lanes)
-        loc = self._loc_id(s)
-        ls = self._lockset_ids(progs)
-        w = s["writer"][idx]
-        bad = (w >= 0) & (w != progs)
-        if bad.any():
-            bad &= self._unprotected(s["wls"][idx], ls)
-            if bad.any():
-                self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], "wrote", loc)
+        s, progs, loc, ls = self._begin(buf, lanes)
+        self._check_writer(buf, s, idx, progs, ls, loc, "wrote")
         conflict, partner = self._same_op(idx, progs)
         if conflict.any():
             here = np.full(idx.size, loc)
