@@ -62,7 +62,6 @@ def suites(quick):
             "F.gelu": lambda: F.gelu(a, approximate="tanh"),
             "torch.compile": lambda: comp("gelu", lambda t: F.gelu(t, approximate="tanh"))(a),
             "triton": lambda: ew.gelu(a)}, 2 * n * e, "GB/s")
-        del a, b
         shapes = [(8192, 4096)] if quick else [(8192, 4096), (32768, 1024), (4096, 16384)]
         for M, N in shapes:
             x = torch.randn(M, N, device=dev, dtype=dtype)
@@ -87,7 +86,6 @@ def suites(quick):
                 "torch eager": fwd_bwd(rms_eager, xg, g, dy),
                 "torch.compile": fwd_bwd(comp("rms", rms_eager), xg, g, dy),
                 "triton": fwd_bwd(rn.rmsnorm, xg, g, dy)}, 5 * M * N * e, "GB/s")
-            del x, xg, dy
     for dtype in (torch.bfloat16, torch.float16):
         for n in ((4096,) if quick else (1024, 4096, 8192)):
             a = torch.randn(n, n, device=dev, dtype=dtype)

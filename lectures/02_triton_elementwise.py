@@ -56,8 +56,8 @@ if backend.NAME == "triton":
             ("gelu", "F.gelu tanh", lambda: F.gelu(a, approximate="tanh"), 2),
             ("gelu", "torch.compile", torch.compile(lambda t: F.gelu(t, approximate="tanh")), 2),
             ("gelu", "triton gelu", lambda: ew.gelu(a), 2)]
-    print(f"\nGPU timings, n = 2^28 fp32 (median, GB/s counts each input read once and the "
-          f"output written once)")
+    print("\nGPU timings, n = 2^28 fp32 (median, GB/s counts each input read once and the "
+          "output written once)")
     for op, name, fn, tensors in rows:
         if name == "torch.compile":
             f, fn = fn, (lambda f=fn: f(a))

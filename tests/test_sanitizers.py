@@ -1,6 +1,5 @@
 """Planted bugs, each caught by the sanitizer meant for it; correct kernels report nothing.
 Divergent control flow under lockstep gives exactly the sequential result."""
-import numpy as np
 import pytest
 import torch
 

@@ -28,8 +28,6 @@ from .shape import (broadcast, broadcast_to, expand_dims, join, permute, reshape
 
 float8e4m3fn = float8e4nv
 float8e5m2 = float8e5
-bool_ = int1  # noqa: not in Triton, kept private below
-del bool_
 
 
 class PropagateNan(enum.Enum):

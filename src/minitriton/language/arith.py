@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import CompilationError
 from . import dtypes as _t
-from .core import (broadcast_shapes, cast, compute_array, expand_to_rank, is_tensor, literal,
+from .core import (broadcast_shapes, cast, compute_array, is_tensor, literal,
                    tensor, to_tensor, _convert)
 from .dtypes import _unwrap
 from ..observe.padding import elementwise

@@ -54,7 +54,6 @@ def static_assert(cond, msg=""):
 
 
 def device_assert(cond, msg="", mask=None):
-    ctx = current()
     cond = to_tensor(_unwrap(cond))
     ok = np.asarray(cond.data != 0)
     if mask is not None:

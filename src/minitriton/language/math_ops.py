@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError
-from . import dtypes as _t
 from .arith import maximum, minimum, operands, where, _arrays, _finish  # noqa: F401
 from .core import cast, compute_array, to_tensor
 from .dtypes import _unwrap

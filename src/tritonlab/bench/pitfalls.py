@@ -4,7 +4,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import torch
 
 from .timing import benchmark, default_device, synchronizer
 
