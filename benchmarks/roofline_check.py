@@ -43,7 +43,6 @@ def main():
     dst = torch.empty_like(big)
     copy_ms = bench(lambda: dst.copy_(big), return_mode="median")
     copy_bw = 2 * big.numel() * 4 / (copy_ms / 1e3)
-    del big, dst
     n, (M, N) = 1 << 26, (16384, 4096)
     cases = [
         ("add", f"2^26 fp32 ({n * 4 >> 20} MB per tensor)", "tritonlab.kernels.elementwise",
