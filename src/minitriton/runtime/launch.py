@@ -37,7 +37,9 @@ def _is_array(x):
 
 
 def _bind(kernel, args, kwargs):
-    options = {k: kwargs.pop(k) for k in list(kwargs) if k in LAUNCH_OPTIONS}
+    # a launch option that is also a kernel parameter (the tutorials' `num_stages`) is both
+    options = {k: (kwargs[k] if k in kernel.arg_names else kwargs.pop(k))
+               for k in list(kwargs) if k in LAUNCH_OPTIONS}
     try:
         bound = kernel.signature.bind(*args, **kwargs)
     except TypeError as e:
