@@ -218,11 +218,6 @@ def invert(a):
     return tensor(np.invert(a.data), a.dtype, a.shape)
 
 
-def logical_not(a):
-    a = to_tensor(a)
-    return tensor(np.logical_not(a.data), _t.int1, a.shape)
-
-
 def _minmax(np_fn, np_nan_fn):
     def op(x, y, propagate_nan=None):
         x, y, shape = operands(x, y)
@@ -260,7 +255,7 @@ add, sub, mul, truediv, floordiv, mod = (elementwise(f) for f in (add, sub, mul,
                                                                   floordiv, mod))
 and_, or_, xor_, lshift, rshift = (elementwise(f) for f in (and_, or_, xor_, lshift, rshift))
 eq, ne, lt, le, gt, ge = (elementwise(f) for f in (eq, ne, lt, le, gt, ge))
-neg, invert, logical_not = (elementwise(f) for f in (neg, invert, logical_not))
+neg, invert = elementwise(neg), elementwise(invert)
 minimum, maximum, where = (elementwise(f) for f in (minimum, maximum, where))
 
 _BINARY = {"add": add, "sub": sub, "mul": mul, "truediv": truediv, "floordiv": floordiv,

@@ -249,11 +249,6 @@ def _unwrap(x):
     return x.value if isinstance(x, constexpr) else x
 
 
-def is_constexpr_value(x):
-    """Python values are compile-time constants in a kernel (numbers, dtypes, strings, None)."""
-    return not hasattr(x, "_is_mt_tensor")
-
-
 def literal_type(x):
     """The Triton type a Python literal gets (`to_tensor_type`)."""
     if isinstance(x, (bool, np.bool_)):

@@ -117,7 +117,8 @@ def _gather(ctx, acc, other, op):
         if ctx.settings.footprint:
             ctx.stats.touch(buf, "read", idx)
         if ctx.settings.padding:
-            read = acc.full(lanes, idx)[0] if read is None else read | acc.full(lanes, idx)[0]
+            lane_mask = acc.full(lanes, idx)[0]
+            read = lane_mask if read is None else read | lane_mask
     if result is None:
         result = np.zeros((acc.lanes, *acc.shape), dtype=acc.elt.np)
     out = tensor(result, acc.elt, acc.shape)

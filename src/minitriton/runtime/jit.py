@@ -15,6 +15,8 @@ import inspect
 import textwrap
 import types
 
+import numpy as np
+
 from ..errors import CompilationError, LaunchError
 from . import context
 
@@ -60,8 +62,6 @@ def kernel_range(*args):
     from ..language.core import is_tensor
     if not any(is_tensor(a) and a.data.shape[0] > 1 for a in args):
         return builtins.range(*[int(a) for a in args])
-    import numpy as np
-
     from ..language import dtypes
     from ..language.core import tensor
     from .divergence import Divergence
