@@ -1,6 +1,7 @@
-"""GPU probe: time variants of the RMSNorm backward and matmul tiles, to choose defaults.
+"""GPU probe: time variants of kernels (RMSNorm backward, matmul tiles, add, a TMA matmul), to
+choose defaults.
 
-    python benchmarks/probe_variants.py
+    python benchmarks/probe_variants.py [rms_bwd|matmul_tiles|add|matmul_tma ...]
 """
 import sys
 from pathlib import Path
@@ -72,6 +73,103 @@ def matmul_tiles():
           f"torch {torch_t * 1e3:.1f} us")
 
 
+
+
+def add_variants():
+    """Element-wise add at 2^28 fp32: block size, warps and a streaming eviction hint."""
+    tl = backend.tl
+
+    @triton.jit
+    def add_evict(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask, eviction_policy="evict_first")
+        y = tl.load(y_ptr + offs, mask=mask, eviction_policy="evict_first")
+        tl.store(out_ptr + offs, x + y, mask=mask)
+
+    from tritonlab.kernels import elementwise as ew
+    for dtype in (torch.float32, torch.bfloat16):
+        n = 1 << 28
+        a = torch.randn(n, device="cuda", dtype=dtype)
+        b = torch.randn(n, device="cuda", dtype=dtype)
+        c = torch.empty_like(a)
+        ref = bench(lambda: a + b, return_mode="median")
+        print(f"add {str(dtype)[6:]} torch {ref * 1e3:.1f} us", flush=True)
+        for kern, name in ((ew.add_kernel, "plain"), (add_evict, "evict_first")):
+            for block, warps in ((1024, 4), (2048, 4), (2048, 8), (4096, 8), (8192, 8)):
+                ms = bench(lambda: kern[(triton.cdiv(n, block),)](a, b, c, n, BLOCK_SIZE=block,
+                                                                   num_warps=warps),
+                           return_mode="median")
+                print(f"  {name:<12} B{block:<5} w{warps}: {ms * 1e3:.1f} us  {ref / ms:.3f}x",
+                      flush=True)
+
+
+def matmul_tma():
+    """Persistent matmul through TMA descriptors against cuBLAS + ReLU."""
+    tl = backend.tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    @triton.jit
+    def mm_tma(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
+               FLATTEN: tl.constexpr):
+        num_pid_m = tl.cdiv(M, BLOCK_M)
+        num_pid_n = tl.cdiv(N, BLOCK_N)
+        num_tiles = num_pid_m * num_pid_n
+        k_tiles = tl.cdiv(K, BLOCK_K)
+        in_group = GROUP_M * num_pid_n
+        for tile in tl.range(tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=FLATTEN):
+            group = tile // in_group
+            first_m = group * GROUP_M
+            size_m = min(num_pid_m - first_m, GROUP_M)
+            off_m = (first_m + tile % size_m) * BLOCK_M
+            off_n = ((tile % in_group) // size_m) * BLOCK_N
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for ki in range(k_tiles):
+                acc = tl.dot(a_desc.load([off_m, ki * BLOCK_K]),
+                             b_desc.load([ki * BLOCK_K, off_n]), acc)
+            acc = tl.maximum(acc, 0.0)
+            c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for n in (4096, 8192, 1024):
+        for dtype in (torch.bfloat16, torch.float16):
+            a = torch.randn(n, n, device="cuda", dtype=dtype)
+            b = torch.randn(n, n, device="cuda", dtype=dtype)
+            c = torch.empty(n, n, device="cuda", dtype=dtype)
+            want = torch.relu(a.float() @ b.float())
+            ref = bench(lambda: torch.relu(a @ b), return_mode="median")
+            ours = bench(lambda: mm.matmul(a, b, "relu"), return_mode="median")
+            print(f"{n}^3 {str(dtype)[6:]}: torch relu(a@b) {2 * n ** 3 / ref / 1e9:.0f} TFLOP/s,"
+                  f" mm.matmul {2 * n ** 3 / ours / 1e9:.0f} ({ref / ours:.3f}x)", flush=True)
+            for bm, bn, bk, w, s, persistent, flat in [
+                    (128, 256, 64, 8, 3, True, True), (128, 256, 64, 8, 4, True, True),
+                    (128, 256, 64, 8, 3, True, False), (128, 256, 64, 8, 3, False, False),
+                    (256, 128, 64, 8, 3, True, True), (128, 128, 64, 8, 4, True, True),
+                    (128, 128, 64, 4, 4, True, True), (128, 256, 128, 8, 2, True, True)]:
+                tiles = triton.cdiv(n, bm) * triton.cdiv(n, bn)
+                progs = min(sms, tiles) if persistent else tiles
+                ad = TensorDescriptor.from_tensor(a, [bm, bk])
+                bd = TensorDescriptor.from_tensor(b, [bk, bn])
+                cd = TensorDescriptor.from_tensor(c, [bm, bn])
+
+                def run():
+                    mm_tma[(progs,)](ad, bd, cd, n, n, n, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                     GROUP_M=8, NUM_PROGRAMS=progs, FLATTEN=flat, num_warps=w,
+                                     num_stages=s)
+                try:
+                    run()
+                    err = ((c.float() - want).norm() / want.norm()).item()
+                    ms = bench(run, return_mode="median")
+                    print(f"  tma {bm}x{bn}x{bk} w{w} s{s} persistent={persistent} flat={flat}: "
+                          f"{2 * n ** 3 / ms / 1e9:.0f} TFLOP/s {ref / ms:.3f}x  err {err:.1e}",
+                          flush=True)
+                except Exception as e:  # noqa: BLE001 - shared memory limits for big tiles
+                    print(f"  tma {bm}x{bn}x{bk} w{w} s{s}: {type(e).__name__} {str(e)[:80]}")
+
+
 if __name__ == "__main__":
-    rms_bwd()
-    matmul_tiles()
+    probes = {"rms_bwd": rms_bwd, "matmul_tiles": matmul_tiles, "add": add_variants,
+              "matmul_tma": matmul_tma}
+    for name in sys.argv[1:] or probes:
+        probes[name]()

@@ -168,3 +168,30 @@ def test_rmsnorm_module_and_bad_inputs():
         rn.rmsnorm(rand(4, 16), rand(8))
     with pytest.raises(TypeError, match="dtype"):
         rn.rmsnorm(rand(4, 16).int(), rand(16))
+
+
+# -- the launch cache (kernels/_launch.launch): on a GPU it skips Triton's per-call dispatch, so
+#    calls that Triton would specialise differently (pointer alignment, sizes equal to 1 or
+#    divisible by 16) must not reuse each other's compiled kernel. Same calls on the simulator.
+def test_launch_cache_keeps_specialisations_apart():
+    from tritonlab.kernels import elementwise as ew
+    base = rand(4099, seed=3)
+    other = rand(4099, seed=4)
+    for start in (0, 1, 0, 3, 4):  # 16-byte aligned, then not, then aligned again
+        for n in (1, 16, 17, 4032, 4095):
+            x, y = base[start:start + n], other[start:start + n]
+            torch.testing.assert_close(ew.add(x, y), x + y, rtol=0, atol=0)
+    rows = rand(33, 130, seed=5)
+    for sl in (rows, rows[1:], rows[:, 2:], rows[:1]):  # offsets, strides, one row
+        ref = torch.softmax(sl.double(), -1)
+        assert rel_err(sm.softmax(sl), ref) < 1e-6
+
+
+def test_launch_spec_key():
+    from tritonlab.kernels._launch import _spec
+    t = torch.zeros(8)
+    assert _spec(t) != _spec(t[1:])  # alignment
+    assert _spec(t) == _spec(t[4:])  # 16 bytes on: still aligned
+    assert _spec(1) != _spec(2) != _spec(32)
+    assert _spec(17) == _spec(19) and _spec(2 ** 31) != _spec(17)
+    assert _spec(True) != _spec(1) and _spec(0.5) == _spec(2.0)

@@ -1,6 +1,8 @@
 """Input validation and launch helpers shared by the kernels' launch functions."""
 from __future__ import annotations
 
+import os
+
 import torch
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -45,3 +47,46 @@ def compute_dtype(x, tl):
 def num_warps_for(block):
     """Warps for a row-sized block (Triton's softmax tutorial's rule)."""
     return 4 if block < 2048 else 8 if block < 8192 else 16
+
+
+# ---------------------------------------------------------------------------------------------
+# launch(kernel, grid, *args, **kw) is kernel[grid](*args, **kw) with Triton's per-call
+# dispatch cached. On a GPU, `kernel[grid](...)` binds the arguments, computes their
+# specialisation and looks the compiled kernel up on every call: 10-20 us of Python on the H200
+# machine, as much as a whole small kernel (benchmarks/launch_overhead.py). We key the compiled
+# kernel on what Triton specialises on (tensor dtype and 16-byte alignment; integers equal to
+# 1, divisible by 16, and their width; the constexpr and option values) and call it directly.
+# The first call of each key goes through Triton as usual (compiling, checking); minitriton and
+# Triton's interpreter always take the plain path. TRITONLAB_FAST_LAUNCH=0 turns it off.
+
+FAST_LAUNCH = os.environ.get("TRITONLAB_FAST_LAUNCH", "1") != "0"
+_COMPILED: dict = {}
+
+
+def _spec(arg):
+    if isinstance(arg, torch.Tensor):
+        return arg.dtype, arg.data_ptr() % 16 == 0
+    if isinstance(arg, bool):
+        return bool, arg
+    if isinstance(arg, int):
+        return int, arg == 1, arg % 16 == 0, -2 ** 31 <= arg < 2 ** 31, arg < 2 ** 63
+    if isinstance(arg, float):
+        return float
+    return type(arg), arg
+
+
+def launch(kernel, grid, *args, **kw):
+    """`kernel[grid](*args, **kw)`, through a cache of compiled kernels on a GPU."""
+    if not FAST_LAUNCH or getattr(kernel, "device_caches", None) is None:
+        return kernel[grid](*args, **kw)
+    key = (id(kernel), torch.cuda.current_device(), tuple(map(_spec, args)), tuple(kw.items()))
+    hit = _COMPILED.get(key)
+    if hit is None:
+        compiled = kernel[grid](*args, **kw)  # binds, checks and compiles as usual
+        params = list(kernel.signature.parameters.values())[len(args):]
+        _COMPILED[key] = (compiled, tuple((p.name, p.default) for p in params))
+        return compiled
+    compiled, tail = hit
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    compiled[grid](*args, *[kw.get(name, default) for name, default in tail])
+    return compiled

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import check_inputs, grid_1d
+from ._launch import check_inputs, grid_1d, launch
 
 DEFAULT_BLOCK = 1024
 
@@ -49,7 +49,7 @@ def _launch(kernel, inputs, block_size):
     out = torch.empty_like(inputs[0])
     n = out.numel()
     if n:
-        kernel[grid_1d(n, block_size)](*inputs, out, n, BLOCK_SIZE=block_size)
+        launch(kernel, grid_1d(n, block_size), *inputs, out, n, BLOCK_SIZE=block_size)
     return out
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs
+from ._launch import FLOAT_DTYPES, check_inputs, launch
 
 ACTIVATIONS = ("none", "relu", "gelu")
 
@@ -103,7 +103,8 @@ matmul_kernel_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"],
                                       prune_configs_by={"early_config_prune": _prune})(
     matmul_kernel)
 TUNE_ABOVE = 1 << 27  # M*N*K: smaller products run one fixed tile (tuning them buys nothing)
-_TUNED: dict = {}  # (M, N, K, dtype, activation) -> the config the autotuner chose
+_TUNED: dict = {}  # (M, N, K, dtype, activation) -> kwargs of the config the autotuner chose
+_FIXED = CONFIGS[0].all_kwargs()
 
 
 def matmul(a, b, activation="none"):
@@ -127,16 +128,18 @@ def matmul(a, b, activation="none"):
         return c
     if K == 0:
         return c.zero_()
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
             c.stride(1))
     key = (M, N, K, a.dtype, activation)
-    config = _TUNED.get(key) if M * N * K > TUNE_ABOVE else CONFIGS[0]
-    if config is None:
+    kw = _TUNED.get(key) if M * N * K > TUNE_ABOVE else _FIXED
+    if kw is None:
+        def grid(meta):
+            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
         matmul_kernel_tuned[grid](*args, ACTIVATION=activation)
-        _TUNED[key] = matmul_kernel_tuned.best_config
+        _TUNED[key] = matmul_kernel_tuned.best_config.all_kwargs()
     else:  # launch the chosen config directly: the autotuner's per-call work is not free
-        matmul_kernel[grid](*args, ACTIVATION=activation, **config.all_kwargs())
+        launch(matmul_kernel, (triton.cdiv(M, kw["BLOCK_M"]) * triton.cdiv(N, kw["BLOCK_N"]),),
+               *args, ACTIVATION=activation, **kw)
     return c
 
 

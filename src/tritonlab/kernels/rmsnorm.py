@@ -17,7 +17,7 @@ import functools
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for
+from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch, num_warps_for
 
 
 @triton.jit
@@ -89,12 +89,13 @@ def _programs_for(x):
 
 
 def _flatten(x, g):
-    x, = check_inputs("rmsnorm", x, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,))
-    g, = check_inputs("rmsnorm", g, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,))
+    """x as (rows, N) and g, checked: on the backend's device, float dtypes, g of shape (N,)."""
+    x, g = check_inputs("rmsnorm", x, g, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,),
+                        same_shape=False)
     if g.dim() != 1 or x.dim() == 0 or g.shape[0] != x.shape[-1]:
         raise ValueError(f"rmsnorm: weight of shape {tuple(g.shape)} does not match the last "
                          f"dimension of x {tuple(x.shape)}")
-    return x.reshape(-1, x.shape[-1]), g
+    return (x if x.dim() == 2 else x.reshape(-1, x.shape[-1])), g
 
 
 def _bwd_warps(block):
@@ -104,18 +105,40 @@ def _bwd_warps(block):
     return min(32, max(4, block // 512))
 
 
+def _forward(x2, g, eps):
+    n_rows, n_cols = x2.shape
+    y = torch.empty_like(x2)
+    rstd = torch.empty(n_rows, dtype=torch.float64 if x2.dtype == torch.float64 else
+                       torch.float32, device=x2.device)
+    if n_rows and n_cols:
+        block = triton.next_power_of_2(n_cols)
+        launch(rmsnorm_fwd_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps, BLOCK_SIZE=block,
+               ACC=compute_dtype(x2, tl), num_warps=num_warps_for(block))
+    return y, rstd
+
+
+def _backward(dy2, x2, g, rstd, rows_per_program=None):
+    """(dx, dg) for checked 2-D contiguous x2 and dy2 of the same shape and dtype."""
+    n_rows, n_cols = x2.shape
+    dx = torch.empty_like(x2)
+    if x2.numel() == 0:
+        return dx, torch.zeros_like(g)
+    rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2))
+    programs = triton.cdiv(n_rows, rows)
+    partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x2.device)
+    block = triton.next_power_of_2(n_cols)
+    launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
+           BLOCK_SIZE=block, ROWS_PER_PROGRAM=rows, ACC=compute_dtype(x2, tl),
+           num_warps=_bwd_warps(block))
+    dg = partial.sum(0)
+    return dx, (dg if dg.dtype == g.dtype else dg.to(g.dtype))
+
+
 def rmsnorm_forward(x, g, eps=1e-6):
     """(y, rstd): y = x / rms(x) * g over the last dimension; rstd is fp32 (fp64), one per row."""
     x2, g = _flatten(x, g)
-    n_rows, n_cols = x2.shape
-    y = torch.empty_like(x2)
-    rstd = torch.empty(n_rows, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32,
-                       device=x.device)
-    if x2.numel():
-        block = triton.next_power_of_2(n_cols)
-        rmsnorm_fwd_kernel[(n_rows,)](x2, g, y, rstd, n_cols, eps, BLOCK_SIZE=block,
-                                      ACC=compute_dtype(x, tl), num_warps=num_warps_for(block))
-    return y.reshape(x.shape), rstd
+    y, rstd = _forward(x2, g, eps)
+    return y.view(x.shape), rstd
 
 
 def rmsnorm_backward(dy, x, g, rstd, rows_per_program=None):
@@ -123,18 +146,8 @@ def rmsnorm_backward(dy, x, g, rstd, rows_per_program=None):
     x2, g = _flatten(x, g)
     (dy2,) = check_inputs("rmsnorm backward", dy.reshape(x2.shape), device=DEVICE,
                           dtypes=(x.dtype,))
-    n_rows, n_cols = x2.shape
-    dx = torch.empty_like(x2)
-    if x2.numel() == 0:
-        return dx.reshape(x.shape), torch.zeros_like(g)
-    rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2))
-    programs = triton.cdiv(n_rows, rows)
-    partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x.device)
-    block = triton.next_power_of_2(n_cols)
-    rmsnorm_bwd_kernel[(programs,)](x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
-                                    BLOCK_SIZE=block, ROWS_PER_PROGRAM=rows,
-                                    ACC=compute_dtype(x, tl), num_warps=_bwd_warps(block))
-    return dx.reshape(x.shape), partial.sum(0).to(g.dtype)
+    dx, dg = _backward(dy2, x2, g, rstd, rows_per_program)
+    return dx.view(x.shape), dg
 
 
 def rmsnorm_backward_racy(dy, x, g, rstd):
@@ -149,17 +162,21 @@ def rmsnorm_backward_racy(dy, x, g, rstd):
 
 
 class RMSNormFunction(torch.autograd.Function):
+    """Inputs are checked once, in forward; the backward reuses the 2-D views it saved."""
+
     @staticmethod
     def forward(ctx, x, g, eps=1e-6):
-        y, rstd = rmsnorm_forward(x, g, eps)
-        ctx.save_for_backward(x, g, rstd)
-        return y
+        x2, g2 = _flatten(x, g)
+        y, rstd = _forward(x2, g2, eps)
+        ctx.save_for_backward(x2, g2, rstd)
+        return y if y.shape == x.shape else y.view(x.shape)
 
     @staticmethod
     def backward(ctx, dy):
-        x, g, rstd = ctx.saved_tensors
-        dx, dg = rmsnorm_backward(dy.contiguous(), x, g, rstd)
-        return dx, dg, None
+        x2, g, rstd = ctx.saved_tensors
+        dy2 = dy.contiguous()  # autograd gives dy y's shape and dtype, maybe not its strides
+        dx, dg = _backward(dy2 if dy2.dim() == 2 else dy2.view(x2.shape), x2, g, rstd)
+        return (dx if dx.shape == dy.shape else dx.view(dy.shape)), dg, None
 
 
 def rmsnorm(x, g, eps=1e-6):

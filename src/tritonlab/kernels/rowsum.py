@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype
+from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch
 
 
 @triton.jit
@@ -33,6 +33,6 @@ def row_sum(x, block_size=1024):
         if n_cols == 0:
             out.zero_()
         else:
-            row_sum_kernel[(x2.shape[0],)](x2, out, n_cols, x2.stride(0), BLOCK_SIZE=block_size,
-                                           ACC=compute_dtype(x, tl))
+            launch(row_sum_kernel, (x2.shape[0],), x2, out, n_cols, x2.stride(0),
+                   BLOCK_SIZE=block_size, ACC=compute_dtype(x, tl))
     return out.reshape(x.shape[:-1])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for
+from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch, num_warps_for
 
 MAX_ROW_BLOCK = 16384  # longer rows use the online kernel
 
@@ -87,17 +87,17 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
         variant = "online" if block > MAX_ROW_BLOCK else "rows" if block < 1024 else "row"
     acc = compute_dtype(x, tl)
     if variant == "row":
-        softmax_kernel[(n_rows,)](x2, y2, n_cols, x2.stride(0), y2.stride(0),
-                                  BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
+        launch(softmax_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
+               BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
     elif variant == "rows":
         rows = rows_per_program or max(1, min(16, 2048 // block))
-        softmax_rows_kernel[(triton.cdiv(n_rows, rows),)](
+        launch(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
             x2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0), BLOCK_SIZE=block, ROWS=rows,
             ACC=acc, num_warps=num_warps_for(block * rows))
     elif variant == "online":
         block = block_size or min(block, 4096)
-        softmax_online_kernel[(n_rows,)](x2, y2, n_cols, x2.stride(0), y2.stride(0),
-                                         BLOCK_SIZE=block, ACC=acc, num_warps=8)
+        launch(softmax_online_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
+               BLOCK_SIZE=block, ACC=acc, num_warps=8)
     else:
         raise ValueError(f"softmax: unknown variant {variant!r} (row, rows, online)")
     return y2.reshape(shape).movedim(-1, dim)

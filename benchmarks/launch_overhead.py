@@ -1,0 +1,169 @@
+"""GPU: the CPU cost of each layer of a kernel call (Python checks, allocation, Triton's
+launcher, autograd), to find where small and launch-bound calls lose their time.
+
+    python benchmarks/launch_overhead.py [--out DIR]
+
+Each line is microseconds of CPU per call, averaged over many calls of a small problem (the GPU
+keeps up, so the figure is the host's cost). Writes DIR/launch_overhead.txt and a cProfile of
+one RMSNorm forward+backward step (autograd multithreading off, so the profiler sees the
+backward) to DIR/launch_overhead_profile.txt.
+"""
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import torch  # noqa: E402
+
+from tritonlab import backend  # noqa: E402
+from tritonlab.kernels import _launch  # noqa: E402
+from tritonlab.kernels import matmul as mm  # noqa: E402
+from tritonlab.kernels import rmsnorm as rn  # noqa: E402
+
+triton, tl = backend.triton, backend.tl
+LINES = []
+
+
+def say(line):
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def per_call(fn, n=2000):
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / n * 1e6
+
+
+def in_thread(fn):
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("us", per_call(fn)))
+    t.start()
+    t.join()
+    return box["us"]
+
+
+def rms_eager(x, g):
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * g
+
+
+class Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, g):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy, None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", "out"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = "cuda"
+    M, N = 64, 4096
+    x = torch.randn(M, N, device=dev)
+    g = torch.randn(N, device=dev)
+    dy = torch.randn_like(x)
+    y = torch.empty_like(x)
+    rstd = torch.empty(M, device=dev)
+    xg = x.clone().requires_grad_()
+    gg = g.clone().requires_grad_()
+    say(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
+    say(f"CPU us per call, RMSNorm {M}x{N} fp32 unless said")
+
+    def fwd_launch():
+        rn.rmsnorm_fwd_kernel[(M,)](x, g, y, rstd, N, 1e-6, BLOCK_SIZE=N, ACC=tl.float32,
+                                    num_warps=8)
+
+    compiled = rn.rmsnorm_fwd_kernel[(M,)](x, g, y, rstd, N, 1e-6, BLOCK_SIZE=N,
+                                           ACC=tl.float32, num_warps=8)
+    runner = compiled[(M, 1, 1)]
+    stream = torch.cuda.current_stream().cuda_stream
+    rows = [
+        ("torch.empty_like", lambda: torch.empty_like(x)),
+        ("x.contiguous()", lambda: x.contiguous()),
+        ("check_inputs(x)", lambda: _launch.check_inputs("r", x, device="cuda")),
+        ("torch.add (a launch)", lambda: torch.add(x, x)),
+        ("fwd kernel[grid](...)", fwd_launch),
+        ("fwd kernel[grid] in a thread", None),
+        ("compiled[grid](...)", lambda: runner(x, g, y, rstd, N, 1e-6, N, tl.float32)),
+        ("compiled[grid](..., stream=)", lambda: runner(x, g, y, rstd, N, 1e-6, N, tl.float32,
+                                                        stream=stream)),
+        ("rmsnorm_forward", lambda: rn.rmsnorm_forward(x, g)),
+        ("rmsnorm_backward", lambda: rn.rmsnorm_backward(dy, x, g, rstd)),
+        ("partial.sum(0)", lambda: y.sum(0)),
+        ("rmsnorm(x, g) no grad", lambda: rn.rmsnorm(x, g)),
+        ("rmsnorm(xg, g) apply", lambda: rn.rmsnorm(xg, gg)),
+    ]
+    for name, fn in rows:
+        us = in_thread(fwd_launch) if fn is None else per_call(fn)
+        say(f"  {name:<40}{us:8.1f}")
+    compiled_rms = torch.compile(rms_eager)
+    steps = {
+        "identity Function fwd+bwd": lambda: torch.autograd.grad(Identity.apply(xg, gg), (xg,),
+                                                                 dy),
+        "tritonlab rmsnorm fwd+bwd": lambda: torch.autograd.grad(rn.rmsnorm(xg, gg), (xg, gg),
+                                                                 dy),
+        "torch.compile rmsnorm fwd+bwd": lambda: torch.autograd.grad(compiled_rms(xg, gg),
+                                                                     (xg, gg), dy),
+    }
+    for multi in (True, False):
+        torch.autograd.set_multithreading_enabled(multi)
+        for name, fn in steps.items():
+            say(f"  {name + (' (mt off)' if not multi else ''):<40}{per_call(fn, 500):8.1f}")
+    torch.autograd.set_multithreading_enabled(True)
+    a = torch.randn(1024, 1024, device=dev, dtype=torch.bfloat16)
+    cfg = mm.CONFIGS[0].all_kwargs()
+    say(f"  {'matmul 1024^3 bf16 mm.matmul':<40}{per_call(lambda: mm.matmul(a, a, 'relu'), 500):8.1f}")
+    say(f"  {'matmul 1024^3 kernel[grid] direct':<40}"
+        f"{per_call(lambda: mm.matmul_kernel[(64,)](a, a, a, 1024, 1024, 1024, 1024, 1, 1024, 1, 1024, 1, ACTIVATION='relu', **cfg), 500):8.1f}")
+    say(f"  {'torch.relu(a @ a)':<40}{per_call(lambda: torch.relu(a @ a), 500):8.1f}")
+
+    # GPU-bound sizes: wall (do_bench) and graph replays, multithreading on/off
+    bench = triton.testing.do_bench
+    for dtype in (torch.float32, torch.bfloat16):
+        xb = torch.randn(8192, 4096, device=dev, dtype=dtype, requires_grad=True)
+        gb = torch.ones(4096, device=dev, dtype=dtype, requires_grad=True)
+        dyb = torch.randn(8192, 4096, device=dev, dtype=dtype)
+        for multi in (True, False):
+            torch.autograd.set_multithreading_enabled(multi)
+            ours = bench(lambda: torch.autograd.grad(rn.rmsnorm(xb, gb), (xb, gb), dyb))
+            comp = bench(lambda: torch.autograd.grad(compiled_rms(xb, gb), (xb, gb), dyb))
+            say(f"8192x4096 {str(dtype)[6:]} fwd+bwd do_bench mt={multi}: tritonlab {ours * 1e3:.1f}"
+                f" us, torch.compile {comp * 1e3:.1f} us, ratio {comp / ours:.2f}")
+        torch.autograd.set_multithreading_enabled(True)
+
+    torch.autograd.set_multithreading_enabled(False)
+    step = steps["tritonlab rmsnorm fwd+bwd"]
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(300):
+        step()
+    prof.disable()
+    torch.autograd.set_multithreading_enabled(True)
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(40)
+    pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(40)
+    (out / "launch_overhead_profile.txt").write_text(s.getvalue())
+    (out / "launch_overhead.txt").write_text("\n".join(LINES) + "\n")
+
+
+if __name__ == "__main__":
+    main()
