@@ -163,3 +163,17 @@ def test_gelu_row_sum_rmsnorm():
     torch.testing.assert_close(out["rstd"].double(), rstd, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(out["y"].double(), x * rstd[:, None] * g.double(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_tensor_descriptor_loads_zero_fill_and_stores_clip():
+    (x,) = inputs([37 * 64])
+    x = x.reshape(37, 64).half()
+    out = outputs("case_tensor_descriptor")
+    assert torch.equal(out["y"], x * 2.0 + 1.0)  # every row written once, nothing past row 37
+    edge = out["edge"].reshape(3, 16, 32)
+    for p in range(3):  # window rows p*16-8 .. p*16+7, columns -16 .. 15
+        want = torch.zeros(16, 32, dtype=torch.float16)
+        for i, r in enumerate(range(p * 16 - 8, p * 16 + 8)):
+            if 0 <= r < 37:
+                want[i, 16:] = x[r, :16]
+        assert torch.equal(edge[p], want)

@@ -101,6 +101,38 @@ def test_matmul_transposed_and_strided_inputs(dtype):
     assert rel_err(mm.matmul_relu_lecture(a, b), torch.relu(ref)) < MATMUL_TOLERANCES[dtype]
 
 
+# the persistent TMA kernel: rows must be 16-byte aligned (K, N multiples of 8 in 16 bits)
+TMA_SHAPES = [(1, 16, 8), (70, 96, 56), (300, 64, 136), (129, 520, 264), (8, 1024, 8)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("mkn", TMA_SHAPES)
+@pytest.mark.parametrize("activation", mm.ACTIVATIONS)
+def test_matmul_tma(mkn, dtype, activation):
+    M, K, N = mkn
+    a, b = rand(M, K, dtype=dtype, seed=2), rand(K, N, dtype=dtype, seed=3)
+    ref = a.double() @ b.double()
+    ref = {"none": ref, "relu": torch.relu(ref), "gelu": F.gelu(ref, approximate="tanh")}[activation]
+    out = mm.matmul(a, b, activation, kernel="tma")
+    assert out.dtype == dtype and out.shape == (M, N)
+    assert rel_err(out, ref) < MATMUL_TOLERANCES[dtype]
+
+
+def test_matmul_tma_needs_aligned_rows():
+    a, b = rand(64, 96, dtype=torch.float16), rand(96, 40, dtype=torch.float16)
+    with pytest.raises(ValueError, match="16-byte aligned rows"):
+        mm.matmul(a, b.t().contiguous().t(), kernel="tma")  # column-major b
+    with pytest.raises(ValueError, match="16-byte aligned rows"):
+        mm.matmul(rand(64, 90, dtype=torch.float16), b[:90], kernel="tma")  # rows 180 B apart
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        mm.matmul(a, b, kernel="cublas")
+    with pytest.raises(ValueError, match="fp16/bf16"):
+        mm.matmul(a.float(), b.float(), kernel="tma")
+    # the default picks what the layout allows: still right for column-major b
+    ref = a.double() @ b.double()
+    assert rel_err(mm.matmul(a, b.t().contiguous().t()), ref) < MATMUL_TOLERANCES[torch.float16]
+
+
 def test_matmul_bad_inputs():
     a = rand(4, 5)
     with pytest.raises(ValueError, match="do not chain"):

@@ -8,7 +8,7 @@ C integer division) and exact traffic counts (`minitriton.record()`).
 """
 from __future__ import annotations
 
-from . import language
+from . import language, tools
 from .errors import (CompilationError, DeadlockError, DeviceAssertionError, LaunchError, MiniTritonError,
                      OrderError, OutOfBoundsError, PaddingError, RaceError, SanitizerError,
                      UninitializedReadError)

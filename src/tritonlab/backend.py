@@ -48,8 +48,21 @@ def _load(name):
     return triton, triton.language, "cuda" if name == "triton" else "cpu"
 
 
+def _descriptor_class(name):
+    """The host TensorDescriptor of a backend (TMA descriptors; None on a Triton without them)."""
+    if name == "sim":
+        from minitriton.tools.tensor_descriptor import TensorDescriptor
+        return TensorDescriptor
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        return TensorDescriptor
+    except ImportError:  # pragma: no cover - Triton before 3.3
+        return None
+
+
 NAME = _choose()
 triton, tl, DEVICE = _load(NAME)
+TensorDescriptor = _descriptor_class(NAME)
 
 
 def describe():
@@ -65,13 +78,15 @@ def describe():
 @contextlib.contextmanager
 def _swapped(name):
     module = sys.modules[__name__]
-    saved = (module.NAME, module.triton, module.tl, module.DEVICE)
+    saved = (module.NAME, module.triton, module.tl, module.DEVICE, module.TensorDescriptor)
     module.NAME = name
     module.triton, module.tl, module.DEVICE = _load(name)
+    module.TensorDescriptor = _descriptor_class(name)
     try:
         yield
     finally:
-        module.NAME, module.triton, module.tl, module.DEVICE = saved
+        (module.NAME, module.triton, module.tl, module.DEVICE,
+         module.TensorDescriptor) = saved
 
 
 _COPIES: dict = {}

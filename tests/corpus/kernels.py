@@ -448,3 +448,41 @@ def case_rmsnorm_fwd(dev, rng):
     y, rstd = torch.empty_like(x), torch.empty(32, device=dev)
     rmsnorm_fwd_kernel[(32,)](x, g, y, rstd, 1000, 1e-6, BLOCK=1024)
     return {"y": y, "rstd": rstd}
+
+
+def _descriptor_class():
+    import importlib
+    return importlib.import_module(triton.__name__ + ".tools.tensor_descriptor").TensorDescriptor
+
+
+@triton.jit
+def descriptor_kernel(x_desc, y_desc, edge_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    for j in range(0, 2):
+        x = x_desc.load([pid * BM, j * BN])  # zeros past the last row
+        y_desc.store([pid * BM, j * BN], x * 2.0 + 1.0)  # clipped at the last row
+    e = x_desc.load([pid * BM - BM // 2, -(BN // 2)])  # half above, half left of the tensor
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(edge_ptr + pid * BM * BN + offs, e)
+
+
+def case_tensor_descriptor(dev, rng):
+    TD = _descriptor_class()
+    x = rng(37 * 64).reshape(37, 64).half()
+    y = torch.full_like(x, -7.0)
+    programs = triton.cdiv(37, 16)
+    edge = torch.empty(programs * 16 * 32, dtype=torch.float16, device=dev)
+    descriptor_kernel[(programs,)](TD.from_tensor(x, [16, 32]), TD.from_tensor(y, [16, 32]),
+                                   edge, BM=16, BN=32)
+    return {"y": y, "edge": edge}
+
+
+@triton.jit
+def descriptor_store_shape_kernel(x_desc, BM: tl.constexpr, BN: tl.constexpr):
+    x_desc.store([0, 0], tl.zeros([BM, BN // 2], dtype=tl.float16))
+
+
+def bad_descriptor_store_shape(dev, rng):
+    x = torch.zeros(32, 64, dtype=torch.float16, device=dev)
+    descriptor_store_shape_kernel[(1,)](_descriptor_class().from_tensor(x, [16, 32]), BM=16,
+                                        BN=32)

@@ -21,7 +21,9 @@ from .dtypes import (bfloat16, block_type, constexpr, dtype, float8e4nv, float8e
 from .math_ops import (abs, cdiv, ceil, clamp, cos, div_rn, erf, exp, exp2, fdiv, floor, fma,
                        log, log2, rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, umulhi)
 from .memory_ops import (advance, atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min,
-                         atomic_or, atomic_xchg, atomic_xor, load, make_block_ptr, store)
+                         atomic_or, atomic_xchg, atomic_xor, load, load_tensor_descriptor,
+                         make_block_ptr, make_tensor_descriptor, store, store_tensor_descriptor,
+                         tensor_descriptor)
 from .reduce import argmax, argmin, cumprod, cumsum, max, min, reduce, sum, xor_sum
 from .shape import (broadcast, broadcast_to, expand_dims, join, permute, reshape, split, trans,
                     view)

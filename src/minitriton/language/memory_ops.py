@@ -1,4 +1,5 @@
-"""`tl.load`, `tl.store`, the atomics, and block pointers (`make_block_ptr`, `advance`).
+"""`tl.load`, `tl.store`, the atomics, block pointers (`make_block_ptr`, `advance`) and tensor
+descriptors (`make_tensor_descriptor`, host `TensorDescriptor` arguments, `desc.load/store`).
 
 Every access goes through `AddressSpace.resolve`, which bounds-checks all active lanes before
 anything is read or written, and through the launch record, which counts the active lanes.
@@ -395,18 +396,18 @@ class block_pointer:
         _scatter(ctx, acc, value)
 
 
-def _int_list(values, what, dtype):
+def _int_list(values, what, dtype, op="make_block_ptr"):
     out = []
     for v in values:
         v = _unwrap(v)
         if is_tensor(v):
             if not v.dtype.is_int() or v.shape:
-                raise CompilationError(f"make_block_ptr: {what} must be integer scalars")
+                raise CompilationError(f"{op}: {what} must be integer scalars")
             out.append(cast(v, dtype))
         elif isinstance(v, (int, np.integer)):
             out.append(to_tensor(int(v)) if dtype is None else cast(to_tensor(int(v)), dtype))
         else:
-            raise CompilationError(f"make_block_ptr: {what} must be integers, got {v!r}")
+            raise CompilationError(f"{op}: {what} must be integers, got {v!r}")
     return out
 
 
@@ -438,3 +439,85 @@ def advance(base, offsets):
                                f"{len(offsets)}")
     new = [_add(o, cast(to_tensor(_unwrap(d)), _t.int32)) for o, d in zip(base.offsets, offsets)]
     return block_pointer(base.base, base.shape, base.strides, new, base.block_shape, base.order)
+
+
+# ----------------------------------------------------------------------------- tensor descriptors
+
+class tensor_descriptor:
+    """A TMA tensor descriptor inside a kernel: a base pointer, the tensor's shape and strides,
+    and the block every load and store moves. What a host `TensorDescriptor` argument becomes,
+    and what `tl.make_tensor_descriptor` returns. Like the hardware, loads fill the part of the
+    block outside the tensor with zeros (or NaN) and stores drop it: no access is out of bounds
+    unless the descriptor claims more than its tensor holds."""
+
+    def __init__(self, base, shape, strides, block_shape, padding="zero"):
+        self.base, self.shape, self.strides = base, shape, strides
+        self.block_shape, self.padding = block_shape, padding
+
+    @property
+    def dtype(self):
+        return self.base.dtype.element_ty
+
+    @property
+    def block_type(self):
+        return _t.block_type(self.dtype, self.block_shape)
+
+    def _window(self, offsets, op):
+        offsets = list(_unwrap(offsets))
+        if len(offsets) != len(self.block_shape):
+            raise CompilationError(f"tensor descriptor {op}: expected {len(self.block_shape)} "
+                                   f"offsets, but got {len(offsets)}")
+        rank = len(self.block_shape)
+        return block_pointer(self.base, self.shape, self.strides,
+                             _int_list(offsets, "offsets", _t.int32, f"descriptor {op}"),
+                             self.block_shape,
+                             list(reversed(range(rank))))
+
+    def load(self, offsets):
+        return self._window(offsets, "load")._load(current(), range(len(self.block_shape)),
+                                                   self.padding)
+
+    def store(self, offsets, value):
+        value = to_tensor(_unwrap(value))
+        if list(value.shape) != list(self.block_shape):
+            raise CompilationError(f"tensor descriptor store: expected value shape "
+                                   f"{list(self.block_shape)}, got {list(value.shape)}")
+        self._window(offsets, "store")._store(current(), value, range(len(self.block_shape)))
+
+
+def load_tensor_descriptor(desc, offsets):
+    return desc.load(offsets)
+
+
+def store_tensor_descriptor(desc, offsets, value):
+    return desc.store(offsets, value)
+
+
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """`tl.make_tensor_descriptor`: a descriptor built inside the kernel (Triton's rules: 1 to 5
+    dimensions, a contiguous last dimension, at least 16 bytes of it per block)."""
+    from .core import validate_block_shape
+    base = to_tensor(_unwrap(base))
+    if not base.dtype.is_ptr() or base.shape:
+        raise CompilationError("make_tensor_descriptor: base must be a scalar pointer (a tensor "
+                               "argument)")
+    shape, strides = list(_unwrap(shape)), list(_unwrap(strides))
+    block_shape = validate_block_shape(list(_unwrap(block_shape)))
+    n = len(shape)
+    if not 1 <= n <= 5 or len(strides) != n or len(block_shape) != n:
+        raise CompilationError(f"make_tensor_descriptor: shape, strides and block_shape need the "
+                               f"same rank, 1 to 5 (got {n}, {len(strides)}, {len(block_shape)})")
+    elem = base.dtype.element_ty.primitive_bitwidth // 8
+    if block_shape[-1] * elem < 16:
+        raise CompilationError(f"Descriptor block shape must have at least 16 bytes in the last "
+                               f"dimension, but got {block_shape[-1]} * {elem} = "
+                               f"{block_shape[-1] * elem} bytes")
+    last = _unwrap(strides[-1])
+    if not is_tensor(last) and int(last) != 1:
+        raise CompilationError(f"Tensor descriptor last dim must be 1 but got {last}")
+    padding = _unwrap(padding_option)
+    if padding not in ("zero", "nan"):
+        raise CompilationError(f"Illegal value for padding: {padding!r} (zero or nan)")
+    op = "make_tensor_descriptor"
+    return tensor_descriptor(base, _int_list(shape, "shape", _t.int32, op),
+                             _int_list(strides, "strides", _t.int64, op), block_shape, padding)

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import LaunchError, MiniTritonError, OrderError
 from ..language import dtypes as _t
 from ..language.core import literal, tensor
+from ..language.memory_ops import tensor_descriptor
 from ..memory import AddressSpace
 from ..observe.sanitizers import Sanitizer, compare_outputs
 from ..observe.traffic import LaunchRecord, publish
@@ -34,6 +35,12 @@ def _is_array(x):
     if isinstance(x, np.ndarray):
         return True
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def _is_descriptor(x):
+    """A host TensorDescriptor, minitriton's or Triton's."""
+    return type(x).__name__ == "TensorDescriptor" and hasattr(x, "block_shape") and \
+        _is_array(getattr(x, "base", None))
 
 
 def _bind(kernel, args, kwargs):
@@ -78,6 +85,11 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
         buf = memory.add(value, name)
         return tensor(np.array([buf.base], dtype=np.int64), _t.pointer_type(buf.dtype), [],
                       origin=buf.index)
+    if _is_descriptor(value):
+        base = _kernel_value(kernel, name, value.base, False, memory)
+        return tensor_descriptor(base, [literal(int(d), _t.int32) for d in value.shape],
+                                 [literal(int(s), _t.int64) for s in value.strides],
+                                 [int(b) for b in value.block_shape], value.padding)
     if value is None or isinstance(value, (str, _t.dtype)):
         return value  # Triton treats these as constexprs
     if isinstance(value, (bool, np.bool_)):

@@ -1,6 +1,7 @@
 """Input validation and launch helpers shared by the kernels' launch functions."""
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -33,6 +34,12 @@ def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True):
                 raise TypeError(f"{op}: dtypes differ: {out[0].dtype} and {t.dtype} "
                                 f"(argument {i})")
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(device_index):
+    """Streaming multiprocessors of a CUDA device (programs of persistent kernels)."""
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def grid_1d(n, block):
@@ -72,6 +79,9 @@ def _spec(arg):
         return int, arg == 1, arg % 16 == 0, -2 ** 31 <= arg < 2 ** 31, arg < 2 ** 63
     if isinstance(arg, float):
         return float
+    if type(arg).__name__ == "TensorDescriptor":  # Triton specialises on element type and block
+        return ("desc", arg.base.dtype, tuple(arg.block_shape), arg.padding,
+                getattr(arg, "round_f32_to_tf32", False))
     return type(arg), arg
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, launch
+from ..backend import DEVICE, TensorDescriptor, tl, triton
+from ._launch import FLOAT_DTYPES, check_inputs, launch, sm_count
 
 ACTIVATIONS = ("none", "relu", "gelu")
 
@@ -62,6 +62,16 @@ def _prune(configs, named_args, **kwargs):
 
 
 @triton.jit
+def _activate(acc, ACTIVATION: tl.constexpr):
+    """The fused epilogue, applied to the fp32 accumulator before the single write of C."""
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu":  # tanh form: x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3))
+        acc = acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))
+    return acc
+
+
+@triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                   stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
@@ -88,10 +98,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
         acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
-    if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
-    elif ACTIVATION == "gelu":  # tanh form: x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3))
-        acc = acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))
+    acc = _activate(acc, ACTIVATION)
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + offs_cm[:, None].to(tl.int64) * stride_cm + offs_cn[None, :] * stride_cn
@@ -102,15 +109,86 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 matmul_kernel_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"],
                                       prune_configs_by={"early_config_prune": _prune})(
     matmul_kernel)
+
+
+@triton.jit
+def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                      ACTIVATION: tl.constexpr):
+    # Persistent: as many programs as SMs walk the output tiles in grouped order. Tiles of A and
+    # B arrive through TMA descriptors (zero-filled past the edges, so no masks), C leaves
+    # through one (clipped at the edges).
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0),
+                         flatten=True):
+        first_pid_m = (tile // num_pid_in_group) * GROUP_M
+        group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+        off_m = (first_pid_m + (tile % num_pid_in_group) % group_size_m) * BLOCK_M
+        off_n = ((tile % num_pid_in_group) // group_size_m) * BLOCK_N
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            acc = tl.dot(a_desc.load([off_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, off_n]),
+                         acc)
+        c_desc.store([off_m, off_n], _activate(acc, ACTIVATION).to(c_desc.dtype))
+
+
+def _set_tma_blocks(nargs):
+    """Autotuner pre-hook: the descriptors' blocks follow the configuration's tile sizes."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bm, bk]
+    nargs["b_desc"].block_shape = [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn]
+
+
+def _tma_config(bm, bn, bk, warps, stages):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
+                         num_warps=warps, num_stages=stages, pre_hook=_set_tma_blocks)
+
+
+# H200 probe (2026-11-29, benchmarks/probe_variants.py matmul_tma): 128x256x64, 8 warps, 3 stages
+# ran bf16 4096^3 at 760 TFLOP/s (1.08x cuBLAS + ReLU); 128x128x64 with 4 warps was best at
+# 1024^3; 4 stages of 128x256x64 need more shared memory than an SM has.
+TMA_CONFIGS = [_tma_config(128, 128, 64, 4, 4), _tma_config(128, 256, 64, 8, 3),
+               _tma_config(256, 128, 64, 8, 3)]
+matmul_tma_kernel_tuned = triton.autotune(configs=TMA_CONFIGS, key=["M", "N", "K"],
+                                          prune_configs_by={"early_config_prune": _prune})(
+    matmul_tma_kernel)
 TUNE_ABOVE = 1 << 27  # M*N*K: smaller products run one fixed tile (tuning them buys nothing)
-_TUNED: dict = {}  # (M, N, K, dtype, activation) -> kwargs of the config the autotuner chose
-_FIXED = CONFIGS[0].all_kwargs()
+_TUNED: dict = {}  # (M, N, K, dtype, activation, kernel) -> kwargs of the autotuner's choice
+_FIXED = {"pointers": CONFIGS[0].all_kwargs(), "tma": TMA_CONFIGS[0].all_kwargs()}
+KERNELS = ("pointers", "tma")
+# M*N*K from which matmul() takes the TMA kernel by default: building three descriptors and
+# encoding them at launch costs the host ~30-50 us, as much as a 2048^3 matmul takes the GPU
+TMA_ABOVE = 1 << 34
 
 
-def matmul(a, b, activation="none"):
+def _tma_ok(*tensors):
+    """TMA needs a contiguous last dimension, 16-byte aligned rows and base addresses."""
+    for t in tensors:
+        size = t.element_size()
+        if t.stride(1) != 1 or t.stride(0) * size % 16 or t.data_ptr() % 16:
+            return False
+    return True
+
+
+def _default_kernel(a, b):
+    M, K = a.shape
+    if (DEVICE != "cuda" or a.dtype == torch.float32 or M * K * b.shape[1] < TMA_ABOVE
+            or not _tma_ok(a, b)):
+        return "pointers"
+    return "tma" if torch.cuda.get_device_capability(a.device)[0] >= 9 else "pointers"
+
+
+def matmul(a, b, activation="none", kernel=None):
     """activation(a @ b) for 2-D fp32/fp16/bf16 a (M, K) and b (K, N), any strides.
 
     fp32 inputs use TF32 tensor cores, as `torch.backends.cuda.matmul.allow_tf32 = True` would.
+    `kernel`: "pointers" (`matmul_kernel`, any strides) or "tma" (`matmul_tma_kernel`,
+    persistent, TMA descriptors: rows must be 16-byte aligned with a contiguous last
+    dimension, fp16/bf16); by default TMA for large 16-bit products (M*N*K >= 2^34) on a
+    Hopper or newer GPU where the layout allows it, else pointers.
     """
     if activation not in ACTIVATIONS:
         raise ValueError(f"matmul: activation must be one of {ACTIVATIONS}, got {activation!r}")
@@ -123,15 +201,29 @@ def matmul(a, b, activation="none"):
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not chain")
+    if kernel is not None and kernel not in KERNELS:
+        raise ValueError(f"matmul: kernel must be one of {KERNELS}, got {kernel!r}")
     c = torch.empty(M, N, dtype=a.dtype, device=a.device)
     if M == 0 or N == 0:
         return c
     if K == 0:
         return c.zero_()
+    kernel = kernel or _default_kernel(a, b)
+    if kernel == "tma":
+        if a.dtype == torch.float32:
+            raise ValueError("matmul: kernel='tma' takes fp16/bf16 inputs (its tiles do not fit "
+                             "in shared memory in fp32); use kernel='pointers'")
+        if not _tma_ok(a, b, c):
+            raise ValueError(
+                f"matmul: kernel='tma' needs 16-byte aligned rows with a contiguous last "
+                f"dimension; got a {tuple(a.shape)} strides {a.stride()}, b {tuple(b.shape)} "
+                f"strides {b.stride()} ({a.dtype}): use kernel='pointers' or .contiguous(), and "
+                f"K and N multiples of {16 // a.element_size()}")
+        return _matmul_tma(a, b, c, activation)
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
             c.stride(1))
-    key = (M, N, K, a.dtype, activation)
-    kw = _TUNED.get(key) if M * N * K > TUNE_ABOVE else _FIXED
+    key = (M, N, K, a.dtype, activation, "pointers")
+    kw = _TUNED.get(key) if M * N * K > TUNE_ABOVE else _FIXED["pointers"]
     if kw is None:
         def grid(meta):
             return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
@@ -140,6 +232,27 @@ def matmul(a, b, activation="none"):
     else:  # launch the chosen config directly: the autotuner's per-call work is not free
         launch(matmul_kernel, (triton.cdiv(M, kw["BLOCK_M"]) * triton.cdiv(N, kw["BLOCK_N"]),),
                *args, ACTIVATION=activation, **kw)
+    return c
+
+
+def _matmul_tma(a, b, c, activation):
+    (M, K), N = a.shape, b.shape[1]
+    programs = sm_count(a.get_device()) if DEVICE == "cuda" else 4  # 4 on the simulator
+    key = (M, N, K, a.dtype, activation, "tma")
+    kw = _TUNED.get(key) if M * N * K > TUNE_ABOVE else _FIXED["tma"]
+    blocks = (kw or TMA_CONFIGS[0].kwargs)
+    bm, bn, bk = blocks["BLOCK_M"], blocks["BLOCK_N"], blocks["BLOCK_K"]
+    descriptor = TensorDescriptor.from_tensor
+    descs = (descriptor(a, [bm, bk]), descriptor(b, [bk, bn]), descriptor(c, [bm, bn]))
+    if kw is None:
+        def grid(meta):
+            tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
+            return (min(programs, tiles),)
+        matmul_tma_kernel_tuned[grid](*descs, M, N, K, ACTIVATION=activation)
+        _TUNED[key] = matmul_tma_kernel_tuned.best_config.all_kwargs()
+    else:
+        grid = (min(programs, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
+        launch(matmul_tma_kernel, grid, *descs, M, N, K, ACTIVATION=activation, **kw)
     return c
 
 

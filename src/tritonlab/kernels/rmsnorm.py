@@ -12,12 +12,10 @@ simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch, num_warps_for
+from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch, num_warps_for, sm_count
 
 
 @triton.jit
@@ -74,17 +72,12 @@ def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_co
     tl.store(dg_ptr + cols, old + dy * x * rstd, mask=mask)  # lost updates on a GPU
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_index):
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _programs_for(x):
     """About two programs per SM on a GPU (measured best on an H200 for 8192x4096: enough rows
     per program to amortise the partial-dg write); a handful on the simulator."""
     n_rows = x.shape[0]
     if x.is_cuda:
-        return max(1, min(n_rows, 2 * _sm_count(x.device.index or 0)))
+        return max(1, min(n_rows, 2 * sm_count(x.get_device())))
     return max(1, min(n_rows, 8))
 
 

@@ -1,0 +1,85 @@
+"""minitriton's TMA tensor descriptors: host TensorDescriptor checks, in-kernel
+make_tensor_descriptor, NaN padding, traffic, and the errors a user gets."""
+import pytest
+import torch
+
+import minitriton as triton
+import minitriton.language as tl
+from minitriton.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def copy_kernel(x_desc, y_desc, BM: tl.constexpr, BN: tl.constexpr):
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    y_desc.store([m, n], x_desc.load([m, n]))
+
+
+def test_copy_through_descriptors_counts_only_the_tensor():
+    x = torch.randn(50, 40)
+    y = torch.zeros(50, 40)
+    with triton.record() as rec:
+        copy_kernel[(4, 2)](TensorDescriptor.from_tensor(x, [16, 32]),
+                            TensorDescriptor.from_tensor(y, [16, 32]), BM=16, BN=32)
+    assert torch.equal(x, y)
+    (launch,) = rec
+    assert launch.elements_read == 50 * 40 and launch.elements_written == 50 * 40
+
+
+@pytest.mark.parametrize("make, rule", [
+    (lambda: TensorDescriptor.from_tensor(torch.zeros(64)[1:], [16]), "16-byte aligned"),
+    (lambda: TensorDescriptor.from_tensor(torch.zeros(8, 45), [8, 16]), "strides must be"),
+    (lambda: TensorDescriptor.from_tensor(torch.zeros(16, 8).t(), [8, 8]), "contiguous"),
+    (lambda: TensorDescriptor.from_tensor(torch.zeros(8, 16), [8, 12]), "powers of two"),
+    (lambda: TensorDescriptor.from_tensor(torch.zeros(8, 512), [8, 512]), "at most 256"),
+    (lambda: TensorDescriptor.from_tensor(torch.zeros(8, 16), [8, 16], "one"), "padding"),
+    (lambda: TensorDescriptor(torch.zeros(8, 16), [8, 0], [16, 1], [8, 16]), "positive"),
+])
+def test_host_descriptor_rules(make, rule):
+    with pytest.raises(ValueError, match=rule):
+        make()
+
+
+@triton.jit
+def nan_pad_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN],
+                                     padding_option="nan")
+    tile = desc.load([M - BM // 2, 0])  # the lower half is past the last row
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + offs, tile)
+
+
+def test_make_tensor_descriptor_in_kernel_with_nan_padding():
+    x = torch.randn(20, 16)
+    out = torch.zeros(8, 16)
+    nan_pad_kernel[(1,)](x, out, 20, 16, BM=8, BN=16)
+    assert torch.equal(out[:4], x[16:20])
+    assert torch.isnan(out[4:]).all()
+
+
+@triton.jit
+def small_block_kernel(x_ptr, BN: tl.constexpr):
+    tl.make_tensor_descriptor(x_ptr, shape=[8, 8], strides=[8, 1], block_shape=[8, BN])
+
+
+def test_make_tensor_descriptor_needs_16_bytes_per_row():
+    with pytest.raises(triton.CompilationError, match="at least 16 bytes"):
+        small_block_kernel[(1,)](torch.zeros(64), BN=2)
+
+
+def test_descriptor_claiming_more_than_its_tensor_is_out_of_bounds():
+    x = torch.zeros(16, 32)
+    y = torch.zeros(16, 32)
+    big = TensorDescriptor(x, [32, 32], [32, 1], [16, 32])  # says 32 rows, holds 16
+    with pytest.raises(triton.OutOfBoundsError, match="x_desc"):
+        copy_kernel[(2, 1)](big, TensorDescriptor.from_tensor(y, [16, 32]), BM=16, BN=32)
+
+
+@triton.jit
+def offsets_kernel(x_desc):
+    x_desc.load([0])
+
+
+def test_descriptor_offsets_must_match_rank():
+    x = torch.zeros(16, 32)
+    with pytest.raises(triton.CompilationError, match="expected 2 offsets"):
+        offsets_kernel[(1,)](TensorDescriptor.from_tensor(x, [16, 32]))
