@@ -100,6 +100,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     parser.add_argument("--quick", action="store_true", help="one size per op")
+    parser.add_argument("--only", action="append", help="only these ops (repeatable), e.g. "
+                        "--only 'rmsnorm fwd+bwd'")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="time each row this many times, interleaving implementations, and "
+                             "report the median of the medians (the host's noise shows in "
+                             "repeat_medians_us)")
     args = parser.parse_args()
     if backend.NAME != "triton":
         sys.exit("benchmarks/kernels.py needs a CUDA GPU and triton")
@@ -110,10 +116,17 @@ def main():
     rows = []
     print(f"{meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}")
     for op, shape, dtype, impls, work, unit in suites(args.quick):
+        if args.only and op not in args.only:
+            continue
         results = {}
-        for name, fn in impls.items():
+        for fn in impls.values():
             fn()  # compile / autotune outside the timing
-            med, p20, p80 = bench(fn, warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8])
+        runs = {name: [] for name in impls}
+        for _ in range(args.repeats):
+            for name, fn in impls.items():
+                runs[name].append(bench(fn, warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8]))
+        for name, fn in impls.items():
+            med, p20, p80 = sorted(runs[name])[len(runs[name]) // 2]
             try:  # replays of a CUDA graph: the GPU's time without Python launch overhead
                 graph = bench_graph(fn, rep=50, return_mode="median")
             except Exception:  # noqa: BLE001 - some callables cannot be captured
@@ -122,7 +135,8 @@ def main():
             rate = work / med / (1e6 if unit == "GB/s" else 1e9)
             rows.append({"op": op, "shape": shape, "dtype": str(dtype)[6:], "impl": name,
                          "median_us": med * 1e3, "p20_us": p20 * 1e3, "p80_us": p80 * 1e3,
-                         "graph_us": graph * 1e3, "rate": rate, "unit": unit})
+                         "graph_us": graph * 1e3, "rate": rate, "unit": unit,
+                         "repeat_medians_us": [r[0] * 1e3 for r in runs[name]]})
         base, ours = results["torch eager"], results["triton"]
         line = "  ".join(f"{r['impl']} {r['median_us']:8.1f}us ({r['graph_us']:.1f})"
                          for r in rows[-len(results):])
@@ -144,8 +158,11 @@ def main():
         w.writeheader()
         w.writerows(rows)
     lines = [f"Measured on {meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, "
-             f"{meta['date']}; do_bench median (p20-p80), and the median of CUDA-graph replays "
-             "(the GPU's time without Python launch overhead).", "",
+             f"{meta['date']}; do_bench median (p20-p80)"
+             + (f", the median of {args.repeats} repeats (implementations interleaved)"
+                if args.repeats > 1 else "")
+             + ", and the median of CUDA-graph replays (the GPU's time without Python launch "
+             "overhead).", "",
              "| op | shape | dtype | implementation | median us (p20-p80) | graph us | rate | "
              "vs eager | vs eager (graph) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

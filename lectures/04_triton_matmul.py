@@ -50,7 +50,9 @@ if backend.NAME == "triton":
             b = torch.randn(n, n, device="cuda", dtype=dtype)
             torch_ms = bench(lambda: torch.relu(a @ b), return_mode="median")
             ours_ms = bench(lambda: mm.matmul(a, b, "relu"), return_mode="median")
-            best = mm.matmul_kernel_tuned.best_config if n * n * n > mm.TUNE_ABOVE else "fixed"
+            kernel, cfg = mm.matmul_plan(a, b, "relu")
+            best = f"{kernel} kernel, " + " ".join(f"{k}={v}" for k, v in cfg.items()
+                                                    if k.startswith(("BLOCK", "num_w", "num_s")))
             flops = 2 * n ** 3
             print(f"  {str(dtype)[6:]:<9} {n}^3  torch {flops / torch_ms / 1e9:6.0f}  triton "
                   f"{flops / ours_ms / 1e9:6.0f} TFLOP/s  ({torch_ms / ours_ms:.2f}x; {best})")

@@ -235,6 +235,16 @@ def matmul(a, b, activation="none", kernel=None):
     return c
 
 
+def matmul_plan(a, b, activation="none", kernel=None):
+    """(kernel, config) that `matmul(a, b, activation, kernel)` runs: "pointers" or "tma", and
+    the tile configuration (None for a large shape the autotuner has not seen yet)."""
+    kernel = kernel or _default_kernel(a, b)
+    (M, K), N = a.shape, b.shape[1]
+    if M * N * K <= TUNE_ABOVE:
+        return kernel, _FIXED[kernel]
+    return kernel, _TUNED.get((M, N, K, a.dtype, activation, kernel))
+
+
 def _matmul_tma(a, b, c, activation):
     (M, K), N = a.shape, b.shape[1]
     programs = sm_count(a.get_device()) if DEVICE == "cuda" else 4  # 4 on the simulator
