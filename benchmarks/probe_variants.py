@@ -1,7 +1,7 @@
 """GPU probe: time variants of kernels (RMSNorm backward, matmul tiles, add, a TMA matmul), to
 choose defaults.
 
-    python benchmarks/probe_variants.py [rms_bwd|matmul_tiles|add|matmul_tma ...]
+    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|matmul_tiles|add|matmul_tma ...]
 """
 import sys
 from pathlib import Path
@@ -38,6 +38,35 @@ def rms_bwd():
                 ms = bench(run, return_mode="median")
                 print(f"rms bwd {str(dtype)[6:]:<9} rows/program {rows:>3} warps {warps:>2}: "
                       f"{ms * 1e3:7.1f} us", flush=True)
+
+
+def rms_bwd_wide():
+    """RMSNorm backward alone (kernel + dg sum), CUDA-graph replays: warps and programs."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for M, N in ((4096, 16384), (8192, 4096), (32768, 1024)):
+        for dtype in (torch.bfloat16, torch.float32):
+            x = torch.randn(M, N, device="cuda", dtype=dtype)
+            g = torch.randn(N, device="cuda", dtype=dtype)
+            dy = torch.randn_like(x)
+            _, rstd = rn.rmsnorm_forward(x, g)
+            dx = torch.empty_like(x)
+            for programs in (sms, 2 * sms, 4 * sms):
+                rows = triton.cdiv(M, programs)
+                partial = torch.empty(triton.cdiv(M, rows), N, device="cuda")
+                line = []
+                for warps in (4, 8, 16, 32):
+                    def run():
+                        rn.rmsnorm_bwd_kernel[(partial.shape[0],)](
+                            x, g, rstd, dy, dx, partial, M, N, BLOCK_SIZE=N,
+                            ROWS_PER_PROGRAM=rows, ACC=backend.tl.float32, num_warps=warps)
+                        partial.sum(0)
+                    try:
+                        ms = triton.testing.do_bench_cudagraph(run, rep=30)
+                        line.append(f"w{warps} {ms * 1e3:6.1f}")
+                    except Exception as e:  # noqa: BLE001
+                        line.append(f"w{warps} {type(e).__name__}")
+                print(f"bwd {M}x{N} {str(dtype)[6:]:<9} programs {partial.shape[0]:>4}: "
+                      + "  ".join(line), flush=True)
 
 
 def matmul_tiles():
@@ -169,7 +198,8 @@ def matmul_tma():
 
 
 if __name__ == "__main__":
-    probes = {"rms_bwd": rms_bwd, "matmul_tiles": matmul_tiles, "add": add_variants,
+    probes = {"rms_bwd": rms_bwd, "rms_bwd_wide": rms_bwd_wide, "matmul_tiles": matmul_tiles,
+              "add": add_variants,
               "matmul_tma": matmul_tma}
     for name in sys.argv[1:] or probes:
         probes[name]()

@@ -73,11 +73,15 @@ def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_co
 
 
 def _programs_for(x):
-    """About two programs per SM on a GPU (measured best on an H200 for 8192x4096: enough rows
-    per program to amortise the partial-dg write); a handful on the simulator."""
-    n_rows = x.shape[0]
+    """Programs of the backward on a GPU: one per SM for rows of 8192 columns or more, up to
+    four per SM for short rows, whose programs are latency-bound (H200 probe, 2026-11-29,
+    benchmarks/probe_variants.py rms_bwd_wide: 32768x1024 bf16 85 us with 4 per SM against
+    125 us with 2; 4096x16384 bf16 117 us with 1 against 125 us with 2); a handful on the
+    simulator."""
+    n_rows, n_cols = x.shape
     if x.is_cuda:
-        return max(1, min(n_rows, 2 * sm_count(x.get_device())))
+        per_sm = min(4, max(1, 8192 // max(1, n_cols)))
+        return max(1, min(n_rows, per_sm * sm_count(x.get_device())))
     return max(1, min(n_rows, 8))
 
 
@@ -91,11 +95,12 @@ def _flatten(x, g):
     return (x if x.dim() == 2 else x.reshape(-1, x.shape[-1])), g
 
 
-def _bwd_warps(block):
+def _bwd_warps(block, element_size):
     """Warps for the backward, which keeps x, dy, g and the dg accumulator of a whole row in
-    registers: one warp per 512 columns (H200 probe, 2026-11-29: a 16384-wide fp32 row ran in
-    246 us with 32 warps against ~1290 us with 16, which spill)."""
-    return min(32, max(4, block // 512))
+    registers: one warp per 2 KiB of input row (H200 probe, 2026-11-29: 16384-wide rows ran in
+    246 us with 32 warps in fp32, where 16 spill and take ~1250 us, and in 117 us with 16
+    warps in bf16, where 32 take 165 us)."""
+    return min(32, max(4, block * element_size // 2048))
 
 
 def _forward(x2, g, eps):
@@ -122,7 +127,7 @@ def _backward(dy2, x2, g, rstd, rows_per_program=None):
     block = triton.next_power_of_2(n_cols)
     launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
            BLOCK_SIZE=block, ROWS_PER_PROGRAM=rows, ACC=compute_dtype(x2, tl),
-           num_warps=_bwd_warps(block))
+           num_warps=_bwd_warps(block, x2.element_size()))
     dg = partial.sum(0)
     return dx, (dg if dg.dtype == g.dtype else dg.to(g.dtype))
 
