@@ -64,7 +64,9 @@ def num_warps_for(block):
 # kernel on what Triton specialises on (tensor dtype and 16-byte alignment; integers equal to
 # 1, divisible by 16, and their width; the constexpr and option values) and call it directly.
 # The first call of each key goes through Triton as usual (compiling, checking); minitriton and
-# Triton's interpreter always take the plain path. TRITONLAB_FAST_LAUNCH=0 turns it off.
+# Triton's interpreter always take the plain path. What Triton reads from the environment at
+# compile time (TRITON_DEBUG and the other knobs) is not looked at again after the first call
+# of a key. TRITONLAB_FAST_LAUNCH=0 turns the cache off.
 
 FAST_LAUNCH = os.environ.get("TRITONLAB_FAST_LAUNCH", "1") != "0"
 _COMPILED: dict = {}
