@@ -227,3 +227,17 @@ def test_launch_spec_key():
     assert _spec(1) != _spec(2) != _spec(32)
     assert _spec(17) == _spec(19) and _spec(2 ** 31) != _spec(17)
     assert _spec(True) != _spec(1) and _spec(0.5) == _spec(2.0)
+
+
+def test_matmul_reads_transposed_inputs_in_place(monkeypatch):
+    """The matmul kernels take strides: a transposed input is read where it is, not copied."""
+    a = rand(64, 32).t()  # (32, 64), column-major
+    b = rand(64, 48, seed=1)
+    ref = a.double() @ b.double()
+
+    def no_copy(self, *args, **kwargs):
+        raise AssertionError("matmul copied an input with .contiguous()")
+    monkeypatch.setattr(torch.Tensor, "contiguous", no_copy)
+    out = mm.matmul(a, b)
+    monkeypatch.undo()
+    assert rel_err(out, ref) < MATMUL_TOLERANCES[torch.float32]

@@ -9,8 +9,9 @@ import torch
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True):
-    """Check device, dtype and shapes; return the tensors made contiguous.
+def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True, contiguous=True):
+    """Check device, dtype and shapes; return the tensors, made contiguous unless the kernel
+    takes strides (`contiguous=False`).
 
     `device` is where the calling kernel module's backend runs ("cuda" or "cpu")."""
     out = []
@@ -24,7 +25,7 @@ def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True):
         if t.dtype not in dtypes:
             names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
             raise TypeError(f"{op}: argument {i} has dtype {t.dtype}; supported: {names}")
-        out.append(t.contiguous())
+        out.append(t.contiguous() if contiguous else t)
     if same_shape:
         for i, t in enumerate(out[1:], 1):
             if t.shape != out[0].shape:

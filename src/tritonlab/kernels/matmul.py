@@ -197,7 +197,8 @@ def matmul(a, b, activation="none", kernel=None):
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor) or t.dim() != 2:
             raise ValueError(f"matmul: {name} must be a 2-D tensor")
-    check_inputs("matmul", a, b, device=DEVICE, dtypes=FLOAT_DTYPES, same_shape=False)
+    check_inputs("matmul", a, b, device=DEVICE, dtypes=FLOAT_DTYPES, same_shape=False,
+                 contiguous=False)  # the kernels take strides: no copy of transposed inputs
     if a.dtype != b.dtype:
         raise TypeError(f"matmul: dtypes differ: {a.dtype} and {b.dtype}")
     (M, K), (K2, N) = a.shape, b.shape
@@ -271,7 +272,7 @@ def _matmul_tma(a, b, c, activation):
 def matmul_relu_lecture(a, b, block_m=64, block_n=64, block_k=32):
     """The lecture's 2-D-grid kernel, for its traffic table and exercise 4."""
     check_inputs("matmul_relu_lecture", a, b, device=DEVICE, dtypes=FLOAT_DTYPES,
-                 same_shape=False)
+                 same_shape=False, contiguous=False)
     (M, K), (_, N) = a.shape, b.shape
     c = torch.empty(M, N, dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
