@@ -227,6 +227,9 @@ def test_launch_spec_key():
     assert _spec(1) != _spec(2) != _spec(32)
     assert _spec(17) == _spec(19) and _spec(2 ** 31) != _spec(17)
     assert _spec(True) != _spec(1) and _spec(0.5) == _spec(2.0)
+    import numpy as np
+    assert _spec(np.int64(32)) == _spec(32)
+    assert _spec(object()) is None  # unknown: the call takes Triton's own path
 
 
 def test_matmul_reads_transposed_inputs_in_place(monkeypatch):

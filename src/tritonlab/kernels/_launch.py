@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import numbers
 import os
 
 import torch
@@ -74,25 +75,33 @@ _COMPILED: dict = {}
 
 
 def _spec(arg):
+    """What Triton's compiled code depends on for one positional argument (None: unknown, so
+    the call takes Triton's own path)."""
     if isinstance(arg, torch.Tensor):
         return arg.dtype, arg.data_ptr() % 16 == 0
     if isinstance(arg, bool):
         return bool, arg
-    if isinstance(arg, int):
+    if isinstance(arg, numbers.Integral):
+        arg = int(arg)
         return int, arg == 1, arg % 16 == 0, -2 ** 31 <= arg < 2 ** 31, arg < 2 ** 63
     if isinstance(arg, float):
         return float
     if type(arg).__name__ == "TensorDescriptor":  # Triton specialises on element type and block
         return ("desc", arg.base.dtype, tuple(arg.block_shape), arg.padding,
                 getattr(arg, "round_f32_to_tf32", False))
-    return type(arg), arg
+    if arg is None or isinstance(arg, str):
+        return type(arg), arg
+    return None
 
 
 def launch(kernel, grid, *args, **kw):
     """`kernel[grid](*args, **kw)`, through a cache of compiled kernels on a GPU."""
     if not FAST_LAUNCH or getattr(kernel, "device_caches", None) is None:
         return kernel[grid](*args, **kw)
-    key = (id(kernel), torch.cuda.current_device(), tuple(map(_spec, args)), tuple(kw.items()))
+    specs = tuple(map(_spec, args))
+    if None in specs:
+        return kernel[grid](*args, **kw)
+    key = (id(kernel), torch.cuda.current_device(), specs, tuple(kw.items()))
     hit = _COMPILED.get(key)
     if hit is None:
         compiled = kernel[grid](*args, **kw)  # binds, checks and compiles as usual
