@@ -74,23 +74,32 @@ FAST_LAUNCH = os.environ.get("TRITONLAB_FAST_LAUNCH", "1") != "0"
 _COMPILED: dict = {}
 
 
+def _int_spec(value):
+    return int, value == 1, value % 16 == 0, -2 ** 31 <= value < 2 ** 31, value < 2 ** 63
+
+
 def _spec(arg):
     """What Triton's compiled code depends on for one positional argument (None: unknown, so
-    the call takes Triton's own path)."""
+    the call takes Triton's own path). Exact types first: this runs for every argument of
+    every call."""
+    kind = type(arg)
+    if kind is int:
+        return _int_spec(arg)
+    if kind is float:
+        return float
     if isinstance(arg, torch.Tensor):
         return arg.dtype, arg.data_ptr() % 16 == 0
-    if isinstance(arg, bool):
+    if kind is bool:
         return bool, arg
     if isinstance(arg, numbers.Integral):
-        arg = int(arg)
-        return int, arg == 1, arg % 16 == 0, -2 ** 31 <= arg < 2 ** 31, arg < 2 ** 63
+        return _int_spec(int(arg))
     if isinstance(arg, float):
         return float
-    if type(arg).__name__ == "TensorDescriptor":  # Triton specialises on element type and block
+    if kind.__name__ == "TensorDescriptor":  # Triton specialises on element type and block
         return ("desc", arg.base.dtype, tuple(arg.block_shape), arg.padding,
                 getattr(arg, "round_f32_to_tf32", False))
     if arg is None or isinstance(arg, str):
-        return type(arg), arg
+        return kind, arg
     return None
 
 
