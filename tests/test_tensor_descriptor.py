@@ -97,3 +97,16 @@ def test_persistent_tma_matmul_is_clean_under_the_sanitizers():
         c = mm.matmul(a, b, "relu", kernel="tma")
     ref = torch.relu(a.double() @ b.double())
     assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-3
+
+
+@triton.jit
+def runtime_stride_kernel(x_ptr, stride, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[4, 8], strides=[stride, 1],
+                                     block_shape=[4, BN])
+    desc.load([0, 0])
+
+
+def test_make_tensor_descriptor_strides_must_be_16_byte_aligned():
+    with pytest.raises(triton.MiniTritonError, match="multiple of 16 bytes"):
+        runtime_stride_kernel[(2,)](torch.zeros(64), 10, BN=8)  # 40-byte rows
+    runtime_stride_kernel[(2,)](torch.zeros(64), 12, BN=8)  # 48-byte rows: fine

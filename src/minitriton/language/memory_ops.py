@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CompilationError, DeadlockError
+from ..errors import CompilationError, DeadlockError, MiniTritonError
 from ..memory import count, offsets_array
 from ..runtime.context import current
 from . import dtypes as _t
@@ -515,6 +515,15 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     last = _unwrap(strides[-1])
     if not is_tensor(last) and int(last) != 1:
         raise CompilationError(f"Tensor descriptor last dim must be 1 but got {last}")
+    for i, stride in enumerate(strides[:-1]):  # TMA: 16-byte aligned strides
+        stride = _unwrap(stride)
+        values = np.unique(stride.data) if is_tensor(stride) else [int(stride)]
+        bad = [int(v) for v in values if int(v) * elem % 16]
+        if bad:
+            error = CompilationError if not is_tensor(stride) else MiniTritonError
+            raise error(f"make_tensor_descriptor: stride {i} is {bad[0]} elements = "
+                        f"{bad[0] * elem} bytes; TMA needs every stride but the last to be a "
+                        f"multiple of 16 bytes (pad the rows, or use pointers)")
     padding = _unwrap(padding_option)
     if padding not in ("zero", "nan"):
         raise CompilationError(f"Illegal value for padding: {padding!r} (zero or nan)")
