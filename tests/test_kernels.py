@@ -232,6 +232,14 @@ def test_launch_spec_key():
     assert _spec(object()) is None  # unknown: the call takes Triton's own path
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_broadcast_inputs(dtype):
+    """Expanded inputs (stride 0) are read in place, every row or column the same."""
+    a = rand(1, 48, dtype=dtype).expand(30, 48)
+    b = rand(48, 1, dtype=dtype, seed=1).expand(48, 20)
+    assert rel_err(mm.matmul(a, b), a.double() @ b.double()) < MATMUL_TOLERANCES[dtype]
+
+
 def test_matmul_reads_transposed_inputs_in_place(monkeypatch):
     """The matmul kernels take strides: a transposed input is read where it is, not copied."""
     a = rand(64, 32).t()  # (32, 64), column-major
