@@ -167,10 +167,12 @@ TMA_ABOVE = 1 << 34
 
 
 def _tma_ok(*tensors):
-    """TMA needs a contiguous last dimension, 16-byte aligned rows and base addresses."""
+    """TMA needs a contiguous last dimension, 16-byte aligned rows and base addresses (and we
+    ask for rows that do not overlap: no broadcast, stride-0 rows)."""
     for t in tensors:
         size = t.element_size()
-        if t.stride(1) != 1 or t.stride(0) * size % 16 or t.data_ptr() % 16:
+        if (t.stride(1) != 1 or t.stride(0) < max(1, t.shape[1]) or t.stride(0) * size % 16
+                or t.data_ptr() % 16):
             return False
     return True
 
@@ -218,8 +220,8 @@ def matmul(a, b, activation="none", kernel=None):
                              "in shared memory in fp32); use kernel='pointers'")
         if not _tma_ok(a, b, c):
             raise ValueError(
-                f"matmul: kernel='tma' needs 16-byte aligned rows with a contiguous last "
-                f"dimension; got a {tuple(a.shape)} strides {a.stride()}, b {tuple(b.shape)} "
+                f"matmul: kernel='tma' needs 16-byte aligned, distinct rows with a contiguous "
+                f"last dimension; got a {tuple(a.shape)} strides {a.stride()}, b {tuple(b.shape)} "
                 f"strides {b.stride()} ({a.dtype}): use kernel='pointers' or .contiguous(), and "
                 f"K and N multiples of {16 // a.element_size()}")
         return _matmul_tma(a, b, c, activation)
