@@ -2,6 +2,7 @@
 make_tensor_descriptor, NaN padding, traffic, and the errors a user gets."""
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import minitriton as triton
 import minitriton.language as tl
@@ -110,3 +111,41 @@ def test_make_tensor_descriptor_strides_must_be_16_byte_aligned():
     with pytest.raises(triton.MiniTritonError, match="multiple of 16 bytes"):
         runtime_stride_kernel[(2,)](torch.zeros(64), 10, BN=8)  # 40-byte rows
     runtime_stride_kernel[(2,)](torch.zeros(64), 12, BN=8)  # 48-byte rows: fine
+
+
+@triton.jit
+def window_kernel(x_desc, y_desc, out_ptr, om, on, BM: tl.constexpr, BN: tl.constexpr):
+    tile = x_desc.load([om, on])
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + offs, tile)
+    y_desc.store([om, on], tile + 1)
+
+
+def _window(x, om, on, bm, bn):
+    """Reference: the (bm, bn) window of x at (om, on), zeros outside x."""
+    padded = torch.zeros(x.shape[0] + 2 * bm, x.shape[1] + 2 * bn, dtype=x.dtype)
+    padded[bm:bm + x.shape[0], bn:bn + x.shape[1]] = x
+    return padded[om + bm:om + 2 * bm, on + bn:on + 2 * bn]
+
+
+@given(m=st.integers(1, 40), n8=st.integers(1, 6), bm=st.sampled_from([1, 2, 8, 16]),
+       bn=st.sampled_from([8, 16, 32]), data=st.data(),
+       dtype=st.sampled_from([torch.float16, torch.float32]))
+@settings(max_examples=60, deadline=None)
+def test_descriptor_windows_match_zero_padded_slices(m, n8, bm, bn, data, dtype):
+    n = 8 * n8  # rows of 16-byte multiples in fp16 and fp32
+    om = data.draw(st.integers(-bm, m))
+    on = data.draw(st.integers(-bn, n))
+    x = torch.randn(m, n).to(dtype)
+    y = torch.zeros(m, n, dtype=dtype)
+    out = torch.empty(bm * bn, dtype=dtype)
+    window_kernel[(1,)](TensorDescriptor.from_tensor(x, [bm, bn]),
+                        TensorDescriptor.from_tensor(y, [bm, bn]), out, om, on, BM=bm, BN=bn)
+    want = _window(x, om, on, bm, bn)
+    assert torch.equal(out.reshape(bm, bn), want)
+    stored = torch.zeros_like(y)  # the store lands only inside y, at the window
+    r0, c0 = max(om, 0), max(on, 0)
+    r1, c1 = min(om + bm, m), min(on + bn, n)
+    if r0 < r1 and c0 < c1:
+        stored[r0:r1, c0:c1] = x[r0:r1, c0:c1] + 1
+    assert torch.equal(y, stored)
