@@ -149,3 +149,54 @@ def test_descriptor_windows_match_zero_padded_slices(m, n8, bm, bn, data, dtype)
     if r0 < r1 and c0 < c1:
         stored[r0:r1, c0:c1] = x[r0:r1, c0:c1] + 1
     assert torch.equal(y, stored)
+
+
+@triton.jit
+def scatter_add_kernel(acc_desc, top_desc, BM: tl.constexpr, BN: tl.constexpr):
+    # programs add overlapping windows, the last ones partly outside the tensor
+    pid = tl.program_id(0)
+    acc_desc.atomic_add([pid * (BM // 2), pid * (BN // 2)], tl.full([BM, BN], 1.0, tl.float32))
+    top_desc.atomic_max([0, 0], tl.full([BM, BN], pid, tl.int32))
+
+
+def test_descriptor_atomics_add_overlapping_windows_without_races():
+    acc = torch.zeros(20, 24)
+    top = torch.full((20, 24), -1, dtype=torch.int32)
+    with triton.configure(races=True):
+        scatter_add_kernel[(5,)](TensorDescriptor.from_tensor(acc, [8, 16]),
+                                 TensorDescriptor.from_tensor(top, [8, 16]), BM=8, BN=16)
+    want = torch.zeros(20, 24)
+    for p in range(5):
+        want[p * 4:p * 4 + 8, p * 8:p * 8 + 16] += 1  # slices clip like the hardware
+    assert torch.equal(acc, want)
+    want_top = torch.full((20, 24), -1, dtype=torch.int32)
+    want_top[:8, :16] = 4
+    assert torch.equal(top, want_top)
+
+
+@triton.jit
+def bad_atomic_kernel(d, VALUE_FP16: tl.constexpr):
+    v = tl.zeros([8, 8], dtype=tl.float16 if VALUE_FP16 else tl.float32)
+    d.atomic_xor([0, 0], v)
+
+
+def test_descriptor_atomics_check_types():
+    x = torch.zeros(8, 8)
+    with pytest.raises(triton.CompilationError, match="atomic_xor: unsupported dtype fp32"):
+        bad_atomic_kernel[(1,)](TensorDescriptor.from_tensor(x, [8, 8]), VALUE_FP16=False)
+    x = torch.zeros(8, 8, dtype=torch.int32)
+    with pytest.raises(triton.CompilationError, match="value is fp16 but the descriptor holds"):
+        bad_atomic_kernel[(1,)](TensorDescriptor.from_tensor(x, [8, 8]), VALUE_FP16=True)
+
+
+@triton.jit
+def overlapping_store_kernel(d, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    d.store([pid * (BM // 2), 0], tl.full([BM, BN], pid, tl.float32))
+
+
+def test_overlapping_descriptor_stores_are_a_race():
+    x = torch.zeros(16, 16)
+    with pytest.raises(triton.RaceError, match="argument `d`"):
+        with triton.configure(races=True):
+            overlapping_store_kernel[(3,)](TensorDescriptor.from_tensor(x, [8, 16]), BM=8, BN=16)

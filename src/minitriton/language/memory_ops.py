@@ -351,6 +351,10 @@ class block_pointer:
         return out
 
     def _access(self, boundary_check):
+        return _Access(*self._pointers(boundary_check))
+
+    def _pointers(self, boundary_check):
+        """(addresses, mask or None) of the window, the mask from `boundary_check`."""
         checks = tuple(_unwrap(b) for b in (_unwrap(boundary_check) or ()))
         rank = len(self.block_shape)
         for b in checks:
@@ -373,7 +377,7 @@ class block_pointer:
         ptr = tensor(addr, self.base.dtype, self.block_shape, self.base.origin)
         mask = None if active is True else tensor(
             np.broadcast_to(active, (lanes, *self.block_shape)), _t.int1, self.block_shape)
-        return _Access(ptr, mask)
+        return ptr, mask
 
     def _load(self, ctx, boundary_check, padding_option):
         padding = _unwrap(padding_option) or ""
@@ -477,12 +481,56 @@ class tensor_descriptor:
         return self._window(offsets, "load")._load(current(), range(len(self.block_shape)),
                                                    self.padding)
 
-    def store(self, offsets, value):
+    def _value(self, value, op):
         value = to_tensor(_unwrap(value))
         if list(value.shape) != list(self.block_shape):
-            raise CompilationError(f"tensor descriptor store: expected value shape "
+            raise CompilationError(f"tensor descriptor {op}: expected value shape "
                                    f"{list(self.block_shape)}, got {list(value.shape)}")
+        return value
+
+    def store(self, offsets, value):
+        value = self._value(value, "store")  # cast to the descriptor's type, as Triton does
         self._window(offsets, "store")._store(current(), value, range(len(self.block_shape)))
+
+    def _reduce(self, op, offsets, value):
+        """TMA reductions: every element of the window inside the tensor is updated
+        atomically; nothing is returned."""
+        value = self._value(value, f"atomic_{op}")
+        allowed = _DESCRIPTOR_ATOMIC_TYPES[op]
+        if self.dtype.name not in allowed:
+            raise CompilationError(f"tensor descriptor atomic_{op}: unsupported dtype "
+                                   f"{self.dtype} (supported: {', '.join(sorted(allowed))})")
+        if value.dtype != self.dtype:
+            raise CompilationError(f"tensor descriptor atomic_{op}: the value is {value.dtype} "
+                                   f"but the descriptor holds {self.dtype}; cast it with "
+                                   f".to(desc.dtype)")
+        ptr, mask = self._window(offsets, f"atomic_{op}")._pointers(range(len(self.block_shape)))
+        _atomic(op, ptr, value, mask, None, None)
+
+    def atomic_add(self, offsets, value):
+        self._reduce("add", offsets, value)
+
+    def atomic_min(self, offsets, value):
+        self._reduce("min", offsets, value)
+
+    def atomic_max(self, offsets, value):
+        self._reduce("max", offsets, value)
+
+    def atomic_and(self, offsets, value):
+        self._reduce("and", offsets, value)
+
+    def atomic_or(self, offsets, value):
+        self._reduce("or", offsets, value)
+
+    def atomic_xor(self, offsets, value):
+        self._reduce("xor", offsets, value)
+
+
+_BITWISE = {"uint32", "int32", "uint64", "int64"}
+# the element types Triton 3.6 allows for each descriptor reduction (semantic.py)
+_DESCRIPTOR_ATOMIC_TYPES = {"add": {"uint32", "int32", "uint64", "fp32", "fp16", "bf16"},
+                            "min": _BITWISE | {"fp16", "bf16"}, "max": _BITWISE | {"fp16", "bf16"},
+                            "and": _BITWISE, "or": _BITWISE, "xor": _BITWISE}
 
 
 def load_tensor_descriptor(desc, offsets):
