@@ -507,24 +507,18 @@ class tensor_descriptor:
         ptr, mask = self._window(offsets, f"atomic_{op}")._pointers(range(len(self.block_shape)))
         _atomic(op, ptr, value, mask, None, None)
 
-    def atomic_add(self, offsets, value):
-        self._reduce("add", offsets, value)
 
-    def atomic_min(self, offsets, value):
-        self._reduce("min", offsets, value)
 
-    def atomic_max(self, offsets, value):
-        self._reduce("max", offsets, value)
+def _descriptor_atomic(op):
+    def fn(self, offsets, value):
+        self._reduce(op, offsets, value)
+    fn.__name__ = f"atomic_{op}"
+    fn.__doc__ = f"`desc.atomic_{op}(offsets, value)`: a TMA reduction into the window."
+    return fn
 
-    def atomic_and(self, offsets, value):
-        self._reduce("and", offsets, value)
 
-    def atomic_or(self, offsets, value):
-        self._reduce("or", offsets, value)
-
-    def atomic_xor(self, offsets, value):
-        self._reduce("xor", offsets, value)
-
+for _op in ("add", "min", "max", "and", "or", "xor"):
+    setattr(tensor_descriptor, f"atomic_{_op}", _descriptor_atomic(_op))
 
 _BITWISE = {"uint32", "int32", "uint64", "int64"}
 # the element types Triton 3.6 allows for each descriptor reduction (semantic.py)
