@@ -508,7 +508,6 @@ class tensor_descriptor:
         _atomic(op, ptr, value, mask, None, None)
 
 
-
 def _descriptor_atomic(op):
     def fn(self, offsets, value):
         self._reduce(op, offsets, value)

@@ -11,6 +11,8 @@ and `ACTIVATION` none/relu/gelu applied before the write. fp32 accumulation thro
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ..backend import DEVICE, TensorDescriptor, tl, triton
@@ -177,12 +179,29 @@ def _tma_ok(*tensors):
     return True
 
 
+@functools.lru_cache(maxsize=None)
+def _has_tma(device_index):
+    return torch.cuda.get_device_capability(device_index)[0] >= 9  # Hopper or newer
+
+
 def _default_kernel(a, b):
     M, K = a.shape
     if (DEVICE != "cuda" or a.dtype == torch.float32 or M * K * b.shape[1] < TMA_ABOVE
             or not _tma_ok(a, b)):
         return "pointers"
-    return "tma" if torch.cuda.get_device_capability(a.device)[0] >= 9 else "pointers"
+    return "tma" if _has_tma(a.get_device()) else "pointers"
+
+
+def _chosen(M, N, K, dtype, activation, kernel):
+    """The tile configuration (kwargs) `kernel` runs with, or None where the autotuner has not
+    chosen yet: fixed up to TUNE_ABOVE, the autotuner's choice above."""
+    if M * N * K <= TUNE_ABOVE:
+        return _FIXED[kernel]
+    return _TUNED.get((M, N, K, dtype, activation, kernel))
+
+
+def _tiles(M, N, meta):
+    return triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
 
 
 def matmul(a, b, activation="none", kernel=None):
@@ -227,16 +246,13 @@ def matmul(a, b, activation="none", kernel=None):
         return _matmul_tma(a, b, c, activation)
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
             c.stride(1))
-    key = (M, N, K, a.dtype, activation, "pointers")
-    kw = _TUNED.get(key) if M * N * K > TUNE_ABOVE else _FIXED["pointers"]
+    kw = _chosen(M, N, K, a.dtype, activation, "pointers")
     if kw is None:
-        def grid(meta):
-            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-        matmul_kernel_tuned[grid](*args, ACTIVATION=activation)
-        _TUNED[key] = matmul_kernel_tuned.best_config.all_kwargs()
+        matmul_kernel_tuned[lambda meta: (_tiles(M, N, meta),)](*args, ACTIVATION=activation)
+        _TUNED[(M, N, K, a.dtype, activation, "pointers")] = \
+            matmul_kernel_tuned.best_config.all_kwargs()
     else:  # launch the chosen config directly: the autotuner's per-call work is not free
-        launch(matmul_kernel, (triton.cdiv(M, kw["BLOCK_M"]) * triton.cdiv(N, kw["BLOCK_N"]),),
-               *args, ACTIVATION=activation, **kw)
+        launch(matmul_kernel, (_tiles(M, N, kw),), *args, ACTIVATION=activation, **kw)
     return c
 
 
@@ -245,29 +261,25 @@ def matmul_plan(a, b, activation="none", kernel=None):
     the tile configuration (None for a large shape the autotuner has not seen yet)."""
     kernel = kernel or _default_kernel(a, b)
     (M, K), N = a.shape, b.shape[1]
-    if M * N * K <= TUNE_ABOVE:
-        return kernel, _FIXED[kernel]
-    return kernel, _TUNED.get((M, N, K, a.dtype, activation, kernel))
+    return kernel, _chosen(M, N, K, a.dtype, activation, kernel)
 
 
 def _matmul_tma(a, b, c, activation):
     (M, K), N = a.shape, b.shape[1]
     programs = sm_count(a.get_device()) if DEVICE == "cuda" else 4  # 4 on the simulator
-    key = (M, N, K, a.dtype, activation, "tma")
-    kw = _TUNED.get(key) if M * N * K > TUNE_ABOVE else _FIXED["tma"]
-    blocks = (kw or TMA_CONFIGS[0].kwargs)
+    kw = _chosen(M, N, K, a.dtype, activation, "tma")
+    blocks = kw or TMA_CONFIGS[0].kwargs  # while tuning, the pre-hook sets each config's blocks
     bm, bn, bk = blocks["BLOCK_M"], blocks["BLOCK_N"], blocks["BLOCK_K"]
     descriptor = TensorDescriptor.from_tensor
     descs = (descriptor(a, [bm, bk]), descriptor(b, [bk, bn]), descriptor(c, [bm, bn]))
     if kw is None:
-        def grid(meta):
-            tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-            return (min(programs, tiles),)
-        matmul_tma_kernel_tuned[grid](*descs, M, N, K, ACTIVATION=activation)
-        _TUNED[key] = matmul_tma_kernel_tuned.best_config.all_kwargs()
+        matmul_tma_kernel_tuned[lambda meta: (min(programs, _tiles(M, N, meta)),)](
+            *descs, M, N, K, ACTIVATION=activation)
+        _TUNED[(M, N, K, a.dtype, activation, "tma")] = \
+            matmul_tma_kernel_tuned.best_config.all_kwargs()
     else:
-        grid = (min(programs, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
-        launch(matmul_tma_kernel, grid, *descs, M, N, K, ACTIVATION=activation, **kw)
+        launch(matmul_tma_kernel, (min(programs, _tiles(M, N, kw)),), *descs, M, N, K,
+               ACTIVATION=activation, **kw)
     return c
 
 
