@@ -106,6 +106,9 @@ def main():
         ("compiled[grid](...)", lambda: runner(x, g, y, rstd, N, 1e-6, N, tl.float32)),
         ("compiled[grid](..., stream=)", lambda: runner(x, g, y, rstd, N, 1e-6, N, tl.float32,
                                                         stream=stream)),
+        ("_launch.launch(fwd kernel) (cached)", lambda: _launch.launch(
+            rn.rmsnorm_fwd_kernel, (M,), x, g, y, rstd, N, 1e-6, BLOCK_SIZE=N, ACC=tl.float32,
+            num_warps=8)),
         ("rmsnorm_forward", lambda: rn.rmsnorm_forward(x, g)),
         ("rmsnorm_backward", lambda: rn.rmsnorm_backward(dy, x, g, rstd)),
         ("partial.sum(0)", lambda: y.sum(0)),
@@ -157,16 +160,18 @@ def main():
         torch.autograd.set_multithreading_enabled(True)
 
     torch.autograd.set_multithreading_enabled(False)
-    step = steps["tritonlab rmsnorm fwd+bwd"]
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(300):
-        step()
-    prof.disable()
-    torch.autograd.set_multithreading_enabled(True)
     s = io.StringIO()
-    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(40)
-    pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(40)
+    for name, fn in (("RMSNorm fwd+bwd step (mt off)", steps["tritonlab rmsnorm fwd+bwd"]),
+                     ("mm.matmul 1024^3 bf16 relu", lambda: mm.matmul(a, a, "relu"))):
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(300):
+            fn()
+        prof.disable()
+        s.write(f"===== {name}, 300 calls =====\n")
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(30)
+        pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(30)
+    torch.autograd.set_multithreading_enabled(True)
     (out / "launch_overhead_profile.txt").write_text(s.getvalue())
     (out / "launch_overhead.txt").write_text("\n".join(LINES) + "\n")
 

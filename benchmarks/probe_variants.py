@@ -1,7 +1,7 @@
 """GPU probe: time variants of kernels (RMSNorm backward, matmul tiles, add, a TMA matmul), to
 choose defaults.
 
-    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|matmul_tiles|add|matmul_tma ...]
+    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|rms_wide|matmul_tiles|add|matmul_tma ...]
 """
 import sys
 from pathlib import Path
@@ -32,8 +32,8 @@ def rms_bwd():
 
                 def run():
                     rn.rmsnorm_bwd_kernel[(programs,)](
-                        x, g, rstd, dy, dx, partial, 8192, 4096, BLOCK_SIZE=4096,
-                        ROWS_PER_PROGRAM=rows, ACC=backend.tl.float32, num_warps=warps)
+                        x, g, rstd, dy, dx, partial, 8192, 4096, rows, BLOCK_SIZE=4096,
+                        ACC=backend.tl.float32, num_warps=warps)
                     partial.sum(0)
                 ms = bench(run, return_mode="median")
                 print(f"rms bwd {str(dtype)[6:]:<9} rows/program {rows:>3} warps {warps:>2}: "
@@ -57,8 +57,8 @@ def rms_bwd_wide():
                 for warps in (4, 8, 16, 32):
                     def run():
                         rn.rmsnorm_bwd_kernel[(partial.shape[0],)](
-                            x, g, rstd, dy, dx, partial, M, N, BLOCK_SIZE=N,
-                            ROWS_PER_PROGRAM=rows, ACC=backend.tl.float32, num_warps=warps)
+                            x, g, rstd, dy, dx, partial, M, N, rows, BLOCK_SIZE=N,
+                            ACC=backend.tl.float32, num_warps=warps)
                         partial.sum(0)
                     try:
                         ms = triton.testing.do_bench_cudagraph(run, rep=30)
@@ -67,6 +67,84 @@ def rms_bwd_wide():
                         line.append(f"w{warps} {type(e).__name__}")
                 print(f"bwd {M}x{N} {str(dtype)[6:]:<9} programs {partial.shape[0]:>4}: "
                       + "  ".join(line), flush=True)
+
+
+def rms_wide():
+    """RMSNorm on rows of 4096-65536 columns (2^26 elements), CUDA-graph replays: the
+    whole-row-in-registers kernels against the chunked ones over chunk, warps and (backward)
+    programs per SM; a check of each variant's result first."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tl = backend.tl
+    graph = triton.testing.do_bench_cudagraph
+    for N in (4096, 8192, 16384, 32768, 65536):
+        M = (1 << 26) // N
+        for dtype in (torch.bfloat16, torch.float32):
+            x = torch.randn(M, N, device="cuda", dtype=dtype)
+            g = torch.randn(N, device="cuda", dtype=dtype)
+            dy = torch.randn_like(x)
+            y_ref, rstd = rn._forward(x, g, 1e-6)
+            dx_ref, dg_ref = rn._backward(dy, x, g, rstd)
+            y, dx = torch.empty_like(x), torch.empty_like(x)
+            name = f"{M}x{N} {str(dtype)[6:]}"
+            fwd, bwd = [], []
+
+            def timed(out, label, fn, check):
+                try:
+                    fn()
+                    err = check()
+                    us = graph(fn, rep=30) * 1e3
+                    out.append((us, label, err))
+                except Exception as e:  # noqa: BLE001
+                    out.append((float("inf"), label, type(e).__name__))
+
+            def y_err():
+                return f"{(y.float() - y_ref.float()).abs().max().item():.1e}"
+            if N <= 65536:
+                block = N
+                timed(fwd, f"registers w{rn.num_warps_for(block)}", lambda: rn.rmsnorm_fwd_kernel[
+                    (M,)](x, g, y, rstd, N, 1e-6, BLOCK_SIZE=block, ACC=tl.float32,
+                          num_warps=rn.num_warps_for(block)), y_err)
+            for chunk in (1024, 2048, 4096, 8192):
+                for warps in (4, 8, 16):
+                    if chunk // (32 * warps) < 4 or chunk > N:
+                        continue
+                    timed(fwd, f"chunk {chunk} w{warps}", lambda: rn.rmsnorm_fwd_wide_kernel[
+                        (M,)](x, g, y, rstd, N, 1e-6, CHUNK=chunk, ACC=tl.float32,
+                              num_warps=warps), y_err)
+            for per_sm in (1, 2, 4):
+                programs = min(M, per_sm * sms)
+                rows = triton.cdiv(M, programs)
+                programs = triton.cdiv(M, rows)
+                partial = torch.empty(programs, N, device="cuda")
+
+                def bwd_err():
+                    dg = partial.sum(0)
+                    return (f"{(dx.float() - dx_ref.float()).abs().max().item():.1e}/"
+                            f"{((dg - dg_ref.float()).norm() / dg_ref.float().norm()).item():.1e}")
+                if N <= 32768:
+                    warps = rn._bwd_warps(N, x.element_size())
+                    timed(bwd, f"registers {per_sm}/SM w{warps}", lambda: (
+                        rn.rmsnorm_bwd_kernel[(programs,)](
+                            x, g, rstd, dy, dx, partial, M, N, rows, BLOCK_SIZE=N,
+                            ACC=tl.float32, num_warps=warps), partial.sum(0)), bwd_err)
+                for chunk in (1024, 2048, 4096):
+                    for warps in (4, 8, 16):
+                        if chunk // (32 * warps) < 4:
+                            continue
+                        timed(bwd, f"chunk {chunk} {per_sm}/SM w{warps}", lambda: (
+                            rn.rmsnorm_bwd_wide_kernel[(programs,)](
+                                x, g, rstd, dy, dx, partial, M, N, rows, CHUNK=chunk,
+                                ACC=tl.float32, num_warps=warps), partial.sum(0)), bwd_err)
+            e = x.element_size()
+            for kind, rows_, nbytes in (("fwd", fwd, 2 * M * N * e), ("bwd", bwd, 3 * M * N * e)):
+                rows_.sort(key=lambda r: r[0])
+                for us, label, err in rows_[:6]:
+                    print(f"{kind} {name:<16} {label:<24} {us:8.1f} us "
+                          f"{nbytes / us / 1e3:6.0f} GB/s  err {err}", flush=True)
+                reg = [r for r in rows_ if r[1].startswith("registers")]
+                for us, label, err in reg:
+                    print(f"{kind} {name:<16} {label:<24} {us:8.1f} us "
+                          f"{nbytes / us / 1e3:6.0f} GB/s  err {err}  (registers)", flush=True)
 
 
 def matmul_tiles():
@@ -198,7 +276,8 @@ def matmul_tma():
 
 
 if __name__ == "__main__":
-    probes = {"rms_bwd": rms_bwd, "rms_bwd_wide": rms_bwd_wide, "matmul_tiles": matmul_tiles,
+    probes = {"rms_bwd": rms_bwd, "rms_bwd_wide": rms_bwd_wide, "rms_wide": rms_wide,
+              "matmul_tiles": matmul_tiles,
               "add": add_variants,
               "matmul_tma": matmul_tma}
     for name in sys.argv[1:] or probes:

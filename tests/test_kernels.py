@@ -150,7 +150,7 @@ def test_matmul_bad_inputs():
 
 
 # -- RMSNorm: any leading shape, fp32 statistics, autograd
-RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096)]
+RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096), (3, 16500)]  # last: chunked
 
 
 def rms_ref(x, g, eps=1e-6):
@@ -183,15 +183,68 @@ def test_rmsnorm_gradcheck_float64():
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
 
 
+def rms_grads(x, g, dy):
+    """float64 reference (y, dx, dg)."""
+    x64 = x.detach().double().requires_grad_()
+    g64 = g.detach().double().requires_grad_()
+    y = rms_ref(x64, g64)
+    y.backward(dy.double())
+    return y.detach(), x64.grad, g64.grad
+
+
 @pytest.mark.parametrize("rows_per_program", [1, 3, 64])
 def test_rmsnorm_partial_dg_buffer(rows_per_program):
     x, g, dy = rand(50, 96), rand(96, seed=1), rand(50, 96, seed=2)
     _, rstd = rn.rmsnorm_forward(x, g)
     dx, dg = rn.rmsnorm_backward(dy, x, g, rstd, rows_per_program=rows_per_program)
-    x64 = x.double().requires_grad_()
-    g64 = g.double().requires_grad_()
-    rms_ref(x64, g64).backward(dy.double())
-    assert rel_err(dx, x64.grad) < 1e-5 and rel_err(dg, g64.grad) < 1e-5
+    _, dx_ref, dg_ref = rms_grads(x, g, dy)
+    assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
+
+
+# -- the chunked kernels for rows too wide for registers: chunks that do not divide the row,
+#    a chunk wider than the row, programs whose last rows run past the end
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape,chunk,rows_per_program", [
+    ((5, 1000), 256, 2), ((7, 64), 256, 3), ((3, 512), 128, 1), ((9, 777), 512, 4)])
+def test_rmsnorm_chunked_kernels(shape, chunk, rows_per_program, dtype):
+    x, g = rand(*shape, dtype=dtype, scale=2), rand(shape[1], dtype=dtype, seed=1)
+    dy = rand(*shape, dtype=dtype, seed=2)
+    y, rstd = rn._forward(x, g, 1e-6, chunk=chunk)
+    dx, dg = rn._backward(dy, x, g, rstd, rows_per_program, chunk=chunk)
+    y_ref, dx_ref, dg_ref = rms_grads(x, g, dy)
+    tol = TOLERANCES[dtype] * 5
+    assert rel_err(y, y_ref) < tol and rel_err(dx, dx_ref) < tol and rel_err(dg, dg_ref) < tol
+    assert dg.dtype == dtype and rstd.dtype == torch.float32
+    torch.testing.assert_close(rstd.double(), x.double().pow(2).mean(-1).add(1e-6).rsqrt(),
+                               rtol=2e-6, atol=0)
+
+
+def test_rmsnorm_wide_rows_take_the_chunked_kernels(monkeypatch):
+    """Past the register limits the autograd path runs the chunked kernels: gradcheck in
+    float64 through them, with a chunk that leaves a tail."""
+    monkeypatch.setattr(rn, "FWD_REGISTER_MAX", 16)
+    monkeypatch.setattr(rn, "BWD_REGISTER_MAX", 16)
+    monkeypatch.setattr(rn, "WIDE_CHUNK", 16)
+    launched = []
+    real = rn.launch
+    monkeypatch.setattr(rn, "launch", lambda k, *a, **kw: launched.append(k) or real(k, *a, **kw))
+    x = rand(3, 5, 33, dtype=torch.float64).requires_grad_()
+    g = rand(33, dtype=torch.float64, seed=1).requires_grad_()
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+    assert set(launched) == {rn.rmsnorm_fwd_wide_kernel, rn.rmsnorm_bwd_wide_kernel}
+
+
+def test_rmsnorm_chunked_backward_is_race_free():
+    """Each program owns its row of the partial-dg buffer: the race sanitizer finds nothing,
+    and no padded lane reaches a result."""
+    import minitriton
+    sim = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
+    x, g, dy = torch.randn(10, 300), torch.randn(300), torch.randn(10, 300)
+    with minitriton.configure(races=True, order=True, padding=True):
+        _, rstd = sim._forward(x, g, 1e-6, chunk=128)
+        dx, dg = sim._backward(dy, x, g, rstd, 3, chunk=128)
+    _, dx_ref, dg_ref = rms_grads(x, g, dy)
+    assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
 
 
 def test_rmsnorm_module_and_bad_inputs():
@@ -232,6 +285,52 @@ def test_launch_spec_key():
     import numpy as np
     assert _spec(np.int64(32)) == _spec(32)
     assert _spec(object()) is None  # unknown: the call takes Triton's own path
+
+
+@pytest.mark.gpu
+def test_cached_launches_follow_the_current_stream():
+    """A cached launch goes to the stream the caller is on: captured into a CUDA graph on a
+    side stream (a launch on another stream would fail the capture), replayed on new data."""
+    from tritonlab.kernels import elementwise as ew
+    x, y = rand(5000), rand(5000, seed=1)
+    ew.add(x, y)  # the first call compiles and fills the cache
+    sm.softmax(x.view(50, 100))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = ew.add(x, y)
+        soft = sm.softmax(out.view(50, 100))
+    x.copy_(rand(5000, seed=2))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+    assert rel_err(soft, torch.softmax((x + y).view(50, 100).double(), -1)) < 1e-6
+
+
+@pytest.mark.gpu
+def test_cached_launches_call_triton_launch_hooks():
+    """Profilers (Proton) listen to Triton's launch hooks: cached launches call them too."""
+    import triton
+    from tritonlab.kernels import elementwise as ew
+    x = rand(300)
+    ew.add(x, x)
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata.get()["name"] if hasattr(metadata, "get") else metadata["name"])
+    runtime = triton.knobs.runtime
+    chain = runtime.launch_enter_hook
+    if hasattr(chain, "add"):
+        chain.add(hook)
+    else:
+        runtime.launch_enter_hook = hook
+    try:
+        torch.testing.assert_close(ew.add(x, x), 2 * x)
+    finally:
+        if hasattr(chain, "remove"):
+            chain.remove(hook)
+        else:
+            runtime.launch_enter_hook = chain
+    assert seen == ["add_kernel"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

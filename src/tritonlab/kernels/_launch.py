@@ -72,6 +72,7 @@ def num_warps_for(block):
 
 FAST_LAUNCH = os.environ.get("TRITONLAB_FAST_LAUNCH", "1") != "0"
 _COMPILED: dict = {}
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
 def _int_spec(value):
@@ -103,6 +104,45 @@ def _spec(arg):
     return None
 
 
+class _Direct:
+    """One compiled kernel, called the way Triton's JIT calls it after its own lookup:
+    `run(grid, stream, function, metadata, launch metadata, hooks, *all arguments)`. Skips the
+    per-call work of `compiled[grid](...)` (device and stream lookups through Triton's driver,
+    launch metadata built even when no profiler hook listens)."""
+
+    __slots__ = ("compiled", "tail", "run", "function", "packed", "knobs", "stream")
+
+    def __init__(self, compiled, tail):
+        import triton
+        self.compiled, self.tail = compiled, tail
+        self.run, self.function = compiled.run, compiled.function
+        self.packed = compiled.packed_metadata
+        self.knobs = triton.knobs.runtime
+        self.stream = torch._C._cuda_getCurrentRawStream
+
+    def __call__(self, grid, device, args, kw):
+        full = (*args, *[kw.get(name, default) for name, default in self.tail])
+        g1 = grid[1] if len(grid) > 1 else 1
+        g2 = grid[2] if len(grid) > 2 else 1
+        stream = self.stream(device)
+        enter, leave = self.knobs.launch_enter_hook, self.knobs.launch_exit_hook
+        # A profiler (Proton) listens through the hooks: give it Triton's launch metadata
+        meta = (self.compiled.launch_metadata((grid[0], g1, g2), stream, *full)
+                if enter is not None and getattr(enter, "calls", True) else None)
+        self.run(grid[0], g1, g2, stream, self.function, self.packed, meta, enter, leave, *full)
+
+
+def _direct_or_runner(compiled, tail):
+    """A `_Direct` where this Triton's compiled kernels have the attributes it calls, else
+    Triton's own runner (`compiled[grid](...)`)."""
+    try:
+        compiled._init_handles()
+        return _Direct(compiled, tail)
+    except (AttributeError, ImportError):
+        return lambda grid, device, args, kw: compiled[tuple(grid) + (1,) * (3 - len(grid))](
+            *args, *[kw.get(name, default) for name, default in tail])
+
+
 def launch(kernel, grid, *args, **kw):
     """`kernel[grid](*args, **kw)`, through a cache of compiled kernels on a GPU."""
     if not FAST_LAUNCH or getattr(kernel, "device_caches", None) is None:
@@ -110,14 +150,13 @@ def launch(kernel, grid, *args, **kw):
     specs = tuple(map(_spec, args))
     if None in specs:
         return kernel[grid](*args, **kw)
-    key = (id(kernel), torch.cuda.current_device(), specs, tuple(kw.items()))
+    device = _current_device()
+    key = (id(kernel), device, specs, tuple(kw.items()))
     hit = _COMPILED.get(key)
     if hit is None:
         compiled = kernel[grid](*args, **kw)  # binds, checks and compiles as usual
         params = list(kernel.signature.parameters.values())[len(args):]
-        _COMPILED[key] = (compiled, tuple((p.name, p.default) for p in params))
+        _COMPILED[key] = _direct_or_runner(compiled, tuple((p.name, p.default) for p in params))
         return compiled
-    compiled, tail = hit
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    compiled[grid](*args, *[kw.get(name, default) for name, default in tail])
-    return compiled
+    hit(grid, device, args, kw)
+    return hit.compiled if isinstance(hit, _Direct) else None

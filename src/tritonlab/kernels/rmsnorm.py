@@ -5,10 +5,16 @@ number per row) for the backward. Backward, per row:
     dx = r * (dy * g) - r^3 * x / N * sum(dy * g * x)
     dg = sum over rows of dy * x * r
 dg sums over every row, so programs must not all add into one dg (exercise 6's data race).
-Each program handles ROWS_PER_PROGRAM rows, accumulates their dg in registers and writes one row
-of a partial buffer, (programs, N), summed afterwards: the buffer has as many rows as programs,
-not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for teaching: the
+Each program handles `rows_per_program` rows (exercise 8c's ROWS_PER_PROGRAM, passed at run time
+so that new shapes do not compile new kernels), accumulates their dg in registers and writes one
+row of a partial buffer, (programs, N), summed afterwards: the buffer has as many rows as
+programs, not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for teaching: the
 simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
+
+Rows of any length: rows wider than FWD_REGISTER_MAX (forward) or BWD_REGISTER_MAX (backward)
+run chunked kernels, which loop over the row in chunks of WIDE_CHUNK (two passes, the second
+reading the row back from L2) and, in the backward, keep dg in the program's row of the partial
+buffer instead of registers.
 """
 from __future__ import annotations
 
@@ -33,15 +39,14 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK_SIZE: t
 
 @triton.jit
 def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
-                       BLOCK_SIZE: tl.constexpr, ROWS_PER_PROGRAM: tl.constexpr,
-                       ACC: tl.constexpr):
+                       rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
     dg = tl.zeros([BLOCK_SIZE], dtype=ACC)  # this program's share of dg, in registers
-    for i in range(0, ROWS_PER_PROGRAM):
-        row = pid.to(tl.int64) * ROWS_PER_PROGRAM + i
+    for i in range(0, rows_per_program):
+        row = pid.to(tl.int64) * rows_per_program + i
         mask = col_mask & (row < n_rows)
         x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
         dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
@@ -52,6 +57,61 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n
         tl.store(dx_ptr + row * n_cols + cols, dx, mask=mask)  # write N
         dg += dy * x * rstd
     tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
+
+
+@triton.jit
+def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: tl.constexpr,
+                            ACC: tl.constexpr):
+    # Rows too long for one block of registers: an in-program loop over chunks (lecture §7),
+    # twice: the sum of squares, then y. The second pass finds the row in L2.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, CHUNK)
+    squares = tl.zeros([CHUNK], dtype=ACC)
+    for start in range(0, n_cols, CHUNK):
+        mask = start + cols < n_cols
+        x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0).to(ACC)
+        squares += x * x
+    rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
+    tl.store(rstd_ptr + row, rstd)
+    for start in range(0, n_cols, CHUNK):
+        mask = start + cols < n_cols
+        x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0).to(ACC)
+        g = tl.load(g_ptr + start + cols, mask=mask, other=0.0).to(ACC)
+        tl.store(y_ptr + row * n_cols + start + cols, x * rstd * g, mask=mask)
+
+
+@triton.jit
+def rmsnorm_bwd_wide_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows,
+                            n_cols, rows_per_program, CHUNK: tl.constexpr, ACC: tl.constexpr):
+    # Rows too long for registers: per row, one pass over chunks for sum(dy * g * x), a second
+    # (from L2) for dx; dg accumulates in this program's row of the partial buffer, which only
+    # this program touches (its first row writes it, later rows add to it).
+    pid = tl.program_id(0)
+    cols = tl.arange(0, CHUNK)
+    partial = dg_partial_ptr + pid.to(tl.int64) * n_cols
+    for i in range(0, rows_per_program):
+        row = pid.to(tl.int64) * rows_per_program + i
+        live = row < n_rows
+        dots = tl.zeros([CHUNK], dtype=ACC)
+        for start in range(0, n_cols, CHUNK):
+            mask = (start + cols < n_cols) & live
+            offs = row * n_cols + start + cols
+            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
+            g = tl.load(g_ptr + start + cols, mask=mask, other=0.0).to(ACC)
+            dots += dy * g * x
+        dot = tl.sum(dots, axis=0) / n_cols
+        rstd = tl.load(rstd_ptr + row, mask=live, other=0.0).to(ACC)
+        for start in range(0, n_cols, CHUNK):
+            in_row = start + cols < n_cols
+            mask = in_row & live
+            offs = row * n_cols + start + cols
+            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
+            g = tl.load(g_ptr + start + cols, mask=mask, other=0.0).to(ACC)
+            tl.store(dx_ptr + offs, rstd * dy * g - rstd * rstd * rstd * x * dot, mask=mask)
+            dg = tl.load(partial + start + cols, mask=in_row & (i > 0), other=0.0)
+            tl.store(partial + start + cols, dg + dy * x * rstd, mask=in_row)
 
 
 @triton.jit
@@ -72,15 +132,15 @@ def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_co
     tl.store(dg_ptr + cols, old + dy * x * rstd, mask=mask)  # lost updates on a GPU
 
 
-def _programs_for(x):
-    """Programs of the backward on a GPU: one per SM for rows of 8192 columns or more, up to
-    four per SM for short rows, whose programs are latency-bound (H200 probe, 2026-11-29,
-    benchmarks/probe_variants.py rms_bwd_wide: 32768x1024 bf16 85 us with 4 per SM against
-    125 us with 2; 4096x16384 bf16 117 us with 1 against 125 us with 2); a handful on the
-    simulator."""
+def _programs_for(x, wide=False):
+    """Programs of the backward on a GPU. Whole rows in registers: one per SM for rows of 8192
+    columns or more, up to four per SM for short rows, whose programs are latency-bound (H200
+    probe, 2026-11-29, benchmarks/probe_variants.py rms_bwd_wide: 32768x1024 bf16 85 us with 4
+    per SM against 125 us with 2; 4096x16384 bf16 117 us with 1 against 125 us with 2).
+    Chunked rows: WIDE_BWD_PER_SM per SM. A handful on the simulator."""
     n_rows, n_cols = x.shape
     if x.is_cuda:
-        per_sm = min(4, max(1, 8192 // max(1, n_cols)))
+        per_sm = WIDE_BWD_PER_SM if wide else min(4, max(1, 8192 // max(1, n_cols)))
         return max(1, min(n_rows, per_sm * sm_count(x.get_device())))
     return max(1, min(n_rows, 8))
 
@@ -103,31 +163,52 @@ def _bwd_warps(block, element_size):
     return min(32, max(4, block * element_size // 2048))
 
 
-def _forward(x2, g, eps):
+# Rows wider than these run the chunked kernels (the others keep a whole row in registers).
+# H200 probe, 2026-11-29 (benchmarks/probe_variants.py rms_wide): see docs/performance.md.
+FWD_REGISTER_MAX = 16384
+BWD_REGISTER_MAX = 8192
+WIDE_CHUNK = 2048
+WIDE_WARPS = 8
+WIDE_BWD_PER_SM = 2
+
+
+def _forward(x2, g, eps, chunk=None):
+    """(y, rstd); `chunk` forces the chunked kernel with that chunk (tests, probes)."""
     n_rows, n_cols = x2.shape
     y = torch.empty_like(x2)
     rstd = torch.empty(n_rows, dtype=torch.float64 if x2.dtype == torch.float64 else
                        torch.float32, device=x2.device)
     if n_rows and n_cols:
-        block = triton.next_power_of_2(n_cols)
-        launch(rmsnorm_fwd_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps, BLOCK_SIZE=block,
-               ACC=compute_dtype(x2, tl), num_warps=num_warps_for(block))
+        acc = compute_dtype(x2, tl)
+        if chunk or n_cols > FWD_REGISTER_MAX:
+            launch(rmsnorm_fwd_wide_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps,
+                   CHUNK=chunk or WIDE_CHUNK, ACC=acc, num_warps=WIDE_WARPS)
+        else:
+            block = triton.next_power_of_2(n_cols)
+            launch(rmsnorm_fwd_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps,
+                   BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
     return y, rstd
 
 
-def _backward(dy2, x2, g, rstd, rows_per_program=None):
-    """(dx, dg) for checked 2-D contiguous x2 and dy2 of the same shape and dtype."""
+def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None):
+    """(dx, dg) for checked 2-D contiguous x2 and dy2 of the same shape and dtype; `chunk`
+    forces the chunked kernel with that chunk (tests, probes)."""
     n_rows, n_cols = x2.shape
     dx = torch.empty_like(x2)
     if x2.numel() == 0:
         return dx, torch.zeros_like(g)
-    rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2))
+    wide = bool(chunk) or n_cols > BWD_REGISTER_MAX
+    rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2, wide))
     programs = triton.cdiv(n_rows, rows)
     partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x2.device)
-    block = triton.next_power_of_2(n_cols)
-    launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
-           BLOCK_SIZE=block, ROWS_PER_PROGRAM=rows, ACC=compute_dtype(x2, tl),
-           num_warps=_bwd_warps(block, x2.element_size()))
+    acc = compute_dtype(x2, tl)
+    if wide:
+        launch(rmsnorm_bwd_wide_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows,
+               n_cols, rows, CHUNK=chunk or WIDE_CHUNK, ACC=acc, num_warps=WIDE_WARPS)
+    else:
+        block = triton.next_power_of_2(n_cols)
+        launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
+               rows, BLOCK_SIZE=block, ACC=acc, num_warps=_bwd_warps(block, x2.element_size()))
     dg = partial.sum(0)
     return dx, (dg if dg.dtype == g.dtype else dg.to(g.dtype))
 
