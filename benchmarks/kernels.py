@@ -62,7 +62,8 @@ def suites(quick):
             "F.gelu": lambda: F.gelu(a, approximate="tanh"),
             "torch.compile": lambda: comp("gelu", lambda t: F.gelu(t, approximate="tanh"))(a),
             "triton": lambda: ew.gelu(a)}, 2 * n * e, "GB/s")
-        shapes = [(8192, 4096)] if quick else [(8192, 4096), (32768, 1024), (4096, 16384)]
+        shapes = [(8192, 4096)] if quick else [(8192, 4096), (32768, 1024), (4096, 16384),
+                                               (1024, 65536)]
         for M, N in shapes:
             x = torch.randn(M, N, device=dev, dtype=dtype)
             e = x.element_size()
@@ -150,7 +151,11 @@ def main():
             if "torch.compile" in results:
                 r["speedup_vs_compile"] = results["torch.compile"] / r["median_us"] * 1e3
                 r["graph_speedup_vs_compile"] = graphs["torch.compile"] / r["graph_us"]
-    out = Path(args.out)
+        write(Path(args.out), meta, rows, args.repeats)  # after every row: a cut-off run keeps them
+
+
+def write(out, meta, rows, repeats):
+    """kernels.json, kernels.csv, kernels.md and kernels-summary.md under `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     with open(out / "kernels.csv", "w", newline="") as f:
@@ -159,8 +164,8 @@ def main():
         w.writerows(rows)
     lines = [f"Measured on {meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, "
              f"{meta['date']}; do_bench median (p20-p80)"
-             + (f", the median of {args.repeats} repeats (implementations interleaved)"
-                if args.repeats > 1 else "")
+             + (f", the median of {repeats} repeats (implementations interleaved)"
+                if repeats > 1 else "")
              + ", and the median of CUDA-graph replays (the GPU's time without Python launch "
              "overhead).", "",
              "| op | shape | dtype | implementation | median us (p20-p80) | graph us | rate | "

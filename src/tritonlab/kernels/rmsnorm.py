@@ -8,8 +8,8 @@ dg sums over every row, so programs must not all add into one dg (exercise 6's d
 Each program handles `rows_per_program` rows (exercise 8c's ROWS_PER_PROGRAM, passed at run time
 so that new shapes do not compile new kernels), accumulates their dg in registers and writes one
 row of a partial buffer, (programs, N), summed afterwards: the buffer has as many rows as
-programs, not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for teaching: the
-simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
+programs, not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for
+teaching: the simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
 
 Rows of any length: rows wider than FWD_REGISTER_MAX (forward) or BWD_REGISTER_MAX (backward)
 run chunked kernels, which loop over the row in chunks of WIDE_CHUNK (two passes, the second
@@ -164,11 +164,15 @@ def _bwd_warps(block, element_size):
 
 
 # Rows wider than these run the chunked kernels (the others keep a whole row in registers).
-# H200 probe, 2026-11-29 (benchmarks/probe_variants.py rms_wide): see docs/performance.md.
-FWD_REGISTER_MAX = 16384
-BWD_REGISTER_MAX = 8192
-WIDE_CHUNK = 2048
-WIDE_WARPS = 8
+# H200 probe, 2026-11-29 (benchmarks/probe_variants.py rms_wide, CUDA-graph times, 2^26
+# elements): the register kernels win up to their limits (forward 2048x32768 bf16 73 us
+# against 90 us chunked; backward 4096x16384 bf16 155 us against 239 us) and spill past them
+# (forward 1024x65536 fp32 682 us against 201 us chunked; backward 2048x32768 bf16 569 us
+# against 312 us). Chunks of 4096 with 16 warps, and 2 backward programs per SM, were best.
+FWD_REGISTER_MAX = 32768
+BWD_REGISTER_MAX = 16384
+WIDE_CHUNK = 4096
+WIDE_WARPS = 16
 WIDE_BWD_PER_SM = 2
 
 
