@@ -182,6 +182,46 @@ def matmul_tiles():
 
 
 
+def matmul_small():
+    """Why a 1024^3 matmul's do_bench time (L2 flushed before each call) can be several times
+    its CUDA-graph time: per dtype, in two orders, do_bench against an event-timed loop without
+    the flush, the autotuner's choice, and the kernels' GPU durations and the gaps before them
+    in a torch.profiler trace of do_bench-like iterations."""
+    from torch.profiler import ProfilerActivity, profile
+    n = 1024
+    inputs = {d: (torch.randn(n, n, device="cuda", dtype=d), torch.randn(n, n, device="cuda",
+                                                                       dtype=d))
+              for d in (torch.bfloat16, torch.float16)}
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    for order in ((torch.bfloat16, torch.float16), (torch.float16, torch.bfloat16)):
+        for dtype in order:
+            a, b = inputs[dtype]
+            for name, fn in (("tritonlab", lambda: mm.matmul(a, b, "relu")),
+                             ("torch", lambda: torch.relu(a @ b))):
+                fn()
+                ms = bench(fn, return_mode="median")
+                start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+                torch.cuda.synchronize()
+                start.record()
+                for _ in range(1000):
+                    fn()
+                end.record()
+                torch.cuda.synchronize()
+                loop = start.elapsed_time(end)
+                with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+                    for _ in range(50):
+                        flush.zero_()
+                        fn()
+                    torch.cuda.synchronize()
+                kernels = [e for e in prof.events() if e.device_type.name == "CUDA"
+                           and "zero" not in e.name.lower() and "fill" not in e.name.lower()]
+                durs = sorted(e.device_time for e in kernels)
+                plan = mm.matmul_plan(a, b, "relu") if name == "tritonlab" else ""
+                print(f"{str(dtype)[6:]:<9} {name:<10} do_bench {ms * 1e3:6.1f} us, loop "
+                      f"{loop:6.1f} us/call, kernel time median {durs[len(durs) // 2]:.1f} us "
+                      f"(max {durs[-1]:.1f}) over {len(durs)} kernels {plan}", flush=True)
+
+
 def add_variants():
     """Element-wise add at 2^28 fp32: block size, warps and a streaming eviction hint."""
     tl = backend.tl
@@ -277,7 +317,7 @@ def matmul_tma():
 
 if __name__ == "__main__":
     probes = {"rms_bwd": rms_bwd, "rms_bwd_wide": rms_bwd_wide, "rms_wide": rms_wide,
-              "matmul_tiles": matmul_tiles,
+              "matmul_tiles": matmul_tiles, "matmul_small": matmul_small,
               "add": add_variants,
               "matmul_tma": matmul_tma}
     for name in sys.argv[1:] or probes:

@@ -177,3 +177,23 @@ def test_tensor_descriptor_loads_zero_fill_and_stores_clip():
             if 0 <= r < 37:
                 want[i, 16:] = x[r, :16]
         assert torch.equal(edge[p], want)
+
+
+def test_descriptor_atomics_update_the_window_inside_the_tensor():
+    f0, m0, x0 = inputs([30 * 52] * 3)
+    f = (f0 * 10).round().reshape(30, 52).double()
+    m = (m0 * 8).round().int().reshape(30, 52).long()
+    x = (x0 * 1000).round().int().reshape(30, 52).long()
+    r, c = torch.arange(16)[:, None], torch.arange(32)[None, :]
+    for pid in range(5):
+        om, on = pid * 5 - 3, pid * 7 - 5
+        rows, cols = r + om, c + on
+        inside = (rows >= 0) & (rows < 30) & (cols >= 0) & (cols < 52)
+        rr, cc = rows.expand(16, 32)[inside], cols.expand(16, 32)[inside]
+        f[rr, cc] += (r * 32 + c + pid).expand(16, 32)[inside].double()
+        mod = torch.fmod(r * 3 - c * 2 + pid * 11, 17)  # Triton's % truncates, like C
+        m[rr, cc] = torch.maximum(m[rr, cc], mod[inside])
+        x[rr, cc] ^= ((r * 32 + c) * (pid + 1)).expand(16, 32)[inside]
+    out = outputs("case_descriptor_atomics")
+    assert torch.equal(out["f"].double(), f)
+    assert torch.equal(out["m"].long(), m) and torch.equal(out["x"].long(), x)

@@ -478,6 +478,30 @@ def case_tensor_descriptor(dev, rng):
 
 
 @triton.jit
+def descriptor_atomic_kernel(f_desc, m_desc, x_desc, BM: tl.constexpr, BN: tl.constexpr):
+    # Overlapping windows, the first partly above and left of the tensors, the last past their
+    # ends: TMA reductions update only the part inside. Integer-valued floats: the sums are
+    # exact whatever order the programs add in.
+    pid = tl.program_id(0)
+    r = tl.arange(0, BM)[:, None]
+    c = tl.arange(0, BN)[None, :]
+    om, on = pid * 5 - 3, pid * 7 - 5
+    f_desc.atomic_add([om, on], (r * BN + c + pid).to(tl.float32))
+    m_desc.atomic_max([om, on], (r * 3 - c * 2 + pid * 11) % 17)
+    x_desc.atomic_xor([om, on], (r * BN + c) * (pid + 1))
+
+
+def case_descriptor_atomics(dev, rng):
+    TD = _descriptor_class()
+    f = (rng(30 * 52) * 10).round().reshape(30, 52)
+    m = (rng(30 * 52) * 8).round().int().reshape(30, 52)
+    x = (rng(30 * 52) * 1000).round().int().reshape(30, 52)
+    descriptor_atomic_kernel[(5,)](TD.from_tensor(f, [16, 32]), TD.from_tensor(m, [16, 32]),
+                                   TD.from_tensor(x, [16, 32]), BM=16, BN=32)
+    return {"f": f, "m": m, "x": x}
+
+
+@triton.jit
 def descriptor_store_shape_kernel(x_desc, BM: tl.constexpr, BN: tl.constexpr):
     x_desc.store([0, 0], tl.zeros([BM, BN // 2], dtype=tl.float16))
 
