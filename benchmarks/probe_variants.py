@@ -1,7 +1,8 @@
 """GPU probe: time variants of kernels (RMSNorm backward, matmul tiles, add, a TMA matmul), to
 choose defaults.
 
-    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|rms_wide|matmul_tiles|add|matmul_tma ...]
+    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|rms_wide|matmul_tiles|matmul_small|
+                                         descriptor_atomics|add|matmul_tma ...]
 """
 import sys
 from pathlib import Path
@@ -222,6 +223,39 @@ def matmul_small():
                       f"(max {durs[-1]:.1f}) over {len(durs)} kernels {plan}", flush=True)
 
 
+DESC_ATOMIC_CHILD = """
+import sys, torch, triton, triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+om, on, M = map(int, sys.argv[1:])
+
+@triton.jit
+def k(d, a_ptr, N, OM: tl.constexpr, ON: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    r, c = tl.arange(0, 8)[:, None], tl.arange(0, 32)[None, :]
+    d.atomic_add([pm * 8 + OM, pn * 32 + ON], tl.load(a_ptr + (pm * 8 + r) * N + pn * 32 + c))
+
+t = torch.zeros(M, 64, device="cuda")
+k[(4, 2)](TensorDescriptor.from_tensor(t, [8, 32]), torch.ones(32, 64, device="cuda"), 64,
+          OM=om, ON=on)
+torch.cuda.synchronize()
+print("sum", t.sum().item())
+"""
+
+
+def descriptor_atomics():
+    """Which window offsets a TMA reduction (`desc.atomic_add`, fp32, 8x32 blocks on a 32x64
+    tensor) survives; each case in its own process, since a fault poisons the CUDA context."""
+    import subprocess
+    for om, on, m in ((0, 0, 32), (3, 0, 32), (1, 4, 32), (0, 8, 32), (0, 0, 30), (0, 3, 32),
+                      (-8, 0, 32), (0, -4, 32), (0, -32, 32)):
+        r = subprocess.run([sys.executable, "-c", DESC_ATOMIC_CHILD, str(om), str(on), str(m)],
+                           capture_output=True, text=True)
+        last = [line for line in (r.stdout + r.stderr).splitlines()
+                if line.startswith("sum") or "Error" in line]
+        print(f"offsets (+{om}, +{on}), tensor {m}x64: rc {r.returncode} "
+              f"{last[-1] if last else ''}", flush=True)
+
+
 def add_variants():
     """Element-wise add at 2^28 fp32: block size, warps and a streaming eviction hint."""
     tl = backend.tl
@@ -318,6 +352,7 @@ def matmul_tma():
 if __name__ == "__main__":
     probes = {"rms_bwd": rms_bwd, "rms_bwd_wide": rms_bwd_wide, "rms_wide": rms_wide,
               "matmul_tiles": matmul_tiles, "matmul_small": matmul_small,
+              "descriptor_atomics": descriptor_atomics,
               "add": add_variants,
               "matmul_tma": matmul_tma}
     for name in sys.argv[1:] or probes:

@@ -186,7 +186,7 @@ def test_descriptor_atomics_update_the_window_inside_the_tensor():
     x = (x0 * 1000).round().int().reshape(30, 52).long()
     r, c = torch.arange(16)[:, None], torch.arange(32)[None, :]
     for pid in range(5):
-        om, on = pid * 5 - 3, pid * 7 - 5
+        om, on = pid * 5, pid * 8
         rows, cols = r + om, c + on
         inside = (rows >= 0) & (rows < 30) & (cols >= 0) & (cols < 52)
         rr, cc = rows.expand(16, 32)[inside], cols.expand(16, 32)[inside]

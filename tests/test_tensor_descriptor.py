@@ -190,6 +190,29 @@ def test_descriptor_atomics_check_types():
 
 
 @triton.jit
+def shifted_atomic_kernel(d, OM: tl.constexpr, ON: tl.constexpr):
+    pid = tl.program_id(0)
+    d.atomic_add([pid * 8 + OM, ON], tl.full([8, 16], 1.0, tl.float32))
+
+
+@pytest.mark.parametrize("om,on,bad", [(0, 4, False), (3, 0, False), (0, 3, True), (-8, 0, True),
+                                       (0, -4, True)])
+def test_descriptor_atomics_refuse_what_faults_on_the_gpu(om, on, bad):
+    """H200, Triton 3.6: TMA reductions at negative offsets, or at a last-dimension offset that
+    is not a multiple of 16 bytes, die with cudaErrorIllegalInstruction (loads do not)."""
+    x = torch.zeros(32, 64)
+    launch = lambda: shifted_atomic_kernel[(2,)](TensorDescriptor.from_tensor(x, [8, 16]),  # noqa: E731
+                                                 OM=om, ON=on)
+    if not bad:
+        launch()
+        assert x.sum().item() == 2 * 8 * 16 - (8 * max(0, on + 16 - 64) * 2)
+        return
+    with pytest.raises(triton.GPUFaultError, match=r"program \(0, 0, 0\)[\s\S]*atomic_add at "
+                       rf"offsets \[{om}, {on}\].*multiple of 16 bytes \(4 fp32 elements\)"):
+        launch()
+
+
+@triton.jit
 def overlapping_store_kernel(d, BM: tl.constexpr, BN: tl.constexpr):
     pid = tl.program_id(0)
     d.store([pid * (BM // 2), 0], tl.full([BM, BN], pid, tl.float32))

@@ -9,8 +9,8 @@ C integer division) and exact traffic counts (`minitriton.record()`).
 from __future__ import annotations
 
 from . import language, tools
-from .errors import (CompilationError, DeadlockError, DeviceAssertionError, LaunchError, MiniTritonError,
-                     OrderError, OutOfBoundsError, PaddingError, RaceError, SanitizerError,
+from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUFaultError,
+                     LaunchError, MiniTritonError, OrderError, OutOfBoundsError, PaddingError, RaceError, SanitizerError,
                      UninitializedReadError)
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.autotune import Config, autotune, heuristics
@@ -35,4 +35,5 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "language", "record", "Recording", "LaunchRecord", "ArgTraffic", "Settings",
            "configure", "current_settings", "MiniTritonError", "CompilationError",
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
-           "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError"]
+           "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
+           "GPUFaultError"]

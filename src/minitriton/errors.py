@@ -45,6 +45,11 @@ class DeviceAssertionError(MiniTritonError, AssertionError):
     """`tl.device_assert` or a Python `assert` in a kernel failed."""
 
 
+class GPUFaultError(MiniTritonError):
+    """Something the simulator could run but that stops the kernel on a real GPU (the hardware
+    or Triton's code for it faults there): minitriton refuses it instead of hiding the bug."""
+
+
 class LaunchError(MiniTritonError, TypeError):
     """The launch itself is wrong: argument count, types, grid, devices."""
 

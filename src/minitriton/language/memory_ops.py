@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CompilationError, DeadlockError, MiniTritonError
+from ..errors import CompilationError, DeadlockError, GPUFaultError, MiniTritonError
 from ..memory import count, offsets_array
 from ..runtime.context import current
 from . import dtypes as _t
@@ -504,8 +504,34 @@ class tensor_descriptor:
             raise CompilationError(f"tensor descriptor atomic_{op}: the value is {value.dtype} "
                                    f"but the descriptor holds {self.dtype}; cast it with "
                                    f".to(desc.dtype)")
-        ptr, mask = self._window(offsets, f"atomic_{op}")._pointers(range(len(self.block_shape)))
+        window = self._window(offsets, f"atomic_{op}")
+        self._check_reduce_offsets(window.offsets, op)
+        ptr, mask = window._pointers(range(len(self.block_shape)))
         _atomic(op, ptr, value, mask, None, None)
+
+    def _check_reduce_offsets(self, offsets, op):
+        """On an H200 with Triton 3.6, a TMA reduction whose window starts at a negative offset,
+        or at an inner (last-dimension) offset that is not a multiple of 16 bytes, stops the
+        kernel with cudaErrorIllegalInstruction; windows past the end of the tensor are clipped
+        and fine (probe of 2026-11-29, docs/limitations.md). Loads take any offset."""
+        data = np.broadcast_arrays(*[np.atleast_1d(np.asarray(o.data, dtype=np.int64))
+                                     for o in offsets])
+        size = self.dtype.primitive_bitwidth // 8
+        bad = np.zeros(data[0].shape, dtype=bool)
+        for d in data:
+            bad |= d < 0
+        bad |= data[-1] * size % 16 != 0
+        if not bad.any():
+            return
+        row = int(np.argmax(bad))
+        at = [int(d[row]) for d in data]
+        err = GPUFaultError(
+            f"tensor descriptor atomic_{op} at offsets {at}: on the GPU, TMA reductions need "
+            f"offsets >= 0 and a last offset that is a multiple of 16 bytes ({16 // size} "
+            f"{self.dtype} elements); this one stops the kernel there with "
+            f"cudaErrorIllegalInstruction. Align the window, or use tl.atomic_{op} on pointers")
+        err.failing_row = row
+        raise err
 
 
 def _descriptor_atomic(op):
