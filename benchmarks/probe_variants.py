@@ -246,9 +246,12 @@ def descriptor_atomics():
     """Which window offsets a TMA reduction (`desc.atomic_add`, fp32, 8x32 blocks on a 32x64
     tensor) survives; each case in its own process, since a fault poisons the CUDA context."""
     import subprocess
+    import tempfile
+    child = Path(tempfile.mkdtemp()) / "descriptor_atomic_child.py"  # @jit needs a source file
+    child.write_text(DESC_ATOMIC_CHILD)
     for om, on, m in ((0, 0, 32), (3, 0, 32), (1, 4, 32), (0, 8, 32), (0, 0, 30), (0, 3, 32),
                       (-8, 0, 32), (0, -4, 32), (0, -32, 32)):
-        r = subprocess.run([sys.executable, "-c", DESC_ATOMIC_CHILD, str(om), str(on), str(m)],
+        r = subprocess.run([sys.executable, str(child), str(om), str(on), str(m)],
                            capture_output=True, text=True)
         last = [line for line in (r.stdout + r.stderr).splitlines()
                 if line.startswith("sum") or "Error" in line]
