@@ -1,7 +1,7 @@
 """GPU probe: time variants of kernels (RMSNorm backward, matmul tiles, add, a TMA matmul), to
 choose defaults.
 
-    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|rms_wide|matmul_tiles|matmul_small|
+    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|rms_wide|rms_wide_bwd|matmul_tiles|matmul_small|
                                          descriptor_atomics|add|matmul_tma ...]
 """
 import sys
@@ -70,82 +70,111 @@ def rms_bwd_wide():
                       + "  ".join(line), flush=True)
 
 
-def rms_wide():
-    """RMSNorm on rows of 4096-65536 columns (2^26 elements), CUDA-graph replays: the
-    whole-row-in-registers kernels against the chunked ones over chunk, warps and (backward)
-    programs per SM; a check of each variant's result first."""
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    tl = backend.tl
-    graph = triton.testing.do_bench_cudagraph
-    for N in (4096, 8192, 16384, 32768, 65536):
-        M = (1 << 26) // N
-        for dtype in (torch.bfloat16, torch.float32):
-            x = torch.randn(M, N, device="cuda", dtype=dtype)
-            g = torch.randn(N, device="cuda", dtype=dtype)
-            dy = torch.randn_like(x)
-            y_ref, rstd = rn._forward(x, g, 1e-6)
-            dx_ref, dg_ref = rn._backward(dy, x, g, rstd)
-            y, dx = torch.empty_like(x), torch.empty_like(x)
-            name = f"{M}x{N} {str(dtype)[6:]}"
-            fwd, bwd = [], []
+def _timed(out, label, fn, check):
+    """Append (CUDA-graph us, label, check()) for fn, or (inf, label, the error's name)."""
+    try:
+        fn()
+        err = check()
+        out.append((triton.testing.do_bench_cudagraph(fn, rep=30) * 1e3, label, err))
+    except Exception as e:  # noqa: BLE001 - a variant may not compile or fit
+        out.append((float("inf"), label, type(e).__name__))
 
-            def timed(out, label, fn, check):
-                try:
-                    fn()
-                    err = check()
-                    us = graph(fn, rep=30) * 1e3
-                    out.append((us, label, err))
-                except Exception as e:  # noqa: BLE001
-                    out.append((float("inf"), label, type(e).__name__))
+
+def _report(kind, name, rows, nbytes, best=6):
+    rows.sort(key=lambda r: r[0])
+    for us, label, err in rows[:best] + [r for r in rows[best:] if "registers" in r[1]]:
+        print(f"{kind} {name:<16} {label:<28} {us:8.1f} us {nbytes / us / 1e3:6.0f} GB/s  "
+              f"err {err}", flush=True)
+
+
+def _wide_inputs(N, dtype):
+    M = (1 << 26) // N
+    x = torch.randn(M, N, device="cuda", dtype=dtype)
+    g = torch.randn(N, device="cuda", dtype=dtype)
+    return M, x, g, torch.randn_like(x), f"{M}x{N} {str(dtype)[6:]}"
+
+
+def rms_wide():
+    """RMSNorm forward on rows of 4096-65536 columns (2^26 elements), CUDA-graph replays: the
+    whole-row-in-registers kernel against the chunked one over chunk and warps."""
+    tl = backend.tl
+    for N in (4096, 8192, 16384, 32768, 65536):
+        for dtype in (torch.bfloat16, torch.float32):
+            M, x, g, _, name = _wide_inputs(N, dtype)
+            y_ref, rstd = rn._forward(x, g, 1e-6)
+            y = torch.empty_like(x)
+            rows = []
 
             def y_err():
                 return f"{(y.float() - y_ref.float()).abs().max().item():.1e}"
-            if N <= 65536:
-                block = N
-                timed(fwd, f"registers w{rn.num_warps_for(block)}", lambda: rn.rmsnorm_fwd_kernel[
-                    (M,)](x, g, y, rstd, N, 1e-6, BLOCK_SIZE=block, ACC=tl.float32,
-                          num_warps=rn.num_warps_for(block)), y_err)
+            warps = rn.num_warps_for(N)
+            _timed(rows, f"registers w{warps}", lambda: rn.rmsnorm_fwd_kernel[(M,)](
+                x, g, y, rstd, N, 1e-6, BLOCK_SIZE=N, ACC=tl.float32, num_warps=warps), y_err)
             for chunk in (1024, 2048, 4096, 8192):
-                for warps in (4, 8, 16):
-                    if chunk // (32 * warps) < 4 or chunk > N:
-                        continue
-                    timed(fwd, f"chunk {chunk} w{warps}", lambda: rn.rmsnorm_fwd_wide_kernel[
-                        (M,)](x, g, y, rstd, N, 1e-6, CHUNK=chunk, ACC=tl.float32,
-                              num_warps=warps), y_err)
+                for w in (4, 8, 16):
+                    if chunk // (32 * w) >= 4 and chunk <= N:
+                        _timed(rows, f"chunk {chunk} w{w}", lambda: rn.rmsnorm_fwd_wide_kernel[
+                            (M,)](x, g, y, rstd, N, 1e-6, CHUNK=chunk, ACC=tl.float32,
+                                  num_warps=w), y_err)
+            _report("fwd", name, rows, 2 * M * N * x.element_size())
+
+
+def rms_wide_bwd():
+    """RMSNorm backward on rows of 16384-65536 columns (2^26 elements), CUDA-graph replays:
+    the whole-row kernel against the wide-row path (a chunked coefficient pass, then 2-D tiles
+    that keep dg per column block) over tile, warps and programs per SM; each checked first."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tl = backend.tl
+    for N in (16384, 32768, 65536):
+        for dtype in (torch.bfloat16, torch.float32):
+            M, x, g, dy, name = _wide_inputs(N, dtype)
+            _, rstd = rn._forward(x, g, 1e-6)
+            x64 = x.double().requires_grad_()
+            g64 = g.double().requires_grad_()
+            (x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-6) * g64).backward(
+                dy.double())
+            dx = torch.empty_like(x)
+            coef = torch.empty_like(rstd)
+            rows = []
             for per_sm in (1, 2, 4):
                 programs = min(M, per_sm * sms)
-                rows = triton.cdiv(M, programs)
-                programs = triton.cdiv(M, rows)
-                partial = torch.empty(programs, N, device="cuda")
+                rpp = triton.cdiv(M, programs)
+                partial = torch.empty(triton.cdiv(M, rpp), N, device="cuda")
 
-                def bwd_err():
-                    dg = partial.sum(0)
-                    return (f"{(dx.float() - dx_ref.float()).abs().max().item():.1e}/"
-                            f"{((dg - dg_ref.float()).norm() / dg_ref.float().norm()).item():.1e}")
+                def err(part=partial):
+                    dg = part.sum(0)
+                    return (f"{((dx.double() - x64.grad).norm() / x64.grad.norm()).item():.1e}/"
+                            f"{((dg.double() - g64.grad).norm() / g64.grad.norm()).item():.1e}")
                 if N <= 32768:
-                    warps = rn._bwd_warps(N, x.element_size())
-                    timed(bwd, f"registers {per_sm}/SM w{warps}", lambda: (
-                        rn.rmsnorm_bwd_kernel[(programs,)](
-                            x, g, rstd, dy, dx, partial, M, N, rows, BLOCK_SIZE=N,
-                            ACC=tl.float32, num_warps=warps), partial.sum(0)), bwd_err)
-                for chunk in (1024, 2048, 4096):
-                    for warps in (4, 8, 16):
-                        if chunk // (32 * warps) < 4:
-                            continue
-                        timed(bwd, f"chunk {chunk} {per_sm}/SM w{warps}", lambda: (
-                            rn.rmsnorm_bwd_wide_kernel[(programs,)](
-                                x, g, rstd, dy, dx, partial, M, N, rows, CHUNK=chunk,
-                                ACC=tl.float32, num_warps=warps), partial.sum(0)), bwd_err)
-            e = x.element_size()
-            for kind, rows_, nbytes in (("fwd", fwd, 2 * M * N * e), ("bwd", bwd, 3 * M * N * e)):
-                rows_.sort(key=lambda r: r[0])
-                for us, label, err in rows_[:6]:
-                    print(f"{kind} {name:<16} {label:<24} {us:8.1f} us "
-                          f"{nbytes / us / 1e3:6.0f} GB/s  err {err}", flush=True)
-                reg = [r for r in rows_ if r[1].startswith("registers")]
-                for us, label, err in reg:
-                    print(f"{kind} {name:<16} {label:<24} {us:8.1f} us "
-                          f"{nbytes / us / 1e3:6.0f} GB/s  err {err}  (registers)", flush=True)
+                    w = rn._bwd_warps(N, x.element_size())
+                    _timed(rows, f"registers {per_sm}/SM w{w}", lambda: (
+                        rn.rmsnorm_bwd_kernel[(partial.shape[0],)](
+                            x, g, rstd, dy, dx, partial, M, N, rpp, BLOCK_SIZE=N,
+                            ACC=tl.float32, num_warps=w), partial.sum(0)), err)
+            for bm, bn in ((2, 1024), (4, 1024), (8, 512), (4, 2048)):
+                for w in (4, 8):
+                    for per_sm in (2, 4, 8):
+                        col_blocks = triton.cdiv(N, bn)
+                        rpp = triton.cdiv(triton.cdiv(M, max(1, per_sm * sms // col_blocks)),
+                                          bm) * bm
+                        grid = (triton.cdiv(M, rpp), col_blocks)
+                        partial = torch.empty(grid[0], N, device="cuda")
+
+                        def run(grid=grid, partial=partial, rpp=rpp, bm=bm, bn=bn, w=w):
+                            rn.rmsnorm_bwd_dot_kernel[(M,)](x, g, dy, rstd, coef, N,
+                                                            CHUNK=rn.WIDE_CHUNK, ACC=tl.float32,
+                                                            num_warps=rn.WIDE_WARPS)
+                            rn.rmsnorm_bwd_tiled_kernel[grid](
+                                x, g, rstd, coef, dy, dx, partial, M, N, rpp, BLOCK_M=bm,
+                                BLOCK_N=bn, ACC=tl.float32, num_warps=w)
+                            partial.sum(0)
+
+                        def err(part=partial):
+                            dg = part.sum(0)
+                            return (f"{((dx.double() - x64.grad).norm() / x64.grad.norm()).item():.1e}/"  # noqa: E501
+                                    f"{((dg.double() - g64.grad).norm() / g64.grad.norm()).item():.1e}")  # noqa: E501
+                        _timed(rows, f"tiles {bm}x{bn} {per_sm}/SM w{w}", run, err)
+            _report("bwd", name, rows, 3 * M * N * x.element_size())
 
 
 def matmul_tiles():
@@ -354,6 +383,7 @@ def matmul_tma():
 
 if __name__ == "__main__":
     probes = {"rms_bwd": rms_bwd, "rms_bwd_wide": rms_bwd_wide, "rms_wide": rms_wide,
+              "rms_wide_bwd": rms_wide_bwd,
               "matmul_tiles": matmul_tiles, "matmul_small": matmul_small,
               "descriptor_atomics": descriptor_atomics,
               "add": add_variants,

@@ -150,7 +150,7 @@ def test_matmul_bad_inputs():
 
 
 # -- RMSNorm: any leading shape, fp32 statistics, autograd
-RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096), (3, 16500)]  # last: chunked
+RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096), (3, 16500)]  # last: wide rows
 
 
 def rms_ref(x, g, eps=1e-6):
@@ -201,16 +201,18 @@ def test_rmsnorm_partial_dg_buffer(rows_per_program):
     assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
 
 
-# -- the chunked kernels for rows too wide for registers: chunks that do not divide the row,
-#    a chunk wider than the row, programs whose last rows run past the end
+# -- the wide-row kernels (a chunked forward; a chunked coefficient pass and 2-D tiles in the
+#    backward): chunks and tiles that do not divide the row, a chunk wider than the row, row
+#    blocks that run past the last row, one row per tile
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("shape,chunk,rows_per_program", [
-    ((5, 1000), 256, 2), ((7, 64), 256, 3), ((3, 512), 128, 1), ((9, 777), 512, 4)])
-def test_rmsnorm_chunked_kernels(shape, chunk, rows_per_program, dtype):
+@pytest.mark.parametrize("shape,chunk,tile,rows_per_program", [
+    ((5, 1000), 256, (2, 256), 2), ((7, 64), 256, (4, 128), 3), ((3, 512), 128, (1, 512), 1),
+    ((9, 777), 512, (4, 256), 8)])
+def test_rmsnorm_wide_row_kernels(shape, chunk, tile, rows_per_program, dtype):
     x, g = rand(*shape, dtype=dtype, scale=2), rand(shape[1], dtype=dtype, seed=1)
     dy = rand(*shape, dtype=dtype, seed=2)
     y, rstd = rn._forward(x, g, 1e-6, chunk=chunk)
-    dx, dg = rn._backward(dy, x, g, rstd, rows_per_program, chunk=chunk)
+    dx, dg = rn._backward(dy, x, g, rstd, rows_per_program, chunk=chunk, tile=tile)
     y_ref, dx_ref, dg_ref = rms_grads(x, g, dy)
     tol = TOLERANCES[dtype] * 5
     assert rel_err(y, y_ref) < tol and rel_err(dx, dx_ref) < tol and rel_err(dg, dg_ref) < tol
@@ -219,30 +221,33 @@ def test_rmsnorm_chunked_kernels(shape, chunk, rows_per_program, dtype):
                                rtol=2e-6, atol=0)
 
 
-def test_rmsnorm_wide_rows_take_the_chunked_kernels(monkeypatch):
-    """Past the register limits the autograd path runs the chunked kernels: gradcheck in
-    float64 through them, with a chunk that leaves a tail."""
+def test_rmsnorm_wide_rows_take_the_wide_row_kernels(monkeypatch):
+    """Past the register limits the autograd path runs the wide-row kernels: gradcheck in
+    float64 through them, with chunks and tiles that leave tails."""
     monkeypatch.setattr(rn, "FWD_REGISTER_MAX", 16)
     monkeypatch.setattr(rn, "BWD_REGISTER_MAX", 16)
     monkeypatch.setattr(rn, "WIDE_CHUNK", 8)
+    monkeypatch.setattr(rn, "TILE_M", 2)
+    monkeypatch.setattr(rn, "TILE_N", 8)
     launched = []
     real = rn.launch
     monkeypatch.setattr(rn, "launch", lambda k, *a, **kw: launched.append(k) or real(k, *a, **kw))
     x = rand(2, 2, 20, dtype=torch.float64).requires_grad_()
     g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
-    assert set(launched) == {rn.rmsnorm_fwd_wide_kernel, rn.rmsnorm_bwd_wide_kernel}
+    assert set(launched) == {rn.rmsnorm_fwd_wide_kernel, rn.rmsnorm_bwd_dot_kernel,
+                             rn.rmsnorm_bwd_tiled_kernel}
 
 
-def test_rmsnorm_chunked_backward_is_race_free():
-    """Each program owns its row of the partial-dg buffer: the race sanitizer finds nothing,
-    and no padded lane reaches a result."""
+def test_rmsnorm_wide_row_backward_is_race_free():
+    """Each program owns its columns of one row of the partial-dg buffer: the race sanitizer
+    finds nothing, and no padded lane reaches a result."""
     import minitriton
     sim = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
     x, g, dy = torch.randn(10, 300), torch.randn(300), torch.randn(10, 300)
     with minitriton.configure(races=True, order=True, padding=True):
         _, rstd = sim._forward(x, g, 1e-6, chunk=128)
-        dx, dg = sim._backward(dy, x, g, rstd, 3, chunk=128)
+        dx, dg = sim._backward(dy, x, g, rstd, 3, chunk=128, tile=(2, 128))
     _, dx_ref, dg_ref = rms_grads(x, g, dy)
     assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
 

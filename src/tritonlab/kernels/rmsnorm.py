@@ -11,10 +11,11 @@ row of a partial buffer, (programs, N), summed afterwards: the buffer has as man
 programs, not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for
 teaching: the simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
 
-Rows of any length: rows wider than FWD_REGISTER_MAX (forward) or BWD_REGISTER_MAX (backward)
-run chunked kernels, which loop over the row in chunks of WIDE_CHUNK (two passes, the second
-reading the row back from L2) and, in the backward, keep dg in the program's row of the partial
-buffer instead of registers.
+Rows of any length: rows wider than FWD_REGISTER_MAX run a chunked forward, which loops over
+the row in chunks of WIDE_CHUNK twice (the second pass reads the row back from L2). Rows wider
+than BWD_REGISTER_MAX run a two-step backward: a chunked kernel computes each row's
+coefficient r^3 / N * sum(dy * g * x), then a 2-D grid of (rows, columns) tiles writes dx and
+keeps dg for its columns in registers, one partial row per row block.
 """
 from __future__ import annotations
 
@@ -81,37 +82,49 @@ def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: t
 
 
 @triton.jit
-def rmsnorm_bwd_wide_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows,
-                            n_cols, rows_per_program, CHUNK: tl.constexpr, ACC: tl.constexpr):
-    # Rows too long for registers: per row, one pass over chunks for sum(dy * g * x), a second
-    # (from L2) for dx; dg accumulates in this program's row of the partial buffer, which only
-    # this program touches (its first row writes it, later rows add to it).
-    pid = tl.program_id(0)
+def rmsnorm_bwd_dot_kernel(x_ptr, g_ptr, dy_ptr, rstd_ptr, coef_ptr, n_cols, CHUNK: tl.constexpr,
+                           ACC: tl.constexpr):
+    # Wide rows, backward step 1, a program per row: coef = r^3 / N * sum(dy * g * x), the
+    # coefficient of x in dx, with an in-program loop over chunks (lecture §7).
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, CHUNK)
-    partial = dg_partial_ptr + pid.to(tl.int64) * n_cols
-    for i in range(0, rows_per_program):
-        row = pid.to(tl.int64) * rows_per_program + i
-        live = row < n_rows
-        dots = tl.zeros([CHUNK], dtype=ACC)
-        for start in range(0, n_cols, CHUNK):
-            mask = (start + cols < n_cols) & live
-            offs = row * n_cols + start + cols
-            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC)
-            dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
-            g = tl.load(g_ptr + start + cols, mask=mask, other=0.0).to(ACC)
-            dots += dy * g * x
-        dot = tl.sum(dots, axis=0) / n_cols
-        rstd = tl.load(rstd_ptr + row, mask=live, other=0.0).to(ACC)
-        for start in range(0, n_cols, CHUNK):
-            in_row = start + cols < n_cols
-            mask = in_row & live
-            offs = row * n_cols + start + cols
-            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC)
-            dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
-            g = tl.load(g_ptr + start + cols, mask=mask, other=0.0).to(ACC)
-            tl.store(dx_ptr + offs, rstd * dy * g - rstd * rstd * rstd * x * dot, mask=mask)
-            dg = tl.load(partial + start + cols, mask=in_row & (i > 0), other=0.0)
-            tl.store(partial + start + cols, dg + dy * x * rstd, mask=in_row)
+    dots = tl.zeros([CHUNK], dtype=ACC)
+    for start in range(0, n_cols, CHUNK):
+        mask = start + cols < n_cols
+        offs = row * n_cols + start + cols
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
+        g = tl.load(g_ptr + start + cols, mask=mask, other=0.0).to(ACC)
+        dots += dy * g * x
+    rstd = tl.load(rstd_ptr + row).to(ACC)
+    tl.store(coef_ptr + row, rstd * rstd * rstd * tl.sum(dots, axis=0) / n_cols)
+
+
+@triton.jit
+def rmsnorm_bwd_tiled_kernel(x_ptr, g_ptr, rstd_ptr, coef_ptr, dy_ptr, dx_ptr, dg_partial_ptr,
+                             n_rows, n_cols, rows_per_program, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+    # Wide rows, backward step 2: program (i, j) owns columns j*BLOCK_N... and rows
+    # i*rows_per_program... (a multiple of BLOCK_M), walks its rows in (BLOCK_M, BLOCK_N)
+    # tiles writing dx = r * dy * g - coef * x, keeps dg for its columns in registers and
+    # writes it once, into row i of the partial buffer (exercise 8c, in two dimensions).
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dg = tl.zeros([BLOCK_N], dtype=ACC)
+    for start in range(0, rows_per_program, BLOCK_M):
+        rows = pid_m.to(tl.int64) * rows_per_program + start + tl.arange(0, BLOCK_M)
+        row_mask = rows < n_rows
+        mask = row_mask[:, None] & col_mask[None, :]
+        offs = rows[:, None] * n_cols + cols[None, :]
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0).to(ACC)[:, None]
+        coef = tl.load(coef_ptr + rows, mask=row_mask, other=0.0).to(ACC)[:, None]
+        tl.store(dx_ptr + offs, rstd * dy * g[None, :] - coef * x, mask=mask)
+        dg += tl.sum(dy * x * rstd, axis=0)
+    tl.store(dg_partial_ptr + pid_m.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
 
 
 @triton.jit
@@ -132,15 +145,15 @@ def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_co
     tl.store(dg_ptr + cols, old + dy * x * rstd, mask=mask)  # lost updates on a GPU
 
 
-def _programs_for(x, wide=False):
-    """Programs of the backward on a GPU. Whole rows in registers: one per SM for rows of 8192
-    columns or more, up to four per SM for short rows, whose programs are latency-bound (H200
-    probe, 2026-11-29, benchmarks/probe_variants.py rms_bwd_wide: 32768x1024 bf16 85 us with 4
-    per SM against 125 us with 2; 4096x16384 bf16 117 us with 1 against 125 us with 2).
-    Chunked rows: WIDE_BWD_PER_SM per SM. A handful on the simulator."""
+def _programs_for(x):
+    """Programs of the whole-row backward on a GPU: one per SM for rows of 8192 columns or more,
+    up to four per SM for short rows, whose programs are latency-bound (H200 probe, 2026-11-29,
+    benchmarks/probe_variants.py rms_bwd_wide: 32768x1024 bf16 85 us with 4 per SM against
+    125 us with 2; 4096x16384 bf16 117 us with 1 against 125 us with 2); a handful on the
+    simulator."""
     n_rows, n_cols = x.shape
     if x.is_cuda:
-        per_sm = WIDE_BWD_PER_SM if wide else min(4, max(1, 8192 // max(1, n_cols)))
+        per_sm = min(4, max(1, 8192 // max(1, n_cols)))
         return max(1, min(n_rows, per_sm * sm_count(x.get_device())))
     return max(1, min(n_rows, 8))
 
@@ -163,17 +176,27 @@ def _bwd_warps(block, element_size):
     return min(32, max(4, block * element_size // 2048))
 
 
-# Rows wider than these run the chunked kernels (the others keep a whole row in registers).
-# H200 probe, 2026-11-29 (benchmarks/probe_variants.py rms_wide, CUDA-graph times, 2^26
-# elements): the register kernels win up to their limits (forward 2048x32768 bf16 73 us
-# against 90 us chunked; backward 4096x16384 bf16 155 us against 239 us) and spill past them
-# (forward 1024x65536 fp32 682 us against 201 us chunked; backward 2048x32768 bf16 569 us
-# against 312 us). Chunks of 4096 with 16 warps, and 2 backward programs per SM, were best.
+# Rows wider than these run the chunked / tiled kernels (the others keep a whole row in
+# registers). H200 probe, 2026-11-29 (benchmarks/probe_variants.py rms_wide, CUDA-graph times,
+# 2^26 elements): the register kernels win up to their limits (forward 2048x32768 bf16 73 us
+# against 90 us chunked; backward 4096x16384 bf16 155 us against 239 us for a chunked
+# backward) and spill past them (forward 1024x65536 fp32 682 us against 201 us chunked;
+# backward 2048x32768 bf16 569 us). Chunks of 4096 with 16 warps were best.
 FWD_REGISTER_MAX = 32768
 BWD_REGISTER_MAX = 16384
 WIDE_CHUNK = 4096
 WIDE_WARPS = 16
-WIDE_BWD_PER_SM = 2
+# The wide backward's (rows, columns) tiles, their warps, and programs per SM
+TILE_M, TILE_N, TILE_WARPS, TILE_PER_SM = 4, 1024, 8, 4
+
+
+def _tiled_rows(n_rows, n_cols, block_m, block_n, device):
+    """Rows per program of the tiled backward (a multiple of block_m): enough programs for
+    TILE_PER_SM per SM on a GPU, a handful on the simulator."""
+    col_blocks = triton.cdiv(n_cols, block_n)
+    target = TILE_PER_SM * sm_count(device.index) if device.type == "cuda" else 8
+    row_blocks = max(1, target // col_blocks)
+    return triton.cdiv(triton.cdiv(n_rows, row_blocks), block_m) * block_m
 
 
 def _forward(x2, g, eps, chunk=None):
@@ -194,22 +217,29 @@ def _forward(x2, g, eps, chunk=None):
     return y, rstd
 
 
-def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None):
-    """(dx, dg) for checked 2-D contiguous x2 and dy2 of the same shape and dtype; `chunk`
-    forces the chunked kernel with that chunk (tests, probes)."""
+def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None, tile=None):
+    """(dx, dg) for checked 2-D contiguous x2 and dy2 of the same shape and dtype. `chunk` or
+    `tile` (block_m, block_n) force the wide-row kernels with those blocks (tests, probes)."""
     n_rows, n_cols = x2.shape
     dx = torch.empty_like(x2)
     if x2.numel() == 0:
         return dx, torch.zeros_like(g)
-    wide = bool(chunk) or n_cols > BWD_REGISTER_MAX
-    rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2, wide))
-    programs = triton.cdiv(n_rows, rows)
-    partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x2.device)
     acc = compute_dtype(x2, tl)
-    if wide:
-        launch(rmsnorm_bwd_wide_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows,
-               n_cols, rows, CHUNK=chunk or WIDE_CHUNK, ACC=acc, num_warps=WIDE_WARPS)
+    if chunk or tile or n_cols > BWD_REGISTER_MAX:
+        block_m, block_n = tile or (TILE_M, TILE_N)
+        coef = torch.empty_like(rstd)
+        launch(rmsnorm_bwd_dot_kernel, (n_rows,), x2, g, dy2, rstd, coef, n_cols,
+               CHUNK=chunk or WIDE_CHUNK, ACC=acc, num_warps=WIDE_WARPS)
+        rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
+                _tiled_rows(n_rows, n_cols, block_m, block_n, x2.device))
+        grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
+        partial = torch.empty(grid[0], n_cols, dtype=rstd.dtype, device=x2.device)
+        launch(rmsnorm_bwd_tiled_kernel, grid, x2, g, rstd, coef, dy2, dx, partial, n_rows,
+               n_cols, rows, BLOCK_M=block_m, BLOCK_N=block_n, ACC=acc, num_warps=TILE_WARPS)
     else:
+        rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2))
+        programs = triton.cdiv(n_rows, rows)
+        partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x2.device)
         block = triton.next_power_of_2(n_cols)
         launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
                rows, BLOCK_SIZE=block, ACC=acc, num_warps=_bwd_warps(block, x2.element_size()))
