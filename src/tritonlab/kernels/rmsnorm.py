@@ -176,25 +176,25 @@ def _bwd_warps(block, element_size):
     return min(32, max(4, block * element_size // 2048))
 
 
-# Rows wider than these run the chunked / tiled kernels (the others keep a whole row in
-# registers). H200 probe, 2026-11-29 (benchmarks/probe_variants.py rms_wide, CUDA-graph times,
-# 2^26 elements): the register kernels win up to their limits (forward 2048x32768 bf16 73 us
-# against 90 us chunked; backward 4096x16384 bf16 155 us against 239 us for a chunked
-# backward) and spill past them (forward 1024x65536 fp32 682 us against 201 us chunked;
-# backward 2048x32768 bf16 569 us). Chunks of 4096 with 16 warps were best.
+# Rows wider than these run the wide-row kernels (the others keep a whole row in registers).
+# H200 probes, 2026-11-29 (benchmarks/probe_variants.py rms_wide and rms_wide_bwd, CUDA-graph
+# times, 2^26 elements): the register kernels win up to their limits (forward 2048x32768 bf16
+# 73 us against 90 us chunked; backward 4096x16384 bf16 157 us against 170 us tiled, fp32 253
+# against 317 us) and spill past them (forward 1024x65536 fp32 682 us against 201 us chunked;
+# backward 2048x32768 bf16 583 us against 170 us tiled). Forward chunks of 4096 with 16 warps;
+# backward tiles of 4 x 1024 with 4 warps, 4 programs per SM in 16 bits and 2 in fp32.
 FWD_REGISTER_MAX = 32768
 BWD_REGISTER_MAX = 16384
 WIDE_CHUNK = 4096
 WIDE_WARPS = 16
-# The wide backward's (rows, columns) tiles, their warps, and programs per SM
-TILE_M, TILE_N, TILE_WARPS, TILE_PER_SM = 4, 1024, 8, 4
+TILE_M, TILE_N, TILE_WARPS = 4, 1024, 4
 
 
-def _tiled_rows(n_rows, n_cols, block_m, block_n, device):
-    """Rows per program of the tiled backward (a multiple of block_m): enough programs for
-    TILE_PER_SM per SM on a GPU, a handful on the simulator."""
+def _tiled_rows(n_rows, n_cols, block_m, block_n, x):
+    """Rows per program of the tiled backward (a multiple of block_m): enough programs for 4
+    per SM in 16 bits, 2 in fp32 (8 bytes per element-per-SM), a handful on the simulator."""
     col_blocks = triton.cdiv(n_cols, block_n)
-    target = TILE_PER_SM * sm_count(device.index) if device.type == "cuda" else 8
+    target = (max(1, 8 // x.element_size()) * sm_count(x.get_device()) if x.is_cuda else 8)
     row_blocks = max(1, target // col_blocks)
     return triton.cdiv(triton.cdiv(n_rows, row_blocks), block_m) * block_m
 
@@ -231,7 +231,7 @@ def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None, tile=None):
         launch(rmsnorm_bwd_dot_kernel, (n_rows,), x2, g, dy2, rstd, coef, n_cols,
                CHUNK=chunk or WIDE_CHUNK, ACC=acc, num_warps=WIDE_WARPS)
         rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
-                _tiled_rows(n_rows, n_cols, block_m, block_n, x2.device))
+                _tiled_rows(n_rows, n_cols, block_m, block_n, x2))
         grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
         partial = torch.empty(grid[0], n_cols, dtype=rstd.dtype, device=x2.device)
         launch(rmsnorm_bwd_tiled_kernel, grid, x2, g, rstd, coef, dy2, dx, partial, n_rows,
