@@ -104,24 +104,36 @@ def _spec(arg):
     return None
 
 
-class _Direct:
+class _Runner:
+    """One compiled kernel, launched through Triton's runner, `compiled[grid](...)`."""
+
+    def __init__(self, compiled, tail):
+        self.compiled, self.tail = compiled, tail  # tail: (name, default) of the other params
+
+    def arguments(self, args, kw):
+        return (*args, *[kw.get(name, default) for name, default in self.tail])
+
+    def __call__(self, grid, device, args, kw):
+        self.compiled[tuple(grid) + (1,) * (3 - len(grid))](*self.arguments(args, kw))
+
+
+class _Direct(_Runner):
     """One compiled kernel, called the way Triton's JIT calls it after its own lookup:
     `run(grid, stream, function, metadata, launch metadata, hooks, *all arguments)`. Skips the
     per-call work of `compiled[grid](...)` (device and stream lookups through Triton's driver,
     launch metadata built even when no profiler hook listens)."""
 
-    __slots__ = ("compiled", "tail", "run", "function", "packed", "knobs", "stream")
-
     def __init__(self, compiled, tail):
         import triton
-        self.compiled, self.tail = compiled, tail
+        super().__init__(compiled, tail)
+        compiled._init_handles()
         self.run, self.function = compiled.run, compiled.function
         self.packed = compiled.packed_metadata
         self.knobs = triton.knobs.runtime
         self.stream = torch._C._cuda_getCurrentRawStream
 
     def __call__(self, grid, device, args, kw):
-        full = (*args, *[kw.get(name, default) for name, default in self.tail])
+        full = self.arguments(args, kw)
         g1 = grid[1] if len(grid) > 1 else 1
         g2 = grid[2] if len(grid) > 2 else 1
         stream = self.stream(device)
@@ -134,13 +146,11 @@ class _Direct:
 
 def _direct_or_runner(compiled, tail):
     """A `_Direct` where this Triton's compiled kernels have the attributes it calls, else
-    Triton's own runner (`compiled[grid](...)`)."""
+    Triton's own runner."""
     try:
-        compiled._init_handles()
         return _Direct(compiled, tail)
     except (AttributeError, ImportError):
-        return lambda grid, device, args, kw: compiled[tuple(grid) + (1,) * (3 - len(grid))](
-            *args, *[kw.get(name, default) for name, default in tail])
+        return _Runner(compiled, tail)
 
 
 def launch(kernel, grid, *args, **kw):
@@ -159,4 +169,4 @@ def launch(kernel, grid, *args, **kw):
         _COMPILED[key] = _direct_or_runner(compiled, tuple((p.name, p.default) for p in params))
         return compiled
     hit(grid, device, args, kw)
-    return hit.compiled if isinstance(hit, _Direct) else None
+    return hit.compiled
