@@ -252,6 +252,18 @@ def test_rmsnorm_wide_row_backward_is_race_free():
     assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
 
 
+def test_rmsnorm_empty_inputs():
+    """No rows, or rows of no columns: empty outputs and gradients; the statistic of an empty
+    row is NaN, as torch's formula gives (0/0), never leftover memory."""
+    y, rstd = rn.rmsnorm_forward(rand(3, 0), rand(0))
+    assert y.shape == (3, 0) and torch.isnan(rstd).all()
+    y, rstd = rn.rmsnorm_forward(rand(0, 5), rand(5))
+    assert y.shape == (0, 5) and rstd.shape == (0,)
+    x, g = rand(0, 5).requires_grad_(), rand(5).requires_grad_()
+    rn.rmsnorm(x, g).sum().backward()
+    assert x.grad.shape == (0, 5) and torch.equal(g.grad, torch.zeros_like(g))
+
+
 def test_rmsnorm_module_and_bad_inputs():
     layer = rn.RMSNorm(16).to(DEV)
     x = rand(4, 16)

@@ -205,6 +205,8 @@ def _forward(x2, g, eps, chunk=None):
     y = torch.empty_like(x2)
     rstd = torch.empty(n_rows, dtype=torch.float64 if x2.dtype == torch.float64 else
                        torch.float32, device=x2.device)
+    if n_rows and not n_cols:
+        rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
     if n_rows and n_cols:
         acc = compute_dtype(x2, tl)
         if chunk or n_cols > FWD_REGISTER_MAX:
