@@ -1,8 +1,9 @@
 """GPU probe: time variants of kernels (RMSNorm backward, matmul tiles, add, a TMA matmul), to
 choose defaults.
 
-    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|rms_wide|rms_wide_bwd|matmul_tiles|matmul_small|
-                                         descriptor_atomics|add|matmul_tma ...]
+    python benchmarks/probe_variants.py [rms_bwd|rms_bwd_wide|rms_wide|rms_wide_bwd|
+                                         matmul_tiles|matmul_small|descriptor_atomics|add|
+                                         matmul_tma ...]
 """
 import sys
 from pathlib import Path
@@ -136,15 +137,17 @@ def rms_wide_bwd():
             dx = torch.empty_like(x)
             coef = torch.empty_like(rstd)
             rows = []
+
+            def errors(partial):
+                """dx's and dg's relative errors against float64."""
+                def rel(a, b):
+                    return ((a.double() - b).norm() / b.norm()).item()
+                return f"{rel(dx, x64.grad):.1e}/{rel(partial.sum(0), g64.grad):.1e}"
             for per_sm in (1, 2, 4):
                 programs = min(M, per_sm * sms)
                 rpp = triton.cdiv(M, programs)
                 partial = torch.empty(triton.cdiv(M, rpp), N, device="cuda")
-
-                def err(part=partial):
-                    dg = part.sum(0)
-                    return (f"{((dx.double() - x64.grad).norm() / x64.grad.norm()).item():.1e}/"
-                            f"{((dg.double() - g64.grad).norm() / g64.grad.norm()).item():.1e}")
+                err = lambda part=partial: errors(part)  # noqa: E731
                 if N <= 32768:
                     w = rn._bwd_warps(N, x.element_size())
                     _timed(rows, f"registers {per_sm}/SM w{w}", lambda: (
@@ -169,11 +172,8 @@ def rms_wide_bwd():
                                 BLOCK_N=bn, ACC=tl.float32, num_warps=w)
                             partial.sum(0)
 
-                        def err(part=partial):
-                            dg = part.sum(0)
-                            return (f"{((dx.double() - x64.grad).norm() / x64.grad.norm()).item():.1e}/"  # noqa: E501
-                                    f"{((dg.double() - g64.grad).norm() / g64.grad.norm()).item():.1e}")  # noqa: E501
-                        _timed(rows, f"tiles {bm}x{bn} {per_sm}/SM w{w}", run, err)
+                        _timed(rows, f"tiles {bm}x{bn} {per_sm}/SM w{w}", run,
+                               lambda part=partial: errors(part))
             _report("bwd", name, rows, 3 * M * N * x.element_size())
 
 
