@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from . import language, tools
 from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUFaultError,
-                     LaunchError, MiniTritonError, OrderError, OutOfBoundsError, PaddingError, RaceError, SanitizerError,
-                     UninitializedReadError)
+                     LaunchError, MiniTritonError, OrderError, OutOfBoundsError, PaddingError,
+                     RaceError, SanitizerError, UninitializedReadError)
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.autotune import Config, autotune, heuristics
 from .runtime.jit import JITFunction, jit
