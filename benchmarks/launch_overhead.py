@@ -18,7 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installed or not
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / _src))
 
 import torch  # noqa: E402
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "1"
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "packages/minitriton/src"), str(ROOT / "tests/minitriton")]
 
 import numpy  # noqa: E402
 import torch  # noqa: E402

@@ -24,9 +24,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(autouse=True, params=["lockstep", "sequential"])
+@pytest.fixture(params=["lockstep", "sequential"])
 def executor(request):
-    """Every test runs under both minitriton executors."""
+    """The test runs under both minitriton executors (ask for it where the executor matters)."""
     import minitriton
     with minitriton.configure(executor=request.param):
         yield request.param
