@@ -1,0 +1,174 @@
+"""The launch cache (tritonlab/kernels/_launch.py): on a GPU it calls Triton's compiled kernels
+directly after the first call of each specialisation key. Checked on the simulator (same calls,
+same results), with a stand-in for Triton (the direct path), and on the GPU."""
+import pytest
+import torch
+
+from tritonlab.kernels import softmax as sm
+
+from test_kernels import rand, rel_err
+
+# -- the launch cache (kernels/_launch.launch): on a GPU it skips Triton's per-call dispatch, so
+#    calls that Triton would specialise differently (pointer alignment, sizes equal to 1 or
+#    divisible by 16) must not reuse each other's compiled kernel. Same calls on the simulator.
+def test_launch_cache_keeps_specialisations_apart():
+    from tritonlab.kernels import elementwise as ew
+    base = rand(4099, seed=3)
+    other = rand(4099, seed=4)
+    for start in (0, 1, 0, 3, 4):  # 16-byte aligned, then not, then aligned again
+        for n in (1, 16, 17, 4032, 4095):
+            x, y = base[start:start + n], other[start:start + n]
+            torch.testing.assert_close(ew.add(x, y), x + y, rtol=0, atol=0)
+    rows = rand(33, 130, seed=5)
+    for sl in (rows, rows[1:], rows[:, 2:], rows[:1]):  # offsets, strides, one row
+        ref = torch.softmax(sl.double(), -1)
+        assert rel_err(sm.softmax(sl), ref) < 1e-6
+
+
+def test_launch_spec_key():
+    from tritonlab.kernels._launch import _spec
+    t = torch.zeros(8)
+    assert _spec(t) != _spec(t[1:])  # alignment
+    assert _spec(t) == _spec(t[4:])  # 16 bytes on: still aligned
+    assert _spec(1) != _spec(2) != _spec(32)
+    assert _spec(17) == _spec(19) and _spec(2 ** 31) != _spec(17)
+    assert _spec(True) != _spec(1) and _spec(0.5) == _spec(2.0)
+    import numpy as np
+    assert _spec(np.int64(32)) == _spec(32)
+    assert _spec(object()) is None  # unknown: the call takes Triton's own path
+
+
+class _FakeCompiled:
+    """What `launch` uses of Triton's CompiledKernel."""
+
+    function, packed_metadata = "function", "packed"
+
+    def __init__(self):
+        self.runs, self.handles = [], 0
+
+    def _init_handles(self):
+        self.handles += 1
+
+    def run(self, *args):
+        self.runs.append(args)
+
+    def launch_metadata(self, grid, stream, *args):
+        return {"name": "fake_kernel", "grid": grid}
+
+
+class _FakeKernel:
+    """What `launch` uses of a Triton JITFunction: device_caches, signature, kernel[grid]."""
+
+    device_caches: dict = {}
+
+    def __init__(self):
+        import inspect
+        self.signature = inspect.signature(lambda x, n, BLOCK=128, ACT="none": None)
+        self.compiled, self.slow = [], []
+
+    def __getitem__(self, grid):
+        def call(*args, **kw):
+            self.slow.append((grid, args, kw))
+            self.compiled.append(_FakeCompiled())
+            return self.compiled[-1]
+        return call
+
+
+def test_launch_cache_calls_the_launcher_like_tritons_jit(monkeypatch):
+    """The direct path (GPU only, so checked here with a stand-in for Triton): the first call
+    of a key goes through kernel[grid]; later calls reach compiled.run with the grid padded to
+    3-D, the current stream, every argument in signature order (defaults filled in), and the
+    launch metadata only while a profiler hook listens. Unknown argument types and other
+    specialisations take Triton's own path."""
+    import sys
+    import types
+    from tritonlab.kernels import _launch
+    enter, leave = types.SimpleNamespace(calls=[]), types.SimpleNamespace(calls=[])
+    runtime = types.SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=leave)
+    monkeypatch.setitem(sys.modules, "triton", types.SimpleNamespace(
+        knobs=types.SimpleNamespace(runtime=runtime)))
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 1000 + device,
+                        raising=False)
+    monkeypatch.setattr(_launch, "_current_device", lambda: 3)
+    monkeypatch.setattr(_launch, "_COMPILED", {})
+    kernel, t = _FakeKernel(), torch.zeros(16)
+    first = _launch.launch(kernel, (4,), t, 32, BLOCK=64)
+    assert kernel.slow == [((4,), (t, 32), {"BLOCK": 64})] and first.runs == []
+    assert _launch.launch(kernel, (4, 2), t, 32, BLOCK=64) is first
+    assert first.runs == [(4, 2, 1, 1003, "function", "packed", None, enter, leave,
+                           t, 32, 64, "none")]
+    enter.calls.append(print)  # a profiler listens: it gets Triton's launch metadata
+    _launch.launch(kernel, (5,), t, 48, BLOCK=64)
+    assert first.runs[-1][6] == {"name": "fake_kernel", "grid": (5, 1, 1)}
+    assert len(kernel.slow) == 1 and first.handles == 1
+    _launch.launch(kernel, (4,), t, 33, BLOCK=64)  # 33 is not a multiple of 16: a new key
+    _launch.launch(kernel, (4,), t[1:], 32, BLOCK=64)  # misaligned: a new key
+    _launch.launch(kernel, (4,), t, 32, BLOCK=128)  # another constexpr: a new key
+    _launch.launch(kernel, (4,), object(), 32)  # unknown type: Triton's path, every time
+    _launch.launch(kernel, (4,), object(), 32)
+    assert len(kernel.slow) == 6 and len(first.runs) == 2
+
+
+def test_launch_cache_falls_back_to_tritons_runner(monkeypatch):
+    """A Triton whose compiled kernels lack what the direct path calls: compiled[grid](...)."""
+    from tritonlab.kernels import _launch
+    monkeypatch.setattr(_launch, "_current_device", lambda: 0)
+    monkeypatch.setattr(_launch, "_COMPILED", {})
+    calls = []
+
+    class Compiled:
+        def __getitem__(self, grid):
+            return lambda *args: calls.append((grid, args))
+    kernel = _FakeKernel()
+    kernel.__class__ = type("K", (_FakeKernel,), {"__getitem__": lambda self, grid: (
+        lambda *a, **kw: self.slow.append(grid) or Compiled())})
+    t = torch.zeros(16)
+    _launch.launch(kernel, (4,), t, 32, BLOCK=64)
+    _launch.launch(kernel, (7, 2), t, 32, BLOCK=64)
+    assert calls == [((7, 2, 1), (t, 32, 64, "none"))] and kernel.slow == [(4,)]
+
+
+@pytest.mark.gpu
+def test_cached_launches_follow_the_current_stream():
+    """A cached launch goes to the stream the caller is on: captured into a CUDA graph on a
+    side stream (a launch on another stream would fail the capture), replayed on new data."""
+    from tritonlab.kernels import elementwise as ew
+    x, y = rand(5000), rand(5000, seed=1)
+    ew.add(x, y)  # the first call compiles and fills the cache
+    sm.softmax(x.view(50, 100))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = ew.add(x, y)
+        soft = sm.softmax(out.view(50, 100))
+    x.copy_(rand(5000, seed=2))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+    assert rel_err(soft, torch.softmax((x + y).view(50, 100).double(), -1)) < 1e-6
+
+
+@pytest.mark.gpu
+def test_cached_launches_call_triton_launch_hooks():
+    """Profilers (Proton) listen to Triton's launch hooks: cached launches call them too."""
+    import triton
+    from tritonlab.kernels import elementwise as ew
+    x = rand(300)
+    ew.add(x, x)
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata.get()["name"] if hasattr(metadata, "get") else metadata["name"])
+    runtime = triton.knobs.runtime
+    chain = runtime.launch_enter_hook
+    if hasattr(chain, "add"):
+        chain.add(hook)
+    else:
+        runtime.launch_enter_hook = hook
+    try:
+        torch.testing.assert_close(ew.add(x, x), 2 * x)
+    finally:
+        if hasattr(chain, "remove"):
+            chain.remove(hook)
+        else:
+            runtime.launch_enter_hook = chain
+    assert seen == ["add_kernel"]
