@@ -9,12 +9,14 @@ outside the buffer a pointer came from raises `OutOfBoundsError` before anything
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
+from . import types as _t
 from .errors import LaunchError, OutOfBoundsError
-from .language import dtypes as _t
 
 _REGION_SHIFT = 36  # 2**36 elements between two buffers' base addresses
 
@@ -40,7 +42,7 @@ class Buffer:
 
 
 def _torch():
-    import sys
+    """torch, if the program imported it (minitriton does not need it)."""
     return sys.modules.get("torch")
 
 
@@ -64,10 +66,8 @@ def as_numpy(obj, name):
         if t.is_conj() or t.is_neg():
             t = t.resolve_conj().resolve_neg()
         if t.dtype == torch.bfloat16:
-            import ml_dtypes
             return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-            import ml_dtypes
             target = ml_dtypes.float8_e4m3fn if t.dtype == torch.float8_e4m3fn else ml_dtypes.float8_e5m2
             return t.view(torch.uint8).numpy().view(target)
         try:
@@ -100,10 +100,11 @@ def flat_span(arr, name):
 class AddressSpace:
     """The buffers of one launch, with the means to undo writes.
 
-    Two levels of undo: the whole launch (each written buffer is copied before its first write,
-    up to `rollback_limit` bytes per buffer), so that a failing launch leaves memory as it was;
-    and a journal of the writes since a mark, so that the lockstep executor can re-run programs
-    whose control flow diverged.
+    Two levels of undo, with the same words as the observers' (`mark`/`undo`/`commit`): a
+    journal of the writes since a mark, so that the lockstep executor can re-run programs
+    whose control flow diverged; and the whole launch (each written buffer is copied before its
+    first write, up to `rollback_limit` bytes per buffer: `undo_launch`/`commit_launch`), so
+    that a failing launch leaves memory as it was.
     """
 
     def __init__(self, rollback_limit=256 << 20):
@@ -146,10 +147,10 @@ class AddressSpace:
             buf, idx, old = self.journal.pop()
             buf.flat[idx] = old
 
-    def forget(self, mark):
+    def commit(self, mark):
         del self.journal[mark:]
 
-    def rollback(self):
+    def undo_launch(self):
         """Undo the whole launch; returns the names of buffers too big to have been copied."""
         self.undo(0)
         kept = []
@@ -161,7 +162,7 @@ class AddressSpace:
                 kept.append(buf.name)
         return kept
 
-    def commit(self):
+    def commit_launch(self):
         self.journal.clear()
         for buf in self.buffers:
             buf.snapshot = None

@@ -62,10 +62,6 @@ class Settings:
         if isinstance(self.uninitialized, str):
             object.__setattr__(self, "uninitialized", (self.uninitialized,))
 
-    @property
-    def any_sanitizer(self):
-        return self.races or bool(self.uninitialized) or self.padding
-
     @classmethod
     def from_env(cls, env=None):
         env = os.environ if env is None else env
@@ -76,16 +72,18 @@ class Settings:
             kwargs["seed"] = int(env["MINITRITON_SEED"])
         for item in filter(None, (s.strip() for s in env.get("MINITRITON_SANITIZE", "").split(","))):
             name, _, value = item.partition("=")
-            if name in ("races", "order", "padding"):
+            if name in _CHECKS:
                 kwargs[name] = True
             elif name == "uninitialized" and value:
                 kwargs["uninitialized"] = tuple(value.split("+"))
             else:
-                raise ValueError(f"MINITRITON_SANITIZE: unknown check {item!r} (races, order, "
-                                 "padding, uninitialized=ARG+ARG)")
+                raise ValueError(f"MINITRITON_SANITIZE: unknown check {item!r} "
+                                 f"({', '.join(_CHECKS)}, uninitialized=ARG+ARG)")
         return cls(**kwargs)
 
 
+# the on/off checks MINITRITON_SANITIZE can name: every boolean field that is off by default
+_CHECKS = tuple(f.name for f in dataclasses.fields(Settings) if f.default is False)
 _SETTINGS: contextvars.ContextVar = contextvars.ContextVar("minitriton_settings", default=None)
 
 

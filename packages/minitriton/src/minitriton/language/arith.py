@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import types as _t
 from ..errors import CompilationError
-from . import dtypes as _t
-from .core import (broadcast_shapes, cast, compute_array, is_tensor, literal,
-                   tensor, to_tensor, _convert)
-from .dtypes import _unwrap
-from ..observe.padding import elementwise
+from ..types import _unwrap
+from .core import (broadcast_shapes, cast, compute_array, is_tensor, literal, tensor,
+                   tensor_member, to_tensor, _convert)
+from .marks import elementwise
 
 
 def _literal_operand(value, ty):
@@ -79,6 +79,7 @@ def _pointer_offset(ptr, off, shape):
     return tensor(p + o, ptr.dtype, shape, ptr.origin)  # addresses count elements (memory.py)
 
 
+@elementwise
 def add(a, b):
     a, b, shape = operands(a, b, True, True)
     if a.dtype.is_ptr() and b.dtype.is_ptr():
@@ -92,6 +93,7 @@ def add(a, b):
         return _finish(x + y, a.dtype, shape)
 
 
+@elementwise
 def sub(a, b):
     a, b, shape = operands(a, b, True, False)
     if a.dtype.is_ptr():
@@ -101,6 +103,7 @@ def sub(a, b):
         return _finish(x - y, a.dtype, shape)
 
 
+@elementwise
 def mul(a, b):
     a, b, shape = operands(a, b)
     x, y = _arrays(a, b, shape)
@@ -108,6 +111,7 @@ def mul(a, b):
         return _finish(x * y, a.dtype, shape)
 
 
+@elementwise
 def truediv(a, b):
     a, b, shape = operands(a, b, div_or_mod=True)
     ty = a.dtype
@@ -128,6 +132,7 @@ def _c_div(x, y):
         return np.where(y == 0, 0, q).astype(x.dtype, copy=False)
 
 
+@elementwise
 def floordiv(a, b):
     a, b, shape = operands(a, b, div_or_mod=True)
     if not a.dtype.is_int():
@@ -140,6 +145,7 @@ def floordiv(a, b):
         return _finish(np.where(y == 0, 0, x // np.where(y == 0, 1, y)), a.dtype, shape)
 
 
+@elementwise
 def mod(a, b):
     a, b, shape = operands(a, b, div_or_mod=True)
     x, y = _arrays(a, b, shape)
@@ -151,6 +157,7 @@ def mod(a, b):
 
 
 def _bitwise(fn, name):
+    @elementwise
     def op(a, b):
         a, b, shape = operands(a, b)
         if not a.dtype.is_int():
@@ -168,6 +175,7 @@ xor_ = _bitwise(np.bitwise_xor, "^")
 
 
 def _shift(left):
+    @elementwise
     def op(a, b):
         a, b, shape = operands(a, b)
         if not a.dtype.is_int():
@@ -187,6 +195,7 @@ rshift = _shift(False)
 
 
 def _compare(fn):
+    @elementwise
     def op(a, b):
         a, b, shape = operands(a, b, True, True)
         x, y = _arrays(a, b, shape)
@@ -202,6 +211,7 @@ gt = _compare(np.greater)
 ge = _compare(np.greater_equal)
 
 
+@elementwise
 def neg(a):
     a = to_tensor(a)
     if a.dtype.is_ptr():
@@ -209,6 +219,7 @@ def neg(a):
     return sub(literal(0, a.dtype), a)
 
 
+@elementwise
 def invert(a):
     a = to_tensor(a)
     if a.dtype.is_ptr() or a.dtype.is_floating():
@@ -219,6 +230,7 @@ def invert(a):
 
 
 def _minmax(np_fn, np_nan_fn):
+    @elementwise
     def op(x, y, propagate_nan=None):
         x, y, shape = operands(x, y)
         a, b = _arrays(x, y, shape)
@@ -235,6 +247,7 @@ minimum = _minmax(np.minimum, np.fmin)
 maximum = _minmax(np.maximum, np.fmax)
 
 
+@elementwise
 def where(condition, x, y):
     condition = cast(to_tensor(condition), _t.int1)
     x, y, shape = operands(x, y, True, True)
@@ -251,32 +264,19 @@ def where(condition, x, y):
     return tensor(np.where(c, a, b), x.dtype, shape, origin)
 
 
-add, sub, mul, truediv, floordiv, mod = (elementwise(f) for f in (add, sub, mul, truediv,
-                                                                  floordiv, mod))
-and_, or_, xor_, lshift, rshift = (elementwise(f) for f in (and_, or_, xor_, lshift, rshift))
-eq, ne, lt, le, gt, ge = (elementwise(f) for f in (eq, ne, lt, le, gt, ge))
-neg, invert = elementwise(neg), elementwise(invert)
-minimum, maximum, where = (elementwise(f) for f in (minimum, maximum, where))
-
-_BINARY = {"add": add, "sub": sub, "mul": mul, "truediv": truediv, "floordiv": floordiv,
-           "mod": mod, "and": and_, "or": or_, "xor": xor_, "lshift": lshift, "rshift": rshift}
-
-
-def _install_operators():
-    for name, fn in _BINARY.items():
-        setattr(tensor, f"__{name}__", (lambda f: lambda self, other: f(self, other))(fn))
-        setattr(tensor, f"__r{name}__", (lambda f: lambda self, other: f(other, self))(fn))
-    for name, fn in {"eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}.items():
-        setattr(tensor, f"__{name}__", (lambda f: lambda self, other: f(self, other))(fn))
-    tensor.__neg__ = neg
-    tensor.__invert__ = invert
-    tensor.__pos__ = lambda self: self
-    tensor.__pow__ = lambda self, other: _pow(self, other)
+# Python's operators on tensors are these functions: `x + y` is add(x, y), `2 + x` add(2, x).
+for _name, _fn in {"add": add, "sub": sub, "mul": mul, "truediv": truediv, "floordiv": floordiv,
+                   "mod": mod, "and": and_, "or": or_, "xor": xor_, "lshift": lshift,
+                   "rshift": rshift}.items():
+    tensor_member(_fn, name=f"__{_name}__", reflected=f"__r{_name}__")
+for _name, _fn in {"eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "neg": neg,
+                   "invert": invert}.items():
+    tensor_member(_fn, name=f"__{_name}__")
+tensor_member(lambda self: self, name="__pos__")
 
 
+@tensor_member(name="__pow__")
 def _pow(a, b):
     raise CompilationError("`**` is not supported on Triton tensors; use tl.exp2/tl.log2 or "
                            "repeated multiplication (or tl.extra.libdevice.pow on the GPU)")
 
-
-_install_operators()

@@ -5,15 +5,20 @@ together, or a single row (L == 1) when the value is the same for all of them (c
 `tl.arange`, kernel arguments). NumPy broadcasting across that axis does the rest.
 Pointers are tensors of `pointer_type` whose data are int64 virtual byte addresses; `origin`
 remembers which launch argument they were derived from, for error messages and bounds checks.
+
+The class holds the type information and Python's protocols (truth value, indexing, `.to`);
+the operators and methods (`x + y`, `x.sum()`, `x.T`) are the `tl` functions themselves,
+attached where they are defined with `@tensor_member`, as Triton's `_tensor_member_fn` does.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import types as _t
+from ..context import Divergence
 from ..errors import CompilationError
-from ..observe.padding import elementwise, reshaping
-from . import dtypes as _t
-from .dtypes import _unwrap, constexpr
+from ..types import _unwrap, constexpr
+from .marks import elementwise, reshaping
 
 TRITON_MAX_TENSOR_NUMEL = 1048576
 
@@ -43,11 +48,6 @@ class tensor:
     def ndim(self):
         return len(self.shape)
 
-    @property
-    def T(self):
-        from .shape import trans
-        return trans(self)
-
     def __repr__(self):
         kind = f"block {self.shape} of {self.dtype}" if self.shape else f"scalar {self.dtype}"
         return f"<minitriton tensor: {kind}>"
@@ -63,7 +63,6 @@ class tensor:
         if values.shape[0] > 1:
             decisions = decide(values)
             if not np.all(decisions == decisions[0]):
-                from ..runtime.divergence import Divergence
                 raise Divergence(decisions)
         return values[0]
 
@@ -107,6 +106,20 @@ class tensor:
 
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
         return cast(self, dtype, fp_downcast_rounding, bitcast)
+
+
+def tensor_member(fn=None, *, name=None, reflected=None, as_property=False):
+    """Attach a `tl` function to the tensor type: `x.name(...)` calls `fn(x, ...)`.
+
+    `reflected` also attaches `__rname__`-style methods with the operands swapped (`2 + x`);
+    `as_property` attaches a read-only property (`x.T`). Returns `fn` unchanged."""
+    def attach(f):
+        method = property(f) if as_property else f
+        setattr(tensor, name or f.__name__, method)
+        if reflected:
+            setattr(tensor, reflected, lambda self, other: f(other, self))
+        return f
+    return attach(fn) if fn is not None else attach
 
 
 def validate_block_shape(shape):
@@ -262,4 +275,5 @@ def broadcast_to(t, shape):
     return tensor(data, t.dtype, shape, t.origin)
 
 
-__all__ = ["tensor", "constexpr", "cast", "to_tensor", "broadcast_to", "validate_block_shape"]
+__all__ = ["tensor", "tensor_member", "constexpr", "cast", "to_tensor", "broadcast_to",
+           "validate_block_shape"]

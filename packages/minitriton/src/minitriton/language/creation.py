@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError
-from ..runtime.context import current
-from . import dtypes as _t
+from ..context import current
+from .. import types as _t
 from .core import cast, is_tensor, literal, tensor, to_tensor, validate_block_shape
-from .dtypes import _unwrap
+from ..types import _unwrap
 
 
 def _axis(axis, what):

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError, DeviceAssertionError
-from ..runtime.context import current
+from ..context import current
 from .core import is_tensor, to_tensor
-from .dtypes import _unwrap
+from ..types import _unwrap
 
 
 def _format(value, row):

@@ -11,12 +11,11 @@ import os
 
 import numpy as np
 
+from .. import types as _t
+from ..context import current
 from ..errors import CompilationError
-from ..runtime.context import current
-from . import dtypes as _t
+from ..types import _unwrap
 from .core import cast, expand_to_rank, tensor, to_tensor
-from .dtypes import _unwrap
-from ..observe.padding import check_dot
 
 PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 1, MIN_K)
@@ -85,13 +84,13 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         if acc.dtype != out_dtype and not a.dtype.is_int():
             raise CompilationError(f"expected accumulator dtype {out_dtype}, got {acc.dtype}; pass "
                                    f"out_dtype={acc.dtype} to use this accumulator dtype")
-    if a.pad is not None or b.pad is not None:
-        check_dot(a, b)
+    flops = 2 * M * N * K * (a.shape[0] if ra == 3 else 1) * len(ctx.pids)
+    for hook in ctx.hooks["on_dot"]:
+        hook(a, b, flops)
     x, y = _operand_arrays(a, b, precision)
     out = np.matmul(x, y)
     if acc is not None:
         out = out + expand_to_rank(cast(acc, ret), len(shape)).astype(out.dtype)
-    ctx.stats.count_dot(2 * M * N * K * (a.shape[0] if ra == 3 else 1) * len(ctx.pids))
     return cast(tensor(out, _t.float64 if out.dtype == np.float64 else
                        (_t.int32 if a.dtype.is_int() else _t.float32), shape), ret)
 

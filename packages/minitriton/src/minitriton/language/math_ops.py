@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError
+from ..types import _unwrap
 from .arith import maximum, minimum, operands, where, _arrays, _finish  # noqa: F401
-from .core import cast, compute_array, to_tensor
-from .dtypes import _unwrap
-from ..observe.padding import elementwise
+from .core import cast, compute_array, tensor_member, to_tensor
+from .marks import elementwise
+from .reduce import max as _max, sum as _sum
 
 FP32_64 = ("fp32", "fp64")
 
@@ -41,7 +42,7 @@ def _unary(name, fn, allowed=FP32_64):
             out = fn(compute_array(x))
         return _finish(np.asarray(out), x.dtype, x.shape)
     op.__name__ = name
-    return elementwise(op)
+    return tensor_member(elementwise(op))
 
 
 exp = _unary("exp", np.exp)
@@ -58,6 +59,7 @@ floor = _unary("floor", np.floor)
 ceil = _unary("ceil", np.ceil)
 
 
+@tensor_member
 @elementwise
 def abs(x):  # noqa: A001 - Triton's name
     x = to_tensor(_unwrap(x))
@@ -69,13 +71,14 @@ def abs(x):  # noqa: A001 - Triton's name
         return _finish(np.abs(compute_array(x)), x.dtype, x.shape)
 
 
+@tensor_member
 def sigmoid(x):
     x = to_tensor(_unwrap(x))
     return 1 / (1 + exp(-x))  # Triton's definition, so fp16 input fails at exp like on the GPU
 
 
+@tensor_member
 def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
-    from .reduce import max as _max, sum as _sum
     dim = _unwrap(dim)
     axis = 0 if dim is None else dim
     z = x - _max(x, axis, keep_dims=True)

@@ -10,11 +10,13 @@ import builtins
 
 import numpy as np
 
+from .. import types as _t
+from ..context import active
 from ..errors import CompilationError
-from . import dtypes as _t
-from .core import cast, compute_array, tensor, to_tensor
-from .dtypes import _unwrap
-from ..observe.padding import check_reduction
+from ..types import _unwrap
+from .arith import _finish
+from .core import _convert, cast, compute_array, tensor, tensor_member, to_tensor
+from .shape import _take, expand_dims, reshape
 
 
 def _axis(x, axis):
@@ -51,14 +53,16 @@ def _reduce(x, axis, keep_dims, fn, out_dtype, kind=None):
                 del shape[ax]
     out = np.asarray(out)
     if out.dtype != out_dtype.np:
-        from .core import _convert
         out = _convert(out, out_dtype)
     result = tensor(out, out_dtype, shape)
-    if kind is not None and x.pad is not None:
-        result = check_reduction(x, ax, kind, result)
+    if kind is not None:
+        ctx = active()
+        for hook in (ctx.hooks["on_reduce"] if ctx is not None else ()):
+            result = hook(x, ax, kind, result)
     return result
 
 
+@tensor_member
 def sum(input, axis=None, keep_dims=False, dtype=None):  # noqa: A001 - Triton's name
     x = to_tensor(_unwrap(input))
     dtype = _unwrap(dtype)
@@ -86,7 +90,7 @@ def _minmax(np_fn, arg_fn, name):
         x = _widen_for_minmax(x)
         return _reduce(x, axis, keep_dims, lambda a, ax: np_fn.reduce(a, axis=ax), x.dtype, name)
     op.__name__ = name
-    return op
+    return tensor_member(op)
 
 
 def _arg(x, axis, keep_dims, arg_fn):
@@ -103,14 +107,17 @@ max = _minmax(np.fmax, np.argmax, "max")  # noqa: A001
 min = _minmax(np.fmin, np.argmin, "min")  # noqa: A001
 
 
+@tensor_member
 def argmax(input, axis, tie_break_left=True, keep_dims=False):
     return _arg(input, axis, keep_dims, np.argmax)
 
 
+@tensor_member
 def argmin(input, axis, tie_break_left=True, keep_dims=False):
     return _arg(input, axis, keep_dims, np.argmin)
 
 
+@tensor_member
 def xor_sum(input, axis=None, keep_dims=False):
     x = to_tensor(_unwrap(input))
     if not x.dtype.is_int():
@@ -132,22 +139,20 @@ def _scan(np_fn, name):
                 out = np.flip(np_fn(np.flip(data, ax), axis=ax), ax)
             else:
                 out = np_fn(data, axis=ax)
-        from .arith import _finish
         return _finish(np.ascontiguousarray(out), x.dtype, x.shape)
     op.__name__ = name
-    return op
+    return tensor_member(op)
 
 
 cumsum = _scan(np.cumsum, "cumsum")
 cumprod = _scan(np.cumprod, "cumprod")
 
 
+@tensor_member
 def reduce(input, axis, combine_fn, keep_dims=False):
     """Reduce with a user @jit combine function, folding pairwise along the axis."""
-    from .shape import _take
     x = to_tensor(_unwrap(input))
     if _unwrap(axis) is None:
-        from .shape import reshape
         x = reshape(x, [x.numel])
         axis = 0
     ax = _axis(x, axis)
@@ -160,6 +165,5 @@ def reduce(input, axis, combine_fn, keep_dims=False):
         parts = nxt
     out = parts[0]
     if _unwrap(keep_dims):
-        from .shape import expand_dims
         out = expand_dims(out, ax)
     return out

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError
-from .core import broadcast_shapes, broadcast_to as _broadcast_to, tensor, to_tensor
-from .core import validate_block_shape
-from .dtypes import _unwrap
-from ..observe.padding import reshaping
+from ..types import _unwrap
+from .core import (broadcast_shapes, broadcast_to as _broadcast_to, tensor, tensor_member,
+                   to_tensor, validate_block_shape)
+from .marks import reshaping
 
 
 def _dims(args):
@@ -17,6 +17,7 @@ def _dims(args):
     return [int(_unwrap(a)) for a in args]
 
 
+@tensor_member
 @reshaping
 def permute(input, *dims):
     x = to_tensor(_unwrap(input))
@@ -28,6 +29,7 @@ def permute(input, *dims):
     return tensor(data, x.dtype, [x.shape[d] for d in dims], x.origin)
 
 
+@tensor_member
 def trans(input, *dims):
     x = to_tensor(_unwrap(input))
     dims = _dims(dims) if dims else list(range(len(x.shape)))[::-1]
@@ -36,6 +38,7 @@ def trans(input, *dims):
     return permute(x, dims)
 
 
+@tensor_member
 @reshaping
 def reshape(input, *shape, can_reorder=False):
     x = to_tensor(_unwrap(input))
@@ -45,10 +48,12 @@ def reshape(input, *shape, can_reorder=False):
     return tensor(x.data.reshape((x.data.shape[0], *shape)), x.dtype, shape, x.origin)
 
 
+@tensor_member
 def view(input, *shape):
     return reshape(input, *shape)
 
 
+@tensor_member
 @reshaping
 def expand_dims(input, axis):
     x = to_tensor(_unwrap(input))
@@ -63,6 +68,7 @@ def expand_dims(input, axis):
     return tensor(x.data.reshape((x.data.shape[0], *new_shape)), x.dtype, new_shape, x.origin)
 
 
+@tensor_member
 @reshaping
 def broadcast_to(input, *shape):
     x = to_tensor(_unwrap(input))
@@ -83,6 +89,7 @@ def broadcast(input, other):
     return _broadcast_to(a, shape), _broadcast_to(b, shape)
 
 
+@tensor_member
 def join(a, b):
     a, b = broadcast(a, b)
     if a.dtype != b.dtype:
@@ -93,6 +100,7 @@ def join(a, b):
     return tensor(np.stack([da, db], axis=-1), a.dtype, a.shape + [2])
 
 
+@tensor_member
 def split(a):
     a = to_tensor(_unwrap(a))
     if not a.shape or a.shape[-1] != 2:
@@ -104,3 +112,6 @@ def _take(x, axis, i):
     shape = list(x.shape)
     del shape[axis]
     return tensor(np.take(x.data, i, axis=axis + 1), x.dtype, shape)
+
+
+tensor_member(trans, name="T", as_property=True)

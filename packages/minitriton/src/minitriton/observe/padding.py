@@ -2,73 +2,19 @@
 
 With `Settings(padding=True)`, a masked `tl.load` marks the lanes it did not read as *padding*
 (their value is `other`, or undefined without it); block-pointer loads mark the lanes outside
-`boundary_check`. Element-wise operations keep the mark where every full-size operand is padding
-(a broadcast operand or a constant does not clear it), shape operations move it along. A
-reduction whose group mixes real and padding lanes must get from the padding the same result
-it gets without it: 0 for `sum`, nothing above the real maximum for `max` (exercise 3's
-`other=0.0` feeding `tl.max` of a negative row fails here), and `tl.dot` needs 0 in padded
-lanes along K. Groups made only of padding stay padding (their results are usually masked out
+`boundary_check`. The language carries the marks through element-wise and shape operations
+(language/marks.py). A reduction whose group mixes real and padding lanes must get from the
+padding the same result it gets without it: 0 for `sum`, nothing above the real maximum for
+`max` (exercise 3's `other=0.0` feeding `tl.max` of a negative row fails here), and `tl.dot`
+needs 0 in padded lanes along K. Groups made only of padding stay padding (their results are usually masked out
 later).
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from ..context import Observer
 from ..errors import PaddingError
-
-
-def _pad_of(arg, shape, numel):
-    """The operand's padding broadcast to `shape`; None if neutral; False array if real data."""
-    pad = getattr(arg, "pad", None)
-    if pad is not None:
-        return _expand(pad, arg.shape, shape)
-    if not hasattr(arg, "_is_mt_tensor") or getattr(arg, "numel", numel) < numel:
-        return None
-    return False
-
-
-def _expand(pad, src_shape, shape):
-    rank = len(shape)
-    pad = pad.reshape((pad.shape[0],) + (1,) * (rank - len(src_shape)) + tuple(src_shape))
-    return pad
-
-
-def elementwise(fn):
-    """Propagate padding marks through an element-wise operation."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        out = fn(*args, **kwargs)
-        operands = list(args) + list(kwargs.values())
-        if not any(getattr(a, "pad", None) is not None for a in operands):
-            return out
-        if not isinstance(out, tuple) and hasattr(out, "_is_mt_tensor") and out.shape:
-            pads = [_pad_of(a, out.shape, out.numel) for a in operands]
-            pads = [p for p in pads if p is not None]
-            if pads and all(p is not False for p in pads):
-                result = pads[0]
-                for p in pads[1:]:
-                    result = result & p
-                out.pad = np.broadcast_to(result, (max(result.shape[0], out.data.shape[0]),
-                                                   *out.shape))
-        return out
-    return wrapper
-
-
-def reshaping(fn):
-    """Move padding marks along with a shape operation (reshape, trans, [:, None]...)."""
-    @functools.wraps(fn)
-    def wrapper(x, *args, **kwargs):
-        out = fn(x, *args, **kwargs)
-        pad = getattr(x, "pad", None)
-        if pad is not None and hasattr(out, "_is_mt_tensor"):
-            from ..language import dtypes
-            from ..language.core import tensor
-            marked = fn(tensor(np.asarray(pad), dtypes.int1, x.shape), *args, **kwargs)
-            out.pad = marked.data
-        return out
-    return wrapper
 
 
 def check_reduction(x, axis, kind, result):
@@ -128,3 +74,28 @@ def check_dot(a, b):
                 "(or padding_option=\"zero\")")
             err.failing_row = int(where[0])
             raise err
+
+
+class Padding(Observer):
+    setting = "padding"
+    per_program = True
+
+    def after_load(self, accesses, value):
+        """Mark the lanes of the loaded block that no access read."""
+        if not value.shape:
+            return
+        read = None
+        for access in accesses:
+            lanes = access.lane_mask()
+            read = lanes if read is None else read | lanes
+        if read is None:
+            read = np.zeros(value.data.shape, bool)
+        if not read.all():
+            value.pad = ~read
+
+    def on_reduce(self, x, axis, kind, result):
+        return check_reduction(x, axis, kind, result)
+
+    def on_dot(self, a, b, flops):
+        if a.pad is not None or b.pad is not None:
+            check_dot(a, b)

@@ -3,13 +3,15 @@
 Every launch returns a `LaunchRecord`; `with minitriton.record() as rec:` collects the records
 of all launches inside the block. Masked lanes are not counted (they touch no memory); an
 atomic counts as one read and one write of its element; `tl.dot` counts 2*M*N*K FLOPs per call
-per program.
+per program. The counting is an observer that every launch has.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 from dataclasses import dataclass, field
+
+from ..context import Observer
 
 _RECORDERS: contextvars.ContextVar = contextvars.ContextVar("minitriton_recorders", default=())
 
@@ -54,7 +56,6 @@ class LaunchRecord:
     args: dict = field(default_factory=dict)  # parameter name -> ArgTraffic
     dot_flops: int = 0
     seconds: float = 0.0
-    _footprint: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_programs(self):
@@ -68,50 +69,12 @@ class LaunchRecord:
         if buf.name not in self.args:
             self.args[buf.name] = ArgTraffic(buf.name, str(buf.dtype), buf.dtype.itemsize)
 
-    def count(self, buf, kind, n):
-        self.add_argument(buf)
-        arg = self.args[buf.name]
-        if kind == "load":
-            arg.loaded += n
-        elif kind == "store":
-            arg.stored += n
-        else:
-            arg.atomics += n
-
-    def touch(self, buf, kind, idx):
-        """Mark the elements an access touched (Settings.footprint)."""
-        masks = self._footprint.setdefault(buf.name, {})
-        mask = masks.get(kind)
-        if mask is None:
-            mask = masks[kind] = __import__("numpy").zeros(buf.size, dtype=bool)
-        mask[idx] = True
-
-    def finish_footprint(self):
-        for name, masks in self._footprint.items():
-            arg = self.args[name]
-            arg.unique_read = int(masks["read"].sum()) if "read" in masks else 0
-            arg.unique_written = int(masks["write"].sum()) if "write" in masks else 0
-        self._footprint.clear()
-
     @property
     def unique_bytes(self):
         """Bytes of distinct elements read plus written (None unless recorded)."""
         if any(a.unique_read is None for a in self.args.values()):
             return None
         return sum((a.unique_read + a.unique_written) * a.itemsize for a in self.args.values())
-
-    def count_dot(self, flops):
-        self.dot_flops += flops
-
-    def mark(self):
-        return ({n: (a.loaded, a.stored, a.atomics) for n, a in self.args.items()},
-                self.dot_flops)
-
-    def restore(self, mark):
-        counts, self.dot_flops = mark
-        for name, (loaded, stored, atomics) in counts.items():
-            arg = self.args[name]
-            arg.loaded, arg.stored, arg.atomics = loaded, stored, atomics
 
     def _total(self, attr):
         return sum(getattr(a, attr) for a in self.args.values())
@@ -138,6 +101,36 @@ class LaunchRecord:
 
     def __str__(self):
         return self.table()
+
+
+class Traffic(Observer):
+    """Counts every access into the launch's record (always on)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.record = ctx.record
+
+    def on_load(self, access):
+        self.record.args[access.buf.name].loaded += access.count
+
+    def on_store(self, access):
+        self.record.args[access.buf.name].stored += access.count
+
+    def on_atomic(self, access):
+        self.record.args[access.buf.name].atomics += access.count
+
+    def on_dot(self, a, b, flops):
+        self.record.dot_flops += flops
+
+    def mark(self):
+        return ({n: (a.loaded, a.stored, a.atomics) for n, a in self.record.args.items()},
+                self.record.dot_flops)
+
+    def undo(self, token):
+        counts, self.record.dot_flops = token
+        for name, (loaded, stored, atomics) in counts.items():
+            arg = self.record.args[name]
+            arg.loaded, arg.stored, arg.atomics = loaded, stored, atomics
 
 
 class Recording:

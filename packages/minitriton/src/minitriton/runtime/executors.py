@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .divergence import Divergence
+from ..context import Divergence
 
 BYTES_PER_LANE = 8 * 32  # per element of the largest block: float64/int64, ~32 live temporaries
 

@@ -15,13 +15,16 @@ import inspect
 import textwrap
 import types
 
-import numpy as np
-
+from .. import context, source
 from ..errors import CompilationError, LaunchError
-from . import context
+from ..language import arith
+from ..language.control import kernel_range
+from ..language.core import is_tensor
+from ..language.debug import device_assert, kernel_print
+from ..types import constexpr
+from .launch import launch
 
 _RT = "_minitriton_rt_"
-KERNEL_CODES: dict = {}  # code object -> jitted function name, to locate errors in kernels
 
 
 class _KernelBuiltins:
@@ -29,7 +32,6 @@ class _KernelBuiltins:
 
     @staticmethod
     def print(*args, **kwargs):
-        from ..language.debug import kernel_print
         return kernel_print(*args, **kwargs)
 
     @staticmethod
@@ -46,48 +48,13 @@ class _KernelBuiltins:
 
     @staticmethod
     def assert_(cond, msg=None):
-        from ..language.core import is_tensor
-        from ..language.debug import device_assert
         if is_tensor(cond):
             return device_assert(cond, msg or "assert")
         if not cond:
             return device_assert(False, msg or "assert")
 
 
-def kernel_range(*args):
-    """`range` in a kernel. With runtime bounds that differ between the programs executed
-    together but give every program the same trip count (`range(pid * R, pid * R + R)`), the
-    loop variable is a per-program tensor and the programs stay together; different trip counts
-    diverge (the lockstep executor then splits the programs by trip count)."""
-    from ..language.core import is_tensor
-    if not any(is_tensor(a) and a.data.shape[0] > 1 for a in args):
-        return builtins.range(*[int(a) for a in args])
-    from ..language import dtypes
-    from ..language.core import tensor
-    from .divergence import Divergence
-    if len(args) == 1:
-        start, stop, step = 0, args[0], 1
-    else:
-        start, stop = args[0], args[1]
-        step = args[2] if len(args) > 2 else 1
-    arr = [np.asarray(a.data if is_tensor(a) else [a], dtype=np.int64) for a in (start, stop, step)]
-    if not np.all(arr[2] == arr[2][0]):
-        raise Divergence(arr[2])
-    step_v = int(arr[2][0])
-    if step_v == 0:
-        raise ValueError("range() arg 3 must not be zero")
-    trips = np.maximum(0, -((arr[0] - arr[1]) // step_v))  # ceil((stop - start) / step)
-    trips = np.broadcast_to(trips, np.broadcast_shapes(arr[0].shape, arr[1].shape))
-    if not np.all(trips == trips[0]):
-        raise Divergence(trips)
-    ty = dtypes.int64 if any(is_tensor(a) and a.dtype == dtypes.int64 for a in args) else dtypes.int32
-    base = np.broadcast_to(arr[0], trips.shape)
-    return (tensor((base + i * step_v).astype(ty.np), ty, []) for i in builtins.range(int(trips[0])))
-
-
 def _min_max(py_fn, tl_name, args, kwargs):
-    from ..language import arith
-    from ..language.core import is_tensor
     if len(args) > 1 and any(is_tensor(a) for a in args):
         out = args[0]
         for a in args[1:]:
@@ -163,19 +130,11 @@ def compile_kernel(fn):
     new = make(_KernelBuiltins, *cells)
     new.__defaults__ = fn.__defaults__
     new.__kwdefaults__ = fn.__kwdefaults__
-    _register(new.__code__, fn.__name__)
+    source.register(new.__code__, fn.__name__)
     return new
 
 
-def _register(code, name):
-    KERNEL_CODES[code] = name
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            _register(c, name)
-
-
 def is_constexpr_annotation(annotation):
-    from ..language.dtypes import constexpr
     if annotation is constexpr:
         return True
     if isinstance(annotation, str):
@@ -221,7 +180,6 @@ class JITFunction(KernelInterface):
         return self.compiled(*args, **kwargs)
 
     def run(self, *args, grid, **kwargs):
-        from .launch import launch
         return launch(self, grid, args, kwargs)
 
     def __repr__(self):

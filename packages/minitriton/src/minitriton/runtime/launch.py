@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import numbers
 import time
-import traceback
 
 import numpy as np
 
-from ..errors import LaunchError, MiniTritonError, OrderError
-from ..language import dtypes as _t
+from .. import context, types as _t
+from ..errors import LaunchError, MiniTritonError
 from ..language.core import literal, tensor
-from ..language.memory_ops import tensor_descriptor
+from ..language.descriptors import tensor_descriptor
 from ..memory import AddressSpace
-from ..observe.sanitizers import Sanitizer, compare_outputs
-from ..observe.traffic import LaunchRecord, publish
+from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
-from . import context
+from ..source import locate
 from .executors import program_ids, run_lockstep, run_sequential
-from .jit import KERNEL_CODES
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
                   "launch_cooperative_grid", "launch_pdl", "debug", "stream", "warmup",
@@ -111,7 +108,9 @@ def launch(kernel, grid, args, kwargs):
     constexpr_names = {kernel.arg_names[i] for i in kernel.constexprs}
     user_grid = _resolve_grid(kernel, grid, named)
     grid = user_grid + (1,) * (3 - len(user_grid))
-    memory = AddressSpace(float("inf") if settings.order else settings.rollback_limit)
+    watchers = context.observer_classes(settings)
+    memory = AddressSpace(float("inf") if any(w.needs_snapshots for w in watchers)
+                          else settings.rollback_limit)
     values = [_kernel_value(kernel, n, v, n in constexpr_names, memory) for n, v in named.items()]
     record = LaunchRecord(kernel.__name__, user_grid,
                           {n: named[n] for n in kernel.arg_names if n in constexpr_names},
@@ -119,18 +118,22 @@ def launch(kernel, grid, args, kwargs):
     for buf in memory.buffers:
         record.add_argument(buf)
     ctx = context.LaunchContext(kernel.__name__, grid, memory, record, settings)
-    if settings.any_sanitizer:
-        ctx.sanitizer = Sanitizer(ctx, memory, settings)
     fn = kernel.compiled
     start = time.perf_counter()
     token = context.enter(ctx)
     try:
-        _execute(ctx, fn, values, program_ids(grid), settings.executor)
-        if settings.order:
-            check_order(ctx, fn, values, grid)
+        ctx.watch([w(ctx) for w in watchers])
+        ids = program_ids(grid)
+        if settings.executor == "sequential":
+            run_sequential(ctx, fn, values, ids)
+        else:
+            run_lockstep(ctx, fn, values, ids)
+        rerun = _Rerun(ctx, fn, values, ids)
+        for observer in ctx.observers:
+            observer.finish(rerun)
     except BaseException as e:
-        kept = memory.rollback()
-        _locate(e, ctx)
+        kept = memory.undo_launch()
+        locate(e, ctx)
         if kept and isinstance(e, MiniTritonError):
             e.message += (f"\n(memory of {', '.join(kept)} was not restored: larger than "
                           f"Settings.rollback_limit; writes of programs that ran before the "
@@ -138,67 +141,25 @@ def launch(kernel, grid, args, kwargs):
             e.args = (e.message,)
         raise
     else:
-        memory.commit()
+        memory.commit_launch()
     finally:
         context.leave(token)
     record.seconds = time.perf_counter() - start
-    if settings.footprint:
-        record.finish_footprint()
     publish(record)
     return record
 
 
-def _execute(ctx, fn, values, ids, executor):
-    if executor == "sequential":
-        run_sequential(ctx, fn, values, ids)
-    else:
-        run_lockstep(ctx, fn, values, ids)
+class _Rerun:
+    """Runs programs of the launch again, sequentially, with no observer watching (what an
+    observer's `finish` gets: the order check re-runs the launch in a shuffled order)."""
 
+    def __init__(self, ctx, fn, values, program_ids):
+        self.ctx, self.fn, self.values, self.program_ids = ctx, fn, values, program_ids
 
-def check_order(ctx, fn, values, grid):
-    """The `order` sanitizer: re-run sequentially in a shuffled order and compare outputs."""
-    memory = ctx.memory
-    written = [b for b in memory.buffers if b.snapshot is not None]
-    results = {b.name: b.flat.copy() for b in written}
-    for b in written:
-        b.flat[...] = b.snapshot
-    ids = program_ids(grid)
-    order = np.random.default_rng(ctx.settings.seed).permutation(len(ids))
-    saved_stats, saved_sanitizer = ctx.stats, ctx.sanitizer
-    ctx.stats, ctx.sanitizer = LaunchRecord(ctx.kernel_name, grid), None
-    try:
-        run_sequential(ctx, fn, values, ids[order])
-    finally:
-        ctx.stats, ctx.sanitizer = saved_stats, saved_sanitizer
-    for b in written:
-        report = compare_outputs(b, results[b.name], b.flat)
-        b.flat[...] = results[b.name]
-        if report:
-            raise OrderError(
-                f"the result depends on the order in which programs run: argument `{b.name}` "
-                f"differs between program-id order and a shuffled order (seed "
-                f"{ctx.settings.seed}) {report}.\nhint: programs of one launch run in any order "
-                "on a GPU; a program must not read what another program of the same launch "
-                "writes (use a second launch, or atomics)")
-
-
-def _locate(e, ctx):
-    """Point the error at the innermost kernel line that raised it."""
-    location = None
-    for frame, summary in zip((f for f, _ in traceback.walk_tb(e.__traceback__)),
-                              traceback.extract_tb(e.__traceback__)):
-        info = KERNEL_CODES.get(frame.f_code)
-        if info is not None:
-            location = (summary.filename, summary.lineno, summary.line or "")
-    pid = getattr(e, "failing_pid", None)
-    row = getattr(e, "failing_row", None)
-    if pid is None and ctx.pids is not None:
-        if row is not None and row < len(ctx.pids):
-            pid = ctx.pid_tuple(row)
-        elif len(ctx.pids) == 1:
-            pid = ctx.pid_tuple(0)
-    if isinstance(e, MiniTritonError):
-        e._locate(ctx.kernel_name, pid, location)
-    elif location is not None and hasattr(e, "add_note"):
-        e.add_note(f"(in minitriton kernel `{ctx.kernel_name}`, program {pid}, at "
-                   f"{location[0]}:{location[1]}: {location[2].strip()})")
+    def __call__(self, ids):
+        observers = self.ctx.observers
+        self.ctx.watch([])
+        try:
+            run_sequential(self.ctx, self.fn, self.values, ids)
+        finally:
+            self.ctx.watch(observers)

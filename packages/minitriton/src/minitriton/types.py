@@ -10,7 +10,7 @@ import numbers
 import ml_dtypes
 import numpy as np
 
-from ..errors import CompilationError
+from .errors import CompilationError
 
 
 class dtype:

@@ -1,0 +1,201 @@
+"""The launch context, and the observer protocol through which checks watch a launch.
+
+A launch sets one `LaunchContext` for the duration of the kernel; `tl` functions read it through
+`current()`. Values inside a kernel carry a leading *program axis*: `pids` holds one row per
+program executed together (one row in sequential mode).
+
+Observers (traffic counting, the sanitizers, footprint, padding, the order check: `observe/`)
+subclass `Observer` and override the hooks they need; the language layer calls the hooks of
+the observers a launch has, through `ctx.hooks`, and never looks at which checks are on. A new
+check is one module in `observe/` (its class names the `Settings` field that turns it on) and
+that field.
+"""
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import CompilationError
+from .memory import offsets_array
+
+_CURRENT: contextvars.ContextVar = contextvars.ContextVar("minitriton_launch", default=None)
+OBSERVERS: list = []  # every Observer subclass, in definition order (filled by subclassing)
+HOOKS = ("on_load", "after_load", "on_store", "on_atomic", "after_atomic", "on_dot",
+         "on_reduce")
+
+
+class Divergence(Exception):
+    """A scalar that Python control flow depends on differs between the programs executed
+    together. `decisions` holds each program's decision (truth value, integer, float); the
+    lockstep executor undoes the group's writes and re-runs it split by these decisions."""
+
+    def __init__(self, decisions):
+        super().__init__("programs diverge on a Python condition")
+        self.decisions = decisions
+
+
+class Access:
+    """One memory operation on one buffer, as the observers see it.
+
+    `lanes` is None when every lane of the (programs, *block) access is active, else a bool
+    array of that shape; `idx` the element offsets of the active lanes, in lane order (a slice
+    when consecutive); `repeat` how many programs a shared (uniform) load stands for."""
+
+    __slots__ = ("buf", "lanes", "idx", "shape", "repeat")
+
+    def __init__(self, buf, lanes, idx, shape, repeat=1):
+        self.buf, self.lanes, self.idx, self.shape, self.repeat = buf, lanes, idx, shape, repeat
+
+    @property
+    def count(self):
+        """Elements touched, over every program it stands for."""
+        idx = self.idx
+        n = idx.stop - idx.start if isinstance(idx, slice) else idx.size
+        return n * self.repeat
+
+    def lane_mask(self):
+        return np.ones(self.shape, dtype=bool) if self.lanes is None else self.lanes
+
+    def offsets(self):
+        return offsets_array(self.idx)
+
+
+class Observer:
+    """Watches the memory operations, dots and reductions of one launch.
+
+    setting: the `Settings` field that turns the observer on (None: always on).
+    per_program: it needs every program's lanes apart, so loads that are the same in every
+        program are not done once for all of them.
+    needs_snapshots: it needs a copy of every written buffer, whatever its size (to re-run).
+    priority: observers with a lower priority see each access first (and report first).
+
+    Hooks (override those you need; the others are never called):
+      on_load(access) before a load reads; after_load(accesses, value) once the loaded tensor
+      exists; on_store(access) before a store writes; on_atomic(access) before an atomic
+      updates; after_atomic(access, op, old, cmp, val) after it, with the values each lane saw;
+      on_dot(a, b, flops); on_reduce(x, axis, kind, result) returns the result.
+    Undo (lockstep re-runs diverged programs): mark() -> token, undo(token), commit(token).
+    finish(rerun): after every program ran; `rerun(ids)` runs programs again, sequentially,
+    with no observer watching (the order check).
+    """
+
+    setting = None
+    per_program = False
+    needs_snapshots = False
+    priority = 0
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        OBSERVERS.append(cls)
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    @classmethod
+    def wanted(cls, settings):
+        return cls.setting is None or bool(getattr(settings, cls.setting))
+
+    def mark(self):
+        return None
+
+    def undo(self, token):
+        pass
+
+    def commit(self, token):
+        pass
+
+    def finish(self, rerun):
+        pass
+
+
+def observer_classes(settings):
+    """The observers a launch with these settings has."""
+    return sorted((cls for cls in OBSERVERS if cls.wanted(settings)), key=lambda c: c.priority)
+
+
+@dataclass
+class LaunchContext:
+    kernel_name: str
+    grid: tuple
+    memory: object  # minitriton.memory.AddressSpace
+    record: object  # minitriton.observe.traffic.LaunchRecord
+    settings: object  # minitriton.settings.Settings
+    pids: np.ndarray = field(default=None)  # (P, 3) int32: the programs executed together
+    observers: list = field(default_factory=list)
+    hooks: dict = field(default_factory=dict)  # hook name -> bound methods that override it
+    per_program: bool = False  # some observer needs every program's lanes apart
+    output: list = field(default_factory=list)  # print lines, flushed when programs complete
+    max_block: int = 1  # elements of the largest block accessed so far (sizes lockstep chunks)
+    spins: dict = field(default_factory=dict)  # consecutive failed atomic_cas per program
+
+    def watch(self, observers):
+        """Attach the launch's observers (a list, possibly empty, to watch nothing)."""
+        self.observers = observers
+        self.hooks = {name: [getattr(o, name) for o in observers
+                             if getattr(type(o), name, None) is not None] for name in HOOKS}
+        self.per_program = any(o.per_program for o in observers)
+
+    def printer(self, line, row=0):
+        self.output.append((self.linear_pid(self.pids[row]), line))
+
+    def linear_pid(self, pid):
+        gx, gy, _ = self.grid
+        return int(pid[0]) + gx * (int(pid[1]) + gy * int(pid[2]))
+
+    def pid_tuple(self, row=0):
+        return tuple(int(v) for v in self.pids[row])
+
+    def pid_of(self, linear):
+        """The (x, y, z) program id of a linear program number."""
+        gx, gy, _ = self.grid
+        linear = int(linear)
+        return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+
+    def programs(self, lanes):
+        """Linear program number of each active lane of an access, and the lanes' rows."""
+        rows = np.nonzero(lanes)[0]
+        pids = self.pids[rows].astype(np.int64)
+        gx, gy, _ = self.grid
+        return pids[:, 0] + gx * (pids[:, 1] + gy * pids[:, 2]), rows
+
+    def note_block(self, numel):
+        if numel > self.max_block:
+            self.max_block = numel
+
+    # Undo support for the lockstep executor: everything a diverged attempt changed.
+    def mark(self):
+        return self.memory.mark(), [o.mark() for o in self.observers]
+
+    def undo(self, mark):
+        self.memory.undo(mark[0])
+        for o, token in zip(self.observers, mark[1]):
+            o.undo(token)
+        self.output.clear()
+
+    def commit(self, mark):
+        self.memory.commit(mark[0])
+        for o, token in zip(self.observers, mark[1]):
+            o.commit(token)
+
+
+def current() -> LaunchContext:
+    ctx = _CURRENT.get()
+    if ctx is None:
+        raise CompilationError(
+            "this triton.language function can only be called inside a @jit kernel that is "
+            "being launched (kernel[grid](...))")
+    return ctx
+
+
+def active():
+    return _CURRENT.get()
+
+
+def enter(ctx):
+    return _CURRENT.set(ctx)
+
+
+def leave(token):
+    _CURRENT.reset(token)

@@ -1,0 +1,96 @@
+"""What every memory operation shares: broadcasting pointer and mask to the lanes of the
+programs running together, bounds-checked resolution to buffers, and the observer hooks.
+
+Every access goes through `AddressSpace.resolve`, which bounds-checks all active lanes before
+anything is read or written; the launch's observers (traffic, sanitizers...) see each access
+through `ctx.hooks`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..context import Access
+from ..errors import CompilationError
+from .core import broadcast_to, expand_to_rank, tensor, to_tensor
+
+
+def check_mask(mask, shape, what="Mask"):
+    mask = to_tensor(mask)
+    if not shape and mask.shape:
+        raise CompilationError(f"{what} argument cannot be block type if pointer argument is not "
+                               "a block")
+    if what == "Mask" and not mask.dtype.is_bool():
+        raise CompilationError("Mask must have boolean scalar type")
+    return broadcast_to(mask, shape)
+
+
+def full(t, lanes, shape):
+    """`t`'s data broadcast to (lanes, *shape)."""
+    return np.broadcast_to(expand_to_rank(t, len(shape)), (lanes, *shape))
+
+
+class Lanes:
+    """Pointer addresses and active lanes for one memory operation, already broadcast.
+
+    Every program of the group performs the access, even with a uniform pointer, so that
+    traffic, atomics and sanitizers see one access per program. A load that is the same in
+    every program (uniform pointer and mask) is done once and counted `repeat` times, unless
+    an observer needs every program's lanes apart."""
+
+    def __init__(self, ctx, ptr, mask, extra=(), shared_ok=False):
+        self.shape = ptr.shape
+        programs = len(ctx.pids)
+        uniform = all(t.data.shape[0] == 1 for t in (ptr, mask, *extra) if t is not None)
+        if shared_ok and uniform and not ctx.per_program:
+            self.lanes, self.repeat = 1, programs
+        else:
+            self.lanes, self.repeat = programs, 1
+        self.ptr = tensor(full(ptr, self.lanes, self.shape), ptr.dtype, self.shape, ptr.origin)
+        self.active = None if mask is None else np.array(full(mask, self.lanes, self.shape),
+                                                         dtype=bool)
+        self.elt = ptr.dtype.element_ty
+
+    def accesses(self, ctx, op):
+        """One `Access` per buffer the active lanes fall in (bounds-checked)."""
+        ctx.note_block(max(1, self.ptr.numel))
+        shape = (self.lanes, *self.shape)
+        return [Access(buf, lanes, idx, shape, self.repeat)
+                for buf, lanes, idx in ctx.memory.resolve(self.ptr, self.active, op,
+                                                          ctx.settings.bounds)]
+
+
+def gather(ctx, lanes, other, op="load"):
+    """Read the active lanes (`other`, or 0, elsewhere) into a tensor."""
+    result = None
+    if other is not None:
+        result = np.array(full(other, lanes.lanes, lanes.shape), dtype=lanes.elt.np)
+    accesses = lanes.accesses(ctx, op)
+    for acc in accesses:
+        for hook in ctx.hooks["on_load"]:
+            hook(acc)
+        values = acc.buf.flat[acc.idx]
+        if acc.lanes is None:
+            result = values.reshape((lanes.lanes, *lanes.shape))
+            if isinstance(acc.idx, slice):
+                result = result.copy()  # a load is a snapshot, not a view of memory
+        else:
+            if result is None:
+                result = np.zeros((lanes.lanes, *lanes.shape), dtype=lanes.elt.np)
+            result[acc.lanes] = values
+    if result is None:
+        result = np.zeros((lanes.lanes, *lanes.shape), dtype=lanes.elt.np)
+    out = tensor(result, lanes.elt, lanes.shape)
+    for hook in ctx.hooks["after_load"]:
+        hook(accesses, out)
+    return out
+
+
+def scatter(ctx, lanes, value):
+    """Write `value` to the active lanes."""
+    vals = np.broadcast_to(expand_to_rank(value, len(lanes.shape)),
+                           (lanes.lanes, *lanes.shape))
+    for acc in lanes.accesses(ctx, "store"):
+        for hook in ctx.hooks["on_store"]:
+            hook(acc)
+        ctx.memory.before_write(acc.buf, acc.idx)
+        acc.buf.flat[acc.idx] = vals.reshape(-1) if acc.lanes is None else vals[acc.lanes]

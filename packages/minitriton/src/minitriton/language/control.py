@@ -1,0 +1,68 @@
+"""Loops in kernels: Python's `range`, `tl.range` and `tl.static_range`.
+
+With runtime bounds that differ between the programs executed together but give every program
+the same trip count (`range(pid * R, pid * R + R)`), the loop variable is a per-program tensor
+and the programs stay together; different trip counts diverge (the lockstep executor then
+splits the programs by trip count).
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import types as _t
+from ..context import Divergence
+from ..errors import CompilationError
+from .core import is_tensor, tensor
+
+
+def kernel_range(*args):
+    """`range` in a kernel (the `@jit` rewrite sends Python's `range` here)."""
+    if not any(is_tensor(a) and a.data.shape[0] > 1 for a in args):
+        return builtins.range(*[int(a) for a in args])
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    else:
+        start, stop = args[0], args[1]
+        step = args[2] if len(args) > 2 else 1
+    arr = [np.asarray(a.data if is_tensor(a) else [a], dtype=np.int64) for a in (start, stop, step)]
+    if not np.all(arr[2] == arr[2][0]):
+        raise Divergence(arr[2])
+    step_v = int(arr[2][0])
+    if step_v == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    trips = np.maximum(0, -((arr[0] - arr[1]) // step_v))  # ceil((stop - start) / step)
+    trips = np.broadcast_to(trips, np.broadcast_shapes(arr[0].shape, arr[1].shape))
+    if not np.all(trips == trips[0]):
+        raise Divergence(trips)
+    ty = _t.int64 if any(is_tensor(a) and a.dtype == _t.int64 for a in args) else _t.int32
+    base = np.broadcast_to(arr[0], trips.shape)
+    return (tensor((base + i * step_v).astype(ty.np), ty, []) for i in builtins.range(int(trips[0])))
+
+
+class range:  # noqa: A001 - Triton's name
+    """`tl.range`: a runtime loop; pipelining options are accepted and ignored."""
+
+    def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,
+                 disable_licm=False):
+        self._range = kernel_range(*[a for a in (arg1, arg2, step) if a is not None])
+
+    def __iter__(self):
+        return iter(self._range)
+
+
+class static_range:
+    """`tl.static_range`: a loop unrolled at compile time; its bounds must be constexprs."""
+
+    def __init__(self, arg1, arg2=None, step=None):
+        args = [a for a in (arg1, arg2, step) if a is not None]
+        for a in args:
+            if is_tensor(a):
+                raise CompilationError("static_range bounds must be constexprs, got a runtime "
+                                       "tensor; use tl.range or range for runtime bounds")
+        self._range = builtins.range(*[builtins.int(a) for a in args])
+
+    def __iter__(self):
+        return iter(self._range)

@@ -1,0 +1,160 @@
+"""The race sanitizer (`Settings(races=True)`): one program writes what another program of the
+same launch reads or writes, without atomics.
+
+Shadow arrays, one entry per element of a watched buffer, say which program last wrote it,
+which program(s) read it, and where (kernel line). Accesses made while both programs hold a
+common lock (an `atomic_cas` that took it, until the `atomic_xchg` that gives it back) do not
+race: Eraser's locksets, so that a correct spin lock is clean.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..context import Observer
+from ..errors import RaceError
+from ..source import kernel_location
+from .journal import Journal
+
+MANY = -2  # reader entry: read by more than one program
+NOBODY = -1
+
+
+class Races(Journal, Observer):
+    setting = "races"
+    per_program = True
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.shadow: dict = {}
+        self.held: dict = {}  # program -> frozenset of lock addresses it holds
+        self.locksets = [frozenset()]  # interned: shadow arrays store indices into this list
+
+    def _shadow(self, buf):
+        s = self.shadow.get(buf.index)
+        if s is None:
+            n = buf.size
+            s = self.shadow[buf.index] = {
+                "writer": np.full(n, NOBODY, np.int64), "reader": np.full(n, NOBODY, np.int64),
+                "wloc": np.zeros(n, np.int32), "rloc": np.zeros(n, np.int32), "locs": [""],
+                "wls": np.zeros(n, np.int32), "rls": np.zeros(n, np.int32)}
+        return s
+
+    # ----- locks
+    def _lockset_ids(self, progs):
+        ids = np.zeros(progs.size, np.int32)
+        for p in np.unique(progs):
+            held = self.held.get(int(p), frozenset())
+            if held:
+                if held not in self.locksets:
+                    self.locksets.append(held)
+                ids[progs == p] = self.locksets.index(held)
+        return ids
+
+    def _unprotected(self, ls_a, ls_b):
+        """Lanes whose two accesses share no lock."""
+        out = np.ones(ls_a.size, bool)
+        both = (ls_a > 0) & (ls_b > 0)
+        for i in np.nonzero(both)[0]:
+            out[i] = not (self.locksets[ls_a[i]] & self.locksets[ls_b[i]])
+        return out
+
+    def after_atomic(self, access, op, old, cmp, val):
+        """A successful atomic_cas that changes the value acquires a lock at that address;
+        atomic_xchg on a held lock's address releases it."""
+        if op not in ("cas", "xchg"):
+            return
+        progs, _ = self.ctx.programs(access.lane_mask())
+        key = access.buf.index
+        if op == "cas":
+            for p, i, o, c, v in zip(progs, access.offsets(), old, cmp, val):
+                if o == c and v != c:
+                    self.set(self.held, int(p), self.held.get(int(p), frozenset()) | {(key, int(i))})
+            return
+        for p, i in zip(progs, access.offsets().ravel()):
+            held = self.held.get(int(p), frozenset())
+            if (key, int(i)) in held:
+                self.set(self.held, int(p), held - {(key, int(i))})
+
+    # ----- reports
+    def _loc_id(self, s):
+        loc = kernel_location(3)
+        locs = s["locs"]
+        if loc not in locs:
+            locs.append(loc)
+        return locs.index(loc)
+
+    @staticmethod
+    def _same_op(idx, progs):
+        """Lanes of one operation where another program hits the same element, and that program."""
+        if idx.size < 2:
+            return np.zeros(idx.size, bool), progs
+        lo = np.full(int(idx.max()) + 1, np.iinfo(np.int64).max)
+        hi = np.full(int(idx.max()) + 1, -1)
+        np.minimum.at(lo, idx, progs)
+        np.maximum.at(hi, idx, progs)
+        lo, hi = lo[idx], hi[idx]
+        return lo != hi, np.where(lo != progs, lo, hi)
+
+    def _race(self, buf, s, idx, progs, mask, other, what_before, loc_before, what_now, loc):
+        pid_of = self.ctx.pid_of
+        i = int(np.argmax(mask))
+        offsets = np.unique(idx[mask])
+        shown = ", ".join(str(int(o)) for o in offsets[:8])
+        if other[i] == MANY:
+            before = f"other programs {what_before} them (last at {s['locs'][loc_before[i]]})"
+        else:
+            before = f"program {pid_of(other[i])} {what_before} them at {s['locs'][loc_before[i]]}"
+        err = RaceError(
+            f"data race on argument `{buf.name}` ({buf.description}) at element offsets "
+            f"[{shown}{', ...' if offsets.size > 8 else ''}]: {before}; program "
+            f"{pid_of(progs[i])} {what_now} them at {s['locs'][loc]}.\n"
+            "hint: on a GPU the programs of a launch run concurrently, so this result is "
+            "undefined. Give each program its own output (a partial buffer reduced afterwards) "
+            "or use tl.atomic_add.")
+        err.failing_pid = pid_of(progs[i])
+        raise err
+
+    def _begin(self, access):
+        """Shadow, offsets, programs, kernel line and locksets of one access."""
+        s = self._shadow(access.buf)
+        progs, _ = self.ctx.programs(access.lane_mask())
+        return s, access.offsets(), progs, self._loc_id(s), self._lockset_ids(progs)
+
+    def _check_writer(self, buf, s, idx, progs, ls, loc, what_now):
+        """Race if another program wrote these elements, holding no lock in common with us."""
+        w = s["writer"][idx]
+        bad = (w >= 0) & (w != progs)
+        if bad.any():
+            bad &= self._unprotected(s["wls"][idx], ls)
+            if bad.any():
+                self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], what_now, loc)
+
+    # ----- hooks
+    def on_load(self, access):
+        buf = access.buf
+        s, idx, progs, loc, ls = self._begin(access)
+        self._check_writer(buf, s, idx, progs, ls, loc, "read")
+        r = s["reader"][idx]
+        conflict, _ = self._same_op(idx, progs)
+        self.set(s["reader"], idx, np.where(((r == NOBODY) | (r == progs)) & ~conflict, progs,
+                                            MANY))
+        self.set(s["rloc"], idx, loc)
+        self.set(s["rls"], idx, ls)
+
+    def on_store(self, access):
+        buf = access.buf
+        s, idx, progs, loc, ls = self._begin(access)
+        self._check_writer(buf, s, idx, progs, ls, loc, "wrote")
+        conflict, partner = self._same_op(idx, progs)
+        if conflict.any():
+            here = np.full(idx.size, loc)
+            self._race(buf, s, idx, progs, conflict, partner, "wrote", here, "wrote", loc)
+        r = s["reader"][idx]
+        bad = (r == MANY) | ((r >= 0) & (r != progs))
+        if bad.any():
+            bad &= self._unprotected(s["rls"][idx], ls)
+            if bad.any():
+                self._race(buf, s, idx, progs, bad, r, "read", s["rloc"][idx], "wrote", loc)
+        self.set(s["writer"], idx, progs)
+        self.set(s["wloc"], idx, loc)
+        self.set(s["wls"], idx, ls)

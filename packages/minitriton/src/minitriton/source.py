@@ -1,0 +1,57 @@
+"""Where in the user's kernel source something happened.
+
+`@jit` re-compiles kernel source keeping its file name and line numbers and registers the code
+objects here; errors and sanitizer reports find the kernel line by looking for those code
+objects on the stack or in a traceback.
+"""
+from __future__ import annotations
+
+import linecache
+import sys
+import traceback
+import types
+
+from .errors import MiniTritonError
+
+KERNEL_CODES: dict = {}  # code object -> name of the @jit function it belongs to
+
+
+def register(code, name):
+    """Register a kernel's code object and the code objects nested in it."""
+    KERNEL_CODES[code] = name
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            register(c, name)
+
+
+def kernel_location(depth=2):
+    """'file:line: source' of the innermost kernel frame calling us (`depth` frames up)."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        if frame.f_code in KERNEL_CODES:
+            src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}"
+        frame = frame.f_back
+    return "<unknown line>"
+
+
+def locate(e, ctx):
+    """Point an error raised during a launch at the innermost kernel line that raised it and
+    the program that ran it."""
+    location = None
+    for frame, summary in zip((f for f, _ in traceback.walk_tb(e.__traceback__)),
+                              traceback.extract_tb(e.__traceback__)):
+        if frame.f_code in KERNEL_CODES:
+            location = (summary.filename, summary.lineno, summary.line or "")
+    pid = getattr(e, "failing_pid", None)
+    row = getattr(e, "failing_row", None)
+    if pid is None and ctx.pids is not None:
+        if row is not None and row < len(ctx.pids):
+            pid = ctx.pid_tuple(row)
+        elif len(ctx.pids) == 1:
+            pid = ctx.pid_tuple(0)
+    if isinstance(e, MiniTritonError):
+        e._locate(ctx.kernel_name, pid, location)
+    elif location is not None and hasattr(e, "add_note"):
+        e.add_note(f"(in minitriton kernel `{ctx.kernel_name}`, program {pid}, at "
+                   f"{location[0]}:{location[1]}: {location[2].strip()})")

@@ -1,0 +1,57 @@
+"""The layers of both packages (docs/architecture.md), checked on every run of the suite:
+import-linter's contracts from pyproject.toml, and no import hidden inside a function except of
+the optional heavy dependencies."""
+import ast
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+import minitriton
+import tritonlab
+
+ROOT = Path(__file__).resolve().parents[1]
+# imported where they are used, so that what does not need them does not pay for them
+HEAVY = {"torch", "matplotlib", "triton"}
+PACKAGES = [Path(minitriton.__file__).parent, Path(tritonlab.__file__).parent]
+
+
+def test_import_linter_contracts_hold():
+    cli = pytest.importorskip("importlinter.cli", reason="import-linter is a test extra; the "
+                              "GPU machine's own Python lacks it")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True,
+                                  no_logo=True)
+    assert status == 0, out.getvalue()
+
+
+def _function_local_imports(path):
+    """(line, module) of every import inside a function body of one source file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    found += [(inner.lineno, a.name) for a in inner.names]
+                elif isinstance(inner, ast.ImportFrom):
+                    found.append((inner.lineno, "." * inner.level + (inner.module or "")))
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_no_function_local_imports_but_heavy_dependencies(package):
+    bad = sorted({f"{path.relative_to(package.parent)}:{line}: {module}"
+                  for path in package.rglob("*.py")
+                  for line, module in _function_local_imports(path)
+                  if module.split(".")[0] not in HEAVY})
+    assert not bad, "imports inside functions (move them to the top of the module):\n" + \
+        "\n".join(bad)
+
+
+def test_the_scan_finds_function_local_imports(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import os\n\ndef f():\n    import json\n    from . import x\n"
+                      "    g = lambda: __import__('y')\n")
+    assert _function_local_imports(source) == [(4, "json"), (5, ".")]
