@@ -12,6 +12,10 @@ import importlib.util
 import os
 import sys
 
+import minitriton
+import minitriton.language
+from minitriton.tools.tensor_descriptor import TensorDescriptor as SimTensorDescriptor
+
 BACKENDS = ("triton", "sim", "interpret")
 
 
@@ -38,8 +42,6 @@ def _choose():
 def _load(name):
     """(triton module, triton.language module, device) for a backend name."""
     if name == "sim":
-        import minitriton
-        import minitriton.language
         return minitriton, minitriton.language, "cpu"
     if name == "interpret":
         os.environ["TRITON_INTERPRET"] = "1"
@@ -51,8 +53,7 @@ def _load(name):
 def _descriptor_class(name):
     """The host TensorDescriptor of a backend (TMA descriptors; None on a Triton without them)."""
     if name == "sim":
-        from minitriton.tools.tensor_descriptor import TensorDescriptor
-        return TensorDescriptor
+        return SimTensorDescriptor
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor
         return TensorDescriptor
@@ -68,7 +69,6 @@ TensorDescriptor = _descriptor_class(NAME)
 def describe():
     """One line saying what runs the kernels."""
     if NAME == "sim":
-        import minitriton
         return f"minitriton {minitriton.__version__} (simulator on the CPU)"
     import torch
     where = torch.cuda.get_device_name() if NAME == "triton" else "CPU, Triton's interpreter"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .occupancy import _spec
+from .occupancy import _spec, occupancy
 
 
 @dataclass
@@ -62,7 +62,6 @@ def roofline(record, gpu="H100", dtype="fp32", bandwidth=None):
 def compiled_occupancy(handle, gpu):
     """Occupancy of a kernel compiled by real Triton, from its metadata (registers per thread,
     shared memory, warps); also returns the register spill count."""
-    from .occupancy import occupancy
     meta = handle.metadata
     threads = meta.num_warps * 32
     return occupancy(threads, handle.n_regs, meta.shared, gpu), handle.n_spills

@@ -1,0 +1,61 @@
+"""`tritonlab lecture`: run the lecture scripts, which print the lecture's tables."""
+from __future__ import annotations
+
+import os
+import runpy
+from pathlib import Path
+
+from .options import UserError
+
+
+def lectures_dir():
+    env = os.environ.get("TRITONLAB_LECTURES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "lectures"  # src/tritonlab/cli/ -> the checkout
+
+
+def available_lectures():
+    folder = lectures_dir()
+    if not folder.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(folder.glob("[0-9][0-9]_*.py"))}
+
+
+def _match(name, lectures):
+    if name in lectures:
+        return [lectures[name]]
+    hits = [p for stem, p in lectures.items()
+            if stem.startswith(name) or stem.split("_", 1)[1].startswith(name)
+            or name in stem.split("_")]
+    return hits
+
+
+def run_lecture(args):
+    lectures = available_lectures()
+    if not lectures:
+        raise UserError(f"no lecture scripts found in {lectures_dir()}; run from a checkout of "
+                        "the repository or set TRITONLAB_LECTURES")
+    if args.name in (None, "list"):
+        print("lectures:", ", ".join(lectures))
+        if args.name == "list":
+            return 0
+        args.name = "all"
+    paths = list(lectures.values()) if args.name == "all" else _match(args.name, lectures)
+    if len(paths) != 1 and args.name != "all":
+        what = "matches several" if paths else "matches none"
+        raise UserError(f"lecture {args.name!r} {what} of: {', '.join(lectures)}")
+    for path in paths:
+        print(f"\n=== {path.stem} ===\n", flush=True)
+        runpy.run_path(str(path), run_name="__main__")
+    return 0
+
+
+def register(subparsers):
+    p = subparsers.add_parser("lecture", help="run a lecture script (or all of them)",
+                              description="Run the lecture scripts, which print the lecture's "
+                                          "tables. NAME is a number (02), a full name "
+                                          "(02_triton_elementwise), a word of it (elementwise), "
+                                          "'all' (the default) or 'list'.")
+    p.add_argument("name", nargs="?", metavar="NAME|all|list")
+    p.set_defaults(func=run_lecture)
