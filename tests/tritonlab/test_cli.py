@@ -1,4 +1,5 @@
 """The command line: help, info, lecture selection, dtype spellings, one-line user errors."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,13 @@ def test_roofline_matmul_needs_three_dims(capsys):
     assert main(["roofline", "matmul", "--shape", "64x64"]) == 2
     assert one_error_line(capsys.readouterr().err, "tritonlab roofline").endswith(
         "matmul takes --shape MxKxN")
+
+
+def test_a_bad_backend_name_is_one_line_and_code_2():
+    """TRITONLAB_BACKEND is read when the backend is first imported: in a fresh process."""
+    env = dict(os.environ, TRITONLAB_BACKEND="bogus")
+    done = subprocess.run([sys.executable, "-m", "tritonlab", "info"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "tritonlab info: error: TRITONLAB_BACKEND='bogus': choose one of triton, sim, interpret"]

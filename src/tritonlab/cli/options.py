@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import UserError  # noqa: F401 - the handlers raise it from here
 from ..hardware import get as gpu_spec
 
 DTYPES = ("float32", "float16", "bfloat16")
 SHORT_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "tf32": "tfloat32"}
-
-
-class UserError(Exception):
-    """Bad input from the command line; `main` prints it as one line and returns 2."""
 
 
 class Parser(argparse.ArgumentParser):
