@@ -1,27 +1,31 @@
 """GPU benchmark of tritonlab's kernels against torch eager and torch.compile, in one run.
 
-    python benchmarks/kernels.py [--out DIR] [--quick]
+    python benchmarks/kernels.py [--ledger PATH] [--out DIR] [--quick] [--only OP] [--repeats N]
 
-Times with triton.testing.do_bench (warm-up and repetitions in ms, CUDA events, median with
-p20/p80). GB/s counts the fewest bytes the op must move (each input read once, each output
-written once); TFLOP/s counts 2*M*N*K. Writes DIR/kernels.json, DIR/kernels.csv and
-DIR/kernels.md (a table with the GPU name, versions and date) and prints the table.
+Times with triton.testing.do_bench (warm-up 25 ms, 100 ms of repetitions, L2 flushed, CUDA
+events; median with p20/p80) and do_bench_cudagraph (CUDA-graph replays: the GPU's time without
+Python launch overhead). GB/s counts the fewest bytes the op must move (each input read once,
+each output written once); TFLOP/s counts 2*M*N*K. Appends every row to the results ledger
+(docs/results/ledger.csv by default) as soon as its op is measured, so a cut-off run keeps what
+it measured; writes DIR/kernels.json with every repeat's median; prints the summary of
+benchmarks/ledger_report.py (ratios against torch in the same run, fraction of the ceiling).
 """
 import argparse
-import csv
-import datetime
 import json
 import os
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installed or not
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / _src))
+    sys.path.insert(0, str(ROOT / _src))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from ledger_report import summary  # noqa: E402
 from tritonlab import backend  # noqa: E402
+from tritonlab.bench import export  # noqa: E402
 from tritonlab.kernels import elementwise as ew  # noqa: E402
 from tritonlab.kernels import matmul as mm  # noqa: E402
 from tritonlab.kernels import rmsnorm as rn  # noqa: E402
@@ -98,106 +102,79 @@ def suites(quick):
                 "triton": lambda: mm.matmul(a, b, "relu")}, 2 * n ** 3, "TFLOP/s")
 
 
+def ledger_rows(op, shape, dtype, runs, graphs, work, unit, repeats):
+    """Ledger rows of one suite row: `runs` maps each implementation to its repeats' do_bench
+    (median, p20, p80) in ms, `graphs` to its CUDA-graph median in ms (NaN if not capturable).
+    The reported repeat is the one with the median median."""
+    rows = []
+    for name, reps in runs.items():
+        med, p20, p80 = sorted(reps)[len(reps) // 2]
+        # rate: bytes / s / 1e9 = GB/s, or FLOPs / s / 1e12 = TFLOP/s; med is in ms
+        rate = work / (med * 1e-3) / (1e9 if unit == "GB/s" else 1e12)
+        note = "" if repeats == 1 else ("repeat medians us: "
+                                        + " ".join(f"{r[0] * 1e3:.1f}" for r in reps) + "; ")
+        rows.append({"op": op, "shape": shape, "dtype": str(dtype)[6:], "implementation": name,
+                     "median_ms": med, "p20_ms": p20, "p80_ms": p80, "graph_ms": graphs[name],
+                     "rate": rate, "unit": unit, "note": note + NOTE.format(repeats=repeats)})
+    return rows
+
+
+NOTE = ("benchmarks/kernels.py --repeats {repeats}; do_bench median (p20-p80), warm-up 25 ms, "
+        "rep 100 ms, L2 flushed; graph: do_bench_cudagraph median")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.environ.get("OUT", "out"))
+    parser.add_argument("--ledger", type=Path, default=ROOT / "docs" / "results" / "ledger.csv",
+                        help="results ledger to append to (default: %(default)s)")
+    parser.add_argument("--out", default=os.environ.get("OUT", "out"),
+                        help="directory for kernels.json (every repeat of every row)")
     parser.add_argument("--quick", action="store_true", help="one size per op")
     parser.add_argument("--only", action="append", help="only these ops (repeatable), e.g. "
                         "--only 'rmsnorm fwd+bwd'")
     parser.add_argument("--repeats", type=int, default=1,
                         help="time each row this many times, interleaving implementations, and "
                              "report the median of the medians (the host's noise shows in "
-                             "repeat_medians_us)")
+                             "the note and in kernels.json)")
     args = parser.parse_args()
     if backend.NAME != "triton":
         sys.exit("benchmarks/kernels.py needs a CUDA GPU and triton")
     bench = backend.triton.testing.do_bench
     bench_graph = backend.triton.testing.do_bench_cudagraph
-    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "triton": backend.triton.__version__, "date": datetime.date.today().isoformat()}
-    rows = []
-    print(f"{meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}")
+    meta = {"run": export.run_label(), "gpu": torch.cuda.get_device_name(),
+            "torch": torch.__version__, "triton": backend.triton.__version__,
+            "commit": export.git_commit(ROOT)}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"run {meta['run']}: {meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, "
+          f"commit {meta['commit']}; appending to {args.ledger}")
+    repeats_json = []
     for op, shape, dtype, impls, work, unit in suites(args.quick):
         if args.only and op not in args.only:
             continue
-        results = {}
         for fn in impls.values():
             fn()  # compile / autotune outside the timing
         runs = {name: [] for name in impls}
         for _ in range(args.repeats):
             for name, fn in impls.items():
                 runs[name].append(bench(fn, warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8]))
+        graphs = {}
         for name, fn in impls.items():
-            med, p20, p80 = sorted(runs[name])[len(runs[name]) // 2]
             try:  # replays of a CUDA graph: the GPU's time without Python launch overhead
-                graph = bench_graph(fn, rep=50, return_mode="median")
+                graphs[name] = bench_graph(fn, rep=50, return_mode="median")
             except Exception:  # noqa: BLE001 - some callables cannot be captured
-                graph = float("nan")
-            results[name] = med
-            rate = work / med / (1e6 if unit == "GB/s" else 1e9)
-            rows.append({"op": op, "shape": shape, "dtype": str(dtype)[6:], "impl": name,
-                         "median_us": med * 1e3, "p20_us": p20 * 1e3, "p80_us": p80 * 1e3,
-                         "graph_us": graph * 1e3, "rate": rate, "unit": unit,
-                         "repeat_medians_us": [r[0] * 1e3 for r in runs[name]]})
-        base, ours = results["torch eager"], results["triton"]
-        line = "  ".join(f"{r['impl']} {r['median_us']:8.1f}us ({r['graph_us']:.1f})"
-                         for r in rows[-len(results):])
-        rate = work / ours / (1e6 if unit == "GB/s" else 1e9)
-        print(f"{op:<16}{shape:<12}{str(dtype)[6:]:<9}{line}  triton {rate:6.0f} {unit}, "
-              f"{base / ours:.2f}x eager", flush=True)
-        graphs = {r["impl"]: r["graph_us"] for r in rows[-len(results):]}
-        for r in rows[-len(results):]:
-            r["speedup_vs_eager"] = base / r["median_us"] * 1e3
-            r["graph_speedup_vs_eager"] = graphs["torch eager"] / r["graph_us"]
-            if "torch.compile" in results:
-                r["speedup_vs_compile"] = results["torch.compile"] / r["median_us"] * 1e3
-                r["graph_speedup_vs_compile"] = graphs["torch.compile"] / r["graph_us"]
-        write(Path(args.out), meta, rows, args.repeats)  # after every row: a cut-off run keeps them
-
-
-def write(out, meta, rows, repeats):
-    """kernels.json, kernels.csv, kernels.md and kernels-summary.md under `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    with open(out / "kernels.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    lines = [f"Measured on {meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, "
-             f"{meta['date']}; do_bench median (p20-p80)"
-             + (f", the median of {repeats} repeats (implementations interleaved)"
-                if repeats > 1 else "")
-             + ", and the median of CUDA-graph replays (the GPU's time without Python launch "
-             "overhead).", "",
-             "| op | shape | dtype | implementation | median us (p20-p80) | graph us | rate | "
-             "vs eager | vs eager (graph) |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['impl']} | "
-                     f"{r['median_us']:.1f} ({r['p20_us']:.1f}-{r['p80_us']:.1f}) | "
-                     f"{r['graph_us']:.1f} | {r['rate']:.0f} {r['unit']} | "
-                     f"{r['speedup_vs_eager']:.2f}x | {r['graph_speedup_vs_eager']:.2f}x |")
-    (out / "kernels.md").write_text("\n".join(lines) + "\n")
-    (out / "kernels-summary.md").write_text(summary(rows) + "\n")
-
-
-CEILING = {"GB/s": 4300.0, "TFLOP/s": 732.0}  # measured copy bandwidth, cuBLAS bf16 (H200)
-
-
-def summary(rows):
-    """One line per op, shape and dtype: our kernel against torch eager and torch.compile."""
-    lines = ["| op | shape | dtype | triton us (graph) | rate | of ceiling | vs torch eager | "
-             "vs torch.compile | vs eager, graph | vs compile, graph |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r["impl"] != "triton":
-            continue
-        ratios = [f"{r[k]:.2f}x" if k in r else "-" for k in (
-            "speedup_vs_eager", "speedup_vs_compile", "graph_speedup_vs_eager",
-            "graph_speedup_vs_compile")]
-        lines.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['median_us']:.1f} "
-                     f"({r['graph_us']:.1f}) | {r['rate']:.0f} {r['unit']} | "
-                     f"{r['rate'] / CEILING[r['unit']]:.2f} | " + " | ".join(ratios) + " |")
-    return "\n".join(lines)
+                graphs[name] = float("nan")
+        rows = ledger_rows(op, shape, dtype, runs, graphs, work, unit, args.repeats)
+        export.append_ledger(args.ledger, rows, meta)
+        repeats_json += [{**r, "repeats_ms": runs[r["implementation"]]} for r in rows]
+        (out / "kernels.json").write_text(json.dumps({"meta": meta, "rows": repeats_json},
+                                                     indent=1))
+        line = "  ".join(f"{r['implementation']} {r['median_ms'] * 1e3:8.1f}us "
+                         f"({r['graph_ms'] * 1e3:.1f})" for r in rows)
+        ours = rows[list(impls).index("triton")]
+        print(f"{op:<16}{shape:<12}{str(dtype)[6:]:<9}{line}  triton {ours['rate']:6.0f} {unit}, "
+              f"{rows[0]['median_ms'] / ours['median_ms']:.2f}x eager", flush=True)
+    print(summary(export.read_ledger(args.ledger, run=meta["run"])))
 
 
 if __name__ == "__main__":

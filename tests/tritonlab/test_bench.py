@@ -96,6 +96,71 @@ def test_compare_and_sweep_export_round_trip(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+LEDGER_META = {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0",
+               "date": "2026-11-29", "commit": "abc1234"}
+
+
+def ledger_rows(impls, median=0.5):
+    return [{"op": "softmax", "shape": "8192x4096", "dtype": "float32", "implementation": name,
+             "median_ms": median, "p20_ms": median * 0.9, "p80_ms": median * 1.1,
+             "rate": 2 * 8192 * 4096 * 4 / (median * 1e6), "unit": "GB/s"} for name in impls]
+
+
+def test_ledger_round_trip(tmp_path):
+    path = tmp_path / "results" / "ledger.csv"
+    assert bench.append_ledger(path, ledger_rows(["triton"]), {**LEDGER_META, "run": "r1"}) == 1
+    assert path.read_text().splitlines()[0] == ",".join(bench.LEDGER_COLUMNS)
+    (row,) = bench.read_ledger(path)
+    assert row["median_ms"] == 0.5 and row["p80_ms"] == pytest.approx(0.55)
+    assert row["graph_ms"] is None and row["note"] == ""  # not given: empty, read back as None
+    assert (row["run"], row["gpu"], row["commit"], row["implementation"]) == (
+        "r1", "NVIDIA H200", "abc1234", "triton")
+
+
+def test_ledger_appends_keep_every_run(tmp_path):
+    path = tmp_path / "ledger.csv"
+    bench.append_ledger(path, ledger_rows(["torch eager", "triton"]), {**LEDGER_META, "run": "a"})
+    bench.append_ledger(path, ledger_rows(["triton"], 0.4), {**LEDGER_META, "run": "b"})
+    assert [(r["run"], r["median_ms"]) for r in bench.read_ledger(path)] == [
+        ("a", 0.5), ("a", 0.5), ("b", 0.4)]
+    assert path.read_text().count("run,op,") == 1  # one header
+
+
+def test_ledger_defaults_from_the_checkout(tmp_path):
+    path = tmp_path / "ledger.csv"
+    bench.append_ledger(path, ledger_rows(["triton"]), {"gpu": "NVIDIA H200"})
+    (row,) = bench.read_ledger(path)
+    assert row["commit"] == bench.git_commit() and row["commit"]
+    assert row["run"].endswith("Z") and len(row["date"]) == 10
+    assert bench.git_commit(tmp_path) == "unknown"  # tmp_path is no checkout
+
+
+def test_ledger_refuses_another_header_and_unknown_columns(tmp_path):
+    path = tmp_path / "ledger.csv"
+    path.write_text("op,shape,median_us\nadd,2^28,740\n")
+    with pytest.raises(ValueError, match="not the ledger's"):
+        bench.append_ledger(path, ledger_rows(["triton"]), LEDGER_META)
+    with pytest.raises(ValueError, match="not the ledger's"):
+        bench.read_ledger(path)
+    assert path.read_text() == "op,shape,median_us\nadd,2^28,740\n"  # left as it was
+    with pytest.raises(ValueError, match="unknown columns"):
+        bench.append_ledger(tmp_path / "new.csv", [{"op": "add", "median_us": 1.0}], LEDGER_META)
+
+
+def test_ledger_filters(tmp_path):
+    path = tmp_path / "ledger.csv"
+    bench.append_ledger(path, ledger_rows(["torch eager", "torch.compile", "triton"]),
+                        {**LEDGER_META, "run": "a"})
+    bench.append_ledger(path, [{**r, "dtype": "bfloat16"} for r in ledger_rows(["triton"])],
+                        {**LEDGER_META, "run": "b"})
+    assert len(bench.read_ledger(path, op="softmax")) == 4
+    assert [r["run"] for r in bench.read_ledger(path, implementation="triton")] == ["a", "b"]
+    assert len(bench.read_ledger(path, run="a", implementation=("triton", "torch eager"))) == 2
+    assert bench.read_ledger(path, dtype="float16") == []
+    with pytest.raises(ValueError, match="no column"):
+        bench.read_ledger(path, kernel="softmax")
+
+
 def test_exponent_of_a_known_power_law():
     sw = bench.Sweep([10, 20, 40], [bench.BenchResult([n ** 3 * 1e-9], "cpu", 0)
                                     for n in (10, 20, 40)])

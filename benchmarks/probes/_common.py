@@ -1,0 +1,64 @@
+"""What the probes share: the checkout on sys.path, the backend's Triton, and one helper that
+checks a variant and times it, so that a variant that does not compile, fit or run is a row
+of the report instead of the end of the probe."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installed or not
+    sys.path.insert(0, str(ROOT / _src))
+
+import torch  # noqa: E402
+
+from tritonlab import backend  # noqa: E402
+
+triton, tl = backend.triton, backend.tl
+
+
+def do_bench(fn):
+    """do_bench's median in ms (warm-up 25 ms, 100 ms of repetitions, L2 flushed)."""
+    return triton.testing.do_bench(fn, return_mode="median")
+
+
+def variant(label, fn, check=None, graph=True):
+    """(us, label, check's text) for one variant: run once, check, then time CUDA-graph replays
+    (graph=True: the GPU's own time) or do_bench's median; (inf, label, the error) if it fails."""
+    try:
+        fn()
+        err = check() if check else ""
+        ms = triton.testing.do_bench_cudagraph(fn, rep=30) if graph else do_bench(fn)
+        return ms * 1e3, label, err
+    except Exception as e:  # noqa: BLE001 - a variant may not compile, fit in shared memory or run
+        return float("inf"), label, f"{type(e).__name__} {str(e)[:80]}".strip()
+
+
+def report(kind, name, rows, nbytes, best=6):
+    """The `best` fastest of (us, label, err) rows, then the register-kernel rows among the
+    rest; GB/s = nbytes / (us * 1e-6) / 1e9 = nbytes / us / 1e3."""
+    rows.sort(key=lambda r: r[0])
+    for us, label, err in rows[:best] + [r for r in rows[best:] if "registers" in r[1]]:
+        print(f"{kind} {name:<16} {label:<28} {us:8.1f} us {nbytes / us / 1e3:6.0f} GB/s  "
+              f"err {err}", flush=True)
+
+
+def wide_inputs(N, dtype):
+    """RMSNorm inputs of 2^26 elements in rows of N: (M, x, g, dy, label)."""
+    M = (1 << 26) // N
+    x = torch.randn(M, N, device="cuda", dtype=dtype)
+    g = torch.randn(N, device="cuda", dtype=dtype)
+    return M, x, g, torch.randn_like(x), f"{M}x{N} {dtype_name(dtype)}"
+
+
+def dtype_name(dtype):
+    return str(dtype)[6:]  # torch.bfloat16 -> bfloat16
+
+
+def tflops(n, ms):
+    """TFLOP/s of an n^3 matmul in ms: 2 n^3 FLOPs / (ms * 1e-3) / 1e12."""
+    return 2 * n ** 3 / ms / 1e9
+
+
+def relu_matmul_inputs(n, dtype):
+    a = torch.randn(n, n, device="cuda", dtype=dtype)
+    b = torch.randn(n, n, device="cuda", dtype=dtype)
+    return a, b, torch.empty(n, n, device="cuda", dtype=dtype)
