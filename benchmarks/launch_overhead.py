@@ -24,7 +24,7 @@ for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installe
 import torch  # noqa: E402
 
 from tritonlab import backend  # noqa: E402
-from tritonlab.kernels import _launch  # noqa: E402
+from tritonlab.kernels import _checks, _launch  # noqa: E402
 from tritonlab.kernels import matmul as mm  # noqa: E402
 from tritonlab.kernels import rmsnorm as rn  # noqa: E402
 
@@ -100,7 +100,7 @@ def main():
     rows = [
         ("torch.empty_like", lambda: torch.empty_like(x)),
         ("x.contiguous()", lambda: x.contiguous()),
-        ("check_inputs(x)", lambda: _launch.check_inputs("r", x, device="cuda")),
+        ("check_inputs(x)", lambda: _checks.check_inputs("r", x, device="cuda")),
         ("torch.add (a launch)", lambda: torch.add(x, x)),
         ("fwd kernel[grid](...)", fwd_launch),
         ("fwd kernel[grid] in a thread", None),
@@ -135,7 +135,7 @@ def main():
     torch.autograd.set_multithreading_enabled(True)
     a = torch.randn(1024, 1024, device=dev, dtype=torch.bfloat16)
     c = torch.empty_like(a)
-    cfg = mm.CONFIGS[0].all_kwargs()
+    cfg = mm._dispatches(a.get_device())[1]["pointers"].fixed  # what matmul() runs at 1024^3
     tiles = (1024 // cfg["BLOCK_M"]) * (1024 // cfg["BLOCK_N"])
 
     def direct():

@@ -5,10 +5,12 @@ checked against float64 first. Both include the dg sum.
 Decided: docs/decisions.md#rmsnorm-register-limits and #rmsnorm-wide-backward-tiles."""
 from _common import report, tl, torch, triton, variant, wide_inputs
 from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels.tuning import tuning_for
 
 
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    t = tuning_for("rmsnorm", 0)
     for N in (16384, 32768, 65536):
         for dtype in (torch.bfloat16, torch.float32):
             M, x, g, dy, name = wide_inputs(N, dtype)
@@ -32,7 +34,7 @@ def main():
                 rpp = triton.cdiv(M, programs)
                 partial = torch.empty(triton.cdiv(M, rpp), N, device="cuda")
                 if N <= 32768:
-                    w = rn._bwd_warps(N, x.element_size())
+                    w = rn._bwd_warps(N, x.element_size(), t)
                     rows.append(variant(f"registers {per_sm}/SM w{w}", lambda: (
                         rn.rmsnorm_bwd_kernel[(partial.shape[0],)](
                             x, g, rstd, dy, dx, partial, M, N, rpp, BLOCK_SIZE=N,
@@ -49,8 +51,8 @@ def main():
 
                         def run(grid=grid, partial=partial, rpp=rpp, bm=bm, bn=bn, w=w):
                             rn.rmsnorm_bwd_dot_kernel[(M,)](x, g, dy, rstd, coef, N,
-                                                            CHUNK=rn.WIDE_CHUNK, ACC=tl.float32,
-                                                            num_warps=rn.WIDE_WARPS)
+                                                            CHUNK=t.wide_chunk, ACC=tl.float32,
+                                                            num_warps=t.wide_warps)
                             rn.rmsnorm_bwd_tiled_kernel[grid](
                                 x, g, rstd, coef, dy, dx, partial, M, N, rpp, BLOCK_M=bm,
                                 BLOCK_N=bn, ACC=tl.float32, num_warps=w)

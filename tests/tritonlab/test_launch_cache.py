@@ -6,7 +6,7 @@ import torch
 
 from tritonlab.kernels import softmax as sm
 
-from test_kernels import rand, rel_err
+from torch_references import rand, rel_err
 
 # -- the launch cache (kernels/_launch.launch): on a GPU it skips Triton's per-call dispatch, so
 #    calls that Triton would specialise differently (pointer alignment, sizes equal to 1 or
@@ -39,18 +39,29 @@ def test_launch_spec_key():
 
 
 class _FakeCompiled:
-    """What `launch` uses of Triton's CompiledKernel."""
+    """What `launch` uses of Triton's CompiledKernel: `run` (the direct path) and
+    `compiled[grid](...)` (Triton's runner), each raising the errors it is given, in order."""
 
     function, packed_metadata = "function", "packed"
 
-    def __init__(self):
-        self.runs, self.handles = [], 0
+    def __init__(self, run_errors=(), runner_errors=()):
+        self.runs, self.runner_calls, self.handles = [], [], 0
+        self.run_errors, self.runner_errors = list(run_errors), list(runner_errors)
 
     def _init_handles(self):
         self.handles += 1
 
     def run(self, *args):
+        if self.run_errors:
+            raise self.run_errors.pop(0)
         self.runs.append(args)
+
+    def __getitem__(self, grid):
+        def runner(*args):
+            self.runner_calls.append((grid, args))
+            if self.runner_errors:
+                raise self.runner_errors.pop(0)
+        return runner
 
     def launch_metadata(self, grid, stream, *args):
         return {"name": "fake_kernel", "grid": grid}
@@ -61,25 +72,22 @@ class _FakeKernel:
 
     device_caches: dict = {}
 
-    def __init__(self):
+    def __init__(self, **errors):
         import inspect
         self.signature = inspect.signature(lambda x, n, BLOCK=128, ACT="none": None)
-        self.compiled, self.slow = [], []
+        self.compiled, self.slow, self.errors = [], [], errors
 
     def __getitem__(self, grid):
         def call(*args, **kw):
             self.slow.append((grid, args, kw))
-            self.compiled.append(_FakeCompiled())
+            self.compiled.append(_FakeCompiled(**self.errors))
             return self.compiled[-1]
         return call
 
 
-def test_launch_cache_calls_the_launcher_like_tritons_jit(monkeypatch):
-    """The direct path (GPU only, so checked here with a stand-in for Triton): the first call
-    of a key goes through kernel[grid]; later calls reach compiled.run with the grid padded to
-    3-D, the current stream, every argument in signature order (defaults filled in), and the
-    launch metadata only while a profiler hook listens. Unknown argument types and other
-    specialisations take Triton's own path."""
+def _fake_triton(monkeypatch, device):
+    """A stand-in for what the direct path reads of Triton and torch (launch hooks, the current
+    stream and device), and an empty cache; returns (enter hook, exit hook)."""
     import sys
     import types
     from tritonlab.kernels import _launch
@@ -89,8 +97,19 @@ def test_launch_cache_calls_the_launcher_like_tritons_jit(monkeypatch):
         knobs=types.SimpleNamespace(runtime=runtime)))
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 1000 + device,
                         raising=False)
-    monkeypatch.setattr(_launch, "_current_device", lambda: 3)
+    monkeypatch.setattr(_launch, "_current_device", lambda: device)
     monkeypatch.setattr(_launch, "_COMPILED", {})
+    return enter, leave
+
+
+def test_launch_cache_calls_the_launcher_like_tritons_jit(monkeypatch):
+    """The direct path (GPU only, so checked here with a stand-in for Triton): the first call
+    of a key goes through kernel[grid]; later calls reach compiled.run with the grid padded to
+    3-D, the current stream, every argument in signature order (defaults filled in), and the
+    launch metadata only while a profiler hook listens. Unknown argument types and other
+    specialisations take Triton's own path."""
+    from tritonlab.kernels import _launch
+    enter, leave = _fake_triton(monkeypatch, device=3)
     kernel, t = _FakeKernel(), torch.zeros(16)
     first = _launch.launch(kernel, (4,), t, 32, BLOCK=64)
     assert kernel.slow == [((4,), (t, 32), {"BLOCK": 64})] and first.runs == []
@@ -126,6 +145,43 @@ def test_launch_cache_falls_back_to_tritons_runner(monkeypatch):
     _launch.launch(kernel, (4,), t, 32, BLOCK=64)
     _launch.launch(kernel, (7, 2), t, 32, BLOCK=64)
     assert calls == [((7, 2, 1), (t, 32, 64, "none"))] and kernel.slow == [(4,)]
+
+
+def test_launch_cache_falls_back_when_the_direct_call_does_not_fit(monkeypatch):
+    """A Triton whose compiled kernels have what the direct path reads but whose `run` takes
+    other arguments (a TypeError, raised before the launch): that call goes once more through
+    compiled[grid](...), and so do the later calls of the key."""
+    from tritonlab.kernels import _launch
+    _fake_triton(monkeypatch, device=0)
+    kernel = _FakeKernel(run_errors=[TypeError("function takes exactly 12 arguments (13 given)")])
+    t = torch.zeros(16)
+    compiled = _launch.launch(kernel, (4,), t, 32, BLOCK=64)
+    assert _launch.launch(kernel, (4, 2), t, 32, BLOCK=64) is compiled
+    _launch.launch(kernel, (5,), t, 48, BLOCK=64)
+    assert compiled.runs == [] and compiled.run_errors == []
+    assert compiled.runner_calls == [((4, 2, 1), (t, 32, 64, "none")),
+                                     ((5, 1, 1), (t, 48, 64, "none"))]
+    assert len(kernel.slow) == 1
+    assert [type(hit) for hit in _launch._COMPILED.values()] == [_launch._Runner]
+
+
+def test_launch_cache_retries_once_and_keeps_driver_errors(monkeypatch):
+    """Errors that do not say "another calling convention" propagate: a RuntimeError from the
+    driver (the direct path stays), and a second failure, through Triton's runner."""
+    from tritonlab.kernels import _launch
+    _fake_triton(monkeypatch, device=0)
+    t = torch.zeros(16)
+    kernel = _FakeKernel(run_errors=[RuntimeError("CUDA error: an illegal memory access")])
+    compiled = _launch.launch(kernel, (4,), t, 32, BLOCK=64)
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        _launch.launch(kernel, (4,), t, 32, BLOCK=64)
+    _launch.launch(kernel, (4,), t, 32, BLOCK=64)
+    assert compiled.runner_calls == [] and len(compiled.runs) == 1
+    kernel = _FakeKernel(run_errors=[TypeError("run")], runner_errors=[TypeError("runner")])
+    compiled = _launch.launch(kernel, (4,), t, 64, BLOCK=64)
+    with pytest.raises(TypeError, match="runner"):
+        _launch.launch(kernel, (4,), t, 64, BLOCK=64)
+    assert len(compiled.runner_calls) == 1 and compiled.runs == []
 
 
 @pytest.mark.gpu

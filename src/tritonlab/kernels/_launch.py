@@ -1,74 +1,22 @@
-"""Input validation and launch helpers shared by the kernels' launch functions."""
+"""The fast launch path: `launch(kernel, grid, *args, **kw)` is `kernel[grid](*args, **kw)`
+with Triton's per-call dispatch cached.
+
+On a GPU, `kernel[grid](...)` binds the arguments, computes their specialisation and looks the
+compiled kernel up on every call: 10-20 us of Python on the H200 machine, as much as a whole
+small kernel (benchmarks/launch_overhead.py). We key the compiled kernel on what Triton
+specialises on (tensor dtype and 16-byte alignment; integers equal to 1, divisible by 16, and
+their width; the constexpr and option values) and call it directly. The first call of each key
+goes through Triton as usual (compiling, checking); minitriton and Triton's interpreter always
+take the plain path. What Triton reads from the environment at compile time (TRITON_DEBUG and
+the other knobs) is not looked at again after the first call of a key.
+TRITONLAB_FAST_LAUNCH=0 turns the cache off.
+"""
 from __future__ import annotations
 
-import functools
 import numbers
 import os
 
 import torch
-
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True, contiguous=True):
-    """Check device, dtype and shapes; return the tensors, made contiguous unless the kernel
-    takes strides (`contiguous=False`).
-
-    `device` is where the calling kernel module's backend runs ("cuda" or "cpu")."""
-    out = []
-    for i, t in enumerate(tensors):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{op}: argument {i} must be a torch.Tensor, got {type(t).__name__}")
-        if t.device.type != device:
-            raise ValueError(
-                f"{op}: argument {i} is on {t.device}, but the backend of these kernels runs on "
-                f"{device}; move it with .to('{device}') (or set TRITONLAB_BACKEND)")
-        if t.dtype not in dtypes:
-            names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
-            raise TypeError(f"{op}: argument {i} has dtype {t.dtype}; supported: {names}")
-        out.append(t.contiguous() if contiguous else t)
-    if same_shape:
-        for i, t in enumerate(out[1:], 1):
-            if t.shape != out[0].shape:
-                raise ValueError(f"{op}: shapes differ: {tuple(out[0].shape)} and "
-                                 f"{tuple(t.shape)} (argument {i})")
-            if t.dtype != out[0].dtype:
-                raise TypeError(f"{op}: dtypes differ: {out[0].dtype} and {t.dtype} "
-                                f"(argument {i})")
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def sm_count(device_index):
-    """Streaming multiprocessors of a CUDA device (programs of persistent kernels)."""
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def grid_1d(n, block):
-    return ((n + block - 1) // block,)
-
-
-def compute_dtype(x, tl):
-    """The dtype kernels compute in: fp64 for fp64 inputs (gradcheck), fp32 otherwise."""
-    return tl.float64 if x.dtype == torch.float64 else tl.float32
-
-
-def num_warps_for(block):
-    """Warps for a row-sized block (Triton's softmax tutorial's rule)."""
-    return 4 if block < 2048 else 8 if block < 8192 else 16
-
-
-# ---------------------------------------------------------------------------------------------
-# launch(kernel, grid, *args, **kw) is kernel[grid](*args, **kw) with Triton's per-call
-# dispatch cached. On a GPU, `kernel[grid](...)` binds the arguments, computes their
-# specialisation and looks the compiled kernel up on every call: 10-20 us of Python on the H200
-# machine, as much as a whole small kernel (benchmarks/launch_overhead.py). We key the compiled
-# kernel on what Triton specialises on (tensor dtype and 16-byte alignment; integers equal to
-# 1, divisible by 16, and their width; the constexpr and option values) and call it directly.
-# The first call of each key goes through Triton as usual (compiling, checking); minitriton and
-# Triton's interpreter always take the plain path. What Triton reads from the environment at
-# compile time (TRITON_DEBUG and the other knobs) is not looked at again after the first call
-# of a key. TRITONLAB_FAST_LAUNCH=0 turns the cache off.
 
 FAST_LAUNCH = os.environ.get("TRITONLAB_FAST_LAUNCH", "1") != "0"
 _COMPILED: dict = {}
@@ -146,7 +94,7 @@ class _Direct(_Runner):
 
 def _direct_or_runner(compiled, tail):
     """A `_Direct` where this Triton's compiled kernels have the attributes it calls, else
-    Triton's own runner."""
+    Triton's own runner (`launch` also switches to it where calling the `_Direct` fails)."""
     try:
         return _Direct(compiled, tail)
     except (AttributeError, ImportError):
@@ -168,5 +116,13 @@ def launch(kernel, grid, *args, **kw):
         params = list(kernel.signature.parameters.values())[len(args):]
         _COMPILED[key] = _direct_or_runner(compiled, tuple((p.name, p.default) for p in params))
         return compiled
-    hit(grid, device, args, kw)
+    try:
+        hit(grid, device, args, kw)
+    except (TypeError, AttributeError):
+        # This Triton's compiled kernels take other arguments than `_Direct` passes (raised
+        # before the launch): Triton's runner from now on, and this call once more through it
+        if type(hit) is not _Direct:
+            raise
+        hit = _COMPILED[key] = _Runner(hit.compiled, hit.tail)
+        hit(grid, device, args, kw)
     return hit.compiled

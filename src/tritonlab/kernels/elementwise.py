@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import check_inputs, grid_1d, launch
+from ._checks import check_inputs, grid_1d
+from ._launch import launch
 
 DEFAULT_BLOCK = 1024
 

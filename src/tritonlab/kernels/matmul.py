@@ -8,6 +8,8 @@ traffic for n = 256 reproduces the lecture's table (lectures/04_triton_matmul.py
 row-tiles share the B columns they read, so neighbours hit L2), `@triton.autotune` over tile
 sizes, warps and pipeline stages on the GPU, strides for transposed or non-contiguous inputs,
 and `ACTIVATION` none/relu/gelu applied before the write. fp32 accumulation throughout.
+The tiles and the sizes that choose tuning and the TMA kernel are the device's `MatmulTuning`
+(kernels/tuning.py).
 """
 from __future__ import annotations
 
@@ -16,9 +18,12 @@ import functools
 import torch
 
 from ..backend import DEVICE, TensorDescriptor, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, launch, sm_count
+from ._checks import FLOAT_DTYPES, check_inputs, sm_count
+from ._launch import launch
+from .tuning import tuning_for
 
 ACTIVATIONS = ("none", "relu", "gelu")
+KERNELS = ("pointers", "tma")
 
 
 @triton.jit
@@ -43,18 +48,11 @@ def matmul_relu_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, strid
              acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def _config(bm, bn, bk, warps, stages):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
-                         num_warps=warps, num_stages=stages)
-
-
-# Pruned for Hopper: 8 configurations keep tuning well under 30 s per shape (128x256x64 with 8
-# warps ran at cuBLAS speed for bf16 4096^3 on an H200; 64x128 and 128x64 tiles give a 1024^2
-# output 128 programs, about one per SM, where 128x128 gives 64). The simulator runs the first
-# one (timing means nothing there), so it is the smallest.
-CONFIGS = [_config(64, 64, 32, 4, 4), _config(128, 128, 64, 4, 4), _config(64, 128, 64, 4, 4),
-           _config(128, 64, 64, 4, 4), _config(128, 256, 64, 8, 3), _config(128, 256, 64, 8, 4),
-           _config(128, 256, 32, 8, 4), _config(256, 128, 64, 8, 3)]
+def _configs(tiles, group_m, pre_hook=None):
+    """triton.Configs from a tuning's (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                          num_warps=warps, num_stages=stages, pre_hook=pre_hook)
+            for bm, bn, bk, warps, stages in tiles]
 
 
 def _prune(configs, named_args, **kwargs):
@@ -110,11 +108,6 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
              mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
-matmul_kernel_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"],
-                                      prune_configs_by={"early_config_prune": _prune})(
-    matmul_kernel)
-
-
 @triton.jit
 def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr,
                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -146,26 +139,49 @@ def _set_tma_blocks(nargs):
     nargs["c_desc"].block_shape = [bm, bn]
 
 
-def _tma_config(bm, bn, bk, warps, stages):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
-                         num_warps=warps, num_stages=stages, pre_hook=_set_tma_blocks)
+class _Dispatch:
+    """One matmul kernel on one tuning's configs, and the configs it has chosen: products up
+    to `tune_above` run the first config; a larger one runs the autotuner on its first call,
+    which records its choice, and that config directly from then on."""
+
+    def __init__(self, kernel, configs, tune_above):
+        self.kernel, self.tune_above = kernel, tune_above
+        self.tuned = triton.autotune(configs=configs, key=["M", "N", "K"],
+                                     prune_configs_by={"early_config_prune": _prune})(kernel)
+        self.first = configs[0]
+        self.fixed = configs[0].all_kwargs()
+        self.chosen = {}  # (M, N, K, dtype, activation) -> kwargs of the autotuner's choice
+
+    def get(self, key):
+        """The config (kwargs) of key = (M, N, K, dtype, activation); None where the autotuner
+        has not chosen yet."""
+        M, N, K = key[:3]
+        return self.fixed if M * N * K <= self.tune_above else self.chosen.get(key)
+
+    def run(self, config, grid, args, key):
+        """Launch `args` with `config` (from `get`), or tune where it is None and record the
+        choice. `grid(meta)` is the grid of a config."""
+        activation = key[4]
+        if config is None:
+            self.tuned[grid](*args, ACTIVATION=activation)
+            self.chosen[key] = self.tuned.best_config.all_kwargs()
+        else:  # the chosen config directly: the autotuner's per-call work is not free
+            launch(self.kernel, grid(config), *args, ACTIVATION=activation, **config)
 
 
-# H200 probe (2026-11-29, benchmarks/probe_variants.py matmul_tma): 128x256x64, 8 warps, 3 stages
-# ran bf16 4096^3 at 760 TFLOP/s (1.08x cuBLAS + ReLU); 128x128x64 with 4 warps was best at
-# 1024^3; 4 stages of 128x256x64 need more shared memory than an SM has.
-TMA_CONFIGS = [_tma_config(128, 128, 64, 4, 4), _tma_config(128, 256, 64, 8, 3),
-               _tma_config(256, 128, 64, 8, 3)]
-matmul_tma_kernel_tuned = triton.autotune(configs=TMA_CONFIGS, key=["M", "N", "K"],
-                                          prune_configs_by={"early_config_prune": _prune})(
-    matmul_tma_kernel)
-TUNE_ABOVE = 1 << 27  # M*N*K: smaller products run one fixed tile (tuning them buys nothing)
-_TUNED: dict = {}  # (M, N, K, dtype, activation, kernel) -> kwargs of the autotuner's choice
-_FIXED = {"pointers": CONFIGS[0].all_kwargs(), "tma": TMA_CONFIGS[0].all_kwargs()}
-KERNELS = ("pointers", "tma")
-# M*N*K from which matmul() takes the TMA kernel by default: building three descriptors and
-# encoding them at launch costs the host ~30-50 us, as much as a 2048^3 matmul takes the GPU
-TMA_ABOVE = 1 << 34
+_BY_TUNING: dict = {}  # MatmulTuning -> {kernel: _Dispatch}: one autotuner per tuning
+
+
+@functools.lru_cache(maxsize=None)
+def _dispatches(device):
+    """(tuning, {kernel: _Dispatch}) of a device index (-1: the CPU)."""
+    t = tuning_for("matmul", device)
+    if t not in _BY_TUNING:
+        _BY_TUNING[t] = {
+            "pointers": _Dispatch(matmul_kernel, _configs(t.configs, t.group_m), t.tune_above),
+            "tma": _Dispatch(matmul_tma_kernel, _configs(t.tma_configs, t.group_m,
+                                                         _set_tma_blocks), t.tune_above)}
+    return t, _BY_TUNING[t]
 
 
 def _tma_ok(*tensors):
@@ -184,20 +200,12 @@ def _has_tma(device_index):
     return torch.cuda.get_device_capability(device_index)[0] >= 9  # Hopper or newer
 
 
-def _default_kernel(a, b):
+def _default_kernel(a, b, tuning):
     M, K = a.shape
-    if (DEVICE != "cuda" or a.dtype == torch.float32 or M * K * b.shape[1] < TMA_ABOVE
+    if (DEVICE != "cuda" or a.dtype == torch.float32 or M * K * b.shape[1] < tuning.tma_above
             or not _tma_ok(a, b)):
         return "pointers"
     return "tma" if _has_tma(a.get_device()) else "pointers"
-
-
-def _chosen(M, N, K, dtype, activation, kernel):
-    """The tile configuration (kwargs) `kernel` runs with, or None where the autotuner has not
-    chosen yet: fixed up to TUNE_ABOVE, the autotuner's choice above."""
-    if M * N * K <= TUNE_ABOVE:
-        return _FIXED[kernel]
-    return _TUNED.get((M, N, K, dtype, activation, kernel))
 
 
 def _tiles(M, N, meta):
@@ -232,7 +240,9 @@ def matmul(a, b, activation="none", kernel=None):
         return c
     if K == 0:
         return c.zero_()
-    kernel = kernel or _default_kernel(a, b)
+    tuning, dispatches = _dispatches(a.get_device())
+    kernel = kernel or _default_kernel(a, b, tuning)
+    key = (M, N, K, a.dtype, activation)
     if kernel == "tma":
         if a.dtype == torch.float32:
             raise ValueError("matmul: kernel='tma' takes fp16/bf16 inputs (its tiles do not fit "
@@ -243,43 +253,32 @@ def matmul(a, b, activation="none", kernel=None):
                 f"last dimension; got a {tuple(a.shape)} strides {a.stride()}, b {tuple(b.shape)} "
                 f"strides {b.stride()} ({a.dtype}): use kernel='pointers' or .contiguous(), and "
                 f"K and N multiples of {16 // a.element_size()}")
-        return _matmul_tma(a, b, c, activation)
+        return _matmul_tma(a, b, c, key, tuning, dispatches["tma"])
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
             c.stride(1))
-    kw = _chosen(M, N, K, a.dtype, activation, "pointers")
-    if kw is None:
-        matmul_kernel_tuned[lambda meta: (_tiles(M, N, meta),)](*args, ACTIVATION=activation)
-        _TUNED[(M, N, K, a.dtype, activation, "pointers")] = \
-            matmul_kernel_tuned.best_config.all_kwargs()
-    else:  # launch the chosen config directly: the autotuner's per-call work is not free
-        launch(matmul_kernel, (_tiles(M, N, kw),), *args, ACTIVATION=activation, **kw)
+    pointers = dispatches["pointers"]
+    pointers.run(pointers.get(key), lambda meta: (_tiles(M, N, meta),), args, key)
     return c
 
 
 def matmul_plan(a, b, activation="none", kernel=None):
     """(kernel, config) that `matmul(a, b, activation, kernel)` runs: "pointers" or "tma", and
     the tile configuration (None for a large shape the autotuner has not seen yet)."""
-    kernel = kernel or _default_kernel(a, b)
+    tuning, dispatches = _dispatches(a.get_device())
+    kernel = kernel or _default_kernel(a, b, tuning)
     (M, K), N = a.shape, b.shape[1]
-    return kernel, _chosen(M, N, K, a.dtype, activation, kernel)
+    return kernel, dispatches[kernel].get((M, N, K, a.dtype, activation))
 
 
-def _matmul_tma(a, b, c, activation):
-    (M, K), N = a.shape, b.shape[1]
-    programs = sm_count(a.get_device()) if DEVICE == "cuda" else 4  # 4 on the simulator
-    kw = _chosen(M, N, K, a.dtype, activation, "tma")
-    blocks = kw or TMA_CONFIGS[0].kwargs  # while tuning, the pre-hook sets each config's blocks
+def _matmul_tma(a, b, c, key, tuning, dispatch):
+    M, N, K = key[:3]
+    programs = sm_count(a.get_device()) if DEVICE == "cuda" else tuning.simulator_tma_programs
+    kw = dispatch.get(key)
+    blocks = kw or dispatch.first.kwargs  # while tuning, the pre-hook sets each config's blocks
     bm, bn, bk = blocks["BLOCK_M"], blocks["BLOCK_N"], blocks["BLOCK_K"]
     descriptor = TensorDescriptor.from_tensor
     descs = (descriptor(a, [bm, bk]), descriptor(b, [bk, bn]), descriptor(c, [bm, bn]))
-    if kw is None:
-        matmul_tma_kernel_tuned[lambda meta: (min(programs, _tiles(M, N, meta)),)](
-            *descs, M, N, K, ACTIVATION=activation)
-        _TUNED[(M, N, K, a.dtype, activation, "tma")] = \
-            matmul_tma_kernel_tuned.best_config.all_kwargs()
-    else:
-        launch(matmul_tma_kernel, (min(programs, _tiles(M, N, kw)),), *descs, M, N, K,
-               ACTIVATION=activation, **kw)
+    dispatch.run(kw, lambda meta: (min(programs, _tiles(M, N, meta)),), (*descs, M, N, K), key)
     return c
 
 

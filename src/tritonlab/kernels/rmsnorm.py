@@ -11,18 +11,21 @@ row of a partial buffer, (programs, N), summed afterwards: the buffer has as man
 programs, not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for
 teaching: the simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
 
-Rows of any length: rows wider than FWD_REGISTER_MAX run a chunked forward, which loops over
-the row in chunks of WIDE_CHUNK twice (the second pass reads the row back from L2). Rows wider
-than BWD_REGISTER_MAX run a two-step backward: a chunked kernel computes each row's
-coefficient r^3 / N * sum(dy * g * x), then a 2-D grid of (rows, columns) tiles writes dx and
-keeps dg for its columns in registers, one partial row per row block.
+Rows of any length: rows wider than what the forward keeps in registers run a chunked forward,
+which loops over the row in chunks twice (the second pass reads the row back from L2). Rows
+too wide for the backward's registers run a two-step backward: a chunked kernel computes each
+row's coefficient r^3 / N * sum(dy * g * x), then a 2-D grid of (rows, columns) tiles writes dx
+and keeps dg for its columns in registers, one partial row per row block. The limits, blocks,
+warps and programs are the device's `RMSNormTuning` (kernels/tuning.py).
 """
 from __future__ import annotations
 
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch, num_warps_for, sm_count
+from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
+from ._launch import launch
+from .tuning import tuning_for
 
 
 @triton.jit
@@ -145,19 +148,6 @@ def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_co
     tl.store(dg_ptr + cols, old + dy * x * rstd, mask=mask)  # lost updates on a GPU
 
 
-def _programs_for(x):
-    """Programs of the whole-row backward on a GPU: one per SM for rows of 8192 columns or more,
-    up to four per SM for short rows, whose programs are latency-bound (H200 probe, 2026-11-29,
-    benchmarks/probe_variants.py rms_bwd_wide: 32768x1024 bf16 85 us with 4 per SM against
-    125 us with 2; 4096x16384 bf16 117 us with 1 against 125 us with 2); a handful on the
-    simulator."""
-    n_rows, n_cols = x.shape
-    if x.is_cuda:
-        per_sm = min(4, max(1, 8192 // max(1, n_cols)))
-        return max(1, min(n_rows, per_sm * sm_count(x.get_device())))
-    return max(1, min(n_rows, 8))
-
-
 def _flatten(x, g):
     """x as (rows, N) and g, checked: on the backend's device, float dtypes, g of shape (N,)."""
     x, g = check_inputs("rmsnorm", x, g, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,),
@@ -168,33 +158,29 @@ def _flatten(x, g):
     return (x if x.dim() == 2 else x.reshape(-1, x.shape[-1])), g
 
 
-def _bwd_warps(block, element_size):
+def _programs_for(x, t):
+    """Programs of the whole-row backward on a GPU: more per SM for short rows, whose programs
+    are latency-bound; a handful on the simulator."""
+    n_rows, n_cols = x.shape
+    if x.is_cuda:
+        per_sm = min(t.bwd_max_per_sm, max(1, t.bwd_cols_per_sm // max(1, n_cols)))
+        return max(1, min(n_rows, per_sm * sm_count(x.get_device())))
+    return max(1, min(n_rows, t.simulator_programs))
+
+
+def _bwd_warps(block, element_size, t):
     """Warps for the backward, which keeps x, dy, g and the dg accumulator of a whole row in
-    registers: one warp per 2 KiB of input row (H200 probe, 2026-11-29: 16384-wide rows ran in
-    246 us with 32 warps in fp32, where 16 spill and take ~1250 us, and in 117 us with 16
-    warps in bf16, where 32 take 165 us)."""
-    return min(32, max(4, block * element_size // 2048))
+    registers: enough that they do not spill, no more (more warps cost time)."""
+    warps = block * element_size // t.bwd_bytes_per_warp
+    return min(t.bwd_max_warps, max(t.bwd_min_warps, warps))
 
 
-# Rows wider than these run the wide-row kernels (the others keep a whole row in registers).
-# H200 probes, 2026-11-29 (benchmarks/probe_variants.py rms_wide and rms_wide_bwd, CUDA-graph
-# times, 2^26 elements): the register kernels win up to their limits (forward 2048x32768 bf16
-# 73 us against 90 us chunked; backward 4096x16384 bf16 157 us against 170 us tiled, fp32 253
-# against 317 us) and spill past them (forward 1024x65536 fp32 682 us against 201 us chunked;
-# backward 2048x32768 bf16 583 us against 170 us tiled). Forward chunks of 4096 with 16 warps;
-# backward tiles of 4 x 1024 with 4 warps, 4 programs per SM in 16 bits and 2 in fp32.
-FWD_REGISTER_MAX = 32768
-BWD_REGISTER_MAX = 16384
-WIDE_CHUNK = 4096
-WIDE_WARPS = 16
-TILE_M, TILE_N, TILE_WARPS = 4, 1024, 4
-
-
-def _tiled_rows(n_rows, n_cols, block_m, block_n, x):
-    """Rows per program of the tiled backward (a multiple of block_m): enough programs for 4
-    per SM in 16 bits, 2 in fp32 (8 bytes per element-per-SM), a handful on the simulator."""
+def _tiled_rows(n_rows, n_cols, block_m, block_n, x, t):
+    """Rows per program of the tiled backward (a multiple of block_m): enough programs for the
+    tuning's programs per SM (more in 16 bits than in fp32), a handful on the simulator."""
     col_blocks = triton.cdiv(n_cols, block_n)
-    target = (max(1, 8 // x.element_size()) * sm_count(x.get_device()) if x.is_cuda else 8)
+    target = (max(1, t.tiled_bytes_per_sm // x.element_size()) * sm_count(x.get_device())
+              if x.is_cuda else t.simulator_programs)
     row_blocks = max(1, target // col_blocks)
     return triton.cdiv(triton.cdiv(n_rows, row_blocks), block_m) * block_m
 
@@ -208,10 +194,10 @@ def _forward(x2, g, eps, chunk=None):
     if n_rows and not n_cols:
         rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
     if n_rows and n_cols:
-        acc = compute_dtype(x2, tl)
-        if chunk or n_cols > FWD_REGISTER_MAX:
+        acc, t = compute_dtype(x2, tl), tuning_for("rmsnorm", x2.get_device())
+        if chunk or n_cols > t.fwd_register_max:
             launch(rmsnorm_fwd_wide_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps,
-                   CHUNK=chunk or WIDE_CHUNK, ACC=acc, num_warps=WIDE_WARPS)
+                   CHUNK=chunk or t.wide_chunk, ACC=acc, num_warps=t.wide_warps)
         else:
             block = triton.next_power_of_2(n_cols)
             launch(rmsnorm_fwd_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps,
@@ -226,25 +212,26 @@ def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None, tile=None):
     dx = torch.empty_like(x2)
     if x2.numel() == 0:
         return dx, torch.zeros_like(g)
-    acc = compute_dtype(x2, tl)
-    if chunk or tile or n_cols > BWD_REGISTER_MAX:
-        block_m, block_n = tile or (TILE_M, TILE_N)
+    acc, t = compute_dtype(x2, tl), tuning_for("rmsnorm", x2.get_device())
+    if chunk or tile or n_cols > t.bwd_register_max:
+        block_m, block_n = tile or (t.tile_m, t.tile_n)
         coef = torch.empty_like(rstd)
         launch(rmsnorm_bwd_dot_kernel, (n_rows,), x2, g, dy2, rstd, coef, n_cols,
-               CHUNK=chunk or WIDE_CHUNK, ACC=acc, num_warps=WIDE_WARPS)
+               CHUNK=chunk or t.wide_chunk, ACC=acc, num_warps=t.wide_warps)
         rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
-                _tiled_rows(n_rows, n_cols, block_m, block_n, x2))
+                _tiled_rows(n_rows, n_cols, block_m, block_n, x2, t))
         grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
         partial = torch.empty(grid[0], n_cols, dtype=rstd.dtype, device=x2.device)
         launch(rmsnorm_bwd_tiled_kernel, grid, x2, g, rstd, coef, dy2, dx, partial, n_rows,
-               n_cols, rows, BLOCK_M=block_m, BLOCK_N=block_n, ACC=acc, num_warps=TILE_WARPS)
+               n_cols, rows, BLOCK_M=block_m, BLOCK_N=block_n, ACC=acc, num_warps=t.tile_warps)
     else:
-        rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2))
+        rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2, t))
         programs = triton.cdiv(n_rows, rows)
         partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x2.device)
         block = triton.next_power_of_2(n_cols)
         launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
-               rows, BLOCK_SIZE=block, ACC=acc, num_warps=_bwd_warps(block, x2.element_size()))
+               rows, BLOCK_SIZE=block, ACC=acc,
+               num_warps=_bwd_warps(block, x2.element_size(), t))
     dg = partial.sum(0)
     return dx, (dg if dg.dtype == g.dtype else dg.to(g.dtype))
 

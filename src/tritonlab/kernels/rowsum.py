@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch
+from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype
+from ._launch import launch
 
 
 @triton.jit

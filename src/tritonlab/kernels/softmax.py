@@ -6,16 +6,17 @@ Three kernels, one pattern each:
   * `softmax_online_kernel`: rows longer than a block, in an in-program loop with a running
     max and sum (online softmax), then a second pass to write (read 2MN, write MN).
 Masked lanes load -inf, whose exp is 0, so they change neither the max nor the sum. Math is
-fp32 (fp64 for fp64 inputs); the output has the input's dtype.
+fp32 (fp64 for fp64 inputs); the output has the input's dtype. Which kernel a row length
+takes, and its rows, block and warps, are the device's `SoftmaxTuning` (kernels/tuning.py).
 """
 from __future__ import annotations
 
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._launch import FLOAT_DTYPES, check_inputs, compute_dtype, launch, num_warps_for
-
-MAX_ROW_BLOCK = 16384  # longer rows use the online kernel
+from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for
+from ._launch import launch
+from .tuning import tuning_for
 
 
 @triton.jit
@@ -83,21 +84,23 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
     if x2.numel() == 0:
         return y2.reshape(shape).movedim(-1, dim)
     block = triton.next_power_of_2(n_cols)
+    t = tuning_for("softmax", x.get_device())
     if variant is None:
-        variant = "online" if block > MAX_ROW_BLOCK else "rows" if block < 1024 else "row"
+        variant = ("online" if block > t.max_row_block else "rows" if block < t.rows_below
+                   else "row")
     acc = compute_dtype(x, tl)
     if variant == "row":
         launch(softmax_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
                BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
     elif variant == "rows":
-        rows = rows_per_program or max(1, min(16, 2048 // block))
+        rows = rows_per_program or max(1, min(t.max_rows, t.rows_elements // block))
         launch(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
             x2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0), BLOCK_SIZE=block, ROWS=rows,
             ACC=acc, num_warps=num_warps_for(block * rows))
     elif variant == "online":
-        block = block_size or min(block, 4096)
+        block = block_size or min(block, t.online_block)
         launch(softmax_online_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
-               BLOCK_SIZE=block, ACC=acc, num_warps=8)
+               BLOCK_SIZE=block, ACC=acc, num_warps=t.online_warps)
     else:
         raise ValueError(f"softmax: unknown variant {variant!r} (row, rows, online)")
     return y2.reshape(shape).movedim(-1, dim)

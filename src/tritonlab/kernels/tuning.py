@@ -1,0 +1,115 @@
+"""Tuning decisions of the kernels' launch functions, as small frozen configs per op and GPU
+architecture (quack's style): tiles, warps, programs per SM and the sizes at which a launch
+function switches kernels. Why each value is what it is, with the measurements behind it:
+docs/decisions.md.
+
+`tuning_for(kind, device)` is the config of one op ("rmsnorm", "matmul", "softmax") for a
+device, looked up once per device (it is on the launch path). The tables are keyed by compute
+capability major: 9 (Hopper, sm_90) holds what was measured on the H200. Other GPUs and the CPU
+(the simulator, Triton's interpreter) take DEFAULTS, Hopper's values until they are measured
+elsewhere.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class RMSNormTuning:
+    """Which RMSNorm kernels a row width takes, with their blocks, warps and programs
+    (docs/decisions.md#rmsnorm-register-limits)."""
+
+    fwd_register_max: int  # widest row the whole-row forward keeps in registers
+    bwd_register_max: int  # the same for the backward; wider rows take the wide-row kernels
+    # The wide-row kernels' chunk along a row and its warps (forward, backward step 1)
+    # (docs/decisions.md#rmsnorm-wide-forward)
+    wide_chunk: int
+    wide_warps: int
+    # The wide-row backward's 2-D tiles, their warps, and programs per SM = tiled_bytes_per_sm
+    # / element size (docs/decisions.md#rmsnorm-wide-backward-tiles)
+    tile_m: int
+    tile_n: int
+    tile_warps: int
+    tiled_bytes_per_sm: int
+    # Whole-row backward: bwd_cols_per_sm // row width programs per SM, 1 to bwd_max_per_sm
+    # (docs/decisions.md#rmsnorm-backward-programs)
+    bwd_cols_per_sm: int
+    bwd_max_per_sm: int
+    # and one warp per bwd_bytes_per_warp of input row, bwd_min_warps to bwd_max_warps
+    # (docs/decisions.md#rmsnorm-backward-warps)
+    bwd_bytes_per_warp: int
+    bwd_min_warps: int
+    bwd_max_warps: int
+    simulator_programs: int  # programs of either backward where there are no SMs
+
+
+@dataclasses.dataclass(frozen=True)
+class MatmulTuning:
+    """The tiles the matmul kernels run and are tuned over, and the sizes that choose tuning
+    and the TMA kernel (docs/decisions.md#matmul-configs)."""
+
+    # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) the autotuner tries. The first is the
+    # fixed tile of products up to tune_above and the one the simulator runs: the smallest
+    # (docs/decisions.md#matmul-pointer-configs)
+    configs: tuple
+    # The same for the persistent TMA kernel (docs/decisions.md#matmul-tma-configs)
+    tma_configs: tuple
+    group_m: int  # GROUP_M row tiles sweep N together, so that they share B in L2
+    # M*N*K up to which the first config runs: tuning buys nothing there
+    # (docs/decisions.md#matmul-tune-above)
+    tune_above: int
+    # M*N*K from which 16-bit products take the TMA kernel on Hopper or newer: below it,
+    # building the descriptors costs the host more (docs/decisions.md#matmul-tma-threshold)
+    tma_above: int
+    simulator_tma_programs: int  # programs of the persistent TMA kernel where there are no SMs
+
+
+@dataclasses.dataclass(frozen=True)
+class SoftmaxTuning:
+    """Which softmax kernel a row length takes, with its rows per program, block and warps
+    (docs/decisions.md#softmax-variants)."""
+
+    max_row_block: int  # longest row block of the one-row kernels; longer rows go online
+    rows_below: int  # row blocks shorter than this put several rows in one program:
+    rows_elements: int  # rows_elements // block of them,
+    max_rows: int  # at most max_rows
+    online_block: int  # the online kernel's block along a row
+    online_warps: int
+
+
+TUNINGS = {
+    "rmsnorm": {9: RMSNormTuning(
+        fwd_register_max=32768, bwd_register_max=16384, wide_chunk=4096, wide_warps=16,
+        tile_m=4, tile_n=1024, tile_warps=4, tiled_bytes_per_sm=8, bwd_cols_per_sm=8192,
+        bwd_max_per_sm=4, bwd_bytes_per_warp=2048, bwd_min_warps=4, bwd_max_warps=32,
+        simulator_programs=8)},
+    "matmul": {9: MatmulTuning(
+        configs=((64, 64, 32, 4, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4),
+                 (128, 64, 64, 4, 4), (128, 256, 64, 8, 3), (128, 256, 64, 8, 4),
+                 (128, 256, 32, 8, 4), (256, 128, 64, 8, 3)),
+        tma_configs=((128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3)),
+        group_m=8, tune_above=1 << 27, tma_above=1 << 34, simulator_tma_programs=4)},
+    "softmax": {9: SoftmaxTuning(
+        max_row_block=16384, rows_below=1024, rows_elements=2048, max_rows=16,
+        online_block=4096, online_warps=8)},
+}
+DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
+
+
+def tuning_for_capability(kind, capability):
+    """The config of `kind` for a GPU of compute capability (major, minor); None: the CPU."""
+    if capability is None:
+        return DEFAULTS[kind]
+    return TUNINGS[kind].get(capability[0], DEFAULTS[kind])
+
+
+@functools.lru_cache(maxsize=None)
+def tuning_for(kind, device):
+    """The config of `kind` for a CUDA device index, as `tensor.get_device()` gives it (-1 or
+    None: the CPU)."""
+    on_gpu = device is not None and device >= 0
+    return tuning_for_capability(kind, torch.cuda.get_device_capability(device) if on_gpu
+                                 else None)

@@ -1,0 +1,118 @@
+"""The kernels' tuning (tritonlab/kernels/tuning.py): configs per GPU architecture, frozen, looked
+up once per device, and read by the launch functions (checked on the simulator by giving them
+small tunings that change which kernels run)."""
+import dataclasses
+
+import pytest
+import torch
+
+from tritonlab.kernels import matmul as mm
+from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels import softmax as sm
+from tritonlab.kernels import tuning
+
+from test_kernels import rand, rel_err
+
+KINDS = tuple(tuning.TUNINGS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hopper_has_its_entry_and_other_devices_the_default(kind, monkeypatch):
+    other = dataclasses.replace(tuning.DEFAULTS[kind])  # equal values, another object
+    monkeypatch.setitem(tuning.DEFAULTS, kind, other)
+    assert tuning.tuning_for_capability(kind, (9, 0)) is tuning.TUNINGS[kind][9]
+    for capability in ((8, 0), (8, 9), (10, 0), (12, 0), None):  # None: the CPU
+        assert tuning.tuning_for_capability(kind, capability) is other
+
+
+def test_tuning_for_looks_each_device_up_once(monkeypatch):
+    asked = []
+
+    def capability(device):
+        asked.append(device)
+        return {0: (9, 0), 1: (8, 6)}[device]
+    monkeypatch.setattr(torch.cuda, "get_device_capability", capability)
+    tuning.tuning_for.cache_clear()
+    try:
+        for _ in range(3):
+            assert tuning.tuning_for("matmul", 0) is tuning.TUNINGS["matmul"][9]
+            assert tuning.tuning_for("matmul", 1) is tuning.DEFAULTS["matmul"]
+            assert tuning.tuning_for("rmsnorm", -1) is tuning.DEFAULTS["rmsnorm"]  # a CPU tensor
+    finally:
+        tuning.tuning_for.cache_clear()
+    assert asked == [0, 1]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_configs_are_frozen(kind):
+    config = tuning.TUNINGS[kind][9]
+    field = dataclasses.fields(config)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(config, field, 1)
+
+
+def test_hopper_rules_give_the_measured_choices():
+    """The rules read from the sm_90 tuning reproduce the choices made on the H200: backward
+    warps of 16384-wide rows (32 in fp32, 16 in bf16), programs per SM for short and long
+    rows, and the smallest matmul tile first (the fixed one and the simulator's)."""
+    t = tuning.TUNINGS["rmsnorm"][9]
+    assert rn._bwd_warps(16384, 4, t) == 32 and rn._bwd_warps(16384, 2, t) == 16
+    assert rn._bwd_warps(256, 2, t) == 4 and rn._bwd_warps(32768, 4, t) == 32
+    assert min(t.bwd_max_per_sm, t.bwd_cols_per_sm // 1024) == 4
+    assert min(t.bwd_max_per_sm, t.bwd_cols_per_sm // 16384) == 0  # clamped to 1 per SM
+    m = tuning.TUNINGS["matmul"][9]
+    assert m.configs[0] == min(m.configs, key=lambda c: c[0] * c[1] * c[2])
+    assert m.tune_above == 1 << 27 and m.tma_above == 1 << 34
+
+
+def _recording(monkeypatch, module):
+    launched = []
+    real = module.launch
+    monkeypatch.setattr(module, "launch",
+                        lambda k, *a, **kw: launched.append(k) or real(k, *a, **kw))
+    return launched
+
+
+def test_rmsnorm_reads_its_tuning(monkeypatch):
+    """A tuning with small register limits sends the autograd path through the wide-row
+    kernels: gradcheck in float64 through them, with chunks and tiles that leave tails."""
+    small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=16,
+                                bwd_register_max=16, wide_chunk=8, tile_m=2, tile_n=8)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: small)
+    launched = _recording(monkeypatch, rn)
+    x = rand(2, 2, 20, dtype=torch.float64).requires_grad_()
+    g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+    assert set(launched) == {rn.rmsnorm_fwd_wide_kernel, rn.rmsnorm_bwd_dot_kernel,
+                             rn.rmsnorm_bwd_tiled_kernel}
+
+
+def test_softmax_reads_its_tuning(monkeypatch):
+    small = dataclasses.replace(tuning.DEFAULTS["softmax"], max_row_block=64, online_block=32)
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: small)
+    launched = _recording(monkeypatch, sm)
+    x = rand(5, 200, scale=3)
+    assert rel_err(sm.softmax(x), torch.softmax(x.double(), -1)) < 2e-6
+    assert launched == [sm.softmax_online_kernel]
+
+
+def test_matmul_tunes_once_then_launches_the_choice(monkeypatch):
+    """Above `tune_above` the first call runs the autotuner and records its choice, which
+    matmul_plan reports and later calls launch directly; below it the first config runs."""
+    small = dataclasses.replace(tuning.DEFAULTS["matmul"], tune_above=40 ** 3)
+    monkeypatch.setattr(mm, "tuning_for", lambda kind, device: small)
+    monkeypatch.setattr(mm, "_BY_TUNING", {})
+    mm._dispatches.cache_clear()
+    launched = _recording(monkeypatch, mm)
+    try:
+        a, b = rand(48, 40), rand(40, 56, seed=1)
+        assert mm.matmul_plan(a, b) == ("pointers", None)
+        for _ in range(2):
+            assert rel_err(mm.matmul(a, b), a.double() @ b.double()) < 2e-3
+        kernel, config = mm.matmul_plan(a, b)
+        assert kernel == "pointers" and config["BLOCK_M"] == small.configs[0][0]
+        assert launched == [mm.matmul_kernel]  # the second call, with the recorded choice
+        assert mm.matmul_plan(a, b, "relu") == ("pointers", None)  # another key: not tuned
+        assert mm.matmul_plan(a[:16], b)[1] == mm._dispatches(-1)[1]["pointers"].fixed
+    finally:
+        mm._dispatches.cache_clear()
