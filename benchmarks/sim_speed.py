@@ -2,7 +2,7 @@
 
     python benchmarks/sim_speed.py [--repeats N] [--json FILE]
 
-Same kernels (the lecture's, from tests/corpus/kernels.py, loaded once per implementation),
+Same kernels (the lecture's, from tests/minitriton/corpus/kernels.py, loaded once per implementation),
 same inputs, one process. Triton's interpreter (TRITON_INTERPRET=1) is timed where `triton` is
 importable. Prints a table of median wall times and the ratios, and the process's peak memory.
 """

@@ -1,11 +1,14 @@
 """Kernels written as Triton's tutorials write them (persistent softmax, grouped matmul with
 hints and a nested activation, LayerNorm with a lock-protected weight-gradient reduction),
 unmodified, on minitriton."""
+import numpy as np
 import pytest
-import torch
 
 import minitriton as triton
 import minitriton.language as tl
+import references as ref
+
+pytestmark = pytest.mark.usefixtures("executor")  # every test runs kernels
 
 
 @triton.jit
@@ -29,11 +32,11 @@ def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n
 
 
 def test_persistent_softmax():
-    x = torch.randn(37, 300)
-    y = torch.empty_like(x)
-    softmax_kernel[(8, 1, 1)](y, x, x.stride(0), y.stride(0), 37, 300,
+    x = ref.rand((37, 300))
+    y = np.empty_like(x)
+    softmax_kernel[(8, 1, 1)](y, x, ref.strides(x)[0], ref.strides(y)[0], 37, 300,
                               BLOCK_SIZE=triton.next_power_of_2(300), num_stages=4)
-    torch.testing.assert_close(y, torch.softmax(x, 1))
+    np.testing.assert_allclose(y, ref.softmax(x), rtol=1e-5, atol=1e-7)
 
 
 @triton.jit
@@ -80,19 +83,14 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 
 
 def test_grouped_matmul_with_hints_and_nested_activation():
-    a = torch.randn(100, 70).half()
-    b = torch.randn(70, 90).half()
-    c = torch.empty(100, 90, dtype=torch.float16)
+    a = ref.rand((100, 70), dtype=np.float16)
+    b = ref.rand((70, 90), seed=1, dtype=np.float16)
+    c = np.empty((100, 90), np.float16)
     grid = lambda META: (triton.cdiv(100, META["BLOCK_SIZE_M"]) * triton.cdiv(90, META["BLOCK_SIZE_N"]),)  # noqa
-    matmul_kernel[grid](a, b, c, 100, 90, 70, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), BLOCK_SIZE_M=32, BLOCK_SIZE_N=32,
-                        BLOCK_SIZE_K=32, GROUP_SIZE_M=2, ACTIVATION="leaky_relu")
-    ref = F_leaky(a.double() @ b.double())
-    torch.testing.assert_close(c.double(), ref, rtol=2e-3, atol=2e-3)
-
-
-def F_leaky(x):
-    return torch.where(x >= 0, x, 0.01 * x)
+    matmul_kernel[grid](a, b, c, 100, 90, 70, *ref.strides(a), *ref.strides(b), *ref.strides(c),
+                        BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32, GROUP_SIZE_M=2,
+                        ACTIVATION="leaky_relu")
+    np.testing.assert_allclose(ref.f64(c), ref.leaky_relu(ref.f64(a) @ b), rtol=2e-3, atol=2e-3)
 
 
 @triton.jit
@@ -173,24 +171,20 @@ def _layer_norm_bwd_dx_fused(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N,
 @pytest.mark.parametrize("sanitize", [False, True])
 def test_layer_norm_forward_and_locked_backward(sanitize):
     M, N, group = 24, 200, 4
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(M, N, generator=g, dtype=torch.float64).float()
-    w, b = torch.randn(N, generator=g).float(), torch.randn(N, generator=g).float()
-    dy = torch.randn(M, N, generator=g).float()
-    y, mean, rstd = torch.empty_like(x), torch.empty(M), torch.empty(M)
-    settings = triton.Settings(races=True, order=True) if sanitize else None
-    _layer_norm_fwd_fused[(M,)](x, y, w, b, mean, rstd, x.stride(0), N, 1e-5, BLOCK_SIZE=64,
-                                minitriton_settings=settings)
-    ref = torch.nn.functional.layer_norm(x.double(), (N,), w.double(), b.double(), 1e-5)
-    torch.testing.assert_close(y.double(), ref, rtol=1e-5, atol=1e-5)
-    dx = torch.empty_like(x)
-    lock = torch.zeros(2 * group, dtype=torch.int32)
-    dw_partial, db_partial = torch.zeros(group, N), torch.zeros(group, N)
+    x, w, b, dy = (ref.rand(shape, seed=i) for i, shape in enumerate([(M, N), N, N, (M, N)]))
+    y, mean, rstd = np.empty_like(x), np.empty(M, np.float32), np.empty(M, np.float32)
+    executor = triton.current_settings().executor
+    settings = triton.Settings(executor=executor, races=True, order=True) if sanitize else None
+    _layer_norm_fwd_fused[(M,)](x, y, w, b, mean, rstd, ref.strides(x)[0], N, 1e-5,
+                                BLOCK_SIZE=64, minitriton_settings=settings)
+    np.testing.assert_allclose(y, ref.layer_norm(x, w, b, 1e-5)[0], rtol=1e-5, atol=1e-5)
+    dx = np.empty_like(x)
+    lock = np.zeros(2 * group, np.int32)
+    dw_partial, db_partial = np.zeros((group, N), np.float32), np.zeros((group, N), np.float32)
     _layer_norm_bwd_dx_fused[(M,)](dx, dy, dw_partial, db_partial, x, w, mean, rstd, lock,
-                                   x.stride(0), N, GROUP_SIZE_M=group, BLOCK_SIZE_N=256,
+                                   ref.strides(x)[0], N, GROUP_SIZE_M=group, BLOCK_SIZE_N=256,
                                    minitriton_settings=settings)
-    xd, wd, bd = (t.double().requires_grad_() for t in (x, w, b))
-    torch.nn.functional.layer_norm(xd, (N,), wd, bd, 1e-5).backward(dy.double())
-    torch.testing.assert_close(dx.double(), xd.grad, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(dw_partial.sum(0).double(), wd.grad, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(db_partial.sum(0).double(), bd.grad, rtol=1e-4, atol=1e-4)
+    dx_ref, dw_ref, db_ref = ref.layer_norm_backward(x, w, dy, 1e-5)
+    np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ref.f64(dw_partial).sum(0), dw_ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ref.f64(db_partial).sum(0), db_ref, rtol=1e-4, atol=1e-4)

@@ -66,7 +66,7 @@ def test_specs_and_errors():
 
 def test_roofline_from_simulated_traffic():
     sim = backend.with_backend("tritonlab.kernels.elementwise", "sim")
-    x = torch.randn(1 << 16)
+    x = torch.randn(1 << 16, generator=torch.Generator().manual_seed(0))
     with minitriton.configure(footprint=True), minitriton.record() as rec:
         sim.add(x, x)
     r = hw.roofline(rec[0], "H100", "fp32")
@@ -74,7 +74,7 @@ def test_roofline_from_simulated_traffic():
     assert r.bound == "memory" and r.flops == 0
     assert r.predicted[0] == pytest.approx(r.bytes_total / 3.35e12)
     mm = backend.with_backend("tritonlab.kernels.matmul", "sim")
-    a = torch.randn(256, 256)
+    a = torch.randn(256, 256, generator=torch.Generator().manual_seed(1))
     with minitriton.configure(footprint=True), minitriton.record() as rec:
         mm.matmul_relu_lecture(a, a, 32, 32, 32)
     r = hw.roofline(rec[0], "H100", "tf32")

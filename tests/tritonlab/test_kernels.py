@@ -2,29 +2,14 @@
 (minitriton here; real Triton with CUDA tensors on a GPU machine)."""
 import pytest
 import torch
-import torch.nn.functional as F
 
+import torch_references as ref
+from torch_references import DEV, DTYPES, MATMUL_TOLERANCES, TOLERANCES, rand, rel_err
 from tritonlab import backend
 from tritonlab.kernels import matmul as mm
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import rowsum
 from tritonlab.kernels import softmax as sm
-
-DEV = backend.DEVICE
-# ||out - ref|| / ||ref|| allowed, per input dtype: fp32 math rounded to the output dtype
-TOLERANCES = {torch.float32: 2e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
-MATMUL_TOLERANCES = {torch.float32: 2e-3, torch.float16: 1e-3, torch.bfloat16: 8e-3}  # fp32: TF32
-DTYPES = list(TOLERANCES)
-
-
-def rand(*shape, dtype=torch.float32, seed=0, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(DEV, dtype)
-
-
-def rel_err(out, ref):
-    out, ref = out.double(), ref.double()
-    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
 # -- softmax: shapes exercise 1 row, non-powers of two, short rows (several per program),
@@ -38,14 +23,14 @@ def test_softmax(shape, dtype):
     x = rand(*shape, dtype=dtype, scale=3)
     y = sm.softmax(x)
     assert y.dtype == dtype and y.shape == x.shape
-    assert rel_err(y, torch.softmax(x.double(), -1)) < TOLERANCES[dtype]
+    assert rel_err(y, ref.softmax(x)) < TOLERANCES[dtype]
 
 
 @pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 128)])
 def test_softmax_variants_and_invariants(variant, block):
     x = rand(33, 700, scale=5)
     y = sm.softmax(x, variant=variant, block_size=block)
-    assert rel_err(y, torch.softmax(x.double(), -1)) < 2e-6
+    assert rel_err(y, ref.softmax(x)) < 2e-6
     torch.testing.assert_close(y.sum(-1), torch.ones(33, device=DEV, dtype=y.dtype))
     torch.testing.assert_close(sm.softmax(x + 100.0, variant=variant, block_size=block), y,
                                rtol=1e-5, atol=1e-6)  # shift invariance
@@ -71,8 +56,8 @@ def test_row_sum(shape, dtype):
     x = rand(*shape, dtype=dtype)
     out = rowsum.row_sum(x)
     assert out.shape == x.shape[:-1] and out.dtype == dtype
-    ref = x.double().sum(-1)
-    assert (out.double() - ref).abs().max() <= TOLERANCES[dtype] * 50 * (1 + ref.abs().max())
+    want = x.double().sum(-1)
+    assert (out.double() - want).abs().max() <= TOLERANCES[dtype] * 50 * (1 + want.abs().max())
 
 
 # -- matmul: tall/skinny, non-multiples of the tile, K smaller than a tile, transposed inputs
@@ -85,20 +70,19 @@ MATMUL_SHAPES = [(1, 1, 1), (70, 90, 50), (300, 17, 5), (8, 1000, 3), (129, 65, 
 def test_matmul(mkn, dtype, activation):
     M, K, N = mkn
     a, b = rand(M, K, dtype=dtype), rand(K, N, dtype=dtype, seed=1)
-    ref = a.double() @ b.double()
-    ref = {"none": ref, "relu": torch.relu(ref), "gelu": F.gelu(ref, approximate="tanh")}[activation]
+    want = ref.matmul(a, b, activation)
     out = mm.matmul(a, b, activation)
     assert out.dtype == dtype and out.shape == (M, N)
-    assert rel_err(out, ref) < MATMUL_TOLERANCES[dtype] + (1e-12 if ref.norm() else 1)
+    assert rel_err(out, want) < MATMUL_TOLERANCES[dtype] + (1e-12 if want.norm() else 1)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_matmul_transposed_and_strided_inputs(dtype):
     a = rand(90, 70, dtype=dtype).t()  # (70, 90), column-major
     b = rand(50, 180, dtype=dtype, seed=1)[:, ::2].t()  # (90, 50), non-contiguous
-    ref = a.double() @ b.double()
-    assert rel_err(mm.matmul(a, b), ref) < MATMUL_TOLERANCES[dtype]
-    assert rel_err(mm.matmul_relu_lecture(a, b), torch.relu(ref)) < MATMUL_TOLERANCES[dtype]
+    assert rel_err(mm.matmul(a, b), ref.matmul(a, b)) < MATMUL_TOLERANCES[dtype]
+    assert rel_err(mm.matmul_relu_lecture(a, b), ref.matmul(a, b, "relu")) < \
+        MATMUL_TOLERANCES[dtype]
 
 
 # the persistent TMA kernel: rows must be 16-byte aligned (K, N multiples of 8 in 16 bits)
@@ -111,11 +95,9 @@ TMA_SHAPES = [(1, 16, 8), (70, 96, 56), (300, 64, 136), (129, 520, 264), (8, 102
 def test_matmul_tma(mkn, dtype, activation):
     M, K, N = mkn
     a, b = rand(M, K, dtype=dtype, seed=2), rand(K, N, dtype=dtype, seed=3)
-    ref = a.double() @ b.double()
-    ref = {"none": ref, "relu": torch.relu(ref), "gelu": F.gelu(ref, approximate="tanh")}[activation]
     out = mm.matmul(a, b, activation, kernel="tma")
     assert out.dtype == dtype and out.shape == (M, N)
-    assert rel_err(out, ref) < MATMUL_TOLERANCES[dtype]
+    assert rel_err(out, ref.matmul(a, b, activation)) < MATMUL_TOLERANCES[dtype]
 
 
 def test_matmul_tma_needs_aligned_rows():
@@ -131,8 +113,8 @@ def test_matmul_tma_needs_aligned_rows():
     with pytest.raises(ValueError, match="16-byte aligned"):
         mm.matmul(a[:1].expand(64, 96), b, kernel="tma")  # broadcast rows
     # the default picks what the layout allows: still right for column-major b
-    ref = a.double() @ b.double()
-    assert rel_err(mm.matmul(a, b.t().contiguous().t()), ref) < MATMUL_TOLERANCES[torch.float16]
+    assert rel_err(mm.matmul(a, b.t().contiguous().t()), ref.matmul(a, b)) < \
+        MATMUL_TOLERANCES[torch.float16]
 
 
 def test_matmul_bad_inputs():
@@ -153,11 +135,6 @@ def test_matmul_bad_inputs():
 RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096), (3, 16500)]  # last: wide rows
 
 
-def rms_ref(x, g, eps=1e-6):
-    x64 = x.double()
-    return x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + eps) * g.double()
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", RMS_SHAPES)
 def test_rmsnorm_forward_and_backward(shape, dtype):
@@ -167,14 +144,11 @@ def test_rmsnorm_forward_and_backward(shape, dtype):
     y = rn.rmsnorm(x, g)
     assert y.dtype == dtype and y.shape == x.shape
     y.backward(dy)
-    x64 = x.detach().double().requires_grad_()
-    g64 = g.detach().double().requires_grad_()
-    ref = rms_ref(x64, g64)
-    ref.backward(dy.double())
+    y_ref, dx_ref, dg_ref = ref.rmsnorm_grads(x, g, dy)
     tol = TOLERANCES[dtype] * 5
-    assert rel_err(y, ref) < tol
-    assert rel_err(x.grad, x64.grad) < tol
-    assert rel_err(g.grad, g64.grad) < tol
+    assert rel_err(y, y_ref) < tol
+    assert rel_err(x.grad, dx_ref) < tol
+    assert rel_err(g.grad, dg_ref) < tol
 
 
 def test_rmsnorm_gradcheck_float64():
@@ -183,21 +157,12 @@ def test_rmsnorm_gradcheck_float64():
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
 
 
-def rms_grads(x, g, dy):
-    """float64 reference (y, dx, dg)."""
-    x64 = x.detach().double().requires_grad_()
-    g64 = g.detach().double().requires_grad_()
-    y = rms_ref(x64, g64)
-    y.backward(dy.double())
-    return y.detach(), x64.grad, g64.grad
-
-
 @pytest.mark.parametrize("rows_per_program", [1, 3, 64])
 def test_rmsnorm_partial_dg_buffer(rows_per_program):
     x, g, dy = rand(50, 96), rand(96, seed=1), rand(50, 96, seed=2)
     _, rstd = rn.rmsnorm_forward(x, g)
     dx, dg = rn.rmsnorm_backward(dy, x, g, rstd, rows_per_program=rows_per_program)
-    _, dx_ref, dg_ref = rms_grads(x, g, dy)
+    _, dx_ref, dg_ref = ref.rmsnorm_grads(x, g, dy)
     assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
 
 
@@ -213,7 +178,7 @@ def test_rmsnorm_wide_row_kernels(shape, chunk, tile, rows_per_program, dtype):
     dy = rand(*shape, dtype=dtype, seed=2)
     y, rstd = rn._forward(x, g, 1e-6, chunk=chunk)
     dx, dg = rn._backward(dy, x, g, rstd, rows_per_program, chunk=chunk, tile=tile)
-    y_ref, dx_ref, dg_ref = rms_grads(x, g, dy)
+    y_ref, dx_ref, dg_ref = ref.rmsnorm_grads(x, g, dy)
     tol = TOLERANCES[dtype] * 5
     assert rel_err(y, y_ref) < tol and rel_err(dx, dx_ref) < tol and rel_err(dg, dg_ref) < tol
     assert dg.dtype == dtype and rstd.dtype == torch.float32
@@ -221,34 +186,17 @@ def test_rmsnorm_wide_row_kernels(shape, chunk, tile, rows_per_program, dtype):
                                rtol=2e-6, atol=0)
 
 
-def test_rmsnorm_wide_rows_take_the_wide_row_kernels(monkeypatch):
-    """Past the register limits the autograd path runs the wide-row kernels: gradcheck in
-    float64 through them, with chunks and tiles that leave tails."""
-    monkeypatch.setattr(rn, "FWD_REGISTER_MAX", 16)
-    monkeypatch.setattr(rn, "BWD_REGISTER_MAX", 16)
-    monkeypatch.setattr(rn, "WIDE_CHUNK", 8)
-    monkeypatch.setattr(rn, "TILE_M", 2)
-    monkeypatch.setattr(rn, "TILE_N", 8)
-    launched = []
-    real = rn.launch
-    monkeypatch.setattr(rn, "launch", lambda k, *a, **kw: launched.append(k) or real(k, *a, **kw))
-    x = rand(2, 2, 20, dtype=torch.float64).requires_grad_()
-    g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
-    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
-    assert set(launched) == {rn.rmsnorm_fwd_wide_kernel, rn.rmsnorm_bwd_dot_kernel,
-                             rn.rmsnorm_bwd_tiled_kernel}
-
-
-def test_rmsnorm_wide_row_backward_is_race_free():
+def test_rmsnorm_wide_row_backward_is_race_free(executor):
     """Each program owns its columns of one row of the partial-dg buffer: the race sanitizer
-    finds nothing, and no padded lane reaches a result."""
+    finds nothing, and no padded lane reaches a result (on the simulator, either executor)."""
     import minitriton
     sim = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
-    x, g, dy = torch.randn(10, 300), torch.randn(300), torch.randn(10, 300)
+    g0 = torch.Generator().manual_seed(0)
+    x, g, dy = (torch.randn(*shape, generator=g0) for shape in [(10, 300), (300,), (10, 300)])
     with minitriton.configure(races=True, order=True, padding=True):
         _, rstd = sim._forward(x, g, 1e-6, chunk=128)
         dx, dg = sim._backward(dy, x, g, rstd, 3, chunk=128, tile=(2, 128))
-    _, dx_ref, dg_ref = rms_grads(x, g, dy)
+    _, dx_ref, dg_ref = ref.rmsnorm_grads(x, g, dy)
     assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
 
 
@@ -267,7 +215,7 @@ def test_rmsnorm_empty_inputs():
 def test_rmsnorm_module_and_bad_inputs():
     layer = rn.RMSNorm(16).to(DEV)
     x = rand(4, 16)
-    torch.testing.assert_close(layer(x), rms_ref(x, torch.ones(16, device=DEV)).float())
+    torch.testing.assert_close(layer(x), ref.rmsnorm(x, torch.ones(16, device=DEV)).float())
     with pytest.raises(ValueError, match="does not match"):
         rn.rmsnorm(rand(4, 16), rand(8))
     with pytest.raises(TypeError, match="dtype"):
@@ -279,18 +227,18 @@ def test_matmul_broadcast_inputs(dtype):
     """Expanded inputs (stride 0) are read in place, every row or column the same."""
     a = rand(1, 48, dtype=dtype).expand(30, 48)
     b = rand(48, 1, dtype=dtype, seed=1).expand(48, 20)
-    assert rel_err(mm.matmul(a, b), a.double() @ b.double()) < MATMUL_TOLERANCES[dtype]
+    assert rel_err(mm.matmul(a, b), ref.matmul(a, b)) < MATMUL_TOLERANCES[dtype]
 
 
 def test_matmul_reads_transposed_inputs_in_place(monkeypatch):
     """The matmul kernels take strides: a transposed input is read where it is, not copied."""
     a = rand(64, 32).t()  # (32, 64), column-major
     b = rand(64, 48, seed=1)
-    ref = a.double() @ b.double()
+    want = ref.matmul(a, b)
 
     def no_copy(self, *args, **kwargs):
         raise AssertionError("matmul copied an input with .contiguous()")
     monkeypatch.setattr(torch.Tensor, "contiguous", no_copy)
     out = mm.matmul(a, b)
     monkeypatch.undo()
-    assert rel_err(out, ref) < MATMUL_TOLERANCES[torch.float32]
+    assert rel_err(out, want) < MATMUL_TOLERANCES[torch.float32]

@@ -11,7 +11,7 @@ from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
 from tritonlab.kernels import tuning
 
-from test_kernels import rand, rel_err
+from torch_references import rand, rel_err
 
 KINDS = tuple(tuning.TUNINGS)
 

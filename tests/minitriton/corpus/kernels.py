@@ -1,10 +1,16 @@
 # A corpus of small kernels written as users write them, run by minitriton on the CPU and, on a
-# GPU machine, by real Triton too (tests/test_gpu_parity.py), to check that both accept and
-# reject the same kernels and compute the same values.
-# This file is executed by tests/corpus/__init__.py with `triton` and `tl` (either Triton's or
-# minitriton's) and `torch` already in its namespace; it is not imported directly.
-# Each `case_*` returns a dict of output tensors; each `bad_*` must raise.
+# GPU machine, by real Triton too (tests/minitriton/test_gpu_parity.py), to check that both accept
+# and reject the same kernels and compute the same values. Kernels that several test files use
+# live here too.
+# This file is executed by tests/minitriton/corpus/__init__.py with `triton` and `tl` (either
+# Triton's or minitriton's) already in its namespace; it is not imported directly.
+# Each `case_*(xp, rng)` returns a dict of output arrays; each `bad_*(xp, rng)` must raise
+# (`bad_launch_*`: the arguments do not bind; the others: the kernel does not compile). `rng(n)`
+# draws NumPy fp32 inputs; `xp` (corpus.NumpyArrays or TorchArrays) puts them where the
+# kernel runs and allocates the outputs there.
 # ruff: noqa: F821
+import ml_dtypes
+import numpy as np
 
 
 @triton.jit
@@ -15,9 +21,9 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
              mask=mask)
 
 
-def case_add(dev, rng):
-    x, y = rng(1000), rng(1000)
-    out = torch.empty_like(x)
+def case_add(xp, rng):
+    x, y = xp.put(rng(1000)), xp.put(rng(1000))
+    out = xp.empty(1000)
     add_kernel[(triton.cdiv(1000, 128),)](x, y, out, 1000, BLOCK=128)
     return {"out": out}
 
@@ -37,15 +43,14 @@ def promote_kernel(h_ptr, b_ptr, i_ptr, scale, out_h, out_b, out_f, out_i, out_d
     tl.store(out_m + offs, i * 1000003)  # int32 wrap-around
 
 
-def case_promote(dev, rng):
+def case_promote(xp, rng):
     n = 64
-    h = (rng(n) * 4).half()
-    b = (rng(n) * 4).bfloat16()
-    i = (rng(n) * 1e6).int()
-    outs = {"h": torch.empty(n, dtype=torch.float16, device=dev),
-            "b": torch.empty(n, dtype=torch.bfloat16, device=dev),
-            "f": torch.empty(n, device=dev), "i": torch.empty(n, dtype=torch.int32, device=dev),
-            "d": torch.empty(n, device=dev), "m": torch.empty(n, dtype=torch.int32, device=dev)}
+    h = xp.put((rng(n) * 4).astype(np.float16))
+    b = xp.put((rng(n) * 4).astype(ml_dtypes.bfloat16))
+    i = xp.put((rng(n) * 1e6).astype(np.int32))
+    outs = {"h": xp.empty(n, np.float16), "b": xp.empty(n, ml_dtypes.bfloat16),
+            "f": xp.empty(n), "i": xp.empty(n, np.int32), "d": xp.empty(n),
+            "m": xp.empty(n, np.int32)}
     promote_kernel[(1,)](h, b, i, 0.3, *outs.values(), BLOCK=n)
     return outs
 
@@ -69,9 +74,9 @@ def math_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 11 * BLOCK + offs, tl.where(x > 0, x, 0.1 * x))
 
 
-def case_math(dev, rng):
-    x = rng(128)
-    out = torch.empty(12 * 128, device=dev)
+def case_math(xp, rng):
+    x = xp.put(rng(128))
+    out = xp.empty(12 * 128)
     math_kernel[(1,)](x, out, BLOCK=128)
     return {"out": out}
 
@@ -89,10 +94,10 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, M: tl.constexpr, N: tl.constexpr):
     tl.store(idx_ptr + M + cols, tl.argmin(x, axis=0))
 
 
-def case_reduce(dev, rng):
-    x = rng(16 * 32)
-    out = torch.empty(16 + 2 * 32 + 1, device=dev)
-    idx = torch.empty(16 + 32, dtype=torch.int32, device=dev)
+def case_reduce(xp, rng):
+    x = xp.put(rng(16 * 32))
+    out = xp.empty(16 + 2 * 32 + 1)
+    idx = xp.empty(16 + 32, np.int32)
     reduce_kernel[(1,)](x, out, idx, M=16, N=32)
     return {"out": out, "idx": idx}
 
@@ -108,10 +113,10 @@ def softmax_kernel(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
     tl.store(y_ptr + row * stride + cols, num / tl.sum(num, axis=0), mask=mask)
 
 
-def case_softmax(dev, rng):
-    x = rng(30 * 77).reshape(30, 77)
-    y = torch.empty_like(x)
-    softmax_kernel[(30,)](x, y, x.stride(0), 77, BLOCK=128)
+def case_softmax(xp, rng):
+    x = xp.put(rng(30 * 77).reshape(30, 77))
+    y = xp.empty((30, 77))
+    softmax_kernel[(30,)](x, y, xp.strides(x)[0], 77, BLOCK=128)
     return {"y": y}
 
 
@@ -139,29 +144,28 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def _matmul(dev, rng, dtype, ieee=False, transpose_a=False):
+def _matmul(xp, rng, dtype, ieee=False, transpose_a=False):
     M, N, K = 70, 50, 90
-    a = rng(M * K).reshape(M, K).to(dtype)
-    if transpose_a:
-        a = a.t().contiguous().t()
-    b = rng(K * N).reshape(K, N).to(dtype)
-    c = torch.empty(M, N, device=dev)
+    a = rng(M * K).reshape(M, K).astype(dtype)
+    a = xp.put(np.asfortranarray(a) if transpose_a else a)  # column-major: strides (1, M)
+    b = xp.put(rng(K * N).reshape(K, N).astype(dtype))
+    c = xp.empty((M, N))
     grid = (triton.cdiv(M, 32), triton.cdiv(N, 32))
-    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), BM=32, BN=32, BK=32, IEEE=ieee)
+    matmul_kernel[grid](a, b, c, M, N, K, *xp.strides(a), *xp.strides(b), *xp.strides(c),
+                        BM=32, BN=32, BK=32, IEEE=ieee)
     return {"c": c}
 
 
-def case_matmul_fp16(dev, rng):
-    return _matmul(dev, rng, torch.float16)
+def case_matmul_fp16(xp, rng):
+    return _matmul(xp, rng, np.float16)
 
 
-def case_matmul_bf16_transposed(dev, rng):
-    return _matmul(dev, rng, torch.bfloat16, transpose_a=True)
+def case_matmul_bf16_transposed(xp, rng):
+    return _matmul(xp, rng, ml_dtypes.bfloat16, transpose_a=True)
 
 
-def case_matmul_fp32_ieee(dev, rng):
-    return _matmul(dev, rng, torch.float32, ieee=True)
+def case_matmul_fp32_ieee(xp, rng):
+    return _matmul(xp, rng, np.float32, ieee=True)
 
 
 @triton.jit
@@ -172,16 +176,19 @@ def dot_identity_kernel(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
     tl.store(out_ptr + r[:, None] * N + r[None, :], tl.dot(a, b))
 
 
-def case_tf32_rounding(dev, rng):
+def tf32_rounding_input(n=16):
+    """fp32 values a tenth of a TF32 ulp (2**-10) or so off the TF32 grid, both signs."""
+    base = np.tile([1.0, -1.0, 1.5, 3.0], n * n // 4)
+    frac = np.array([0.5, 0.25, 0.75, 0.5 + 2 ** -12, 0.125, 0.999])[np.arange(n * n) % 6]
+    return (base * (1 + frac * 2.0 ** -10)).astype(np.float32).reshape(n, n)
+
+
+def case_tf32_rounding(xp, rng):
     # a @ I == a exactly except for the rounding of a's fp32 values to TF32
     n = 16
-    base = torch.tensor([1.0, -1.0, 1.5, 3.0], device=dev).repeat(n * n // 4)
-    ulp = 2.0 ** -10
-    frac = torch.tensor([0.5, 0.25, 0.75, 0.5 + 2 ** -12, 0.125, 0.999], device=dev)
-    tweak = frac[torch.arange(n * n, device=dev) % 6] * ulp
-    a = (base * (1 + tweak)).reshape(n, n).float()
-    eye = torch.eye(n, device=dev)
-    out = torch.empty(n, n, device=dev)
+    a = xp.put(tf32_rounding_input(n))
+    eye = xp.put(np.eye(n, dtype=np.float32))
+    out = xp.empty((n, n))
     dot_identity_kernel[(1,)](a, eye, out, N=n)
     return {"out": out}
 
@@ -195,10 +202,10 @@ def small_dot_kernel(a_ptr, b_ptr, out_ptr):
     tl.store(out_ptr + i16[:, None] * 8 + i8[None, :], tl.dot(a, b))
 
 
-def case_dot_small_n(dev, rng):
-    a = rng(256).reshape(16, 16).half()
-    b = rng(128).reshape(16, 8).half()
-    out = torch.empty(16, 8, device=dev)
+def case_dot_small_n(xp, rng):
+    a = xp.put(rng(256).reshape(16, 16).astype(np.float16))
+    b = xp.put(rng(128).reshape(16, 8).astype(np.float16))
+    out = xp.empty((16, 8))
     small_dot_kernel[(1,)](a, b, out)
     return {"out": out}
 
@@ -217,9 +224,9 @@ def block_ptr_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
         dst = tl.advance(dst, (0, BN))
 
 
-def case_block_ptr(dev, rng):
-    x = rng(37 * 45).reshape(37, 45)
-    y = torch.full_like(x, -7.0)
+def case_block_ptr(xp, rng):
+    x = xp.put(rng(37 * 45).reshape(37, 45))
+    y = xp.full((37, 45), -7.0)
     block_ptr_kernel[(triton.cdiv(37, 16),)](x, y, 37, 45, BM=16, BN=16)
     return {"y": y}
 
@@ -234,11 +241,11 @@ def atomic_kernel(x_ptr, total_ptr, ticket_ptr, max_ptr, n, BLOCK: tl.constexpr)
     tl.atomic_add(ticket_ptr + 1, 1)
 
 
-def case_atomics(dev, rng):
-    x = (rng(1000) * 100).int()
-    total = torch.zeros(1, dtype=torch.int32, device=dev)
-    ticket = torch.zeros(2, dtype=torch.int32, device=dev)
-    mx = torch.full((1,), -2**31, dtype=torch.int32, device=dev)
+def case_atomics(xp, rng):
+    x = xp.put((rng(1000) * 100).astype(np.int32))
+    total = xp.full(1, 0, np.int32)
+    ticket = xp.full(2, 0, np.int32)
+    mx = xp.full(1, -2**31, np.int32)
     atomic_kernel[(8,)](x, total, ticket, mx, 1000, BLOCK=128)
     return {"total": total, "ticket": ticket, "max": mx}
 
@@ -265,9 +272,9 @@ def misc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, MODE: tl.constexpr = "do
     tl.store(out_ptr + offs, acc, mask=mask)
 
 
-def case_misc(dev, rng):
-    x = rng(300)
-    out = torch.empty_like(x)
+def case_misc(xp, rng):
+    x = xp.put(rng(300))
+    out = xp.empty(300)
     misc_kernel[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, 300, BLOCK=64)
     return {"out": out}
 
@@ -282,12 +289,10 @@ def cast_kernel(x_ptr, b_ptr, h_ptr, i_ptr, flag_ptr, BLOCK: tl.constexpr):
     tl.store(flag_ptr + offs, x > 0)
 
 
-def case_casts(dev, rng):
-    x = rng(128) * 3
-    outs = {"b": torch.empty(128, dtype=torch.bfloat16, device=dev),
-            "h": torch.empty(128, dtype=torch.float16, device=dev),
-            "i": torch.empty(128, dtype=torch.int32, device=dev),
-            "flag": torch.empty(128, dtype=torch.bool, device=dev)}
+def case_casts(xp, rng):
+    x = xp.put(rng(128) * 3)
+    outs = {"b": xp.empty(128, ml_dtypes.bfloat16), "h": xp.empty(128, np.float16),
+            "i": xp.empty(128, np.int32), "flag": xp.empty(128, np.bool_)}
     cast_kernel[(1,)](x, *outs.values(), BLOCK=128)
     return outs
 
@@ -301,9 +306,9 @@ def trans_kernel(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr):
     tl.store(y_ptr + c[:, None] * M + r[None, :], t)
 
 
-def case_trans(dev, rng):
-    x = rng(16 * 32)
-    y = torch.empty_like(x)
+def case_trans(xp, rng):
+    x = xp.put(rng(16 * 32))
+    y = xp.empty(16 * 32)
     trans_kernel[(1,)](x, y, M=16, N=32)
     return {"y": y}
 
@@ -315,8 +320,8 @@ def arange3_kernel(x_ptr):
     tl.store(x_ptr + tl.arange(0, 3), 1.0)
 
 
-def bad_arange_not_power_of_two(dev, rng):
-    arange3_kernel[(1,)](torch.empty(4, device=dev))
+def bad_arange_not_power_of_two(xp, rng):
+    arange3_kernel[(1,)](xp.empty(4))
 
 
 @triton.jit
@@ -324,8 +329,8 @@ def arange_runtime_kernel(x_ptr, n):
     tl.store(x_ptr + tl.arange(0, n), 1.0)
 
 
-def bad_arange_runtime_bound(dev, rng):
-    arange_runtime_kernel[(1,)](torch.empty(16, device=dev), 16)
+def bad_arange_runtime_bound(xp, rng):
+    arange_runtime_kernel[(1,)](xp.empty(16), 16)
 
 
 @triton.jit
@@ -335,8 +340,8 @@ def shapes_kernel(x_ptr):
     tl.store(x_ptr + a, (a + b).to(tl.float32))
 
 
-def bad_incompatible_shapes(dev, rng):
-    shapes_kernel[(1,)](torch.empty(32, device=dev))
+def bad_incompatible_shapes(xp, rng):
+    shapes_kernel[(1,)](xp.empty(32))
 
 
 @triton.jit
@@ -345,8 +350,8 @@ def exp_half_kernel(x_ptr):
     tl.store(x_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
 
 
-def bad_exp_fp16(dev, rng):
-    exp_half_kernel[(1,)](torch.ones(16, dtype=torch.float16, device=dev))
+def bad_exp_fp16(xp, rng):
+    exp_half_kernel[(1,)](xp.full(16, 1.0, np.float16))
 
 
 @triton.jit
@@ -358,9 +363,8 @@ def dot_small_k_kernel(a_ptr, out_ptr):
     tl.store(out_ptr + i16[:, None] * 16 + i16[None, :], tl.dot(a, b))
 
 
-def bad_dot_k_under_16(dev, rng):
-    dot_small_k_kernel[(1,)](torch.ones(128, dtype=torch.float16, device=dev),
-                             torch.empty(256, device=dev))
+def bad_dot_k_under_16(xp, rng):
+    dot_small_k_kernel[(1,)](xp.full(128, 1.0, np.float16), xp.empty(256))
 
 
 @triton.jit
@@ -371,17 +375,17 @@ def block_bool_kernel(x_ptr):
         tl.store(x_ptr + offs, x * 2)
 
 
-def bad_block_as_bool(dev, rng):
-    block_bool_kernel[(1,)](torch.ones(16, device=dev))
+def bad_block_as_bool(xp, rng):
+    block_bool_kernel[(1,)](xp.full(16, 1.0))
 
 
-def bad_missing_constexpr(dev, rng):
-    x = torch.ones(16, device=dev)
+def bad_launch_missing_constexpr(xp, rng):
+    x = xp.full(16, 1.0)
     add_kernel[(1,)](x, x, x, 16)
 
 
-def bad_too_many_arguments(dev, rng):
-    x = torch.ones(16, device=dev)
+def bad_launch_too_many_arguments(xp, rng):
+    x = xp.full(16, 1.0)
     add_kernel[(1,)](x, x, x, 16, 16, 16)
 
 
@@ -391,8 +395,8 @@ def zeros3_kernel(x_ptr):
     tl.store(x_ptr + tl.arange(0, 4), tl.sum(z, axis=0))
 
 
-def bad_zeros_not_power_of_two(dev, rng):
-    zeros3_kernel[(1,)](torch.empty(4, device=dev))
+def bad_zeros_not_power_of_two(xp, rng):
+    zeros3_kernel[(1,)](xp.empty(4))
 
 
 # ----------------------------------------------------------------------------- more lecture kernels
@@ -406,9 +410,9 @@ def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, x * tl.sigmoid(2.0 * a), mask=mask)
 
 
-def case_gelu(dev, rng):
-    x = rng(3000)
-    y = torch.empty_like(x)
+def case_gelu(xp, rng):
+    x = xp.put(rng(3000))
+    y = xp.empty(3000)
     gelu_kernel[(triton.cdiv(3000, 1024),)](x, y, 3000, BLOCK=1024)
     return {"y": y}
 
@@ -423,10 +427,10 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
     tl.store(out_ptr + row, tl.sum(acc, axis=0))
 
 
-def case_row_sum(dev, rng):
-    x = rng(16 * 3000).reshape(16, 3000)
-    out = torch.empty(16, device=dev)
-    row_sum_kernel[(16,)](x, out, 3000, x.stride(0), BLOCK=1024)
+def case_row_sum(xp, rng):
+    x = xp.put(rng(16 * 3000).reshape(16, 3000))
+    out = xp.empty(16)
+    row_sum_kernel[(16,)](x, out, 3000, xp.strides(x)[0], BLOCK=1024)
     return {"out": out}
 
 
@@ -442,10 +446,10 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK: tl.con
     tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask)
 
 
-def case_rmsnorm_fwd(dev, rng):
-    x = rng(32 * 1000).reshape(32, 1000)
-    g = rng(1000)
-    y, rstd = torch.empty_like(x), torch.empty(32, device=dev)
+def case_rmsnorm_fwd(xp, rng):
+    x = xp.put(rng(32 * 1000).reshape(32, 1000))
+    g = xp.put(rng(1000))
+    y, rstd = xp.empty((32, 1000)), xp.empty(32)
     rmsnorm_fwd_kernel[(32,)](x, g, y, rstd, 1000, 1e-6, BLOCK=1024)
     return {"y": y, "rstd": rstd}
 
@@ -466,12 +470,12 @@ def descriptor_kernel(x_desc, y_desc, edge_ptr, BM: tl.constexpr, BN: tl.constex
     tl.store(edge_ptr + pid * BM * BN + offs, e)
 
 
-def case_tensor_descriptor(dev, rng):
+def case_tensor_descriptor(xp, rng):
     TD = _descriptor_class()
-    x = rng(37 * 64).reshape(37, 64).half()
-    y = torch.full_like(x, -7.0)
+    x = xp.put(rng(37 * 64).reshape(37, 64).astype(np.float16))
+    y = xp.full((37, 64), -7.0, np.float16)
     programs = triton.cdiv(37, 16)
-    edge = torch.empty(programs * 16 * 32, dtype=torch.float16, device=dev)
+    edge = xp.empty(programs * 16 * 32, np.float16)
     descriptor_kernel[(programs,)](TD.from_tensor(x, [16, 32]), TD.from_tensor(y, [16, 32]),
                                    edge, BM=16, BN=32)
     return {"y": y, "edge": edge}
@@ -491,11 +495,11 @@ def descriptor_atomic_kernel(f_desc, m_desc, x_desc, BM: tl.constexpr, BN: tl.co
     x_desc.atomic_xor([om, on], (r * BN + c) * (pid + 1))
 
 
-def case_descriptor_atomics(dev, rng):
+def case_descriptor_atomics(xp, rng):
     TD = _descriptor_class()
-    f = (rng(30 * 52) * 10).round().reshape(30, 52)
-    m = (rng(30 * 52) * 8).round().int().reshape(30, 52)
-    x = (rng(30 * 52) * 1000).round().int().reshape(30, 52)
+    f = xp.put((rng(30 * 52) * 10).round().reshape(30, 52))
+    m = xp.put((rng(30 * 52) * 8).round().astype(np.int32).reshape(30, 52))
+    x = xp.put((rng(30 * 52) * 1000).round().astype(np.int32).reshape(30, 52))
     descriptor_atomic_kernel[(5,)](TD.from_tensor(f, [16, 32]), TD.from_tensor(m, [16, 32]),
                                    TD.from_tensor(x, [16, 32]), BM=16, BN=32)
     return {"f": f, "m": m, "x": x}
@@ -506,7 +510,30 @@ def descriptor_store_shape_kernel(x_desc, BM: tl.constexpr, BN: tl.constexpr):
     x_desc.store([0, 0], tl.zeros([BM, BN // 2], dtype=tl.float16))
 
 
-def bad_descriptor_store_shape(dev, rng):
-    x = torch.zeros(32, 64, dtype=torch.float16, device=dev)
+def bad_descriptor_store_shape(xp, rng):
+    x = xp.full((32, 64), 0.0, np.float16)
     descriptor_store_shape_kernel[(1,)](_descriptor_class().from_tensor(x, [16, 32]), BM=16,
                                         BN=32)
+
+
+# ----------------------------------------------------------------------------- shared by the tests
+
+@triton.jit
+def spin_lock_kernel(lock_ptr, counter_ptr, order_ptr):
+    # each program takes the next ticket under an atomic_cas spin lock: order[t] is the t-th in
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    ticket = tl.load(counter_ptr)
+    tl.store(order_ptr + ticket, tl.program_id(0))
+    tl.store(counter_ptr, ticket + 1)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@triton.jit
+def copy2d_kernel(x_ptr, y_ptr, M, N, sxm, sxn, sym, syn, BM: tl.constexpr, BN: tl.constexpr):
+    # y = x for (M, N <= BN) arrays of any strides: rows in blocks of BM per program
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.arange(0, BN)
+    mask = (m[:, None] < M) & (n[None, :] < N)
+    x = tl.load(x_ptr + m[:, None] * sxm + n[None, :] * sxn, mask=mask)
+    tl.store(y_ptr + m[:, None] * sym + n[None, :] * syn, x, mask=mask)

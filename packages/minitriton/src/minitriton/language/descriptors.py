@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import types as _t
 from ..context import current
-from ..errors import CompilationError, GPUFaultError, MiniTritonError
+from ..errors import CompilationError, GPUFaultError
 from ..types import _unwrap
 from .atomics import _atomic
 from .block_pointers import _int_list, block_pointer
@@ -160,7 +160,8 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
         values = np.unique(stride.data) if is_tensor(stride) else [int(stride)]
         bad = [int(v) for v in values if int(v) * elem % 16]
         if bad:
-            error = CompilationError if not is_tensor(stride) else MiniTritonError
+            # Triton checks constexpr strides when compiling; a runtime one faults on the GPU
+            error = CompilationError if not is_tensor(stride) else GPUFaultError
             raise error(f"make_tensor_descriptor: stride {i} is {bad[0]} elements = "
                         f"{bad[0] * elem} bytes; TMA needs every stride but the last to be a "
                         f"multiple of 16 bytes (pad the rows, or use pointers)")

@@ -25,7 +25,7 @@ def round_to_tf32(x):
     """Reduce fp32 values to TF32 (sign, 8 exponent bits, 10 mantissa bits) by dropping the low
     13 mantissa bits (truncation toward zero). That is what the H200's tensor cores do to fp32
     operands of a Triton 3.6 `tl.dot` in TF32 mode: measured with real Triton, see
-    tests/corpus/kernels.py::case_tf32_rounding and docs/numerics.md."""
+    tests/minitriton/corpus/kernels.py::case_tf32_rounding and docs/numerics.md."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     bits = x.view(np.uint32) & np.uint32(0xFFFFE000)
     return np.where(np.isfinite(x), bits.view(np.float32), x)
