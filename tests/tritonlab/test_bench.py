@@ -1,5 +1,6 @@
 """The benchmarking harness's semantics (no timing thresholds) and the profiler's op counts."""
 import json
+import subprocess
 
 import numpy as np
 import pytest
@@ -209,3 +210,20 @@ def test_cli_bench_and_profile(tmp_path, capsys):
     assert bench.read_json(tmp_path / "b.json")[0][1]["n"] == 16
     assert main(["profile", "gelu-manual", "--size", "32"]) == 0
     assert "operators per call: 9" in capsys.readouterr().out
+
+
+def test_ledger_commit_says_dirty_and_takes_an_override(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(git[:-2] + ["init", "-q", str(repo)], check=True)
+    (repo / "f.txt").write_text("1")
+    subprocess.run(git + ["add", "f.txt"], check=True)
+    subprocess.run(git + ["commit", "-qm", "one"], check=True)
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert bench.git_commit(repo) == head
+    (repo / "f.txt").write_text("2")
+    assert bench.git_commit(repo) == head + "+dirty"
+    monkeypatch.setenv("TRITONLAB_COMMIT", "abc1234")
+    assert bench.git_commit(repo) == "abc1234"

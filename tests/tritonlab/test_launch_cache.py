@@ -228,3 +228,17 @@ def test_cached_launches_call_triton_launch_hooks():
         else:
             runtime.launch_enter_hook = chain
     assert seen == ["add_kernel"]
+
+
+@pytest.mark.gpu
+def test_the_installed_triton_takes_the_direct_path():
+    """On the Triton this project runs on, cached launches call the compiled kernel's launcher
+    directly: the fallback to Triton's runner (for a Triton whose launcher differs) must not
+    fire, or every launch silently pays the runner's per-call work again."""
+    from tritonlab.kernels import _launch
+    from tritonlab.kernels import elementwise as ew
+    x = rand(4096, seed=7)
+    for _ in range(3):
+        torch.testing.assert_close(ew.add(x, x), 2 * x)
+    entries = [hit for key, hit in _launch._COMPILED.items() if key[0] == id(ew.add_kernel)]
+    assert entries and all(type(hit) is _launch._Direct for hit in entries)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import datetime
 import json
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -51,13 +52,22 @@ def environment(device=None):
 
 
 def git_commit(cwd=None):
-    """The checkout's short commit (`git rev-parse --short HEAD`), or "unknown" outside one."""
+    """The checkout's short commit (`git rev-parse --short HEAD`), "+dirty" when the tree has
+    changes, or "unknown" outside a checkout. `TRITONLAB_COMMIT` overrides it: a copy of the
+    tree on another machine (the lent GPU) may carry no, or a stale, .git."""
+    if os.environ.get("TRITONLAB_COMMIT"):
+        return os.environ["TRITONLAB_COMMIT"]
+    where = cwd or Path(__file__).parent
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, cwd=cwd or Path(__file__).parent, timeout=10)
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=where, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, cwd=where, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+    if head.returncode != 0 or not head.stdout.strip():
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def run_label():
