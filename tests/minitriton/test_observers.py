@@ -78,3 +78,10 @@ def test_an_observer_is_off_unless_its_setting_is_on(watcher):
 def test_every_observer_class_names_a_settings_field():
     fields = set(triton.Settings.__dataclass_fields__)
     assert {c.setting for c in context.OBSERVERS} - {None} <= fields
+
+
+def test_the_environment_names_every_check_by_its_field():
+    s = triton.Settings.from_env({"MINITRITON_SANITIZE": "footprint, races"})
+    assert s.footprint and s.races and not s.order
+    with pytest.raises(ValueError, match="races, order, padding, footprint"):
+        triton.Settings.from_env({"MINITRITON_SANITIZE": "bounds"})

@@ -2,7 +2,8 @@
 
 Three ways to set them, the later winning:
   * the environment: `MINITRITON_EXECUTOR=sequential`, `MINITRITON_SANITIZE=races,order`
-    (also `padding`; `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`;
+    (any check that is off by default, by its field name: races, order, padding, footprint;
+    `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`;
   * for a block of code, or from now on: `minitriton.configure(races=True)` (a context manager,
     or a plain call);
   * for one launch: `kernel[grid](..., minitriton_settings=Settings(races=True))`.
