@@ -13,11 +13,13 @@ import numpy as np
 PATH = Path(__file__).with_name("kernels.py")
 
 
-def load(triton, tl):
-    name = f"tests_corpus_{triton.__name__}"
+def load(triton, tl, path=PATH):
+    """The kernels of `path` (default kernels.py) with `triton` and `tl` bound to an
+    implementation."""
+    name = f"tests_corpus_{Path(path).stem}_{triton.__name__}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, PATH)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     module.triton, module.tl = triton, tl
     sys.modules[name] = module

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as _t
+from ..context import active
 from ..errors import CompilationError
 from ..types import _unwrap
 from .core import (broadcast_shapes, cast, compute_array, is_tensor, literal, tensor,
@@ -79,6 +80,36 @@ def _pointer_offset(ptr, off, shape):
     return tensor(p + o, ptr.dtype, shape, ptr.origin)  # addresses count elements (memory.py)
 
 
+# Float types whose `a * b + c` the GPU contracts into one fused multiply-add (one rounding):
+# Triton compiles with enable_fp_fusion=True and NVPTX fuses aggressively (a product with
+# several uses too). A product remembers its factors; an add or sub taking it computes the
+# exact product in float64 and rounds once. The first operand is fused when both are products,
+# as LLVM's DAG combiner does. `kernel[grid](..., enable_fp_fusion=False)` turns it off.
+FUSED_TYPES = ("fp32", "fp16", "bf16")
+
+
+def _fusing(ty):
+    if ty.name not in FUSED_TYPES:
+        return False
+    ctx = active()
+    return ctx is None or ctx.record.options.get("enable_fp_fusion", True) is not False
+
+
+def _exact(t, rank):
+    """The unrounded product `t` stands for, in float64, with a block part of `rank` dims."""
+    x, y = t.fused
+    return _expand(x.astype(np.float64) * y, t, rank)
+
+
+def _contracted(a, b, x, y, shape, sign):
+    """a + sign * b as the GPU computes it when an operand is a product (None: neither is)."""
+    if a.fused is not None:
+        return _exact(a, len(shape)) + sign * y.astype(np.float64)
+    if b.fused is not None:
+        return x.astype(np.float64) + sign * _exact(b, len(shape))
+    return None
+
+
 @elementwise
 def add(a, b):
     a, b, shape = operands(a, b, True, True)
@@ -90,7 +121,8 @@ def add(a, b):
         return _pointer_offset(a, b, shape)
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
-        return _finish(x + y, a.dtype, shape)
+        fused = _contracted(a, b, x, y, shape, 1) if _fusing(a.dtype) else None
+        return _finish(x + y if fused is None else fused, a.dtype, shape)
 
 
 @elementwise
@@ -100,7 +132,8 @@ def sub(a, b):
         return _pointer_offset(a, neg(b), shape)
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
-        return _finish(x - y, a.dtype, shape)
+        fused = _contracted(a, b, x, y, shape, -1) if _fusing(a.dtype) else None
+        return _finish(x - y if fused is None else fused, a.dtype, shape)
 
 
 @elementwise
@@ -108,7 +141,10 @@ def mul(a, b):
     a, b, shape = operands(a, b)
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
-        return _finish(x * y, a.dtype, shape)
+        out = _finish(x * y, a.dtype, shape)
+    if _fusing(a.dtype):
+        out.fused = (x, y)
+    return out
 
 
 @elementwise

@@ -25,7 +25,7 @@ TRITON_MAX_TENSOR_NUMEL = 1048576
 
 class tensor:
     _is_mt_tensor = True
-    __slots__ = ("data", "dtype", "shape", "origin", "pad")
+    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused")
     __hash__ = object.__hash__
 
     def __init__(self, data, dtype, shape=None, origin=None):
@@ -34,6 +34,7 @@ class tensor:
         self.shape = list(data.shape[1:]) if shape is None else list(shape)
         self.origin = origin
         self.pad = None  # lanes holding masked-out padding (Settings.padding), else None
+        self.fused = None  # (x, y) of a float product the GPU may fuse into a later add
 
     # ----- type information, as Triton exposes it
     @property

@@ -1,0 +1,79 @@
+"""The GPU contracts `a * b + c` into one fused multiply-add (Triton's enable_fp_fusion, on by
+default): minitriton rounds such sums once, as the GPU does, and twice where the launch turns
+fusion off. Checked against float64 references here and bit for bit against Triton on a GPU."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import minitriton
+import minitriton.language as mtl
+from corpus import PATH, load
+
+FUSION = PATH.with_name("fusion.py")
+N = 256
+
+
+def inputs(dtype):
+    rng = np.random.default_rng(3)
+    return [rng.standard_normal(N).astype(dtype) for _ in range(3)]
+
+
+def fused_reference(x, y, z):
+    """What the GPU computes: each fused sum rounded once from the exact value."""
+    d = [a.astype(np.float64) for a in (x, y, z)]
+    ty = x.dtype
+    r = lambda v: v.astype(ty)  # noqa: E731 - one rounding to the kernel's type
+    p = r(d[0] * d[1]).astype(np.float64)
+    acc = np.zeros(N, ty)
+    for k in range(4):
+        acc = r(acc.astype(np.float64) + p * k)
+    return [r(d[0] * d[1] + d[0]), r(d[0] * d[1] - d[2]), r(d[2] - d[0] * d[1]),
+            r(d[0] * d[1] + r(d[2] * d[0]).astype(np.float64)),
+            r(r(d[0] * d[1] + d[2]).astype(np.float64) + p * 0.5), acc]
+
+
+def run(module, arrays, **options):
+    x, y, z, out = arrays
+    module.fusion_kernel[(1,)](x, y, z, out, BLOCK=N, **options)
+    return out
+
+
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_fused_sums_round_once(dtype):
+    x, y, z = inputs(dtype)
+    out = run(load(minitriton, mtl, FUSION), (x, y, z, np.empty(6 * N, dtype)))
+    for i, want in enumerate(fused_reference(x, y, z)):
+        np.testing.assert_array_equal(out[i * N:(i + 1) * N], want, err_msg=f"row {i}")
+
+
+def test_fusion_off_rounds_the_product_first():
+    x, y, z = inputs(np.float32)
+    out = run(load(minitriton, mtl, FUSION), (x, y, z, np.empty(6 * N, np.float32)),
+              enable_fp_fusion=False)
+    np.testing.assert_array_equal(out[:N], x * y + x)
+    fused = run(load(minitriton, mtl, FUSION), (x, y, z, np.empty(6 * N, np.float32)))
+    assert (fused[:N] != out[:N]).any()  # the inputs are ones where rounding twice shows
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fusion", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_same_bits_as_the_gpu(dtype, fusion):
+    import torch
+    import triton
+    import triton.language as tl
+    x, y, z = inputs(dtype)
+    sim = run(load(minitriton, mtl, FUSION), (x, y, z, np.empty(6 * N, dtype)),
+              enable_fp_fusion=fusion)
+    gpu_args = [torch.from_numpy(a.view(np.uint16) if dtype == ml_dtypes.bfloat16 else a)
+                for a in (x, y, z)]
+    if dtype == ml_dtypes.bfloat16:
+        gpu_args = [a.view(torch.bfloat16) for a in gpu_args]
+    gpu_args = [a.cuda() for a in gpu_args]
+    out = torch.empty(6 * N, dtype=gpu_args[0].dtype, device="cuda")
+    run(load(triton, tl, FUSION), (*gpu_args, out), enable_fp_fusion=fusion)
+    got = out.cpu()
+    got = got.view(torch.uint16).numpy().view(ml_dtypes.bfloat16) if dtype == \
+        ml_dtypes.bfloat16 else got.numpy()
+    np.testing.assert_array_equal(sim, got)
