@@ -22,7 +22,8 @@ TOLERANCE = {"case_promote": (8e-3, 4e-3), "case_math": (1e-5, 1e-6), "case_soft
              "case_matmul_bf16_transposed": (1e-5, 1e-5), "case_matmul_fp32_ieee": (1e-5, 1e-5),
              "case_dot_small_n": (1e-6, 1e-6), "case_misc": (1e-6, 1e-5),
              "case_gelu": (1e-5, 1e-6), "case_row_sum": (1e-5, 1e-4),
-             "case_rmsnorm_fwd": (1e-5, 1e-6)}
+             "case_rmsnorm_fwd": (1e-5, 1e-6),
+             "case_randn": (2e-5, 2e-6)}  # Box-Muller's log and cos: approximate on the GPU
 
 
 def _real():

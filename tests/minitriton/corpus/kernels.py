@@ -537,3 +537,91 @@ def copy2d_kernel(x_ptr, y_ptr, M, N, sxm, sxn, sym, syn, BM: tl.constexpr, BN: 
     mask = (m[:, None] < M) & (n[None, :] < N)
     x = tl.load(x_ptr + m[:, None] * sxm + n[None, :] * sxn, mask=mask)
     tl.store(y_ptr + m[:, None] * sym + n[None, :] * syn, x, mask=mask)
+
+
+@triton.jit
+def rand_kernel(seed, base, ints_ptr, u_ptr, n_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    r0, r1, r2, r3 = tl.randint4x(seed, base + offs)
+    tl.store(ints_ptr + 0 * n + offs, r0.to(tl.int32, bitcast=True), mask=mask)
+    tl.store(ints_ptr + 1 * n + offs, r1.to(tl.int32, bitcast=True), mask=mask)
+    tl.store(ints_ptr + 2 * n + offs, r2.to(tl.int32, bitcast=True), mask=mask)
+    tl.store(ints_ptr + 3 * n + offs, r3.to(tl.int32, bitcast=True), mask=mask)
+    tl.store(ints_ptr + 4 * n + offs, tl.randint(seed, base + offs).to(tl.int32, bitcast=True),
+             mask=mask)
+    tl.store(u_ptr + offs, tl.rand(seed, base + offs), mask=mask)
+    tl.store(n_ptr + offs, tl.randn(seed, base + offs), mask=mask)
+
+
+def _rand_runs(xp):
+    outs = {}
+    for seed, base in ((0, 0), (42, 1000), (-5, 2**31 - 300), (2**31 - 1, 7)):
+        n = 300
+        ints, u, z = xp.empty(5 * n, np.int32), xp.empty(n), xp.empty(n)
+        rand_kernel[(triton.cdiv(n, 128),)](seed, base, ints, u, z, n, BLOCK=128)
+        outs.update({f"ints_{seed}": ints, f"u_{seed}": u, f"n_{seed}": z})
+    return outs
+
+
+def case_rand(xp, rng):
+    # Philox integers and rand: bit-exact with the GPU
+    return {k: v for k, v in _rand_runs(xp).items() if not k.startswith("n_")}
+
+
+def case_randn(xp, rng):
+    # randn goes through the GPU's approximate log/sqrt/cos: equal to a few ulp, not bit for bit
+    return {k: v for k, v in _rand_runs(xp).items() if k.startswith("n_")}
+
+
+@triton.jit
+def _corpus_add(a, b):
+    return a + b
+
+
+@triton.jit
+def _corpus_argmax(va, ia, vb, ib):
+    take_b = vb > va
+    return tl.where(take_b, vb, va), tl.where(take_b, ib, ia)
+
+
+@triton.jit
+def scan_sort_kernel(x_ptr, i_ptr, idx_ptr, out_ptr, int_ptr, M: tl.constexpr, N: tl.constexpr):
+    rows = tl.arange(0, M)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    offs = rows * N + cols
+    x = tl.load(x_ptr + offs)  # fp32, with repeats and -0.0/+0.0
+    i = tl.load(i_ptr + offs)  # int32
+    tl.store(out_ptr + 0 * M * N + offs, tl.sort(x))
+    tl.store(out_ptr + 1 * M * N + offs, tl.sort(x, descending=True))
+    tl.store(out_ptr + 2 * M * N + offs, tl.flip(x, 1))
+    tl.store(out_ptr + 3 * M * N + offs, tl.associative_scan(x, 1, _corpus_argmax_value))
+    tl.store(out_ptr + 4 * M * N + offs, tl.sort(tl.flip(x, 1)))  # the same network, other input
+    tl.store(out_ptr + 5 * M * N + offs, tl.gather(x, tl.load(idx_ptr + offs), 1))
+    tl.store(int_ptr + 0 * M * N + offs, tl.associative_scan(i, 1, _corpus_add))
+    tl.store(int_ptr + 1 * M * N + offs, tl.associative_scan(i, 0, _corpus_add, reverse=True))
+    v, arg = tl.associative_scan((x, cols + rows * 0), 1, _corpus_argmax)
+    tl.store(int_ptr + 2 * M * N + offs, arg)
+    tl.store(int_ptr + 3 * M * N + offs, tl.sort(i, descending=True))
+    flat = tl.arange(0, N)
+    tl.store(int_ptr + 4 * M * N + tl.arange(0, 2 * N),
+             tl.interleave(tl.load(i_ptr + flat), tl.load(i_ptr + N + flat)))
+    h = tl.histogram(tl.load(i_ptr + flat) & 15, 16, mask=flat < N - 3)
+    tl.store(int_ptr + 5 * M * N + tl.arange(0, 16), h)
+
+
+@triton.jit
+def _corpus_argmax_value(a, b):
+    return tl.maximum(a, b)
+
+
+def case_scan_sort(xp, rng):
+    m, n = 4, 64
+    x = np.round(rng(m * n) * 4) / 4  # repeats, so ties and zeros of both signs occur
+    x[::7] = -0.0
+    i = (rng(m * n) * 1000).astype(np.int32)
+    idx = ((rng(m * n) * 1e4).astype(np.int64) % n).astype(np.int32)
+    out, ints = xp.full(6 * m * n, 0.0), xp.full(6 * m * n, 0, np.int32)
+    scan_sort_kernel[(1,)](xp.put(x.reshape(m, n)), xp.put(i), xp.put(idx), out, ints,
+                           M=m, N=n)
+    return {"out": out, "ints": ints}

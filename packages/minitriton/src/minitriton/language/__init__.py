@@ -10,7 +10,7 @@ import enum
 from ..types import (bfloat16, block_type, constexpr, dtype, float8e4nv, float8e5, float16,
                      float32, float64, int1, int8, int16, int32, int64, pointer_type, uint8,
                      uint16, uint32, uint64)
-from . import math_ops as math  # tl.math.exp and friends
+from . import extra, math  # tl.extra.libdevice, tl.math.exp and friends
 from .arith import maximum, minimum, where
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                       atomic_xchg, atomic_xor)
@@ -26,7 +26,10 @@ from .dot import dot
 from .math_ops import (abs, cdiv, ceil, clamp, cos, div_rn, erf, exp, exp2, fdiv, floor, fma,
                        log, log2, rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, umulhi)
 from .pointers import load, store
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint,
+                     randint4x, randn, randn4x, uint_to_uniform_float)
 from .reduce import argmax, argmin, cumprod, cumsum, max, min, reduce, sum, xor_sum
+from .scan import (associative_scan, flip, gather, histogram, interleave, sort, topk)
 from .shape import (broadcast, broadcast_to, expand_dims, join, permute, reshape, split, trans,
                     view)
 

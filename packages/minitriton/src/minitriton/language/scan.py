@@ -1,0 +1,200 @@
+"""Scans and permutations: associative_scan, sort, topk, flip, interleave, histogram, gather.
+
+`associative_scan` calls the user's @jit combine function on whole blocks, log2(n) times
+(Hillis-Steele), so an integer or max/min scan is exact and a float sum differs from the GPU's
+order only by rounding. `sort`/`topk` run the bitonic network of Triton's standard library
+(python/triton/language/standard.py: the block as a hypercube of 2s, compare-and-swap by
+`where((x > y) != (flip ^ is_right), y, x)`), so ties, -0.0/+0.0 and NaN come out as on the GPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as _t
+from ..errors import CompilationError, OutOfBoundsError
+from ..types import _unwrap
+from .core import tensor, tensor_member, to_tensor, validate_block_shape
+from .reduce import max as _max, min as _min
+from .shape import join, reshape
+
+
+def _lanes(*arrays):
+    return max(a.shape[0] for a in arrays)
+
+
+def _wrap_axis(axis, rank, what):
+    axis = _unwrap(axis)
+    if not isinstance(axis, (int, np.integer)) or not -rank <= axis < rank:
+        raise CompilationError(f"{what} axis {axis} must be < inputs rank ({rank})")
+    return int(axis) % rank
+
+
+@tensor_member
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive scan of one tensor or a tuple of tensors with `combine_fn(*lhs, *rhs)`."""
+    single = not isinstance(input, tuple)
+    xs = [to_tensor(_unwrap(v)) for v in ((input,) if single else input)]
+    shape = xs[0].shape
+    if any(x.shape != shape for x in xs):
+        raise CompilationError("all scan inputs must have the same shape")
+    if not shape:
+        raise CompilationError("associative_scan needs a block, got a scalar")
+    ax = _wrap_axis(axis, len(shape), "scan") + 1
+    lanes = _lanes(*(x.data for x in xs))
+    data = [np.broadcast_to(x.data, (lanes, *shape)) for x in xs]
+    if _unwrap(reverse):
+        data = [np.flip(a, ax) for a in data]
+    n = shape[ax - 1]
+    pos = np.arange(n).reshape((1,) * ax + (n,) + (1,) * (len(shape) - ax))
+    step = 1
+    while step < n:  # element i combines with i - step; lanes below step keep their value
+        earlier = [tensor(np.roll(a, step, axis=ax), x.dtype, shape) for a, x in zip(data, xs)]
+        later = [tensor(a, x.dtype, shape) for a, x in zip(data, xs)]
+        out = combine_fn(*earlier, *later)
+        out = out if isinstance(out, tuple) else (out,)
+        if len(out) != len(xs) or any(to_tensor(o).dtype != x.dtype for o, x in zip(out, xs)):
+            raise CompilationError("the scan's combine_fn must return as many values as it "
+                                   "scans, of the same types "
+                                   f"({[str(x.dtype) for x in xs]})")
+        data = [np.where(pos >= step, np.broadcast_to(to_tensor(o).data, a.shape), a)
+                for o, a in zip(out, data)]
+        step *= 2
+    if _unwrap(reverse):
+        data = [np.flip(a, ax) for a in data]
+    result = tuple(tensor(np.ascontiguousarray(a), x.dtype, shape) for a, x in zip(data, xs))
+    return result[0] if single else result
+
+
+def _log2(n):
+    return int(n).bit_length() - 1
+
+
+def _indicator(n_dims, j):
+    """[0, 1] along hypercube dimension n_dims - 1 - j (the j-th innermost), ones elsewhere."""
+    return np.arange(2).reshape((1,) + (1,) * (n_dims - j - 1) + (2,) + (1,) * j)
+
+
+def _compare_and_swap(h, flip, i, n_dims):
+    # the partner of each element along the i-th innermost dimension
+    axis = n_dims - i
+    y = np.flip(h, axis)
+    is_right = _indicator(n_dims, i)
+    return np.where((h > y) != (flip ^ is_right), y, h)
+
+
+def _bitonic_merge_hypercube(h, stage, order, n_dims):
+    """order 0: ascending, 1: descending, 2: alternating with period 2**stage."""
+    flip = _indicator(n_dims, stage) if order == 2 else order
+    for i in range(stage):
+        h = _compare_and_swap(h, flip, stage - 1 - i, n_dims)
+    return h
+
+
+def _sort_impl(x, k=None, dim=None, descending=False):
+    x = to_tensor(_unwrap(x))
+    dim, k, descending = _unwrap(dim), _unwrap(k), int(bool(_unwrap(descending)))
+    rank = len(x.shape)
+    if rank == 0:
+        raise CompilationError("sort needs a block, got a scalar")
+    if (rank - 1 if dim is None else dim) != rank - 1:
+        raise CompilationError("only minor dimension is currently supported")
+    log_n = _log2(x.shape[-1])
+    log_k = log_n if k is None else _log2(validate_block_shape([k])[0])
+    if log_k > log_n:
+        raise CompilationError(f"topk: k ({k}) is larger than the dimension ({x.shape[-1]})")
+    n_dims = _log2(x.numel)
+    h = x.data.reshape((x.data.shape[0],) + (2,) * n_dims)
+    for i in range(1, log_k + 1):
+        h = _bitonic_merge_hypercube(h, i, 2 if i < log_n else descending, n_dims)
+    dtype = x.dtype
+    # bitonic top-k: keep the better half of each 2**(log_k + 1) run, re-merge, repeat
+    for i in range(log_k + 1, log_n + 1):
+        cube = tensor(h, dtype, list(h.shape[1:]))
+        cube = (_max if descending else _min)(cube, n_dims - 1 - log_k)
+        h, dtype, n_dims = cube.data, cube.dtype, n_dims - 1  # narrow types widen, as in Triton
+        h = _bitonic_merge_hypercube(h, log_k, 2 if i < log_n else descending, n_dims)
+    shape = x.shape[:-1] + [2 ** log_k]
+    return tensor(np.ascontiguousarray(h).reshape((h.shape[0], *shape)), dtype, shape)
+
+
+def sort(x, dim=None, descending=False):
+    """Sort along the last dimension (the only one Triton supports)."""
+    return _sort_impl(x, dim=dim, descending=descending)
+
+
+def topk(x, k, dim=None, descending=True):
+    """The k largest (smallest if not descending) along the last dimension, in order."""
+    return _sort_impl(x, k=k, dim=dim, descending=descending)
+
+
+@tensor_member
+def flip(x, dim=None):
+    """Reverse the order along `dim` (the last one if None); the bits move unchanged."""
+    x = to_tensor(_unwrap(x))
+    rank = len(x.shape)
+    dim = _unwrap(dim)
+    dim = rank - 1 if dim is None else dim
+    if rank == 0 or not isinstance(dim, (int, np.integer)) or not -rank <= dim < rank:
+        raise CompilationError(f"flip: invalid dim {dim} for a tensor of shape {x.shape}")
+    return tensor(np.ascontiguousarray(np.flip(x.data, int(dim) % rank + 1)), x.dtype, x.shape)
+
+
+def interleave(a, b):
+    """a[..., 0], b[..., 0], a[..., 1], b[..., 1], ...: join(a, b) with its last two dims merged."""
+    c = join(a, b)
+    if len(c.shape) == 1:
+        return c
+    return reshape(c, c.shape[:-2] + [2 * c.shape[-2]])
+
+
+@tensor_member
+def histogram(input, num_bins, mask=None):
+    """int32 counts of the values 0 .. num_bins - 1 in a 1-D integer block (bins of width 1).
+
+    Values outside [0, num_bins) and lanes where `mask` is False count nowhere."""
+    x = to_tensor(_unwrap(input))
+    num_bins = validate_block_shape([_unwrap(num_bins)])[0]
+    if len(x.shape) != 1:
+        raise CompilationError("histogram only supports 1D input")
+    if not x.dtype.is_int():
+        raise CompilationError("histogram only supports integer input")
+    lanes = x.data.shape[0]
+    keep = np.ones(x.data.shape, bool)
+    mask = _unwrap(mask)
+    if mask is not None:
+        mask = to_tensor(mask)
+        if not mask.dtype.is_bool():
+            raise CompilationError("Mask must have boolean scalar type")
+        lanes = _lanes(x.data, mask.data)
+        keep = np.broadcast_to(mask.data.reshape((mask.data.shape[0],) + (1,) * (1 - len(mask.shape))
+                                                 + tuple(mask.shape)), (lanes, *x.shape))
+    values = np.broadcast_to(x.data, (lanes, *x.shape)).astype(np.int64)
+    keep = keep & (values >= 0) & (values < num_bins)
+    rows = np.broadcast_to(np.arange(lanes)[:, None], values.shape)
+    counts = np.zeros((lanes, num_bins), np.int32)
+    np.add.at(counts, (rows[keep], values[keep]), 1)
+    return tensor(counts, _t.int32, [num_bins])
+
+
+@tensor_member
+def gather(src, index, axis):
+    """out[i][j] = src[index[i][j]][j] (axis 0): the result has the index's shape."""
+    src, index = to_tensor(_unwrap(src)), to_tensor(_unwrap(index))
+    if not index.dtype.is_int():
+        raise CompilationError("index must be an integer tensor")
+    rank = len(src.shape)
+    if len(index.shape) != rank:
+        raise CompilationError("source and index tensors must have the same rank")
+    ax = _wrap_axis(axis, rank, "gather")
+    for d in range(rank):
+        if d != ax and index.shape[d] != src.shape[d]:
+            raise CompilationError(f"index dim {ax} must match the corresponding source dim")
+    idx = index.data.astype(np.int64)
+    bad = (idx < 0) | (idx >= src.shape[ax])
+    if bad.any():
+        raise OutOfBoundsError(f"tl.gather: index {int(idx[bad][0])} is out of range for axis "
+                               f"{ax} of size {src.shape[ax]} (the GPU gives unspecified values)")
+    lanes = _lanes(src.data, idx)
+    out = np.take_along_axis(np.broadcast_to(src.data, (lanes, *src.shape)),
+                             np.broadcast_to(idx, (lanes, *index.shape)), ax + 1)
+    return tensor(out, src.dtype, index.shape)
