@@ -77,3 +77,31 @@ def test_same_bits_as_the_gpu(dtype, fusion):
     got = got.view(torch.uint16).numpy().view(ml_dtypes.bfloat16) if dtype == \
         ml_dtypes.bfloat16 else got.numpy()
     np.testing.assert_array_equal(sim, got)
+
+
+def test_exp_rounds_its_argument_as_the_gpu_does():
+    """fp32 exp is ex2.approx(x * log2 e) on the GPU, the product rounded to fp32: for large |x|
+    that rounding is several ulp of the result, and minitriton has the same."""
+    x = np.linspace(-80, 80, N, dtype=np.float32)
+    out = np.empty_like(x)
+    load(minitriton, mtl, FUSION).exp_kernel[(1,)](x, out, BLOCK=N)
+    product = (x * np.float32(1.4426950408889634)).astype(np.float64)
+    np.testing.assert_array_equal(out, np.exp2(product).astype(np.float32))
+    ulps = np.abs(out.view(np.int32) - np.exp(x.astype(np.float64)).astype(np.float32)
+                  .view(np.int32))
+    assert ulps.max() >= 4  # the GPU's error, not NumPy's correctly rounded exp
+
+
+@pytest.mark.gpu
+def test_exp_within_two_ulp_of_the_gpu():
+    """What remains is ex2.approx's own error (2 ulp at most, PTX ISA)."""
+    import torch
+    import triton
+    import triton.language as tl
+    x = np.linspace(-80, 80, N, dtype=np.float32)
+    out = np.empty_like(x)
+    load(minitriton, mtl, FUSION).exp_kernel[(1,)](x, out, BLOCK=N)
+    gpu = torch.empty(N, device="cuda")
+    load(triton, tl, FUSION).exp_kernel[(1,)](torch.from_numpy(x).cuda(), gpu, BLOCK=N)
+    ulps = np.abs(out.view(np.int32).astype(np.int64) - gpu.cpu().numpy().view(np.int32))
+    assert ulps.max() <= 2, ulps.max()

@@ -20,3 +20,9 @@ def fusion_kernel(x_ptr, y_ptr, z_ptr, out_ptr, BLOCK: tl.constexpr):
     for k in range(4):
         acc += x * y * k  # the accumulation of a loop
     tl.store(out_ptr + 5 * BLOCK + offs, acc)
+
+
+@triton.jit
+def exp_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
