@@ -1,0 +1,140 @@
+"""The runner: an unmodified Triton program on a CPU-only machine.
+
+    python -m minitriton [--gpu H100] [--triton-version 3.6.0] [--no-torch-patch] script.py [args]
+    minitriton run script.py [args]                     # the same, as a console script
+
+Like `TRITON_INTERPRET=1`, but anywhere: `import triton` gives minitriton (runner/modules.py),
+Triton's driver reports the CPU as the device and an emulated GPU as the target
+(runner/target.py), and torch.cuda answers for that GPU while refusing CUDA tensors with a
+message that says what to change (runner/torch_patch.py). The program runs as `__main__`
+with `sys.argv` set; everything is put back when it ends.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import linecache
+import os
+import runpy
+import sys
+import traceback
+
+from .modules import TRITON_VERSION, aliases
+from .target import DEFAULT_GPU, GPUS, EmulatedDriver, get_gpu
+from .torch_patch import CUDATensorError, patched
+
+_OWN_FILES = {os.path.normcase(os.path.abspath(runpy.__file__))} | {
+    os.path.normcase(os.path.join(os.path.dirname(os.path.abspath(__file__)), f))
+    for f in os.listdir(os.path.dirname(os.path.abspath(__file__))) if f.endswith(".py")}
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="python -m minitriton",
+        description="Run an unmodified Triton program on the CPU: `import triton` gives "
+                    "minitriton, and Triton's driver reports an emulated GPU.")
+    p.add_argument("--gpu", default=DEFAULT_GPU, type=str.upper, choices=list(GPUS),
+                   help=f"the GPU that Triton's driver and torch.cuda report (default "
+                        f"{DEFAULT_GPU})")
+    p.add_argument("--triton-version", default=TRITON_VERSION, metavar="VERSION",
+                   help=f"what triton.__version__ says (default {TRITON_VERSION})")
+    p.add_argument("--no-torch-patch", action="store_true",
+                   help="leave torch.cuda alone (by default it reports the emulated GPU and "
+                        "stops CUDA tensors with a message)")
+    p.add_argument("-m", dest="module", metavar="MODULE",
+                   help="run a module as `python -m MODULE` does, instead of a script")
+    p.add_argument("script", nargs="?", help="the program to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+@contextlib.contextmanager
+def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True):
+    """`import triton` gives minitriton, with the emulated `gpu`, for the duration."""
+    spec = get_gpu(gpu)
+    with contextlib.ExitStack() as stack:
+        triton = stack.enter_context(aliases(triton_version, EmulatedDriver(spec)))
+        if torch_patch:
+            stack.enter_context(patched(spec))
+        yield triton
+
+
+def _own(filename):
+    return os.path.normcase(filename) in _OWN_FILES or filename.startswith("<frozen runpy")
+
+
+def _script_frames(tb):
+    """The traceback without the runner's (and runpy's) frames above the program's."""
+    while tb is not None and _own(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return tb
+
+
+def _where(tb):
+    """file:line: code of the program's innermost frame (not torch's, not the runner's)."""
+    last = None
+    for frame, line in traceback.walk_tb(tb):
+        name = frame.f_code.co_filename
+        if not _own(name) and f"{os.sep}torch{os.sep}" not in name:
+            last = f"{name}:{line}: {linecache.getline(name, line).strip()}"
+    return last
+
+
+def _exit_code(code):
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return 1
+
+
+def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITON_VERSION,
+        torch_patch=True):
+    """Run a program (a script's path, or `module` as with `python -m`) under the emulation;
+    returns its exit status. Its exceptions are printed, without the runner's frames."""
+    target = module or script
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [os.path.abspath(script) if script else module, *args]
+    if script:  # as `python script.py`: the script's directory first, instead of the cwd
+        sys.path[:1] = [os.path.dirname(os.path.abspath(script))]
+    try:
+        with emulated(gpu, triton_version, torch_patch):
+            if module:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(script, run_name="__main__")
+        return 0
+    except SystemExit as e:
+        return _exit_code(e.code)
+    except CUDATensorError as e:
+        where = _where(e.__traceback__)
+        print(f"{where}\n" if where else "", end="", file=sys.stderr)
+        print(f"minitriton: the program asked for a CUDA tensor. {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as e:  # the program's error: print it as Python would, and fail
+        traceback.print_exception(type(e), e, _script_frames(e.__traceback__))
+        print(f"minitriton: {target} failed under the emulated {get_gpu(gpu).key}",
+              file=sys.stderr)
+        return 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def main(argv=None):
+    """`python -m minitriton ...` and the `minitriton` console script (`minitriton run ...`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and not os.path.isfile("run"):
+        argv = argv[1:]
+    opts = parser().parse_args(argv)
+    if (opts.module is None) == (opts.script is None):
+        if opts.module is not None:  # `-m MODULE args...`: the script slot took the first arg
+            opts.args = [opts.script, *opts.args]
+        else:
+            parser().error("give a script to run (or -m MODULE)")
+    return run(opts.script if opts.module is None else None, opts.args, module=opts.module,
+               gpu=opts.gpu, triton_version=opts.triton_version,
+               torch_patch=not opts.no_torch_patch)
+
+
+__all__ = ["main", "run", "emulated", "GPUS", "CUDATensorError"]

@@ -1,0 +1,147 @@
+"""What the runner changes in torch while a program runs (and puts back afterwards).
+
+torch.cuda answers for the emulated GPU where a program asks about the GPU, and stays honest
+where it would hand out CUDA tensors:
+
+    is_available()            False: there is no device torch could put tensors on, so programs
+                              that pick `"cuda" if torch.cuda.is_available() else "cpu"` pick
+                              the CPU, which is what minitriton's kernels read
+    get_device_capability()   the emulated GPU's, e.g. (9, 0) for the H100
+    get_device_properties()   an object with name, major, minor, multi_processor_count,
+                              total_memory, L2_cache_size, warp_size, shared memory, registers
+    get_device_name()         e.g. "NVIDIA H100 80GB HBM3"
+    current_device()          0; set_device() and synchronize() do nothing
+    Event                     timing events on the host clock (elapsed_time in ms)
+    _lazy_init                raises CUDATensorError: torch calls it before it makes a CUDA
+                              tensor (`.cuda()`, `device="cuda"`, `.to("cuda")`), so the
+                              program stops with a message that says what to change instead
+                              of "Torch not compiled with CUDA enabled"
+
+`--no-torch-patch` leaves torch alone. torch is patched when the program imports it (or at once,
+if it is already imported), so a NumPy program does not pay for importing torch.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import sys
+
+from .target import CPUEvent
+
+CUDA_HELP = ("minitriton runs Triton programs on the CPU, so there are no CUDA tensors: make "
+             "tensors on the device Triton's driver gives, "
+             "`DEVICE = triton.runtime.driver.active.get_active_torch_device()` (the CPU under "
+             "minitriton, the GPU under Triton), or write device='cpu' where the program has "
+             "device='cuda', .cuda() or .to('cuda').")
+
+
+class CUDATensorError(RuntimeError):
+    """A program under the runner asked torch for a CUDA tensor."""
+
+    def __init__(self):
+        super().__init__(CUDA_HELP)
+
+
+class DeviceProperties:
+    """What `torch.cuda.get_device_properties()` returns, for the emulated GPU."""
+
+    def __init__(self, gpu):
+        self.name = gpu.name
+        self.major, self.minor = gpu.capability
+        self.multi_processor_count = gpu.multiprocessor_count
+        self.total_memory = gpu.total_memory
+        self.L2_cache_size = gpu.l2_bytes
+        self.warp_size = gpu.warp_size
+        self.max_threads_per_multi_processor = gpu.max_threads_per_sm
+        self.regs_per_multiprocessor = gpu.registers_per_sm
+        self.shared_memory_per_block = gpu.shared_per_block
+        self.shared_memory_per_block_optin = gpu.shared_per_block_optin
+        self.shared_memory_per_multiprocessor = gpu.shared_per_sm
+        self.is_integrated = False
+        self.is_multi_gpu_board = False
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // 2 ** 20}MB, "
+                f"multi_processor_count={self.multi_processor_count}, "
+                f"L2_cache_size={self.L2_cache_size // 2 ** 20}MB) [emulated by minitriton]")
+
+
+def _lazy_init():
+    raise CUDATensorError()
+
+
+def replacements(gpu):
+    """torch.cuda's attribute -> its stand-in."""
+    props = DeviceProperties(gpu)
+    return {
+        "is_available": lambda: False,
+        "get_device_capability": lambda device=None: gpu.capability,
+        "get_device_properties": lambda device=None: props,
+        "get_device_name": lambda device=None: gpu.name,
+        "current_device": lambda: 0,
+        "set_device": lambda device: None,
+        "synchronize": lambda device=None: None,
+        "Event": CPUEvent,
+        "_lazy_init": _lazy_init,
+    }
+
+
+@contextlib.contextmanager
+def patched_module(cuda, gpu):
+    """Patch one torch.cuda module for the duration."""
+    new = replacements(gpu)
+    saved = {name: getattr(cuda, name) for name in new if hasattr(cuda, name)}
+    for name, value in new.items():
+        setattr(cuda, name, value)
+    try:
+        yield
+    finally:
+        for name in new:
+            if name in saved:
+                setattr(cuda, name, saved[name])
+            else:
+                delattr(cuda, name)
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds `torch` as usual, and patches torch.cuda once torch has been imported."""
+
+    def __init__(self, on_import):
+        self.on_import = on_import
+        self.spec = None
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "torch" or self.spec is not None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        self.spec = spec
+        self.loader = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__spec__.loader = module.__loader__ = self.loader
+        self.loader.exec_module(module)
+        self.on_import(module)
+
+
+@contextlib.contextmanager
+def patched(gpu):
+    """torch.cuda patched for `gpu` for the duration: now if torch is imported, else as soon as
+    the program imports it."""
+    with contextlib.ExitStack() as stack:
+        if sys.modules.get("torch") is not None:
+            stack.enter_context(patched_module(sys.modules["torch"].cuda, gpu))
+            yield
+            return
+        finder = _PatchOnImport(lambda torch: stack.enter_context(patched_module(torch.cuda, gpu)))
+        sys.meta_path.insert(0, finder)
+        stack.callback(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
+        yield

@@ -1,0 +1,308 @@
+"""`python -m minitriton script.py`: unmodified Triton programs on the CPU.
+
+Each test writes a small program under tmp_path and runs it, in a subprocess as a user would
+(`run`) or, where what matters is not the process, in this one through `runner.run`
+(`run_here`, faster); the programs print what they saw and the tests read it back. Programs
+that need torch skip where torch is missing (minitriton's own tests run without it)."""
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from minitriton import runner
+from minitriton.runner import target
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "packages" / "minitriton" / "pyproject.toml"
+
+
+def run(tmp_path, source, *args, runner_args=(), name="script.py"):
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run([sys.executable, "-m", "minitriton", *runner_args, str(script), *args],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+
+def run_here(tmp_path, capsys, source, *args, **options):
+    """(exit status, stdout, stderr) of the program run by runner.run in this process."""
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(source))
+    rc = runner.run(str(script), args, **options)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+NUMPY_ADD = """
+    import sys
+    import numpy as np
+    import triton
+    import triton.language as tl
+    import minitriton
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+        pid = tl.program_id(axis=0)
+        offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=mask)  # read 2N; write N
+        y = tl.load(y_ptr + offsets, mask=mask)
+        tl.store(output_ptr + offsets, x + y, mask=mask)
+
+    x, y = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
+    out = np.empty_like(x)
+    add_kernel[(triton.cdiv(1000, 256),)](x, y, out, 1000, BLOCK_SIZE=256)
+    assert np.array_equal(out, x + y)
+    print(triton.__version__, minitriton.__version__, "torch" in sys.modules, sys.argv[1:])
+"""
+
+
+def test_a_numpy_program_runs_without_importing_torch(tmp_path):
+    done = run(tmp_path, NUMPY_ADD, "a", "--gpu", "b")  # options after the script are its own
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().split(maxsplit=3) == ["3.6.0", runner.modules.minitriton.__version__,
+                                             "False", "['a', '--gpu', 'b']"]
+
+
+def test_triton_version_option(tmp_path, capsys):
+    rc, out, _ = run_here(tmp_path, capsys, "import triton; print(triton.__version__)",
+                          triton_version="3.4.0")
+    assert (rc, out) == (0, "3.4.0\n")
+
+
+DRIVER = """
+    import json
+    import triton
+    from triton.runtime import driver
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import CompilationError
+    import triton.runtime.driver, triton.runtime.jit, triton.runtime.autotuner
+    import triton.tools.tensor_descriptor, triton.language.math, triton.language.core
+    active = triton.runtime.driver.active
+    t = active.get_current_target()
+    assert isinstance(t, GPUTarget) and driver is triton.runtime.driver
+    print(json.dumps({"backend": t.backend, "arch": t.arch, "warp": t.warp_size,
+                      "device": active.get_current_device(),
+                      "props": active.utils.get_device_properties(None),
+                      "backends": triton.backends.backends}))
+"""
+
+
+@pytest.mark.parametrize("gpu, arch, sms", [(None, 90, 132), ("H200", 90, 132),
+                                            ("a100", 80, 108), ("B200", 100, 148)])
+def test_the_driver_reports_the_emulated_gpu(tmp_path, capsys, gpu, arch, sms):
+    rc, out, err = run_here(tmp_path, capsys, DRIVER, **({"gpu": gpu} if gpu else {}))
+    assert rc == 0, err
+    seen = json.loads(out)
+    spec = target.get_gpu(gpu or "H100")
+    assert (seen["backend"], seen["arch"], seen["warp"], seen["device"]) == ("cuda", arch, 32, 0)
+    assert seen["props"]["multiprocessor_count"] == sms
+    assert seen["props"]["max_shared_mem"] == spec.shared_per_block_optin
+    assert (seen["props"]["max_num_regs"], seen["props"]["warpSize"]) == (65536, 32)
+    assert seen["backends"] == {}
+
+
+def test_an_unknown_gpu_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit:
+        runner.main(["--gpu", "V100", "script.py"])
+    assert exit.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_a_module_minitriton_lacks_is_named_in_the_error(tmp_path, capsys):
+    rc, _, err = run_here(tmp_path, capsys, "import triton.knobs")
+    assert rc == 1
+    assert "No module named 'triton.knobs'" in err and "minitriton.knobs" in err
+
+
+TUTORIAL_01 = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    DEVICE = triton.runtime.driver.active.get_active_torch_device()
+
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+        pid = tl.program_id(axis=0)
+        offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=mask)
+        y = tl.load(y_ptr + offsets, mask=mask)
+        tl.store(output_ptr + offsets, x + y, mask=mask)
+
+
+    def add(x, y):
+        output = torch.empty_like(x)
+        assert x.device == DEVICE and y.device == DEVICE and output.device == DEVICE
+        n_elements = output.numel()
+        grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']), )
+        add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024)
+        return output
+
+
+    torch.manual_seed(0)
+    size = 98432
+    x = torch.rand(size, device=DEVICE)
+    y = torch.rand(size, device=DEVICE)
+    print(f'The maximum difference between torch and triton is '
+          f'{torch.max(torch.abs(x + y - add(x, y)))}')
+
+
+    @triton.testing.perf_report(
+        triton.testing.Benchmark(
+            x_names=['size'], x_vals=[2**i for i in range(12, 15)], x_log=True,
+            line_arg='provider', line_vals=['triton', 'torch'], line_names=['Triton', 'Torch'],
+            styles=[('blue', '-'), ('green', '-')], ylabel='GB/s',
+            plot_name='vector-add-performance', args={}))
+    def benchmark(size, provider):
+        x = torch.rand(size, device=DEVICE, dtype=torch.float32)
+        y = torch.rand(size, device=DEVICE, dtype=torch.float32)
+        quantiles = [0.5, 0.2, 0.8]
+        if provider == 'torch':
+            ms, min_ms, max_ms = triton.testing.do_bench(lambda: x + y, quantiles=quantiles,
+                                                         warmup=1, rep=5)
+        if provider == 'triton':
+            ms, min_ms, max_ms = triton.testing.do_bench(lambda: add(x, y), quantiles=quantiles,
+                                                         warmup=1, rep=5)
+        gbps = lambda ms: 3 * x.numel() * x.element_size() * 1e-9 / (ms * 1e-3)
+        return gbps(ms), gbps(max_ms), gbps(min_ms)
+
+
+    benchmark.run(print_data=True, save_path='results')
+"""
+
+
+def test_a_tutorial_style_program_runs_and_benchmarks(tmp_path):
+    pytest.importorskip("torch")
+    done = run(tmp_path, TUTORIAL_01)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "The maximum difference between torch and triton is 0.0"
+    assert lines[1] == "vector-add-performance:"
+    assert lines[2].split() == ["size", "Triton", "Torch"]
+    assert [line.split()[1] for line in lines[3:]] == ["4096", "8192", "16384"]
+    assert (tmp_path / "results" / "vector-add-performance.csv").exists()
+
+
+TORCH_CUDA = """
+    import json
+    import torch
+    import triton
+    props = torch.cuda.get_device_properties(0)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record(); end.record()
+    torch.cuda.synchronize()
+    torch.cuda.set_device(0)
+    print(json.dumps({"available": torch.cuda.is_available(), "name": torch.cuda.get_device_name(),
+                      "capability": torch.cuda.get_device_capability(), "sms":
+                      props.multi_processor_count, "props_name": props.name,
+                      "memory": props.total_memory, "current": torch.cuda.current_device(),
+                      "elapsed": start.elapsed_time(end),
+                      "device": str(triton.runtime.driver.active.get_active_torch_device())}))
+"""
+
+
+def test_torch_cuda_answers_for_the_emulated_gpu(tmp_path, capsys):
+    pytest.importorskip("torch")
+    rc, out, err = run_here(tmp_path, capsys, TORCH_CUDA, gpu="H200")
+    assert rc == 0, err
+    seen = json.loads(out)
+    assert seen["available"] is False  # no device torch could put tensors on: programs pick cpu
+    assert seen["name"] == seen["props_name"] == "NVIDIA H200"
+    assert seen["capability"] == [9, 0] and seen["sms"] == 132 and seen["current"] == 0
+    assert seen["memory"] == target.GPUS["H200"].total_memory
+    assert seen["elapsed"] >= 0 and seen["device"] == "cpu"
+
+
+@pytest.mark.parametrize("line", ["torch.rand(4).cuda()", "torch.rand(4, device='cuda')",
+                                  "torch.rand(4).to('cuda')"])
+def test_a_cuda_tensor_gets_a_message_that_says_what_to_change(tmp_path, capsys, line):
+    pytest.importorskip("torch")
+    rc, _, err = run_here(tmp_path, capsys, f"import torch\n\ndef make():\n    return {line}\n\n"
+                          "make()\n")
+    assert rc == 1
+    assert f"script.py:4: return {line}" in err
+    assert "get_active_torch_device()" in err and "device='cpu'" in err
+    assert "not compiled with CUDA" not in err and "Traceback" not in err
+
+
+def test_the_cuda_message_from_the_command_line(tmp_path):
+    pytest.importorskip("torch")
+    done = run(tmp_path, "import torch\nx = torch.zeros(2, device='cuda')\n")
+    assert done.returncode == 1 and "script.py:2: x = torch.zeros" in done.stderr
+
+
+def test_no_torch_patch_leaves_torch_alone(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    rc, out, err = run_here(tmp_path, capsys, "import torch\nprint(torch.cuda.Event)",
+                            torch_patch=False)
+    assert (rc, out.strip()) == (0, str(torch.cuda.Event)), err
+
+
+def test_an_error_exits_non_zero_with_the_programs_traceback(tmp_path):
+    done = run(tmp_path, "def f():\n    raise ValueError('boom')\n\nf()\n")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Traceback (most recent call last):\n")
+    assert 'script.py", line 4, in <module>' in done.stderr
+    assert 'script.py", line 2, in f' in done.stderr and "ValueError: boom" in done.stderr
+    assert "runner" not in done.stderr.split("ValueError")[0]  # the runner's frames are left out
+
+
+@pytest.mark.parametrize("code, rc", [("3", 3), ("0", 0), ("None", 0), ("'bye'", 1)])
+def test_sys_exit_passes_through(tmp_path, capsys, code, rc):
+    assert run_here(tmp_path, capsys, f"import sys\nsys.exit({code})")[0] == rc
+
+
+def test_the_script_directory_comes_first_on_sys_path(tmp_path):
+    (tmp_path / "helper.py").write_text("VALUE = 42\n")
+    sub = tmp_path / "elsewhere"
+    sub.mkdir()
+    script = tmp_path / "script.py"
+    script.write_text("import helper\nprint(helper.VALUE, __name__)\n")
+    done = subprocess.run([sys.executable, "-m", "minitriton", str(script)], cwd=sub,
+                          capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "42 __main__", done.stderr
+
+
+def test_minitriton_run_is_the_console_script(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text("import sys, triton\nprint(triton.__version__, sys.argv[1:])\n")
+    done = subprocess.run([sys.executable, "-c", "import sys; from minitriton.runner import main; "
+                           f"sys.exit(main(['run', {str(script)!r}, 'x']))"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "3.6.0 ['x']", done.stderr
+    if PYPROJECT.exists():  # in the repository, not in an installed wheel's test run
+        assert 'minitriton = "minitriton.runner:main"' in PYPROJECT.read_text()
+
+
+def test_emulated_puts_everything_back():
+    before = {name: mod for name, mod in sys.modules.items() if name.split(".")[0] == "triton"}
+    with runner.emulated("A100") as triton:
+        import triton.types  # found by the finder: minitriton.types under triton's name
+        assert triton.__version__ == "3.6.0"
+        assert triton.runtime.driver.active.get_current_target().arch == 80
+        assert sys.modules["triton.types"] is sys.modules["minitriton.types"]
+        assert importlib.util.find_spec("triton") is not None  # how programs probe for Triton
+    after = {name: mod for name, mod in sys.modules.items() if name.split(".")[0] == "triton"}
+    assert after == before
+    assert sys.modules["minitriton.types"].__spec__.name == "minitriton.types"
+
+
+def test_emulated_restores_torch():
+    torch = pytest.importorskip("torch")
+    is_available, lazy_init = torch.cuda.is_available, torch.cuda._lazy_init
+    with runner.emulated():
+        assert torch.cuda.get_device_capability() == (9, 0)
+    assert torch.cuda.is_available is is_available and torch.cuda._lazy_init is lazy_init
+
+
+def test_triton_language_extra_is_minitritons_once_it_exists():
+    if importlib.util.find_spec("minitriton.language.extra") is None:
+        pytest.skip("minitriton.language.extra is not there yet")
+    with runner.emulated():
+        from triton.language.extra import libdevice
+        import minitriton.language.extra
+        assert libdevice is minitriton.language.extra.libdevice
