@@ -93,6 +93,15 @@ def flat_span(arr, name):
         span = 0
     else:
         span = 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
+    if arr.dtype.type.__module__ == "ml_dtypes":
+        # as_strided goes through __array_interface__, whose type string for ml_dtypes'
+        # float8_e5m2 ('<f1') NumPy cannot read back: stride the raw bytes and view them again
+        raw = _as_strided_span(arr.view(f"u{item}"), span, item)
+        return raw.view(arr.dtype)
+    return _as_strided_span(arr, span, item)
+
+
+def _as_strided_span(arr, span, item):
     return np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,),
                                            writeable=arr.flags.writeable)
 
@@ -204,9 +213,12 @@ class AddressSpace:
                     lanes[lanes] = ~bad
                     idx = idx[~bad]
                 else:
-                    err = _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
+                    # report the first failing program alone, so that both executors say the same
                     rows = np.nonzero(np.ones(addrs.shape, bool) if lanes is None else lanes)[0]
-                    err.failing_row = int(rows[np.argmax(bad)])
+                    row = rows[np.argmax(bad)]
+                    bad &= rows == row
+                    err = _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
+                    err.failing_row = int(row)
                     raise err
             out.append((buf, lanes, _as_slice(idx)))
         return out
@@ -228,16 +240,44 @@ def count(idx):
     return idx.stop - idx.start if isinstance(idx, slice) else idx.size
 
 
-def _oob_error(buf, offsets, op, lanes_total=None):
-    shown = ", ".join(str(int(o)) for o in offsets[:8]) + (", ..." if len(offsets) > 8 else "")
+def _oob_error(buf, offsets, op, lanes_total=None, hint=None):
+    """The error for lanes at element `offsets` of `buf` (None: outside every buffer).
+
+    The message lists the distinct bad offsets, sorted, with their count; `hint` replaces the
+    advice (a block pointer's is `boundary_check`, not a mask). The error keeps `buffer`,
+    `bad_offsets` and `lanes_total`, so that a caller that knows more can re-raise it with its
+    own hint."""
     n = lanes_total if lanes_total is not None else len(offsets)
     if buf is None:
         return OutOfBoundsError(f"{op} out of bounds: {n} lane(s) point outside every buffer of "
                                 "the launch. Check the pointer arithmetic.")
+    distinct = np.unique(np.asarray(offsets, dtype=np.int64))
+    shown = [str(int(o)) for o in distinct[:8]]
+    if distinct.size > 9:
+        shown += ["...", str(int(distinct[-1]))]
+    elif distinct.size == 9:
+        shown.append(str(int(distinct[-1])))
     valid = f"[0, {buf.size - 1}]" if buf.size else "empty (the tensor has no elements)"
-    return OutOfBoundsError(
+    below, above = bool(distinct[0] < 0), bool(distinct[-1] >= buf.size)
+    if hint is None:
+        other = ", other=0.0" if op == "load" else ""
+        if below and not above:
+            hint = (f"these offsets are below the start of `{buf.name}` (negative: the pointer "
+                    f"points before its first element), which a mask like `offsets < n_elements` "
+                    f"does not catch; check the index arithmetic (a subtraction, a negative "
+                    f"offset or stride, an int32 product that wrapped), or mask them with "
+                    f"`mask = offsets >= 0` and `tl.{op}(ptr + offsets, mask=mask{other})`")
+        elif below:
+            hint = (f"some offsets are below the start of `{buf.name}` (negative) and some past "
+                    f"its end; check the index arithmetic, or mask both, e.g. `mask = (offsets "
+                    f">= 0) & (offsets < n_elements)` and `tl.{op}(ptr + offsets, "
+                    f"mask=mask{other})`")
+        else:
+            hint = (f"guard the access with a mask, e.g. `mask = offsets < n_elements` and "
+                    f"`tl.{op}(ptr + offsets, mask=mask{other})`")
+    err = OutOfBoundsError(
         f"{op} out of bounds on argument `{buf.name}` ({buf.description}): {n} lane(s) at "
-        f"element offsets [{shown}], valid offsets are {valid}.\n"
-        f"hint: guard the access with a mask, e.g. `mask = offsets < n_elements` and "
-        f"`tl.{op}(ptr + offsets, mask=mask{', other=0.0' if op == 'load' else ''})`; nothing was "
-        f"read or written.")
+        f"element offsets [{', '.join(shown)}] ({distinct.size} distinct, sorted), valid "
+        f"offsets are {valid}.\nhint: {hint}; nothing was read or written.")
+    err.buffer, err.bad_offsets, err.lanes_total = buf, distinct, n
+    return err

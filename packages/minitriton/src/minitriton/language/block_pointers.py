@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as _t
-from ..errors import CompilationError
+from ..errors import CompilationError, OutOfBoundsError
+from ..memory import _oob_error
 from ..types import _unwrap
 from .access import Lanes, gather, scatter
 from .arith import add as _add
@@ -48,14 +49,19 @@ class block_pointer:
     def _lanes(self, ctx, boundary_check):
         return Lanes(ctx, *self._pointers(boundary_check))
 
-    def _pointers(self, boundary_check):
-        """(addresses, mask or None) of the window, the mask from `boundary_check`."""
+    def _checks(self, boundary_check):
         checks = tuple(_unwrap(b) for b in (_unwrap(boundary_check) or ()))
         rank = len(self.block_shape)
         for b in checks:
             if not isinstance(b, int) or not 0 <= b < rank:
                 raise CompilationError(f"boundary_check dimension {b!r} is out of range for a "
                                        f"block pointer of rank {rank}")
+        return checks
+
+    def _pointers(self, boundary_check):
+        """(addresses, mask or None) of the window, the mask from `boundary_check`."""
+        checks = self._checks(boundary_check)
+        rank = len(self.block_shape)
         idxs = self._indices()
         addr = self.base.data.reshape((-1,) + (1,) * rank).astype(np.int64)
         active = True
@@ -85,12 +91,50 @@ class block_pointer:
         other = None
         if padding == "nan":
             other = tensor(np.full((1,), np.nan, dtype=elt.np), elt, [])
-        return gather(ctx, self._lanes(ctx, boundary_check), other)
+        lanes = self._lanes(ctx, boundary_check)
+        try:
+            return gather(ctx, lanes, other)
+        except OutOfBoundsError as e:
+            raise self._bounds_error(e, "load", boundary_check) from None
 
     def _store(self, ctx, value, boundary_check):
         elt = self.base.dtype.element_ty
         value = broadcast_to(cast(to_tensor(value), elt), self.block_shape)
-        scatter(ctx, self._lanes(ctx, boundary_check), value)
+        lanes = self._lanes(ctx, boundary_check)
+        try:
+            scatter(ctx, lanes, value)
+        except OutOfBoundsError as e:
+            raise self._bounds_error(e, "store", boundary_check) from None
+
+    def _bounds_error(self, e, op, boundary_check):
+        """The out-of-bounds error `e` again, with a block pointer's advice (`boundary_check`
+        and `padding_option`, not a mask), naming the dimensions the block overflows."""
+        buf = getattr(e, "buffer", None)
+        if buf is None:
+            return e
+        row = getattr(e, "failing_row", 0)
+        checks = self._checks(boundary_check)
+        over = []
+        for d, (off, n) in enumerate(zip(self.offsets, self.block_shape)):
+            start = int(off.data[min(row, off.data.shape[0] - 1)])
+            size = int(self.shape[d].data[min(row, self.shape[d].data.shape[0] - 1)])
+            if d not in checks and (start < 0 or start + n > size):
+                over.append((d, f"dimension {d} (the block covers [{start}, {start + n}), the "
+                                f"shape is {size})"))
+        if over:
+            dims = tuple(sorted(set(checks) | {d for d, _ in over}))
+            hint = (f"the block overflows the block pointer's shape in "
+                    f"{' and '.join(t for _, t in over)}; a block pointer takes no mask: pass "
+                    f"`boundary_check={dims}` to tl.{op}")
+            hint += (", and `padding_option=\"zero\"` (or `\"nan\"`) for the value of the lanes "
+                     "outside (undefined on a GPU without it)" if op == "load" else
+                     " (the lanes outside the shape are then not written)")
+        else:
+            hint = (f"the block lies inside the block pointer's shape but outside `{buf.name}`: "
+                    "check the shape, strides and base given to tl.make_block_ptr")
+        err = _oob_error(buf, e.bad_offsets, op, e.lanes_total, hint=hint)
+        err.failing_row = row
+        return err
 
 
 def _int_list(values, what, dtype, op="make_block_ptr"):

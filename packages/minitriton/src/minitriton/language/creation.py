@@ -31,11 +31,14 @@ def num_programs(axis=0):
 
 def arange(start, end):
     start, end = _unwrap(start), _unwrap(end)
-    if is_tensor(start) or is_tensor(end) or not isinstance(start, (int, np.integer)) \
-            or not isinstance(end, (int, np.integer)):
+    bad = [(name, v) for name, v in (("start", start), ("end", end))
+           if is_tensor(v) or not isinstance(v, (int, np.integer))]
+    if bad:
         raise CompilationError(
-            "arange's arguments must be of type tl.constexpr (got "
-            f"{_describe(start)}, {_describe(end)}); annotate the parameter as `tl.constexpr`")
+            "arange's arguments must be of type tl.constexpr, but "
+            + " and ".join(f"`{name}` {_describe(v)}" for name, v in bad)
+            + "; annotate the kernel parameter it comes from as `tl.constexpr` "
+            "(e.g. `n: tl.constexpr`), or use a constexpr block size and mask the extra lanes")
     if start < -2**31 or end > 2**31:
         raise CompilationError("arange must fit in int32")
     if end <= start:
@@ -49,12 +52,33 @@ def arange(start, end):
 
 
 def _describe(v):
-    return f"a runtime {v.dtype} value" if is_tensor(v) else repr(v)
+    """What a non-constexpr argument is, without showing a value: a runtime tensor's data is
+    whatever the first program held, not something known when the kernel compiles."""
+    if is_tensor(v):
+        return "is a runtime value, not a constexpr"
+    return f"is {v!r} (a {type(v).__name__}), not an integer constexpr"
+
+
+def _constexpr_shape(shape, op):
+    """Reject runtime shape elements with the same words as arange (before validate_block_shape,
+    whose message would name the type `tensor`)."""
+    for i, d in enumerate(shape):
+        if is_tensor(_unwrap(d)):
+            raise CompilationError(
+                f"tl.{op}: shape element {i} must have type `constexpr[int]`, but it is a "
+                "runtime value, not a constexpr; block shapes are compile-time constants: "
+                "annotate the kernel parameter it comes from as `tl.constexpr`")
+    return shape
 
 
 def full(shape, value, dtype):
-    shape = validate_block_shape(_unwrap(shape) if isinstance(_unwrap(shape), (list, tuple))
-                                 else [_unwrap(shape)])
+    return _full(shape, value, dtype, "full")
+
+
+def _full(shape, value, dtype, op):
+    shape = _unwrap(shape)
+    shape = validate_block_shape(_constexpr_shape(
+        shape if isinstance(shape, (list, tuple)) else [shape], op))
     dtype = _unwrap(dtype)
     value = _unwrap(value)
     if dtype is None:
@@ -70,7 +94,7 @@ def full(shape, value, dtype):
 
 
 def zeros(shape, dtype):
-    return full(shape, 0, dtype)
+    return _full(shape, 0, dtype, "zeros")
 
 
 def zeros_like(input):

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import CompilationError, DeviceAssertionError
 from ..context import current
+from ..source import kernel_location
 from .core import is_tensor, to_tensor
 from ..types import _unwrap
 
@@ -40,7 +41,18 @@ def kernel_print(*args, sep=" ", end="\n", file=None, flush=False):
         ctx.printer(f"pid {ctx.pid_tuple(row)} {text}", row)
 
 
+_STATIC_PRINTED: set = set()  # (kernel, constexprs, call site) whose static_print has printed
+
+
 def static_print(*values, sep=" ", end="\n", file=None, flush=False):
+    """Print when the kernel compiles: once per kernel, constexpr specialisation and call site
+    (the first launch of that specialisation), not once per program or per launch."""
+    ctx = current()
+    constexprs = tuple(sorted((k, repr(v)) for k, v in ctx.record.constexprs.items()))
+    key = (ctx.kernel_name, constexprs, kernel_location())
+    if key in _STATIC_PRINTED:
+        return
+    _STATIC_PRINTED.add(key)
     print(*(_unwrap(v) for v in values), sep=sep, end=end)
 
 

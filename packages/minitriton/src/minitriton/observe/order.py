@@ -1,6 +1,11 @@
 """The order check (`Settings(order=True)`): run the launch a second time, sequentially in a
 shuffled order (seeded by `Settings.seed`), and compare every output. On a GPU the programs of
-a launch run in any order, so a result that depends on it is a bug."""
+a launch run in any order, so a result that depends on it is a bug.
+
+When an output differs, a third run (the same shuffled order, one program per `rerun` call,
+with the memory's write journal on) finds the programs that wrote the first differing element:
+the re-runs have no observer watching, so the writers come from the journal, and only on the
+error path."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,20 +13,26 @@ import numpy as np
 from ..context import Observer
 from ..errors import OrderError
 
+_SHOWN = 8  # writer programs named in the message
 
-def compare_outputs(expected, actual):
-    """'' if two versions of an output agree (floats to a few ulps: atomics reorder sums)."""
+
+def _differing(expected, actual):
+    """Element offsets, ascending, where two versions of an output disagree."""
     if expected.dtype.kind in "fV":
         e, a = expected.astype(np.float64), actual.astype(np.float64)
         scale = np.nanmax(np.abs(e)) if e.size and np.isfinite(e).any() else 1.0
         same = np.isclose(a, e, rtol=1e-5, atol=1e-6 * scale, equal_nan=True)
     else:
         same = expected == actual
-    if same.all():
-        return ""
-    bad = np.nonzero(~same)[0]
-    shown = ", ".join(f"{int(i)}: {expected[i]} vs {actual[i]}" for i in bad[:4])
-    return f"at {bad.size} element(s) [{shown}{', ...' if bad.size > 4 else ''}]"
+    return np.nonzero(~same)[0]
+
+
+def _writes(idx, i):
+    if idx is None:
+        return True
+    if isinstance(idx, slice):
+        return idx.start <= i < idx.stop
+    return bool(np.any(np.asarray(idx) == i))
 
 
 class Order(Observer):
@@ -35,14 +46,64 @@ class Order(Observer):
         for b in written:
             b.flat[...] = b.snapshot
         ids = rerun.program_ids
-        rerun(ids[np.random.default_rng(ctx.settings.seed).permutation(len(ids))])
+        shuffled = ids[np.random.default_rng(ctx.settings.seed).permutation(len(ids))]
+        rerun(shuffled)
         for b in written:
-            report = compare_outputs(results[b.name], b.flat)
+            bad = _differing(results[b.name], b.flat)
+            if bad.size:
+                shown = ", ".join(f"{int(i)}: {results[b.name][i]} vs {b.flat[i]}"
+                                  for i in bad[:4])
+                first = int(bad[0])
+                writers = self._writers(rerun, shuffled, written, b, first)
+                for w in written:
+                    w.flat[...] = results[w.name]
+                ctx.pids = ids  # the error is the whole launch's, not the last re-run program's
+                raise OrderError(self._message(b, bad.size, shown, first, writers))
+        for b in written:
             b.flat[...] = results[b.name]
-            if report:
-                raise OrderError(
-                    f"the result depends on the order in which programs run: argument "
-                    f"`{b.name}` differs between program-id order and a shuffled order (seed "
-                    f"{ctx.settings.seed}) {report}.\nhint: programs of one launch run in any "
-                    "order on a GPU; a program must not read what another program of the same "
-                    "launch writes (use a second launch, or atomics)")
+
+    def _writers(self, rerun, shuffled, written, buf, i):
+        """The programs (in program-id order) that write element `i` of `buf` when the launch
+        runs in the `shuffled` order: re-run one program at a time, reading the write journal."""
+        memory = self.ctx.memory
+        for b in written:
+            b.flat[...] = b.snapshot
+        journaling, start = memory.journaling, memory.mark()
+        memory.journaling = True
+        found = []
+        try:
+            for row in range(len(shuffled)):
+                mark = memory.mark()
+                rerun(shuffled[row:row + 1])
+                if any(b is buf and _writes(idx, i) for b, idx, _ in memory.journal[mark:]):
+                    found.append(tuple(int(v) for v in shuffled[row]))
+                memory.commit(mark)
+        finally:
+            memory.commit(start)
+            memory.journaling = journaling
+        return sorted(found, key=lambda pid: (pid[2], pid[1], pid[0]))
+
+    def _message(self, buf, n_bad, shown, first, writers):
+        settings = self.ctx.settings
+        ran = ("lockstep: programs together" if settings.executor == "lockstep"
+               else "sequential, program-id order")
+        if writers:
+            names = ", ".join(str(w) for w in writers[:_SHOWN])
+            more = f", ... ({len(writers)} programs)" if len(writers) > _SHOWN else ""
+            by = f"written by program(s) {names}{more}"
+        else:
+            by = "written by no program of the shuffled re-run"
+        if len(writers) > 1:
+            hint = (f"{len(writers)} programs write element {first}: without atomics the result "
+                    "depends on which runs last and on updates lost when they run together; use "
+                    "an atomic (tl.atomic_add) or give each program its own elements")
+        else:
+            hint = ("a program must not read what another program of the same launch writes "
+                    "(use a second launch, or atomics)")
+        return (
+            f"the result depends on the order in which programs run: argument `{buf.name}` "
+            f"differs between the launch as it ran ({ran}) and a re-run sequential in a "
+            f"shuffled order (seed {settings.seed}), at {n_bad} element(s) "
+            f"[{shown}{', ...' if n_bad > 4 else ''}] (as it ran vs shuffled); the first, "
+            f"element {first}, is {by}.\nhint: programs of one launch run in any order on a "
+            f"GPU, and at the same time; {hint}")
