@@ -4,22 +4,21 @@ A matmul size sweep (flat while fixed costs dominate, then ~n^3), the pitfalls m
 (no warm-up, no synchronisation, .item() every step), the profiler's view of the manual and the
 built-in GeLU, and exercise 1's timing code fixed. Runs on CUDA, MPS or the CPU.
 """
-import os
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 from rich.console import Console
 
 from tritonlab import bench
+from tritonlab.bench.compare import describe_exponent
 from tritonlab.bench.workloads import manual_gelu
-from tritonlab.profile import count_ops, profile
+from tritonlab.cli.lecture import output_dir
+from tritonlab.profile import count_ops, describe_ops, profile
 
 console = Console(width=110)
 device = bench.default_device()
-out_dir = Path(os.environ.get("TRITONLAB_OUT", "out"))
-out_dir.mkdir(parents=True, exist_ok=True)
-print(f"device: {device} ({bench.environment(device)['device_name']}), torch {torch.__version__}\n")
+out_dir = output_dir()
+print(f"device: {device} ({bench.environment(device)['device_name']}), torch {torch.__version__}")
+print(f"files: {out_dir.resolve()} (choose with --out DIR or TRITONLAB_OUT)\n")
 
 # --- pitfalls first, so that one-time costs are still there to be seen
 a = torch.randn(2048, 2048, device=device)
@@ -37,15 +36,15 @@ result = bench.sweep(lambda n: (lambda x=torch.randn(n, n, device=device): x @ x
 console.print(result.table(title=f"matmul n x n fp32 on {device}"))
 png = result.plot(out_dir / "lecture01_matmul_sweep.png", title=f"matmul time against n ({device})")
 result.export(out_dir / "lecture01_matmul_sweep.csv", out_dir / "lecture01_matmul_sweep.json")
-print(f"plot: {png}; growth exponents {[round(e, 2) for e in result.exponents()]}: flat while "
-      "fixed costs dominate, then about 3\n")
+print(f"plot: {png}; growth {', '.join(describe_exponent(e) for e in result.exponents())}: flat "
+      "while fixed costs dominate, then about n^3\n")
 
 # --- §3: where the time goes
 x = torch.randn(4096, 4096, device=device)
 manual = count_ops(lambda: manual_gelu(x))
 builtin = count_ops(lambda: F.gelu(x, approximate="tanh"))
-print(f"manual GeLU runs {sum(manual.values())} operators: {dict(manual)}")
-print(f"F.gelu runs {sum(builtin.values())}: {dict(builtin)}")
+print(f"manual GeLU runs {sum(manual.values())} operators: {describe_ops(manual)}")
+print(f"F.gelu runs {sum(builtin.values())}: {describe_ops(builtin)}")
 report = profile(lambda: manual_gelu(x))
 console.print(report.table(by="device_time_us" if device == "cuda" else "cpu_time_us",
                            limit=8, title="profile of the manual GeLU"))

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 import minitriton
 from tritonlab import backend
+from tritonlab.units import format_time
 
 sim = backend.with_backend("tritonlab.kernels.elementwise", "sim")  # counts need the simulator
 print(f"kernels run on: {backend.describe()}\n")
@@ -62,7 +63,8 @@ if backend.NAME == "triton":
         if name == "torch.compile":
             f, fn = fn, (lambda f=fn: f(a))
         ms = bench(fn, return_mode="median")
-        print(f"  {op:<5} {name:<14} {ms * 1e3:9.1f} us  {tensors * 4 * n / ms / 1e6:7.0f} GB/s")
+        print(f"  {op:<5} {name:<14} {format_time(ms / 1e3):>9}  "
+              f"{tensors * 4 * n / ms / 1e6:7.0f} GB/s")
 
 # --- §4: three abstractions side by side (CUDA C++ needs a CUDA compiler and GPU)
 CUDA_SOURCE = r"""
@@ -113,6 +115,6 @@ else:
                          ("PyTorch F.gelu", lambda: F.gelu(a, approximate="tanh")),
                          ("CUDA C++", lambda: ext.gelu(a)), ("Triton", lambda: ew.gelu(a))]:
             ms = bench(fn, return_mode="median")
-            print(f"  {name:<15} {ms * 1e3:9.1f} us  {8 * n / ms / 1e6:7.0f} GB/s")
+            print(f"  {name:<15} {format_time(ms / 1e3):>9}  {8 * n / ms / 1e6:7.0f} GB/s")
         err = (ext.gelu(a) - F.gelu(a, approximate="tanh")).abs().max().item()
         print(f"  CUDA C++ vs F.gelu: max |diff| {err:.1e}")

@@ -8,6 +8,7 @@ import torch
 import minitriton
 import minitriton.language as mtl
 from tritonlab import backend
+from tritonlab.units import format_time
 
 sim = backend.with_backend("tritonlab.kernels.softmax", "sim")
 sim_rowsum = backend.with_backend("tritonlab.kernels.rowsum", "sim")
@@ -91,4 +92,5 @@ if backend.NAME == "triton":
         for name, fn in [("torch.softmax", lambda: torch.softmax(x, -1)),
                          ("torch.compile", lambda: compiled(x)), ("triton", lambda: gpu_sm.softmax(x))]:
             ms = bench(fn, return_mode="median")
-            print(f"  {str(dtype)[6:]:<9} {name:<14} {ms * 1e3:8.1f} us {nbytes / ms / 1e6:7.0f} GB/s")
+            print(f"  {str(dtype)[6:]:<9} {name:<14} {format_time(ms / 1e3):>9} "
+                  f"{nbytes / ms / 1e6:7.0f} GB/s")

@@ -6,6 +6,7 @@ import torch
 import minitriton
 from tritonlab import backend
 from tritonlab.kernels import rmsnorm as rn
+from tritonlab.units import format_time
 
 sim = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
 print(f"kernels run on: {backend.describe()}\n")
@@ -77,5 +78,5 @@ if backend.NAME == "triton":
         for name, fn in [("torch eager", eager), ("torch.compile", compiled), ("triton", rn.rmsnorm)]:
             fwd = bench(lambda: fn(x, g), return_mode="median")
             both = bench(lambda: torch.autograd.grad(fn(x, g), (x, g), dy), return_mode="median")
-            print(f"  {str(dtype)[6:]:<9} {name:<14} forward {fwd * 1e3:7.1f} us   forward+backward "
-                  f"{both * 1e3:7.1f} us")
+            print(f"  {str(dtype)[6:]:<9} {name:<14} forward {format_time(fwd / 1e3):>9}   "
+                  f"forward+backward {format_time(both / 1e3):>9}")

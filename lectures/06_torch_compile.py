@@ -3,8 +3,6 @@ breaks, exercise 7's Python loop, recompilation, and attention, where the compil
 FlashAttention. Runs on CUDA (Inductor writes Triton) or the CPU (Inductor writes C++).
 """
 import math
-import os
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -12,13 +10,15 @@ from rich.console import Console
 
 from tritonlab import bench
 from tritonlab import compilation as C
+from tritonlab.cli.lecture import output_dir
+from tritonlab.units import format_time
 
 console = Console(width=110)
 device = "cuda" if torch.cuda.is_available() else "cpu"
-out_dir = Path(os.environ.get("TRITONLAB_OUT", "out"))
-out_dir.mkdir(parents=True, exist_ok=True)
+out_dir = output_dir()
 trials = 20 if device == "cuda" else 3
-print(f"device: {device}, torch {torch.__version__}\n")
+print(f"device: {device}, torch {torch.__version__}")
+print(f"files: {out_dir.resolve()} (choose with --out DIR or TRITONLAB_OUT)\n")
 
 
 class Block(torch.nn.Module):
@@ -42,12 +42,9 @@ with torch.no_grad():
     _, sources = C.generated_code(block, x)
 code_path = out_dir / "lecture06_block_generated.py"
 code_path.write_text("\n\n".join(sources))
-n_kernels = (C.count_triton_kernels(sources) if device == "cuda"
-             else len(set(__import__("re").findall(r"cpp_fused_\w+", "\n".join(sources)))))
-kind = "Triton" if device == "cuda" else "C++"
 print(f"RMSNorm + FFN + residual, x {tuple(x.shape)}: {s}")
-print(f"  Inductor generated {n_kernels} {kind} kernels (matmuls stay with the BLAS library); "
-      f"source saved to {code_path}\n")
+print(f"  Inductor generated {C.describe_kernels(C.count_kernels(sources))} (matmuls stay with "
+      f"the BLAS library); source saved to {code_path}\n")
 
 
 def with_item(x):
@@ -65,7 +62,7 @@ def with_where(x):
 v = torch.randn(1000, device=device)
 rows = [("if y.sum().item() > 0:", C.explain(with_item, v)),
         ("torch.where(y.sum() > 0, ...)", C.explain(with_where, v))]
-console.print("graph breaks:")
+console.print("graph breaks (Dynamo's own log of them: TORCH_LOGS=graph_breaks):")
 for label, r in rows:
     console.print(f"  {label:<32} graphs {r.graphs}, breaks {r.graph_breaks}"
                   + (f"  ({r.break_reasons[0]})" if r.break_reasons else ""))
@@ -93,7 +90,7 @@ for name, fn in (("loop over x.shape[0]", loop_rows), ("vectorised", vectorised)
     r = C.explain(fn, m)
     t = bench.benchmark(lambda: fn(m), trials=trials, device=device).median
     print(f"exercise 7, {name:<21}: {r.graphs} graph, {sum(r.ops_per_graph)} operations in it, "
-          f"eager {t * 1e3:.3f} ms")
+          f"eager {format_time(t)}")
 print("  the loop is unrolled into one graph with 3 operations per row: it compiles, but the "
       "graph grows with the data\n")
 
@@ -108,7 +105,7 @@ padded = C.count_compiles(total, [F.pad(torch.randn(n, device=device), (0, 256 -
                                   for n in lengths])
 marked = C.count_compiles(total, [torch.randn(n, device=device) for n in lengths],
                           mark_dynamic=(0, 0))
-print(f"recompilation over lengths {lengths}:")
+print(f"recompilation over lengths {lengths} (Dynamo's own log: TORCH_LOGS=recompiles):")
 print(f"  as they come        : {plain.compiles} compilations (calls {plain.triggered_by}); "
       f"recompiled because: {plain.reasons[0] if plain.reasons else '-'}")
 print(f"  padded to 256       : {padded.compiles} compilation")

@@ -6,11 +6,17 @@ the kernels Inductor generated.
                                       triggered recompilation, and the guard that failed
     speedup(fn, *args)             -> eager vs compiled time (tritonlab.bench), compile time apart
     generated_code(fn, *args)      -> Inductor's source (Triton kernels on a GPU, C++ on a CPU)
+    count_kernels(sources)         -> how many kernels of each kind that source holds
+
+Dynamo's own log lines about what these functions report (the graph-break warning of
+`.item()`, the recompilation reasons) are kept off stderr; `TORCH_LOGS=graph_breaks,recompiles`
+shows them as well (with TORCH_LOGS set nothing is held back).
 """
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -19,6 +25,7 @@ import torch
 from rich.table import Table
 
 from . import bench
+from .units import format_time
 
 
 @dataclass
@@ -43,10 +50,40 @@ def _first_line(reason):
     return str(reason).strip().splitlines()[0]
 
 
+class _DropReported(logging.Filter):
+    """Drops the records that say what this module reports itself: graph breaks (Dynamo warns
+    about `.item()` in 11 lines) and recompilations."""
+
+    def filter(self, record):
+        name = record.name
+        return not (name.endswith((".__graph_breaks", ".__recompiles"))
+                    or record.getMessage().lstrip().startswith("Graph break"))
+
+
+@contextlib.contextmanager
+def _quiet_dynamo():
+    """Keep Dynamo's log of graph breaks and recompilations off torch's stderr handlers while
+    this module collects them; TORCH_LOGS in the environment turns this off."""
+    if os.environ.get("TORCH_LOGS"):
+        yield
+        return
+    drop = _DropReported()
+    handlers = [h for name in ("torch", "torch._dynamo") for h in logging.getLogger(name).handlers
+                if not isinstance(h, _Capture)]
+    for h in handlers:
+        h.addFilter(drop)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(drop)
+
+
 def explain(fn, *args, **kwargs):
     """Graphs and graph breaks Dynamo makes of `fn(*args, **kwargs)`."""
     torch._dynamo.reset()
-    out = torch._dynamo.explain(fn)(*args, **kwargs)
+    with _quiet_dynamo():
+        out = torch._dynamo.explain(fn)(*args, **kwargs)
     reasons = [_first_line(r.reason) for r in out.break_reasons]
     return ExplainResult(out.graph_count, out.graph_break_count, reasons,
                          [len(ops) for ops in out.ops_per_graph])
@@ -65,10 +102,11 @@ class _Capture(logging.Handler):
 def _recompile_log():
     handler = _Capture()
     logger = logging.getLogger("torch._dynamo")
-    torch._logging.set_logs(recompiles=True)
+    torch._logging.set_logs(recompiles=True)  # new handlers: _quiet_dynamo filters these
     logger.addHandler(handler)
     try:
-        yield handler.messages
+        with _quiet_dynamo():
+            yield handler.messages
     finally:
         logger.removeHandler(handler)
         torch._logging.set_logs()
@@ -134,8 +172,9 @@ class Speedup:
         return self.eager.median / self.compiled.median
 
     def __str__(self):
-        return (f"eager {self.eager.median * 1e3:.3f} ms, compiled {self.compiled.median * 1e3:.3f}"
-                f" ms ({self.ratio:.2f}x); compiling took {self.compile_seconds:.1f} s")
+        return (f"eager {format_time(self.eager.median)}, compiled "
+                f"{format_time(self.compiled.median)} ({self.ratio:.2f}x); compiling took "
+                f"{format_time(self.compile_seconds)}")
 
 
 def speedup(fn, *args, trials=10, warmup=3, device=None, **compile_kwargs):
@@ -157,13 +196,31 @@ def speedup(fn, *args, trials=10, warmup=3, device=None, **compile_kwargs):
 
 
 def generated_code(fn, *args):
-    """(output, sources): the code Inductor generated for `fn(*args)`, and how many Triton
-    kernels it holds (`@triton.jit` functions; C++ kernels on a CPU)."""
+    """(output, sources): `fn(*args)` and the code Inductor generated for it (`count_kernels`
+    says how many kernels of each kind it holds)."""
     from torch._inductor.utils import run_and_get_code
     torch._dynamo.reset()
     out, sources = run_and_get_code(torch.compile(fn), *args)
     return out, sources
 
 
-def count_triton_kernels(sources):
-    return sum(len(re.findall(r"@triton\.jit", s)) for s in sources)
+# Inductor's output module: on a GPU each Triton kernel's source holds one `@triton.jit`; on a
+# CPU each C++ kernel is bound to a name, `cpp_fused_add_0 = async_compile.cpp_pybinding(...)`,
+# which the call code then uses
+_TRITON_KERNEL = re.compile(r"@triton\.jit\b")
+_CPP_KERNEL = re.compile(r"^(\w+) = async_compile\.cpp(?:_pybinding)?\(", re.MULTILINE)
+
+
+def count_kernels(sources):
+    """{"Triton": n, "C++": m}: the kernels of each kind in Inductor's generated sources (kinds
+    with none are left out; matmuls that stay with the BLAS library are no kernel of its)."""
+    text = "\n".join(sources)
+    counts = {"Triton": len(_TRITON_KERNEL.findall(text)),
+              "C++": len(set(_CPP_KERNEL.findall(text)))}
+    return {kind: n for kind, n in counts.items() if n}
+
+
+def describe_kernels(counts):
+    """'3 C++ kernels', '2 Triton kernels and 1 C++ kernel', or 'no kernels'."""
+    parts = [f"{n} {kind} kernel" + ("" if n == 1 else "s") for kind, n in counts.items()]
+    return " and ".join(parts) or "no kernels"

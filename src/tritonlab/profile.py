@@ -4,11 +4,17 @@
 (cuBLAS/CUTLASS/Triton kernels on a GPU), with call counts and times, sortable, exportable to CSV
 and to a Chrome trace (chrome://tracing or Perfetto). `count_ops` answers "how many kernels?":
 the manual GeLU launches 6 aten::mul, 2 aten::add and 1 aten::tanh, the built-in one aten::gelu.
+Both keep the profiler's own `USDT: ... profiler_start/stop` lines off stderr.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import csv
+import os
+import re
+import sys
+import tempfile
 from dataclasses import dataclass
 
 import torch
@@ -16,7 +22,12 @@ from rich.table import Table
 from torch.profiler import ProfilerActivity
 from torch.profiler import profile as _torch_profile
 
+from .units import format_time
+
 SORT_KEYS = ("device_time_us", "cpu_time_us", "calls", "name")
+# torch's C++ profiler (Kineto) writes a line like this to fd 2 at every start and stop:
+#   USDT:2026-12-01 21:03:35 21530:21530 SyncActivityProfilerHandler.cpp:52] profiler_start
+_PROFILER_CHATTER = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
 
 
 @dataclass
@@ -47,11 +58,11 @@ class ProfileReport:
 
     def table(self, by="device_time_us", limit=15, title="profile"):
         t = Table(title=title)
-        for col in ("name", "kind", "calls", "CPU us", "device us"):
+        for col in ("name", "kind", "calls", "CPU time", "device time"):
             t.add_column(col, justify="left" if col in ("name", "kind") else "right")
         for r in self.sorted(by)[:limit]:
-            t.add_row(r.name[:70], r.kind, str(r.calls), f"{r.cpu_time_us:.1f}",
-                      f"{r.device_time_us:.1f}")
+            t.add_row(r.name[:70], r.kind, str(r.calls), format_time(r.cpu_time_us / 1e6),
+                      format_time(r.device_time_us / 1e6))
         return t
 
     def to_csv(self, path):
@@ -64,6 +75,35 @@ class ProfileReport:
     def export_chrome_trace(self, path):
         self._prof.export_chrome_trace(str(path))
         return path
+
+
+@contextlib.contextmanager
+def _quiet_profiler():
+    """Drop the profiler's start/stop lines from stderr, keep everything else written there.
+
+    They come from C++ straight to file descriptor 2, past `sys.stderr`, so fd 2 itself is
+    pointed at a temporary file while the profiler runs; afterwards the file's other lines (real
+    warnings) are written to stderr."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no fd 2 to redirect (a closed or detached stderr)
+        yield
+        return
+    with tempfile.TemporaryFile(mode="w+b") as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            kept = [line for line in caught.read().decode(errors="replace").splitlines(True)
+                    if not _PROFILER_CHATTER.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
 
 
 def _activities():
@@ -86,7 +126,7 @@ def profile(fn, warmup=1, activities=None):
         fn()
     if torch.cuda.is_available():
         torch.cuda.synchronize()
-    with _torch_profile(activities=activities or _activities()) as prof:
+    with _quiet_profiler(), _torch_profile(activities=activities or _activities()) as prof:
         fn()
         if torch.cuda.is_available():
             torch.cuda.synchronize()
@@ -101,13 +141,18 @@ def profile(fn, warmup=1, activities=None):
 def count_ops(fn, prefix="aten::"):
     """How many times each top-level operator runs in one call of `fn()` (operators called by
     other operators, e.g. the aten::empty inside aten::mul, are not counted)."""
-    with _torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+    with _quiet_profiler(), _torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         fn()
     counts = collections.Counter()
     for evt in prof.events():
         if evt.name.startswith(prefix) and _is_top_level(evt, prefix):
             counts[evt.name] += 1
     return counts
+
+
+def describe_ops(counts):
+    """Counter({'aten::mul': 6, 'aten::add': 2}) -> '6 aten::mul, 2 aten::add'."""
+    return ", ".join(f"{n} {name}" for name, n in counts.most_common()) or "none"
 
 
 def _is_top_level(evt, prefix):

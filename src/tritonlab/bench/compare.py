@@ -8,12 +8,22 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from ..units import format_time
 from .export import environment, write_csv, write_json
 from .timing import benchmark
 
+# |exponent| below this rounds to 0.0 at one decimal: the time did not grow (fixed costs, or
+# times at the clock's resolution), and "n^-0.0" would only say so badly
+FLAT = 0.05
 
-def _ms(seconds):
-    return f"{seconds * 1e3:.3f}"
+
+def describe_exponent(e):
+    """How the time grows between two sizes: '~n^2.9', 'flat', or 'n/a' (a zero time)."""
+    if e is None:
+        return "n/a"
+    if abs(e) < FLAT:
+        return "flat"
+    return f"~n^{e:.1f}"
 
 
 @dataclass
@@ -32,12 +42,12 @@ class Comparison:
 
     def table(self, title=None):
         t = Table(title=title or f"times (baseline: {self.baseline})")
-        for col in ("implementation", "median ms", "p20 ms", "p80 ms", "min ms", "speed-up"):
+        for col in ("implementation", "median", "p20", "p80", "min", "speed-up"):
             t.add_column(col, justify="left" if col == "implementation" else "right")
         ratios = self.ratios()
         for name, r in self.results.items():
-            t.add_row(name, _ms(r.median), _ms(r.p20), _ms(r.p80), _ms(r.min),
-                      f"{ratios[name]:.2f}x")
+            t.add_row(name, format_time(r.median), format_time(r.p20), format_time(r.p80),
+                      format_time(r.min), f"{ratios[name]:.2f}x")
         return t
 
     def print(self, console=None):
@@ -69,11 +79,15 @@ class Sweep:
     label: str = "n"
 
     def exponents(self):
-        """Growth exponent between consecutive sizes: d log(time) / d log(size)."""
+        """Growth exponent between consecutive sizes: d log(time) / d log(size); None where a
+        median is zero (below the clock's resolution). -0.0 comes back as 0.0."""
         out = []
         for (n0, r0), (n1, r1) in zip(zip(self.sizes, self.results),
                                        zip(self.sizes[1:], self.results[1:])):
-            out.append(math.log(r1.median / r0.median) / math.log(n1 / n0))
+            if r0.median <= 0 or r1.median <= 0:
+                out.append(None)
+                continue
+            out.append(math.log(r1.median / r0.median) / math.log(n1 / n0) + 0.0)
         return out
 
     def rows(self):
@@ -83,17 +97,19 @@ class Sweep:
 
     def table(self, title=None):
         t = Table(title=title or "size sweep")
-        for col in (self.label, "median ms", "p20 ms", "p80 ms", "growth exponent"):
+        for col in (self.label, "median", "p20", "p80", "growth exponent"):
             t.add_column(col, justify="right")
-        for row in self.rows():
+        for i, row in enumerate(self.rows()):
             e = row["exponent_from_previous"]
-            t.add_row(str(row[self.label]), _ms(row["median_s"]), _ms(row["p20_s"]),
-                      _ms(row["p80_s"]), "" if e is None else f"{e:.2f}")
+            t.add_row(str(row[self.label]), format_time(row["median_s"]),
+                      format_time(row["p20_s"]), format_time(row["p80_s"]),
+                      "" if i == 0 else describe_exponent(e))
         return t
 
-    def plot(self, path, title="time against size"):
-        """A log-log PNG of median time against size, each segment labelled with its
-        fitted exponent."""
+    def figure(self, title="time against size"):
+        """The log-log matplotlib figure of median time against size: the p20-p80 band, each
+        segment labelled with its growth exponent, and an n^3 reference line (with two sizes or
+        more: one point has no band, no slope and nothing to compare a line with)."""
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -102,21 +118,35 @@ class Sweep:
         lo = [r.p20 * 1e3 for r in self.results]
         hi = [r.p80 * 1e3 for r in self.results]
         ax.plot(self.sizes, med, "o-", label="median time")
-        ax.fill_between(self.sizes, lo, hi, alpha=0.25, label="p20-p80")
-        for (n0, n1), (t0, t1), e in zip(zip(self.sizes, self.sizes[1:]), zip(med, med[1:]),
-                                         self.exponents()):
-            ax.annotate(f"~n^{e:.1f}", (math.sqrt(n0 * n1), math.sqrt(t0 * t1)),
-                        textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
-        ref = [med[-1] * (n / self.sizes[-1]) ** 3 for n in self.sizes]
-        ax.plot(self.sizes, ref, ":", color="gray", label="n^3 (for reference)")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        if len(self.sizes) > 1:
+            ax.fill_between(self.sizes, lo, hi, alpha=0.25, label="p20-p80")
+            for (n0, n1), (t0, t1), e in zip(zip(self.sizes, self.sizes[1:]), zip(med, med[1:]),
+                                             self.exponents()):
+                ax.annotate(describe_exponent(e), (math.sqrt(n0 * n1), math.sqrt(t0 * t1)),
+                            textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
+            ref = [med[-1] * (n / self.sizes[-1]) ** 3 for n in self.sizes]
+            ax.plot(self.sizes, ref, ":", color="gray", label="n^3 (for reference)")
+        elif med and med[0] > 0:
+            # one point: autoscaling would zoom onto it and tick a sliver of one decade; show
+            # a decade either side instead (so a power of ten is ticked), p20-p80 as an error bar
+            ax.errorbar(self.sizes, med, yerr=[[med[0] - lo[0]], [hi[0] - med[0]]], fmt="none",
+                        ecolor="C0", capsize=3)
+            ax.set_xlim(self.sizes[0] / 10, self.sizes[0] * 10)
+            ax.set_ylim(min(lo[0], med[0]) / 10, max(hi[0], med[0]) * 10)
         ax.set_xlabel(f"{self.label} (matrix size)")
         ax.set_ylabel("time per call (ms)")
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
         fig.tight_layout()
+        return fig
+
+    def plot(self, path, title="time against size"):
+        """Save `figure(title)` as a PNG at `path`; returns the path."""
+        import matplotlib.pyplot as plt
+        fig = self.figure(title)
         fig.savefig(path)
         plt.close(fig)
         return path

@@ -84,17 +84,25 @@ def read_json(path):
     return data["rows"], data["meta"]
 
 
+def meta_path(csv_path):
+    """The sidecar that holds a CSV's metadata: results/x.csv -> results/x.meta.json."""
+    csv_path = Path(csv_path)
+    return csv_path.with_name(f"{csv_path.stem}.meta.json")
+
+
 def write_csv(path, rows, meta):
-    """Rows as CSV; the metadata goes in leading `# key: value` comment lines."""
+    """Rows as a plain CSV (its header is the first line, for csv.DictReader, pandas and
+    spreadsheets alike); the metadata goes in the sidecar `meta_path(path)`, as JSON."""
     with open(path, "w", newline="") as f:
-        for k, v in meta.items():
-            f.write(f"# {k}: {v}\n")
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [])
         writer.writeheader()
         writer.writerows(rows)
+    meta_path(path).write_text(json.dumps(meta, indent=1))
 
 
 def read_csv(path):
+    """(rows, meta) of a file from write_csv: numbers parsed, meta from the sidecar ({} if it is
+    missing). Files of the older layout, with `# key: value` lines first, read as well."""
     meta, lines = {}, []
     with open(path, newline="") as f:
         for line in f:
@@ -103,6 +111,9 @@ def read_csv(path):
                 meta[key] = value
             else:
                 lines.append(line)
+    sidecar = meta_path(path)
+    if sidecar.exists():
+        meta.update(json.loads(sidecar.read_text()))
     rows = []
     for row in csv.DictReader(lines):
         rows.append({k: _parse(v) for k, v in row.items()})

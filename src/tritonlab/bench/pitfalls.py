@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-
+from ..units import format_time
 from .timing import benchmark, default_device, synchronizer
 
 
@@ -20,8 +20,8 @@ class Pitfall:
         return self.wrong_s / self.right_s
 
     def __str__(self):
-        return (f"{self.name}: wrong {self.wrong_s * 1e3:.3f} ms, right {self.right_s * 1e3:.3f} ms "
-                f"(ratio {self.ratio:.3g}). {self.explanation}")
+        return (f"{self.name}: wrong {format_time(self.wrong_s)}, right "
+                f"{format_time(self.right_s)} (ratio {self.ratio:.3g}). {self.explanation}")
 
 
 def first_run(make_fn, device=None):

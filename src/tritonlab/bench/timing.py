@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from ..units import format_time
+
 
 def quantile(samples, q):
     """The q-quantile of samples, linear interpolation between order statistics (NumPy's
@@ -54,9 +56,9 @@ class BenchResult:
         return asdict(self)
 
     def __str__(self):
-        return (f"{self.label or 'result'}: median {self.median * 1e3:.3f} ms "
-                f"(p20 {self.p20 * 1e3:.3f}, p80 {self.p80 * 1e3:.3f}; {len(self.samples)} trials "
-                f"on {self.device})")
+        return (f"{self.label or 'result'}: median {format_time(self.median)} "
+                f"(p20 {format_time(self.p20)}, p80 {format_time(self.p80)}; "
+                f"{len(self.samples)} trials on {self.device})")
 
 
 def default_device():

@@ -62,7 +62,8 @@ def _bench_options(p):
     p.add_argument("--flush-l2", action="store_true", help="overwrite the L2 cache before each "
                    "trial (CUDA)")
     p.add_argument("--plot", metavar="PNG", help="save a log-log plot of time against size")
-    p.add_argument("--csv", metavar="FILE", help="save the rows as CSV")
+    p.add_argument("--csv", metavar="FILE", help="save the rows as CSV (x.csv; the device, "
+                   "versions and date go beside it in x.meta.json)")
     p.add_argument("--json", metavar="FILE", help="save the rows as JSON")
 
 
@@ -71,14 +72,14 @@ def run_profile(args):
 
     from ..bench import default_device  # imports torch
     from ..bench.workloads import make
-    from ..profile import count_ops, profile
+    from ..profile import count_ops, describe_ops, profile
     device = resolve_device(args.device, default_device)
     fn = make(args.workload, args.size, device, getattr(torch, args.dtype))
     report = profile(fn)
     Console().print(report.table(by=args.sort, limit=args.limit,
                                  title=f"{args.workload}, n = {args.size}, on {device}"))
     counts = count_ops(fn)
-    print(f"operators per call: {sum(counts.values())} ({dict(counts)})")
+    print(f"operators per call: {sum(counts.values())} ({describe_ops(counts)})")
     if args.csv:
         report.to_csv(args.csv)
     if args.trace:

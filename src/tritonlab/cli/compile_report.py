@@ -48,8 +48,8 @@ def run_compile_report(args):
     if args.code:
         _, sources = compilation.generated_code(fn, *inputs)
         Path(args.code).write_text("\n\n".join(sources))
-        print(f"generated code: {args.code} ({compilation.count_triton_kernels(sources)} Triton "
-              "kernels)")
+        kernels = compilation.describe_kernels(compilation.count_kernels(sources))
+        print(f"generated code: {args.code} ({kernels})")
     return 0
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from .options import UserError
 
+OUT_ENV, DEFAULT_OUT = "TRITONLAB_OUT", "tritonlab-out"
+
 
 def lectures_dir():
     env = os.environ.get("TRITONLAB_LECTURES")
@@ -23,12 +25,25 @@ def available_lectures():
 
 
 def _match(name, lectures):
+    """The lectures NAME selects: a number (2 or 02), the script's name (02_triton_elementwise,
+    with or without .py or a folder), its start, or a word of it (elementwise)."""
+    name = Path(name).name.removesuffix(".py")
     if name in lectures:
         return [lectures[name]]
-    hits = [p for stem, p in lectures.items()
+    if name.isdigit():
+        return [p for stem, p in lectures.items() if int(stem.split("_", 1)[0]) == int(name)]
+    return [p for stem, p in lectures.items()
             if stem.startswith(name) or stem.split("_", 1)[1].startswith(name)
             or name in stem.split("_")]
-    return hits
+
+
+def output_dir():
+    """Where the lecture scripts write their files (plots, CSV, traces, generated code):
+    $TRITONLAB_OUT, set by `tritonlab lecture --out DIR`, else ./tritonlab-out; made if need be.
+    The scripts say where, once each."""
+    path = Path(os.environ.get(OUT_ENV) or DEFAULT_OUT)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def run_lecture(args):
@@ -45,6 +60,8 @@ def run_lecture(args):
     if len(paths) != 1 and args.name != "all":
         what = "matches several" if paths else "matches none"
         raise UserError(f"lecture {args.name!r} {what} of: {', '.join(lectures)}")
+    if args.out is not None:
+        os.environ[OUT_ENV] = args.out  # the scripts read it, in this process and in any child
     for path in paths:
         print(f"\n=== {path.stem} ===\n", flush=True)
         runpy.run_path(str(path), run_name="__main__")
@@ -54,8 +71,13 @@ def run_lecture(args):
 def register(subparsers):
     p = subparsers.add_parser("lecture", help="run a lecture script (or all of them)",
                               description="Run the lecture scripts, which print the lecture's "
-                                          "tables. NAME is a number (02), a full name "
-                                          "(02_triton_elementwise), a word of it (elementwise), "
-                                          "'all' (the default) or 'list'.")
+                                          "tables. NAME is a number (2 or 02), the script's name "
+                                          "(02_triton_elementwise or 02_triton_elementwise.py), "
+                                          "a word of it (elementwise), 'all' (the default) or "
+                                          "'list'. Lectures 01 and 06 write files (plots, CSV, a "
+                                          f"trace, generated code) into ./{DEFAULT_OUT}/ or the "
+                                          f"folder --out or ${OUT_ENV} names.")
     p.add_argument("name", nargs="?", metavar="NAME|all|list")
+    p.add_argument("--out", metavar="DIR", help=f"folder for the files the lectures write "
+                   f"(default: ${OUT_ENV}, else ./{DEFAULT_OUT})")
     p.set_defaults(func=run_lecture)

@@ -10,6 +10,10 @@ from .specs import get
 _UNLIMITED = 1 << 30  # a resource the kernel does not use limits nothing
 
 
+def _plural(n, noun):
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _spec(gpu):
     return get(gpu) if isinstance(gpu, str) else gpu
 
@@ -23,8 +27,10 @@ class Occupancy:
     limits: dict  # blocks per SM each resource allows
 
     def __str__(self):
+        allowed = ", ".join(f"{resource} {n}" for resource, n in self.limits.items())
         return (f"{self.blocks_per_sm} blocks/SM, {self.active_warps} warps, occupancy "
-                f"{self.occupancy:.0%} (limited by {self.limiter}; {self.limits})")
+                f"{self.occupancy:.0%} (limited by {self.limiter}; blocks per SM each resource "
+                f"allows: {allowed})")
 
 
 def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block=0, gpu="H100"):
@@ -67,9 +73,11 @@ class Waves:
     wasted: float  # fraction of SM-slots idle over the launch
 
     def __str__(self):
-        return (f"{self.num_blocks} blocks, {self.per_wave} per wave: {self.full_waves} full waves"
-                f" + a tail of {self.tail_blocks} ({self.waves} waves, {self.wasted:.0%} of the "
-                "SM time idle)")
+        tail = (f" + a tail of {_plural(self.tail_blocks, 'block')}" if self.tail_blocks
+                else ", no tail")
+        return (f"{_plural(self.num_blocks, 'block')}, {self.per_wave} per wave: "
+                f"{_plural(self.full_waves, 'full wave')}{tail} ({_plural(self.waves, 'wave')}, "
+                f"{self.wasted:.0%} of the SM time idle)")
 
 
 def waves(num_blocks, blocks_per_sm=1, gpu="H100"):
