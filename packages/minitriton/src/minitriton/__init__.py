@@ -13,6 +13,7 @@ from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUF
                      LaunchError, MiniTritonError, OrderError, OutOfBoundsError, PaddingError,
                      RaceError, SanitizerError, UninitializedReadError)
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
+from .runtime.allocation import set_allocator
 from .runtime.autotune import Config, autotune, heuristics
 from .runtime.jit import JITFunction, jit
 from .settings import Settings, configure, current_settings
@@ -36,4 +37,4 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "configure", "current_settings", "MiniTritonError", "CompilationError",
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
-           "GPUFaultError"]
+           "GPUFaultError", "set_allocator"]

@@ -3,7 +3,8 @@
 Three ways to set them, the later winning:
   * the environment: `MINITRITON_EXECUTOR=sequential`, `MINITRITON_SANITIZE=races,order`
     (any check that is off by default, by its field name: races, order, padding, footprint;
-    `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`;
+    `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`,
+    `MINITRITON_STRICT_GLOBALS=0`, `MINITRITON_AUTOTUNE_GPU=H200`;
   * for a block of code, or from now on: `minitriton.configure(races=True)` (a context manager,
     or a plain call);
   * for one launch: `kernel[grid](..., minitriton_settings=Settings(races=True))`.
@@ -44,6 +45,14 @@ class Settings:
         that changes the result (e.g. `other=0.0` feeding `tl.max` instead of `-inf`).
     footprint: also count the distinct elements each argument had read and written (the
         unique footprint, for roofline bounds); costs a bitmap per argument.
+    strict_globals: compile kernels under Triton's rules for the names a kernel uses (on by
+        default): a global or closure variable must be a `tl.constexpr(...)` value, a dtype, a
+        module, a @jit function or a triton.language builtin; no plain Python function may be
+        referenced; of Python's builtins only those Triton knows. A kernel that breaks them
+        raises CompilationError at its first launch, as on the GPU. False runs such kernels as
+        Triton's interpreter (TRITON_INTERPRET=1) does, leniently.
+    autotune_gpu: the emulated GPU whose roofline (memory bandwidth, tl.dot throughput) the
+        autotuner ranks configurations on: "H100" (default), "H200", "A100".
     """
 
     executor: str = "lockstep"
@@ -56,6 +65,8 @@ class Settings:
     uninitialized: tuple = ()
     padding: bool = False
     footprint: bool = False
+    strict_globals: bool = True
+    autotune_gpu: str = "H100"
 
     def __post_init__(self):
         if self.executor not in EXECUTORS:
@@ -71,6 +82,11 @@ class Settings:
             kwargs["executor"] = env["MINITRITON_EXECUTOR"].strip()
         if env.get("MINITRITON_SEED"):
             kwargs["seed"] = int(env["MINITRITON_SEED"])
+        if env.get("MINITRITON_STRICT_GLOBALS"):
+            kwargs["strict_globals"] = env["MINITRITON_STRICT_GLOBALS"].strip().lower() not in (
+                "0", "false", "no", "off")
+        if env.get("MINITRITON_AUTOTUNE_GPU"):
+            kwargs["autotune_gpu"] = env["MINITRITON_AUTOTUNE_GPU"].strip()
         for item in filter(None, (s.strip() for s in env.get("MINITRITON_SANITIZE", "").split(","))):
             name, _, value = item.partition("=")
             if name in _CHECKS:

@@ -1,63 +1,230 @@
 """`triton.autotune`, `triton.Config` and `triton.heuristics` for the simulator.
 
-Timing means nothing on a CPU simulator, so the autotuner runs the first configuration that
-survives `prune_configs_by` and records it as `best_config`; the kernel's results are the same
-for every valid configuration, which is what the simulator is for.
+The autotuner follows Triton 3.6's: one tuning per key (the values of the `key` arguments and
+the dtypes of the arguments that have one), cached in `Autotuner.cache`; `prune_configs_by`
+(`early_config_prune(configs, named_args, **kwargs)`, with the launch's keyword arguments as
+Triton passes them, `grid` and `warmup` included; then `perf_model`/`top_k`); `reset_to_zero`,
+`restore_value`, `pre_hook`/`post_hook` (the autotuner's and each Config's), called when Triton
+calls them; every pruned config runs, and one that fails fails the launch, as on the GPU (only
+what Triton counts as out of resources, shared memory over the GPU's or a failed
+`static_assert`, times as infinite).
+
+What is timed is not the CPU: each config's launch is ranked by its roofline time on the
+emulated GPU `Settings.autotune_gpu` (runtime/gpus.py: H100 by default), max(bytes read and
+written / bandwidth, tl.dot FLOPs / tensor-core rate), from the traffic the simulator counted.
+Ties (elementwise kernels move the same bytes in every config) go to the first config.
+`configs_timings` maps each config to [t, t, t] in milliseconds (Triton's median, p20, p80).
+
+Outputs hold only the chosen config's results: every tensor argument is copied before the
+trials and put back after each one, then the chosen config runs once more on the arguments as
+they came (after `reset_to_zero`, as Triton). The copy costs the arguments' size once more.
 """
 from __future__ import annotations
 
+import builtins
+
+import numpy as np
+
+from ..errors import CompilationError
+from ..memory import as_numpy
+from ..settings import current_settings
+from .compiled import estimate
+from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
+from .launch import Probe, watching
 
 
 class Config:
     def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None,
-                 pre_hook=None, **extra):
+                 pre_hook=None, ir_override=None):
         self.kwargs = dict(kwargs)
         self.num_warps, self.num_stages, self.num_ctas = num_warps, num_stages, num_ctas
-        self.maxnreg, self.pre_hook = maxnreg, pre_hook
+        self.maxnreg, self.pre_hook, self.ir_override = maxnreg, pre_hook, ir_override
 
     def all_kwargs(self):
-        opts = {"num_warps": self.num_warps, "num_stages": self.num_stages,
-                "num_ctas": self.num_ctas}
-        if self.maxnreg is not None:
-            opts["maxnreg"] = self.maxnreg
-        return {**self.kwargs, **opts}
+        opts = (("num_warps", self.num_warps), ("num_ctas", self.num_ctas),
+                ("num_stages", self.num_stages), ("maxnreg", self.maxnreg),
+                ("ir_override", self.ir_override))
+        return {**self.kwargs, **{k: v for k, v in opts if v is not None}}
 
-    def __repr__(self):
-        body = ", ".join(f"{k}: {v}" for k, v in self.kwargs.items())
-        return f"{body}, num_warps: {self.num_warps}, num_stages: {self.num_stages}"
+    def _identity(self):
+        return (*self.all_kwargs().items(), self.pre_hook)
+
+    def __hash__(self):
+        return hash(self._identity())
+
+    def __eq__(self, other):
+        return isinstance(other, Config) and self._identity() == other._identity()
+
+    def __str__(self):
+        body = [f"{k}: {v}" for k, v in self.kwargs.items()]
+        body += [f"num_warps: {self.num_warps}", f"num_ctas: {self.num_ctas}",
+                 f"num_stages: {self.num_stages}", f"maxnreg: {self.maxnreg}"]
+        return ", ".join(body)
+
+    __repr__ = __str__
 
 
-def _arg_dict(fn, args, kwargs):
-    base = fn
-    while not hasattr(base, "arg_names"):
-        base = base.fn
-    named = dict(zip(base.arg_names, args))
-    named.update(kwargs)
-    return named
+def _is_array(x):
+    return isinstance(x, np.ndarray) or (type(x).__module__.startswith("torch")
+                                         and hasattr(x, "data_ptr"))
+
+
+def _zero(x):
+    if hasattr(x, "zero_"):
+        x.zero_()
+    else:
+        x[...] = 0
+
+
+class _Snapshot:
+    """Copies of every tensor argument (and descriptor base), to put back after a trial."""
+
+    def __init__(self, named):
+        self.saved, seen = [], set()
+        for name, value in named.items():
+            value = getattr(value, "base", None) if type(value).__name__ == "TensorDescriptor" \
+                else value
+            if _is_array(value) and id(value) not in seen:
+                seen.add(id(value))
+                view = as_numpy(value, name)
+                if view.flags.writeable:
+                    self.saved.append((view, view.copy()))
+
+    def restore(self):
+        for view, copy in self.saved:
+            np.copyto(view, copy)
 
 
 class Autotuner(KernelInterface):
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
-                 restore_value=None, **ignored):
+                 restore_value=None, pre_hook=None, post_hook=None, **ignored):
         self.fn = fn
         self.configs = list(configs) or [Config({})]
-        self.key = list(key)
-        self.prune_configs_by = prune_configs_by or {}
+        self.keys = list(key)
+        self.cache = {}
+        self.configs_timings = None
         self.best_config = None
-        self.arg_names = getattr(fn, "arg_names", None)
+        self.nargs = None
+        base = fn
+        while not hasattr(base, "arg_names") or base.arg_names is None:
+            base = base.fn
+        self.arg_names = base.arg_names
         self.__name__ = getattr(fn, "__name__", "kernel")
+        self.reset_to_zero = list(reset_to_zero or ())
+        self.restore_value = list(restore_value or ())
+        self._restore_copies = {}
+        self.pre_hook = pre_hook or self._default_pre_hook
+        self.post_hook = post_hook or self._default_post_hook
+        prune = prune_configs_by or {}
+        self.early_config_prune = prune.get("early_config_prune")
+        self.perf_model = prune.get("perf_model")
+        self.configs_top_k = prune.get("top_k", 1.0)
 
-    def run(self, *args, grid, **kwargs):
-        configs = self.configs
-        prune = self.prune_configs_by.get("early_config_prune")
-        if prune is not None:
-            configs = list(prune(configs, _arg_dict(self.fn, args, kwargs))) or configs
-        config = configs[0]
+    def _default_pre_hook(self, kwargs, reset_only=False):
+        for name in self.reset_to_zero:
+            _zero(kwargs[name])
+        if not reset_only:
+            self._restore_copies = {n: as_numpy(kwargs[n], n).copy() for n in self.restore_value}
+
+    def _default_post_hook(self, kwargs, exception):
+        for name in self.restore_value:
+            np.copyto(as_numpy(kwargs[name], name), self._restore_copies[name])
+        self._restore_copies = {}
+
+    def _key(self, kwargs):
+        named = {k: v for k, v in {**self.nargs, **kwargs}.items() if k in self.arg_names}
+        key = [named[k] for k in self.keys if k in named]
+        key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+        return tuple(key)
+
+    def prune_configs(self, kwargs):
+        """Triton's pruning: `early_config_prune`, then the `top_k` best by `perf_model`."""
+        pruned = self.configs
+        if self.early_config_prune:
+            pruned = self.early_config_prune(self.configs, self.nargs, **kwargs)
+            if not pruned:
+                raise ValueError("No valid autotuner configs after pruning. "
+                                 "`early_config_prune` should return at least one config.")
+        if self.perf_model:
+            top_k = self.configs_top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = int(len(self.configs) * top_k)
+            elif not isinstance(top_k, int):
+                raise TypeError("Error while pruning configs, top_k must be either 1) a float "
+                                "<= 1.0 or 2) an int")
+            if len(pruned) > top_k:
+                est = {c: self.perf_model(**self.nargs, **kwargs, **c.all_kwargs())
+                       for c in pruned}
+                pruned = sorted(est, key=est.get)[:top_k]
+        return list(pruned)
+
+    def _trial(self, args, config, kwargs, snapshot, target):
+        conflicts = kwargs.keys() & config.kwargs.keys()
+        if conflicts:
+            raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure "
+                             "that you don't re-define auto-tuned symbols.")
+        current = dict(kwargs, **config.all_kwargs())
+        full_nargs = {**self.nargs, **current}
+        if config.pre_hook:
+            config.pre_hook(full_nargs)
+        self.pre_hook(full_nargs)
+        probe = Probe()
+        try:
+            with watching(probe):
+                record = self.fn.run(*args, **current)
+        except Exception as e:
+            try:
+                self.post_hook(full_nargs, exception=e)
+            finally:
+                snapshot.restore()
+            if isinstance(e, CompilationError) and "Static assertion failed" in e.message:
+                return [float("inf")] * 3  # Triton's CompileTimeAssertionFailure
+            raise
+        self.post_hook(full_nargs, exception=None)
+        snapshot.restore()
+        shared = estimate(record.options, probe.max_block, probe.dots)[2]
+        if shared > target.shared_memory:  # Triton's OutOfResources
+            return [float("inf")] * 3
+        ms = roofline_seconds(target, record, probe.dots) * 1e3
+        return [ms, ms, ms]
+
+    def _tune(self, key, args, kwargs):
+        configs = self.prune_configs(kwargs)
+        settings = kwargs.get("minitriton_settings") or current_settings()
+        target = gpu(settings.autotune_gpu)
+        snapshot = _Snapshot({**self.nargs, **kwargs})
+        timings = {c: self._trial(args, c, kwargs, snapshot, target) for c in configs}
+        self.cache[key] = builtins.min(timings, key=timings.get)
+        self.configs_timings = timings
+        self.pre_hook({**self.nargs, **kwargs, **self.cache[key].all_kwargs()}, reset_only=True)
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        kwargs = {"grid": grid, "warmup": warmup, **kwargs}  # what Triton's run receives
+        self.nargs = dict(zip(self.arg_names, args))
+        if len(self.configs) > 1:
+            key = self._key(kwargs)
+            if key not in self.cache:
+                self._tune(key, args, kwargs)
+            config = self.cache[key]
+        else:
+            config = self.configs[0]
         self.best_config = config
         if config.pre_hook is not None:
-            config.pre_hook({**_arg_dict(self.fn, args, kwargs), **config.all_kwargs()})
-        return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+            config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+        try:
+            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+        finally:
+            self.nargs = None
+
+    def warmup(self, *args, grid, **kwargs):
+        """One CompiledKernel per pruned config, as Triton's `Autotuner.warmup`."""
+        self.nargs = dict(zip(self.arg_names, args))
+        try:
+            return [self.fn.warmup(*args, grid=grid, **kwargs, **c.all_kwargs())
+                    for c in self.prune_configs({"grid": grid, **kwargs})]
+        finally:
+            self.nargs = None
 
 
 class Heuristics(KernelInterface):
@@ -67,19 +234,26 @@ class Heuristics(KernelInterface):
         self.arg_names = getattr(fn, "arg_names", None)
         self.__name__ = getattr(fn, "__name__", "kernel")
 
-    def run(self, *args, grid, **kwargs):
-        named = _arg_dict(self.fn, args, kwargs)
+    def _apply(self, args, kwargs):
+        named = {**dict(zip(self.arg_names, args)), **kwargs}
         for name, rule in self.values.items():
-            kwargs[name] = rule(named)
-            named[name] = kwargs[name]
-        return self.fn.run(*args, grid=grid, **kwargs)
+            kwargs[name] = named[name] = rule(named)
+        return kwargs
+
+    def run(self, *args, grid, **kwargs):
+        return self.fn.run(*args, grid=grid, **self._apply(args, kwargs))
+
+    def warmup(self, *args, grid, **kwargs):
+        return self.fn.warmup(*args, grid=grid, **self._apply(args, kwargs))
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
              pre_hook=None, post_hook=None, warmup=None, rep=None, use_cuda_graph=False,
              do_bench=None, cache_results=False):
+    """Decorator: tune `configs` once per value of `key` (see the module's docstring)."""
     def decorate(fn):
-        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value)
+        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value,
+                         pre_hook, post_hook)
     return decorate
 
 

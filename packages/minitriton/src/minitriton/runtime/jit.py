@@ -22,7 +22,9 @@ from ..language.control import kernel_range
 from ..language.core import is_tensor
 from ..language.debug import device_assert, kernel_print
 from ..types import constexpr
+from . import rules
 from .launch import launch
+from .launch import warmup as compile_only
 
 _RT = "_minitriton_rt_"
 
@@ -92,19 +94,23 @@ def _local_names(fn_def):
     return names
 
 
-def compile_kernel(fn):
-    """Rewrite and recompile `fn`; returns the new function (same globals, same closure)."""
+def parse_kernel(fn):
+    """(the function's definition as an AST, its first line in the file)."""
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
         raise CompilationError(f"cannot read the source of `{fn.__name__}` ({e}); @jit kernels "
                                "must be defined in a file, as with Triton") from None
-    src = "".join(lines)
-    dedented = textwrap.dedent(src)
-    tree = ast.parse(dedented)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
     fn_def = tree.body[0]
     if not isinstance(fn_def, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise CompilationError(f"@jit expects a function definition, got {type(fn_def).__name__}")
+    return fn_def, first
+
+
+def compile_kernel(fn):
+    """Rewrite and recompile `fn`; returns the new function (same globals, same closure)."""
+    fn_def, first = parse_kernel(fn)
     fn_def.decorator_list = []
     freevars = list(fn.__code__.co_freevars)
     shadowed = set(fn.__globals__) | set(freevars) | _local_names(fn_def)
@@ -162,6 +168,7 @@ class JITFunction(KernelInterface):
         self.constexprs = [i for i, p in enumerate(self.signature.parameters.values())
                            if is_constexpr_annotation(p.annotation)]
         self._compiled = None
+        self._violation = False  # not checked yet
 
     @property
     def src(self):
@@ -169,18 +176,45 @@ class JITFunction(KernelInterface):
 
     @property
     def compiled(self):
+        """The re-compiled function, whatever Triton's compile rules say (see `compile`)."""
         if self._compiled is None:
             self._compiled = compile_kernel(self.fn)
         return self._compiled
 
+    def rule_violation(self, seen=None):
+        """The first of Triton's compile rules (runtime/rules.py) the kernel, or a @jit function
+        it references, breaks; None if it keeps them. Checked once."""
+        if self._violation is False:
+            fn_def, first = parse_kernel(self.fn)
+            self._violation = rules.check(self.fn, fn_def, first, seen)
+        return self._violation
+
+    def compile(self, settings):
+        """The function a launch runs: raises CompilationError, as Triton does when it compiles
+        the kernel, where the kernel breaks Triton's rules and `settings.strict_globals`."""
+        fn = self.compiled
+        if settings.strict_globals:
+            violation = self.rule_violation()
+            if violation is not None:
+                raise violation.error()
+        return fn
+
     def __call__(self, *args, **kwargs):
-        if context.active() is None:
+        ctx = context.active()
+        if ctx is None:
             raise LaunchError(f"Cannot call @jit'd function `{self.__name__}` outside of the "
                               f"scope of a kernel; launch it with `{self.__name__}[grid](...)`")
-        return self.compiled(*args, **kwargs)
+        return self.compile(ctx.settings)(*args, **kwargs)
 
-    def run(self, *args, grid, **kwargs):
+    def run(self, *args, grid, warmup=False, **kwargs):
+        if warmup:  # Triton's `run(..., warmup=True)` compiles and does not launch
+            return self.warmup(*args, grid=grid, **kwargs)
         return launch(self, grid, args, kwargs)
+
+    def warmup(self, *args, grid, **kwargs):
+        """Compile for these arguments without launching, as Triton's `warmup`: returns a
+        `CompiledKernel` (runtime/compiled.py) whose `[grid](*args)` launches it."""
+        return compile_only(self, grid, args, kwargs)
 
     def __repr__(self):
         return f"JITFunction({self.__module__}:{self.__qualname__})"

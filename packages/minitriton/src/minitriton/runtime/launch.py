@@ -3,29 +3,79 @@
 Binding follows Triton: parameters annotated `tl.constexpr` are compile-time values (they reach
 the kernel as plain Python values); tensors become pointers; Python ints become int32 (int64 if
 they do not fit), floats fp32, bools int1. Launch options (`num_warps`, `num_stages`...) are
-accepted and recorded. If a program fails, every write of the launch is undone and the error
-names the kernel, the program and the kernel line.
+accepted and recorded (`LaunchRecord.options`). If a program fails, every write of the launch
+is undone and the error names the kernel, the program and the kernel line. `warmup` compiles
+and binds without launching (it runs the first program once, its writes undone, to see the
+block sizes that `CompiledKernel`'s resource estimates come from).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import io
 import numbers
 import time
 
 import numpy as np
 
 from .. import context, types as _t
-from ..errors import LaunchError, MiniTritonError
+from ..errors import CompilationError, LaunchError, MiniTritonError
 from ..language.core import literal, tensor
 from ..language.descriptors import tensor_descriptor
 from ..memory import AddressSpace
 from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
 from ..source import locate
+from .compiled import CompiledKernel
 from .executors import program_ids, run_lockstep, run_sequential
 
+# Triton 3.6's launch keywords: its CUDA backend options (CUDAOptions) and the launcher's own
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
-                  "launch_cooperative_grid", "launch_pdl", "debug", "stream", "warmup",
-                  "enable_reflect_ftz", "minitriton_settings")
+                  "enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl", "clc",
+                  "extern_libs", "instrumentation_mode", "ir_override", "ptx_version",
+                  "ptx_options", "sanitize_overflow", "max_num_imprecise_acc_default",
+                  "default_dot_input_precision", "allowed_dot_input_precisions",
+                  "supported_fp8_dtypes", "arch", "backend_name", "warp_size", "debug", "stream",
+                  "warmup", "minitriton_settings")
+_WATCHERS: contextvars.ContextVar = contextvars.ContextVar("minitriton_watchers", default=())
+
+
+@contextlib.contextmanager
+def watching(*watchers):
+    """Every launch inside the block is also watched by these (objects with the Observer
+    protocol's methods, not registered as checks: the autotuner's and warmup's probes)."""
+    token = _WATCHERS.set(_WATCHERS.get() + watchers)
+    try:
+        yield
+    finally:
+        _WATCHERS.reset(token)
+
+
+class Probe:
+    """A watcher that notes the largest block and the dots of a launch; not an Observer
+    subclass, so that it watches only the launches it is given to."""
+
+    per_program = False
+    needs_snapshots = False
+
+    def __init__(self):
+        self.dots = []  # (a dtype, b dtype, M, N, K, flops)
+        self.max_block = 1  # elements of the largest block loaded or stored
+
+    def on_dot(self, a, b, flops):
+        self.dots.append((a.dtype, b.dtype, a.shape[-2], b.shape[-1], a.shape[-1], flops))
+
+    def mark(self):
+        return len(self.dots)
+
+    def undo(self, token):
+        del self.dots[token:]
+
+    def commit(self, token):
+        pass
+
+    def finish(self, rerun):
+        self.max_block = rerun.ctx.max_block
 
 
 def _is_array(x):
@@ -102,9 +152,10 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
                       f"{type(value).__name__}; pass tensors, numbers, bools or constexprs")
 
 
-def launch(kernel, grid, args, kwargs):
+def _prepare(kernel, grid, args, kwargs):
     named, options = _bind(kernel, args, dict(kwargs))
     settings = options.pop("minitriton_settings", None) or current_settings()
+    fn = kernel.compile(settings)
     constexpr_names = {kernel.arg_names[i] for i in kernel.constexprs}
     user_grid = _resolve_grid(kernel, grid, named)
     grid = user_grid + (1,) * (3 - len(user_grid))
@@ -118,12 +169,17 @@ def launch(kernel, grid, args, kwargs):
     for buf in memory.buffers:
         record.add_argument(buf)
     ctx = context.LaunchContext(kernel.__name__, grid, memory, record, settings)
-    fn = kernel.compiled
+    return ctx, fn, values, watchers
+
+
+def launch(kernel, grid, args, kwargs):
+    ctx, fn, values, watchers = _prepare(kernel, grid, args, kwargs)
+    memory, record, settings = ctx.memory, ctx.record, ctx.settings
     start = time.perf_counter()
     token = context.enter(ctx)
     try:
-        ctx.watch([w(ctx) for w in watchers])
-        ids = program_ids(grid)
+        ctx.watch([w(ctx) for w in watchers] + list(_WATCHERS.get()))
+        ids = program_ids(ctx.grid)
         if settings.executor == "sequential":
             run_sequential(ctx, fn, values, ids)
         else:
@@ -147,6 +203,29 @@ def launch(kernel, grid, args, kwargs):
     record.seconds = time.perf_counter() - start
     publish(record)
     return record
+
+
+def warmup(kernel, grid, args, kwargs):
+    """`kernel.warmup(*args, grid=grid, **kwargs)`: a CompiledKernel, nothing launched. The first
+    program runs once, sequentially and unobserved, its writes undone, to see its blocks; a
+    runtime error there (the arguments of a warmup may be placeholders) only ends that look."""
+    ctx, fn, values, _ = _prepare(kernel, grid, args, kwargs)
+    probe = Probe()
+    ctx.memory.rollback_limit = float("inf")
+    token = context.enter(ctx)
+    try:
+        ctx.watch([probe])
+        with contextlib.redirect_stdout(io.StringIO()):  # what it prints is not a launch's
+            run_sequential(ctx, fn, values, program_ids(ctx.grid)[:1])
+    except CompilationError as e:
+        locate(e, ctx)
+        raise
+    except MiniTritonError:
+        pass
+    finally:
+        ctx.memory.undo_launch()
+        context.leave(token)
+    return CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots)
 
 
 class _Rerun:

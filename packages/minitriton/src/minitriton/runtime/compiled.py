@@ -1,0 +1,89 @@
+"""What `kernel.warmup(...)` returns: a compiled kernel, as Triton's `CompiledKernel`.
+
+`compiled[grid](*args)` launches it with the constexprs and options it was compiled with.
+`metadata` has the fields of Triton 3.6's KernelMetadata that mean something here (name,
+num_warps, num_stages, num_ctas, maxnreg, shared, the launch flags, the emulated target).
+
+`n_regs`, `n_spills` and `shared` are estimates, not the output of ptxas. They come from what the
+warmup saw the first program do: the largest block it loaded or stored (E elements) and its
+tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
+`num_warps * 32` threads of a program (T):
+  * registers per thread: 24 (pointers, offsets, program ids, loop counters) + 3 * ceil(E / T)
+    (an operand, a result and a temporary of the largest block live at once, one 32-bit
+    register per element) + for a dot ceil(M*N / T) (the fp32 accumulator) + ceil((M*K + K*N)
+    * itemsize / 4 / T) (operand fragments); rounded up to a multiple of 8 and capped at
+    `maxnreg` (255 by default);
+  * spills: the registers over that cap (Triton reports spilled 32-bit registers);
+  * shared memory, in bytes: for a dot, `num_stages` buffers of both operand tiles (the
+    software pipeline's ring: num_stages * (M*K + K*N) * itemsize); 0 without a dot (the
+    scratch of cross-warp reductions and layout conversions is not estimated).
+"""
+from __future__ import annotations
+
+import collections
+
+MAX_REGISTERS = 255  # per thread on NVIDIA GPUs since Kepler
+THREADS_PER_WARP = 32
+KernelMetadata = collections.namedtuple("KernelMetadata", (
+    "name", "num_warps", "num_stages", "num_ctas", "maxnreg", "shared", "enable_fp_fusion",
+    "launch_cooperative_grid", "launch_pdl", "debug", "backend_name", "arch", "warp_size",
+    "triton_version"))
+_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None,
+             "enable_fp_fusion": True, "launch_cooperative_grid": False, "launch_pdl": False,
+             "debug": False}
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def estimate(options, max_block, dots):
+    """(n_regs, n_spills, shared bytes) per the module's docstring."""
+    num_warps = options.get("num_warps") or _DEFAULTS["num_warps"]
+    num_stages = options.get("num_stages") or _DEFAULTS["num_stages"]
+    threads = num_warps * THREADS_PER_WARP
+    regs = 24 + 3 * _ceil_div(max_block, threads)
+    shared = 0
+    for a_ty, b_ty, m, n, k, _ in dots:
+        size = max(a_ty.itemsize, b_ty.itemsize)
+        regs_dot = _ceil_div(m * n, threads) + _ceil_div((m * k + k * n) * size, 4 * threads)
+        regs = max(regs, 24 + 3 * _ceil_div(max_block, threads) + regs_dot)
+        shared = max(shared, num_stages * (m * k * a_ty.itemsize + k * n * b_ty.itemsize))
+    regs = _ceil_div(regs, 8) * 8
+    cap = options.get("maxnreg") or MAX_REGISTERS
+    return min(regs, cap), max(0, regs - cap), shared
+
+
+class CompiledKernel:
+    """One kernel compiled for one set of constexprs and options."""
+
+    def __init__(self, kernel, record, max_block, dots):
+        self.kernel = kernel
+        self.name = kernel.__name__
+        self.constexprs = dict(record.constexprs)
+        self.options = {k: v for k, v in record.options.items() if k not in ("warmup", "stream")}
+        self.n_regs, self.n_spills, self.shared = estimate(self.options, max_block, dots)
+        fields = {**_DEFAULTS, **{k: v for k, v in self.options.items() if k in _DEFAULTS}}
+        self.metadata = KernelMetadata(name=self.name, shared=self.shared, backend_name="cuda",
+                                       arch="sm90", warp_size=THREADS_PER_WARP,
+                                       triton_version="minitriton", **fields)
+        self.n_max_threads = fields["num_warps"] * THREADS_PER_WARP
+
+    @property
+    def src(self):
+        return self.kernel.src
+
+    def _init_handles(self):
+        """Triton loads the binary here; there is nothing to load."""
+
+    def __getitem__(self, grid):
+        def runner(*args, **kwargs):
+            named = dict(zip(self.kernel.arg_names, args))
+            named.update(kwargs)
+            named.update(self.constexprs)  # as on the GPU: the compiled values, whatever passed
+            return self.kernel.run(grid=grid, **{**named, **self.options})
+        return runner
+
+    def __repr__(self):
+        return (f"CompiledKernel({self.name}, constexprs={self.constexprs}, "
+                f"n_regs={self.n_regs}, n_spills={self.n_spills}, shared={self.shared})")

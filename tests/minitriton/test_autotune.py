@@ -1,0 +1,144 @@
+"""The autotuner (runtime/autotune.py): every config runs, the choice is the lowest roofline
+time on the emulated GPU, one tuning per key, Triton's pruning and hooks, and only the chosen
+config's results stay in the outputs."""
+import numpy as np
+import pytest
+
+import minitriton as triton
+import minitriton.language as tl
+from tests.minitriton import references as ref
+
+
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])  # read BM*K per program
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])  # read K*BN per program
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))  # write BM*BN
+
+
+@triton.jit
+def accumulate(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+
+def _grid2(meta):
+    return (64 // meta["BM"], 64 // meta["BN"])
+
+
+def _mm_inputs():
+    a, b = ref.rand((64, 32)).astype(np.float16), ref.rand((32, 64), seed=1).astype(np.float16)
+    return a, b, np.zeros((64, 64), np.float32)
+
+
+def test_every_config_runs_and_the_lowest_roofline_time_wins():
+    configs = [triton.Config({"BM": 16, "BN": 16}), triton.Config({"BM": 64, "BN": 64}),
+               triton.Config({"BM": 32, "BN": 32})]
+    tuned = triton.autotune(configs, key=["M"])(matmul)
+    a, b, c = _mm_inputs()
+    tuned[_grid2](a, b, c, 64, 64, 32)
+    # bigger tiles re-read A and B fewer times: the least traffic, the shortest roofline
+    assert tuned.best_config.kwargs == {"BM": 64, "BN": 64}
+    t = {cfg.kwargs["BM"]: ms[0] for cfg, ms in tuned.configs_timings.items()}
+    assert t[64] < t[32] < t[16]
+    # 64x64 tile: one program reads 64*32 + 32*64 halves and writes 64*64 floats
+    assert t[64] == pytest.approx((2 * 64 * 32 * 2 + 64 * 64 * 4) / 3.35e12 * 1e3)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)
+    assert list(tuned.cache) == [(64, "float16", "float16", "float32")]
+
+
+def test_one_tuning_per_key_and_the_emulated_gpu_is_a_setting():
+    calls = []
+
+    def prune(configs, named_args, **kwargs):
+        calls.append(named_args["M"])
+        return configs
+    configs = [triton.Config({"BM": 32, "BN": 32}), triton.Config({"BM": 16, "BN": 16})]
+    tuned = triton.autotune(configs, key=["M"], prune_configs_by={"early_config_prune": prune})(
+        matmul)
+    a, b, c = _mm_inputs()
+    with triton.configure(autotune_gpu="H200"):
+        tuned[_grid2](a, b, c, 64, 64, 32)
+        tuned[_grid2](a, b, c, 64, 64, 32)
+    assert calls == [64]
+    t = tuned.configs_timings[tuned.best_config][0]
+    assert t == pytest.approx((32 * 64 * 2 * 2 * 2 + 64 * 64 * 4) / 4.8e12 * 1e3)
+    with pytest.raises(ValueError, match="unknown autotune_gpu"):
+        tuned[_grid2](a, b, c, 32, 64, 32, minitriton_settings=triton.Settings(
+            autotune_gpu="B300"))
+
+
+def test_prune_gets_triton_launch_keyword_arguments():
+    # Triton's tutorials 06 and 09 read their keyword arguments in early_config_prune
+    seen = {}
+
+    def prune(configs, named_args, **kwargs):
+        seen.update(kwargs)
+        return [c for c in configs if c.kwargs["BM"] <= kwargs["K"]]
+    configs = [triton.Config({"BM": 64, "BN": 64}), triton.Config({"BM": 32, "BN": 32})]
+    tuned = triton.autotune(configs, key=["M"], prune_configs_by={"early_config_prune": prune})(
+        matmul)
+    a, b, c = _mm_inputs()
+    tuned[_grid2](a, b, c, 64, 64, K=32)
+    assert seen["K"] == 32 and "grid" in seen and seen["warmup"] is False
+    assert list(tuned.configs_timings) == [configs[1]]
+
+
+def test_perf_model_keeps_the_top_k():
+    configs = [triton.Config({"BM": 16, "BN": 16}), triton.Config({"BM": 32, "BN": 32}),
+               triton.Config({"BM": 64, "BN": 64})]
+    tuned = triton.autotune(configs, key=["M"], prune_configs_by={
+        "perf_model": lambda **kw: kw["BM"], "top_k": 2})(matmul)
+    a, b, c = _mm_inputs()
+    tuned[_grid2](a, b, c, 64, 64, 32)
+    assert [cfg.kwargs["BM"] for cfg in tuned.configs_timings] == [16, 32]
+
+
+def test_a_broken_config_fails_the_launch_and_leaves_outputs_untouched():
+    configs = [triton.Config({"BM": 32, "BN": 32}), triton.Config({"BM": 128, "BN": 128})]
+    tuned = triton.autotune(configs, key=["M"])(matmul)
+    a, b, c = _mm_inputs()
+    with pytest.raises(triton.OutOfBoundsError):
+        tuned[lambda meta: (1, 1)](a, b, c, 64, 64, 32)
+    assert (c == 0).all()
+
+
+def test_reset_to_zero_and_only_the_chosen_results_remain():
+    x = ref.rand(300)
+    configs = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})]
+    tuned = triton.autotune(configs, key=["n"], reset_to_zero=["out_ptr"])(accumulate)
+    out = np.full(1, 100.0, np.float32)
+    tuned[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, 300)
+    # reset to zero before the chosen run, and the trials' sums do not pile up
+    assert out[0] == pytest.approx(x.sum(), rel=1e-5)
+    out2 = np.full(1, 100.0, np.float32)
+    triton.autotune(configs, key=["n"])(accumulate)[lambda meta: (triton.cdiv(300, meta[
+        "BLOCK"]),)](x, out2, 300)
+    assert out2[0] == pytest.approx(100 + x.sum(), rel=1e-5)
+
+
+def test_hooks_and_restore_value_are_called_as_triton_calls_them():
+    events = []
+    configs = [triton.Config({"BLOCK": 64}, pre_hook=lambda a: events.append(("cfg", a["BLOCK"]))),
+               triton.Config({"BLOCK": 128})]
+    tuned = triton.autotune(configs, key=["n"], restore_value=["out_ptr"],
+                            post_hook=lambda a, exception: events.append(("post", exception)))(
+        accumulate)
+    x, out = ref.rand(300), np.zeros(1, np.float32)
+    tuned[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, 300)
+    assert events[:3] == [("cfg", 64), ("post", None), ("post", None)]
+    assert events[3:] == ([("cfg", 64)] if tuned.best_config is configs[0] else [])
+    assert out[0] == pytest.approx(x.sum(), rel=1e-5)
+
+
+def test_a_single_config_runs_without_tuning():
+    tuned = triton.autotune([triton.Config({"BLOCK": 64})], key=["n"])(accumulate)
+    out = np.zeros(1, np.float32)
+    tuned[lambda meta: (5,)](ref.rand(300), out, 300)
+    assert tuned.best_config.kwargs == {"BLOCK": 64} and tuned.cache == {}
+    with pytest.raises(ValueError, match="Conflicting meta-parameters"):
+        triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+                        key=["n"])(accumulate)[(5,)](ref.rand(300), out, 300, BLOCK=64)

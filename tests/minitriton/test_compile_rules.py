@@ -1,0 +1,120 @@
+"""Triton's compile rules for the names a kernel uses (runtime/rules.py): what Triton 3.6
+rejects when it compiles a kernel, minitriton rejects at the first launch, with Triton's words
+and the fix; Settings(strict_globals=False) runs such kernels as Triton's interpreter does."""
+import numpy as np
+import pytest
+
+import minitriton as triton
+import minitriton.language as tl
+
+GROUP = 8
+GROUP_C = tl.constexpr(8)
+DTYPE = tl.float32
+
+
+def helper(x):
+    return x * 2
+
+
+@triton.jit
+def jit_helper(x):
+    return x * 2
+
+
+@triton.jit
+def reads_global(x_ptr):
+    tl.store(x_ptr, GROUP)
+
+
+@triton.jit
+def reads_constexpr_global(x_ptr):
+    tl.store(x_ptr, tl.full((), GROUP_C, DTYPE))
+
+
+@triton.jit
+def calls_plain_function(x_ptr):
+    tl.store(x_ptr, helper(tl.load(x_ptr)))
+
+
+@triton.jit
+def calls_jit_function(x_ptr, BLOCK: tl.constexpr = GROUP):
+    offs = tl.arange(0, BLOCK)  # a global as a parameter default is allowed
+    tl.store(x_ptr + offs, jit_helper(tl.load(x_ptr + offs)) + triton.cdiv(BLOCK, 4))
+
+
+@triton.jit
+def calls_unknown_builtin(x_ptr):
+    tl.store(x_ptr, abs(tl.load(x_ptr)))
+
+
+@triton.jit
+def nested_bad(x_ptr):
+    calls_into_bad(x_ptr)
+
+
+@triton.jit
+def calls_into_bad(x_ptr):
+    tl.store(x_ptr, GROUP)
+
+
+def _closure_kernel():
+    scale = 3
+
+    @triton.jit
+    def reads_closure(x_ptr):
+        tl.store(x_ptr, scale)
+    return reads_closure
+
+
+def test_non_constexpr_global_is_rejected_with_triton_words_and_the_fix():
+    with pytest.raises(triton.CompilationError) as info:
+        reads_global[(1,)](np.zeros(1, np.float32))
+    msg = str(info.value)
+    assert "Cannot access global variable GROUP from within @jit'ed function" in msg
+    assert "`GROUP = tl.constexpr(8)`" in msg and "`GROUP: tl.constexpr`" in msg
+    assert "reads_global" in msg and "tl.store(x_ptr, GROUP)" in msg
+
+
+def test_constexpr_globals_dtypes_jit_functions_and_defaults_are_allowed():
+    x = np.zeros(1, np.float32)
+    reads_constexpr_global[(1,)](x)
+    assert x[0] == 8
+    y = np.ones(8, np.float32)
+    calls_jit_function[(1,)](y)
+    assert (y == 4).all()
+
+
+def test_plain_python_function_is_rejected():
+    with pytest.raises(triton.CompilationError, match="Unsupported function referenced: "
+                                                      "<function helper"):
+        calls_plain_function[(1,)](np.zeros(1, np.float32))
+
+
+def test_python_builtin_triton_does_not_know_is_not_defined():
+    with pytest.raises(triton.CompilationError, match="abs is not defined(.|\n)*tl.abs"):
+        calls_unknown_builtin[(1,)](np.zeros(1, np.float32))
+
+
+def test_closure_variables_count_as_globals():
+    with pytest.raises(triton.CompilationError, match="Cannot access global variable scale"):
+        _closure_kernel()[(1,)](np.zeros(1, np.float32))
+
+
+def test_nested_jit_function_is_checked_with_its_caller():
+    with pytest.raises(triton.CompilationError, match="in kernel `calls_into_bad`"):
+        nested_bad[(1,)](np.zeros(1, np.float32))
+
+
+def test_lenient_setting_runs_them_as_the_interpreter_does():
+    lenient = triton.Settings(strict_globals=False)
+    x = np.ones(1, np.float32)
+    reads_global[(1,)](x, minitriton_settings=lenient)
+    calls_plain_function[(1,)](x, minitriton_settings=lenient)
+    assert x[0] == 16
+    with triton.configure(strict_globals=False):
+        nested_bad[(1,)](x)
+
+
+def test_env_var_relaxes_the_rules():
+    assert triton.Settings.from_env({"MINITRITON_STRICT_GLOBALS": "0"}).strict_globals is False
+    assert triton.Settings.from_env({}).strict_globals is True

@@ -1,0 +1,90 @@
+"""`JITFunction.warmup` returns a compiled kernel with Triton's metadata and resource estimates
+(runtime/compiled.py) and launches nothing; `compiled[grid](*args)` launches it; Triton's
+launch options are accepted and recorded; `set_allocator` keeps its allocator; float8 tensors
+bind (memory.py)."""
+import numpy as np
+import pytest
+
+import minitriton as triton
+import minitriton.language as tl
+from minitriton.runtime.allocation import get_allocator, set_allocator
+
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+@triton.jit
+def tile_dot(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])  # read BM*BK
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])  # read BK*BN
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot(a, b))  # write BM*BN
+
+
+def test_warmup_compiles_without_launching_and_the_result_launches():
+    x = np.zeros(100, np.float32)
+    compiled = add_one.warmup(x, 100, BLOCK=64, grid=(2,), num_warps=2)
+    assert (x == 0).all()  # the first program ran, its writes undone
+    assert compiled.name == "add_one" and compiled.metadata.num_warps == 2
+    assert compiled.metadata.num_stages == 3 and compiled.metadata.shared == 0
+    # 64 elements over 64 threads: 24 + 3 registers, rounded up to 32
+    assert (compiled.n_regs, compiled.n_spills) == (32, 0)
+    rec = compiled[(2,)](x, 100, 64)
+    assert (x == 1).all() and rec.options["num_warps"] == 2
+
+
+def test_dot_estimates_shared_memory_from_the_tiles_and_stages():
+    a, b = np.ones((64, 32), np.float16), np.ones((32, 64), np.float16)
+    c = np.zeros((64, 64), np.float32)
+    compiled = tile_dot.warmup(a, b, c, 64, 64, 32, grid=(1,), num_stages=2)
+    assert compiled.shared == 2 * (64 * 32 + 32 * 64) * 2
+    # accumulator 64*64/128 = 32, operands (2*2048*2 bytes)/4/128 = 16, block 3*32 + 24
+    assert compiled.n_regs == 168 and compiled.n_spills == 0
+    capped = tile_dot.warmup(a, b, c, 64, 64, 32, grid=(1,), maxnreg=128)
+    assert (capped.n_regs, capped.n_spills) == (128, 40)
+
+
+def test_triton_launch_options_are_accepted_and_recorded():
+    x = np.zeros(8, np.float32)
+    rec = add_one[(1,)](x, 8, BLOCK=8, launch_cooperative_grid=False, launch_pdl=True,
+                        num_ctas=1, maxnreg=128, enable_fp_fusion=False, extern_libs=None,
+                        instrumentation_mode="", clc=None)
+    assert rec.options["launch_pdl"] is True and rec.options["maxnreg"] == 128
+    assert "clc" in rec.options and (x == 1).all()
+
+
+def test_set_allocator_keeps_the_allocator():
+    def alloc(size, alignment, stream):
+        return np.empty(size, np.int8)
+    set_allocator(alloc)
+    assert get_allocator() is alloc
+    set_allocator(None)
+    with pytest.raises(TypeError, match="callable"):
+        set_allocator(42)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_numpy_arguments_bind(name):
+    # ml_dtypes' float8_e5m2 has the array-interface type string '<f1' NumPy cannot read back
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.array([1.0, -2.0, 0.5, 3.0], getattr(ml_dtypes, name))
+    y = np.zeros(4, np.float32)
+    copy_to_fp32[(1,)](x, y, 4)
+    np.testing.assert_array_equal(y, x.astype(np.float32))
+
+
+def test_float8_e5m2_torch_tensor_binds():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([1.0, -2.0, 0.5, 57344.0]).to(torch.float8_e5m2)
+    y = np.zeros(4, np.float32)
+    copy_to_fp32[(1,)](x, y, 4)
+    np.testing.assert_array_equal(y, x.float().numpy())
+
+
+@triton.jit
+def copy_to_fp32(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
