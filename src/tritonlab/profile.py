@@ -11,10 +11,12 @@ from __future__ import annotations
 import collections
 import contextlib
 import csv
+import functools
 import os
 import re
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -77,6 +79,21 @@ class ProfileReport:
         return path
 
 
+# torch's profiler warns, once per process on CUDA, that it "clears events at the end of each
+# cycle": it speaks of profiling schedules with several cycles; these functions profile one
+# call in one cycle and report all of its events
+_ONE_CYCLE = "Warning: Profiler clears events at the end of each cycle"
+
+
+def _one_cycle(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_ONE_CYCLE, category=UserWarning)
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 @contextlib.contextmanager
 def _quiet_profiler():
     """Drop the profiler's start/stop lines from stderr, keep everything else written there.
@@ -120,6 +137,7 @@ def _device_time(evt):
     return 0.0
 
 
+@_one_cycle
 def profile(fn, warmup=1, activities=None):
     """Run `fn()` (after `warmup` untimed calls) under torch.profiler and summarise."""
     for _ in range(warmup):
@@ -138,6 +156,7 @@ def profile(fn, warmup=1, activities=None):
     return ProfileReport(prof, rows)
 
 
+@_one_cycle
 def count_ops(fn, prefix="aten::"):
     """How many times each top-level operator runs in one call of `fn()` (operators called by
     other operators, e.g. the aten::empty inside aten::mul, are not counted)."""
