@@ -24,6 +24,19 @@ def tile_dot(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.con
     tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot(a, b))  # write BM*BN
 
 
+@triton.jit
+def row_max(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    tl.store(out_ptr + tl.program_id(0), tl.max(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+
+
+def test_reductions_estimate_the_warps_exchange_in_shared_memory():
+    """Triton's softmax tutorial divides the SM's shared memory by `metadata.shared`: a kernel
+    that reduces across warps needs some, so it is never 0 there."""
+    compiled = row_max.warmup(np.ones(256, np.float32), np.zeros(1, np.float32), BLOCK=256,
+                              grid=(1,), num_warps=8)
+    assert compiled.metadata.shared == 8 * 1 * 4
+
+
 def test_warmup_compiles_without_launching_and_the_result_launches():
     x = np.zeros(100, np.float32)
     compiled = add_one.warmup(x, 100, BLOCK=64, grid=(2,), num_warps=2)

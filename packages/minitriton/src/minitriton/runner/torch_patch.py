@@ -88,21 +88,32 @@ def replacements(gpu):
     }
 
 
+# What device-generic programs call on `getattr(torch, DEVICE.type)` that torch.cpu lacks
+# (Triton's tutorial 02 sets a stream): added for the duration, nothing of torch.cpu replaced
+CPU_ADDITIONS = {"set_stream": lambda stream: None}
+
+
 @contextlib.contextmanager
-def patched_module(cuda, gpu):
-    """Patch one torch.cuda module for the duration."""
-    new = replacements(gpu)
-    saved = {name: getattr(cuda, name) for name in new if hasattr(cuda, name)}
+def patched_module(module, new):
+    """Set `new`'s attributes on a module for the duration, then put back what was there."""
+    saved = {name: getattr(module, name) for name in new if hasattr(module, name)}
     for name, value in new.items():
-        setattr(cuda, name, value)
+        setattr(module, name, value)
     try:
         yield
     finally:
         for name in new:
             if name in saved:
-                setattr(cuda, name, saved[name])
+                setattr(module, name, saved[name])
             else:
-                delattr(cuda, name)
+                delattr(module, name)
+
+
+def _patch_torch(stack, torch, gpu):
+    stack.enter_context(patched_module(torch.cuda, replacements(gpu)))
+    stack.enter_context(patched_module(torch.cpu, {name: value for name, value in
+                                                   CPU_ADDITIONS.items()
+                                                   if not hasattr(torch.cpu, name)}))
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -138,10 +149,10 @@ def patched(gpu):
     the program imports it."""
     with contextlib.ExitStack() as stack:
         if sys.modules.get("torch") is not None:
-            stack.enter_context(patched_module(sys.modules["torch"].cuda, gpu))
+            _patch_torch(stack, sys.modules["torch"], gpu)
             yield
             return
-        finder = _PatchOnImport(lambda torch: stack.enter_context(patched_module(torch.cuda, gpu)))
+        finder = _PatchOnImport(lambda torch: _patch_torch(stack, torch, gpu))
         sys.meta_path.insert(0, finder)
         stack.callback(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
         yield

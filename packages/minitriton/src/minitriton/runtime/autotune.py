@@ -183,7 +183,7 @@ class Autotuner(KernelInterface):
             raise
         self.post_hook(full_nargs, exception=None)
         snapshot.restore()
-        shared = estimate(record.options, probe.max_block, probe.dots)[2]
+        shared = estimate(record.options, probe.max_block, probe.dots, probe.reductions)[2]
         if shared > target.shared_memory:  # Triton's OutOfResources
             return [float("inf")] * 3
         ms = roofline_seconds(target, record, probe.dots) * 1e3

@@ -15,8 +15,10 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
     `maxnreg` (255 by default);
   * spills: the registers over that cap (Triton reports spilled 32-bit registers);
   * shared memory, in bytes: for a dot, `num_stages` buffers of both operand tiles (the
-    software pipeline's ring: num_stages * (M*K + K*N) * itemsize); 0 without a dot (the
-    scratch of cross-warp reductions and layout conversions is not estimated).
+    software pipeline's ring: num_stages * (M*K + K*N) * itemsize); for a reduction, the
+    scratch where the warps exchange their partial results (num_warps * R * max(4, itemsize)
+    for a result of R elements); the largest of these (layout conversions are not estimated;
+    a kernel with neither reports 0).
 """
 from __future__ import annotations
 
@@ -37,13 +39,13 @@ def _ceil_div(a, b):
     return -(-a // b)
 
 
-def estimate(options, max_block, dots):
+def estimate(options, max_block, dots, reductions=()):
     """(n_regs, n_spills, shared bytes) per the module's docstring."""
     num_warps = options.get("num_warps") or _DEFAULTS["num_warps"]
     num_stages = options.get("num_stages") or _DEFAULTS["num_stages"]
     threads = num_warps * THREADS_PER_WARP
     regs = 24 + 3 * _ceil_div(max_block, threads)
-    shared = 0
+    shared = max((num_warps * numel * max(4, size) for numel, size in reductions), default=0)
     for a_ty, b_ty, m, n, k, _ in dots:
         size = max(a_ty.itemsize, b_ty.itemsize)
         regs_dot = _ceil_div(m * n, threads) + _ceil_div((m * k + k * n) * size, 4 * threads)
@@ -57,12 +59,13 @@ def estimate(options, max_block, dots):
 class CompiledKernel:
     """One kernel compiled for one set of constexprs and options."""
 
-    def __init__(self, kernel, record, max_block, dots):
+    def __init__(self, kernel, record, max_block, dots, reductions=()):
         self.kernel = kernel
         self.name = kernel.__name__
         self.constexprs = dict(record.constexprs)
         self.options = {k: v for k, v in record.options.items() if k not in ("warmup", "stream")}
-        self.n_regs, self.n_spills, self.shared = estimate(self.options, max_block, dots)
+        self.n_regs, self.n_spills, self.shared = estimate(self.options, max_block, dots,
+                                                           reductions)
         fields = {**_DEFAULTS, **{k: v for k, v in self.options.items() if k in _DEFAULTS}}
         self.metadata = KernelMetadata(name=self.name, shared=self.shared, backend_name="cuda",
                                        arch="sm90", warp_size=THREADS_PER_WARP,

@@ -60,16 +60,22 @@ class Probe:
 
     def __init__(self):
         self.dots = []  # (a dtype, b dtype, M, N, K, flops)
+        self.reductions = []  # (elements of the result, bytes per element)
         self.max_block = 1  # elements of the largest block loaded or stored
 
     def on_dot(self, a, b, flops):
         self.dots.append((a.dtype, b.dtype, a.shape[-2], b.shape[-1], a.shape[-1], flops))
 
+    def on_reduce(self, x, axis, kind, result):
+        self.reductions.append((max(1, getattr(result, "numel", 1)), x.dtype.itemsize))
+        return result
+
     def mark(self):
-        return len(self.dots)
+        return len(self.dots), len(self.reductions)
 
     def undo(self, token):
-        del self.dots[token:]
+        del self.dots[token[0]:]
+        del self.reductions[token[1]:]
 
     def commit(self, token):
         pass
@@ -225,7 +231,7 @@ def warmup(kernel, grid, args, kwargs):
     finally:
         ctx.memory.undo_launch()
         context.leave(token)
-    return CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots)
+    return CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots, probe.reductions)
 
 
 class _Rerun:
