@@ -216,3 +216,12 @@ def test_runtime_block_shape_is_not_shown_as_a_value(kernel, op, dim):
     assert (f"tl.{op}: shape element {dim} must have type `constexpr[int]`, but it is a runtime "
             "value, not a constexpr; block shapes are compile-time constants: annotate the "
             "kernel parameter it comes from as `tl.constexpr`") in str(e.value)
+
+
+def test_a_missing_api_name_points_to_the_limitations():
+    with pytest.raises(AttributeError, match=r"triton.language.not_there is not in minitriton "
+                                             r"\(yet\): docs/limitations.md"):
+        tl.not_there
+    with pytest.raises(AttributeError, match="triton.knobs is not in minitriton"):
+        triton.knobs
+    assert not hasattr(tl, "__not_a_dunder__") and hasattr(tl, "load")

@@ -85,3 +85,4 @@ def test_the_environment_names_every_check_by_its_field():
     assert s.footprint and s.races and not s.order
     with pytest.raises(ValueError, match="races, order, padding, footprint"):
         triton.Settings.from_env({"MINITRITON_SANITIZE": "bounds"})
+

@@ -12,6 +12,7 @@ from . import language, tools
 from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUFaultError,
                      LaunchError, MiniTritonError, OrderError, OutOfBoundsError, PaddingError,
                      RaceError, SanitizerError, UninitializedReadError)
+from .errors import missing
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.allocation import set_allocator
 from .runtime.autotune import Config, autotune, heuristics
@@ -38,3 +39,7 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
            "GPUFaultError", "set_allocator"]
+
+
+def __getattr__(name):
+    raise missing("triton", name)

@@ -76,3 +76,13 @@ class UninitializedReadError(SanitizerError):
 
 class PaddingError(SanitizerError):
     """Masked-out lanes reached a reduction or a dot with a value that changes the result."""
+
+
+def missing(module, name):
+    """The AttributeError for a name of Triton's API that minitriton does not have (yet)."""
+    if name.startswith("__"):
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    return AttributeError(
+        f"{module}.{name} is not in minitriton (yet): docs/limitations.md lists what is "
+        f"supported and what is not. If it exists in Triton, the kernel runs on a GPU or under "
+        f"TRITON_INTERPRET=1; a report of what you needed is welcome")

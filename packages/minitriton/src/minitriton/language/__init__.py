@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import enum
 
+from ..errors import missing
+
 from ..types import (bfloat16, block_type, constexpr, dtype, float8e4nv, float8e5, float16,
                      float32, float64, int1, int8, int16, int32, int64, pointer_type, uint8,
                      uint16, uint32, uint64)
@@ -40,3 +42,7 @@ float8e5m2 = float8e5
 class PropagateNan(enum.Enum):
     NONE = "none"
     ALL = "all"
+
+
+def __getattr__(name):
+    raise missing("triton.language", name)
