@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from minitriton import runner
-from minitriton.runner import target
+from minitriton.runtime import gpus
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "packages" / "minitriton" / "pyproject.toml"
 
@@ -96,7 +96,7 @@ def test_the_driver_reports_the_emulated_gpu(tmp_path, capsys, gpu, arch, sms):
     rc, out, err = run_here(tmp_path, capsys, DRIVER, **({"gpu": gpu} if gpu else {}))
     assert rc == 0, err
     seen = json.loads(out)
-    spec = target.get_gpu(gpu or "H100")
+    spec = gpus.gpu(gpu or "H100")
     assert (seen["backend"], seen["arch"], seen["warp"], seen["device"]) == ("cuda", arch, 32, 0)
     assert seen["props"]["multiprocessor_count"] == sms
     assert seen["props"]["max_shared_mem"] == spec.shared_per_block_optin
@@ -213,7 +213,7 @@ def test_torch_cuda_answers_for_the_emulated_gpu(tmp_path, capsys):
     assert seen["available"] is False  # no device torch could put tensors on: programs pick cpu
     assert seen["name"] == seen["props_name"] == "NVIDIA H200"
     assert seen["capability"] == [9, 0] and seen["sms"] == 132 and seen["current"] == 0
-    assert seen["memory"] == target.GPUS["H200"].total_memory
+    assert seen["memory"] == gpus.GPUS["H200"].total_memory
     assert seen["elapsed"] >= 0 and seen["device"] == "cpu"
 
 

@@ -86,9 +86,12 @@ class Observer:
     needs_snapshots = False
     priority = 0
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, check=True, **kwargs):
+        """A subclass is a check that launches have when its setting is on; `check=False`
+        makes a watcher that sees only the launches it is given (`runtime.launch.watching`)."""
         super().__init_subclass__(**kwargs)
-        OBSERVERS.append(cls)
+        if check:
+            OBSERVERS.append(cls)
 
     def __init__(self, ctx):
         self.ctx = ctx

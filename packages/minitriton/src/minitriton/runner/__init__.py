@@ -20,7 +20,8 @@ import sys
 import traceback
 
 from .modules import TRITON_VERSION, aliases
-from .target import DEFAULT_GPU, GPUS, EmulatedDriver, get_gpu
+from ..runtime.gpus import DEFAULT_GPU, GPUS, gpu as get_gpu
+from .target import EmulatedDriver
 from .torch_patch import CUDATensorError, patched
 
 _OWN_FILES = {os.path.normcase(os.path.abspath(runpy.__file__))} | {

@@ -38,7 +38,8 @@ from .. import errors, language, testing, tools
 from ..language import core as language_core
 from ..runtime import autotune, jit
 from ..tools import tensor_descriptor
-from .target import DEFAULT_GPU, DriverConfig, EmulatedDriver, GPUTarget, get_gpu
+from ..runtime.gpus import DEFAULT_GPU, gpu as get_gpu
+from .target import DriverConfig, EmulatedDriver, GPUTarget
 
 TRITON_VERSION = "3.6.0"
 

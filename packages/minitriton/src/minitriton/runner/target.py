@@ -4,9 +4,7 @@ A program that asks Triton's driver for its device gets the CPU (`torch.device("
 that asks for its target or device properties gets a real GPU's numbers (H100 by default), so
 that tutorials which size their grids from the SM count or the shared memory run unmodified.
 
-SM counts, registers and shared memory follow tritonlab's hardware table
-(src/tritonlab/hardware/specs.py; minitriton does not import tritonlab); clocks, bus widths and
-memory sizes are the vendors' figures, rounded: nothing in minitriton's results depends on them.
+The GPUs themselves are minitriton's one table, runtime/gpus.py.
 """
 from __future__ import annotations
 
@@ -16,62 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import testing
-
-KB, MB, GB = 1024, 1024 ** 2, 1024 ** 3
-
-
-@dataclass(frozen=True)
-class GPU:
-    """One emulated GPU, in the units CUDA reports (bytes, kHz, bits)."""
-    key: str
-    name: str  # what torch.cuda.get_device_name() says on the real card
-    capability: tuple
-    multiprocessor_count: int
-    registers_per_sm: int
-    registers_per_block: int
-    max_threads_per_sm: int
-    shared_per_sm: int
-    shared_per_block_optin: int  # what Triton calls max_shared_mem
-    l2_bytes: int
-    total_memory: int
-    sm_clock_khz: int
-    mem_clock_khz: int
-    mem_bus_width: int
-    warp_size: int = 32
-    shared_per_block: int = 48 * KB  # without opting in
-
-    @property
-    def arch(self):
-        """Triton's CUDA arch number: 90 for compute capability 9.0."""
-        return self.capability[0] * 10 + self.capability[1]
-
-
-_HOPPER = dict(registers_per_sm=65536, registers_per_block=65536, max_threads_per_sm=2048,
-               shared_per_sm=228 * KB, shared_per_block_optin=227 * KB)
-
-GPUS = {
-    "H100": GPU("H100", "NVIDIA H100 80GB HBM3", (9, 0), 132, l2_bytes=50 * MB,
-                total_memory=80 * GB, sm_clock_khz=1980000, mem_clock_khz=2619000,
-                mem_bus_width=5120, **_HOPPER),
-    "H200": GPU("H200", "NVIDIA H200", (9, 0), 132, l2_bytes=60 * MB, total_memory=140 * GB,
-                sm_clock_khz=1980000, mem_clock_khz=3201000, mem_bus_width=6144, **_HOPPER),
-    "A100": GPU("A100", "NVIDIA A100-SXM4-80GB", (8, 0), 108, registers_per_sm=65536,
-                registers_per_block=65536, max_threads_per_sm=2048, shared_per_sm=164 * KB,
-                shared_per_block_optin=163 * KB, l2_bytes=40 * MB, total_memory=80 * GB,
-                sm_clock_khz=1410000, mem_clock_khz=1593000, mem_bus_width=5120),
-    "B200": GPU("B200", "NVIDIA B200", (10, 0), 148, l2_bytes=126 * MB, total_memory=180 * GB,
-                sm_clock_khz=1965000, mem_clock_khz=3996000, mem_bus_width=8192, **_HOPPER),
-}
-DEFAULT_GPU = "H100"
-
-
-def get_gpu(name):
-    """A GPU of the table by name, case-insensitive."""
-    key = str(name).upper()
-    if key not in GPUS:
-        raise ValueError(f"unknown GPU {name!r}; the runner emulates {', '.join(GPUS)}")
-    return GPUS[key]
-
 
 @dataclass(frozen=True)
 class GPUTarget:

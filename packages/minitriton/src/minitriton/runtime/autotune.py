@@ -184,7 +184,7 @@ class Autotuner(KernelInterface):
         self.post_hook(full_nargs, exception=None)
         snapshot.restore()
         shared = estimate(record.options, probe.max_block, probe.dots, probe.reductions)[2]
-        if shared > target.shared_memory:  # Triton's OutOfResources
+        if shared > target.shared_per_block_optin:  # Triton's OutOfResources
             return [float("inf")] * 3
         ms = roofline_seconds(target, record, probe.dots) * 1e3
         return [ms, ms, ms]
@@ -192,7 +192,7 @@ class Autotuner(KernelInterface):
     def _tune(self, key, args, kwargs):
         configs = self.prune_configs(kwargs)
         settings = kwargs.get("minitriton_settings") or current_settings()
-        target = gpu(settings.autotune_gpu)
+        target = gpu(settings.autotune_gpu, "autotune_gpu")
         snapshot = _Snapshot({**self.nargs, **kwargs})
         timings = {c: self._trial(args, c, kwargs, snapshot, target) for c in configs}
         self.cache[key] = builtins.min(timings, key=timings.get)

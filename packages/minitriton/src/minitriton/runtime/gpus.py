@@ -1,4 +1,5 @@
-"""The emulated GPUs the autotuner ranks configurations on: a roofline per launch.
+"""The emulated GPUs: their properties (the runner's driver answers with them) and rates (the
+autotuner ranks configurations by a roofline per launch on one of them).
 
 A launch's predicted time is max(bytes / bandwidth, sum of its tl.dot FLOPs / the tensor-core
 rate of their input type): the bytes its programs read and wrote (the LaunchRecord's traffic,
@@ -11,29 +12,75 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+KB, MB, GB = 1024, 1024 ** 2, 1024 ** 3
+
+
 @dataclass(frozen=True)
 class GPU:
-    name: str
+    """One emulated GPU: what CUDA reports of it (bytes, kHz, bits), for the runner's driver and
+    torch.cuda queries, and its rates, for the autotuner's roofline. SM counts, registers and
+    shared memory follow tritonlab's hardware table (src/tritonlab/hardware/specs.py;
+    minitriton does not import tritonlab); rates are NVIDIA's dense data-sheet figures (SXM);
+    clocks, bus widths and memory sizes are the vendors' figures, rounded."""
+    key: str
+    name: str  # what torch.cuda.get_device_name() says on the real card
+    capability: tuple
+    multiprocessor_count: int
+    registers_per_sm: int
+    registers_per_block: int
+    max_threads_per_sm: int
+    shared_per_sm: int
+    shared_per_block_optin: int  # what Triton calls max_shared_mem: the most a program may use
+    l2_bytes: int
+    total_memory: int
+    sm_clock_khz: int
+    mem_clock_khz: int
+    mem_bus_width: int
     bandwidth: float  # bytes/s of HBM
     fp16: float  # FLOP/s of dense fp16/bf16 tensor-core dots
     tf32: float
     fp32: float  # CUDA cores, no tensor cores
     fp8: float  # fp8 and int8 dots
-    shared_memory: int  # bytes of shared memory a program may use
+    warp_size: int = 32
+    shared_per_block: int = 48 * KB  # without opting in
+
+    @property
+    def arch(self):
+        """Triton's CUDA arch number: 90 for compute capability 9.0."""
+        return self.capability[0] * 10 + self.capability[1]
 
 
-GPUS = {g.name: g for g in (
-    GPU("H100", 3.35e12, 989e12, 494e12, 67e12, 1979e12, 227 * 1024),
-    GPU("H200", 4.8e12, 989e12, 494e12, 67e12, 1979e12, 227 * 1024),
-    GPU("A100", 2.039e12, 312e12, 156e12, 19.5e12, 624e12, 163 * 1024),
-)}
+_HOPPER = dict(registers_per_sm=65536, registers_per_block=65536, max_threads_per_sm=2048,
+               shared_per_sm=228 * KB, shared_per_block_optin=227 * KB)
+
+GPUS = {
+    "H100": GPU("H100", "NVIDIA H100 80GB HBM3", (9, 0), 132, l2_bytes=50 * MB,
+                total_memory=80 * GB, sm_clock_khz=1980000, mem_clock_khz=2619000,
+                mem_bus_width=5120, bandwidth=3.35e12, fp16=989e12, tf32=494e12, fp32=67e12,
+                fp8=1979e12, **_HOPPER),
+    "H200": GPU("H200", "NVIDIA H200", (9, 0), 132, l2_bytes=60 * MB, total_memory=140 * GB,
+                sm_clock_khz=1980000, mem_clock_khz=3201000, mem_bus_width=6144,
+                bandwidth=4.8e12, fp16=989e12, tf32=494e12, fp32=67e12, fp8=1979e12,
+                **_HOPPER),
+    "A100": GPU("A100", "NVIDIA A100-SXM4-80GB", (8, 0), 108, registers_per_sm=65536,
+                registers_per_block=65536, max_threads_per_sm=2048, shared_per_sm=164 * KB,
+                shared_per_block_optin=163 * KB, l2_bytes=40 * MB, total_memory=80 * GB,
+                sm_clock_khz=1410000, mem_clock_khz=1593000, mem_bus_width=5120,
+                bandwidth=2.039e12, fp16=312e12, tf32=156e12, fp32=19.5e12, fp8=624e12),
+    "B200": GPU("B200", "NVIDIA B200", (10, 0), 148, l2_bytes=126 * MB, total_memory=180 * GB,
+                sm_clock_khz=1965000, mem_clock_khz=3996000, mem_bus_width=8192,
+                bandwidth=8e12, fp16=2250e12, tf32=1100e12, fp32=75e12, fp8=4500e12,
+                **_HOPPER),
+}
+DEFAULT_GPU = "H100"
 
 
-def gpu(name):
-    try:
-        return GPUS[name]
-    except KeyError:
-        raise ValueError(f"unknown autotune_gpu {name!r}; choose one of {sorted(GPUS)}") from None
+def gpu(name, what="GPU"):
+    """A GPU of the table by name, case-insensitive; `what` names the setting in the error."""
+    key = str(name).upper()
+    if key not in GPUS:
+        raise ValueError(f"unknown {what} {name!r}; minitriton emulates {', '.join(GPUS)}")
+    return GPUS[key]
 
 
 def dot_rate(g, a_dtype):

@@ -51,12 +51,9 @@ def watching(*watchers):
         _WATCHERS.reset(token)
 
 
-class Probe:
-    """A watcher that notes the largest block and the dots of a launch; not an Observer
-    subclass, so that it watches only the launches it is given to."""
-
-    per_program = False
-    needs_snapshots = False
+class Probe(context.Observer, check=False):
+    """A watcher that notes the largest block, the dots and the reductions of a launch, for
+    the resource estimates of warmup and the autotuner."""
 
     def __init__(self):
         self.dots = []  # (a dtype, b dtype, M, N, K, flops)
@@ -76,9 +73,6 @@ class Probe:
     def undo(self, token):
         del self.dots[token[0]:]
         del self.reductions[token[1]:]
-
-    def commit(self, token):
-        pass
 
     def finish(self, rerun):
         self.max_block = rerun.ctx.max_block
