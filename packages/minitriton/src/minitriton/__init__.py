@@ -13,6 +13,7 @@ from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUF
                      LaunchError, MiniTritonError, OrderError, OutOfBoundsError, PaddingError,
                      RaceError, SanitizerError, UninitializedReadError)
 from .errors import missing
+from .memory import register_memory
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.allocation import set_allocator
 from .runtime.autotune import Config, autotune, heuristics
@@ -38,7 +39,7 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "configure", "current_settings", "MiniTritonError", "CompilationError",
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
-           "GPUFaultError", "set_allocator"]
+           "GPUFaultError", "set_allocator", "register_memory"]
 
 
 def __getattr__(name):

@@ -6,10 +6,20 @@ address far from the others. Addresses count elements of the buffer's type, not 
 pointer keeps its element type, so `ptr + k` is `address + k` and the element offset is
 `address - base`: no multiply or divide on the hot path). Any access
 outside the buffer a pointer came from raises `OutOfBoundsError` before anything is touched.
+
+Pointers made from integers (`tl.load(addrs + g).to(tl.pointer_type(tl.float16))`, with
+`addrs` a tensor of `t.data_ptr()` values, as Triton's grouped GEMM does) are resolved against
+real memory: a launch argument whose bytes hold the address, else a live torch tensor's storage
+(found once through the garbage collector, then remembered) or a NumPy array handed to
+`register_memory`. The memory found becomes one more buffer of the launch, bounded by the whole
+storage, so bounds checking, traffic counts and the sanitizers keep working. `ptr.to(tl.int64)`
+gives the real byte address, as on the GPU.
 """
 from __future__ import annotations
 
+import gc
 import sys
+import weakref
 from dataclasses import dataclass, field
 
 import ml_dtypes
@@ -19,6 +29,9 @@ from . import types as _t
 from .errors import LaunchError, OutOfBoundsError
 
 _REGION_SHIFT = 36  # 2**36 elements between two buffers' base addresses
+# where pointers made from integers that no known memory holds go: below every buffer, so that
+# dereferencing them fails ("outside every buffer"), while arithmetic on them stays exact
+_UNKNOWN = -(1 << 62)
 
 
 @dataclass
@@ -39,6 +52,16 @@ class Buffer:
     @property
     def nbytes(self):
         return self.flat.nbytes
+
+    @property
+    def address(self):
+        """The real byte address of the buffer's first element."""
+        return _byte_address(self.flat)
+
+
+def _byte_address(arr):
+    # through a uint8 view: ml_dtypes' float8 type strings break __array_interface__ round trips
+    return arr.view(np.uint8).__array_interface__["data"][0] if arr.size else 0
 
 
 def _torch():
@@ -106,6 +129,75 @@ def _as_strided_span(arr, span, item):
                                            writeable=arr.flags.writeable)
 
 
+# host memory that pointers made from integers may point into: storage start -> an object
+# owning it (torch tensors found by scanning the garbage collector, arrays given by the user)
+_HOST = weakref.WeakValueDictionary()
+
+
+def register_memory(*arrays):
+    """Let kernels reach `arrays` through integer addresses (`.to(tl.pointer_type(...))` of
+    a loaded `a.ctypes.data`). Needed for NumPy arrays only: torch tensors are found by
+    themselves."""
+    for a in arrays:
+        if not isinstance(a, np.ndarray) and not hasattr(a, "untyped_storage"):
+            raise TypeError(f"register_memory takes NumPy arrays or torch tensors, got "
+                            f"{type(a).__name__}")
+        if isinstance(a, np.ndarray) and not _outermost(a).flags.c_contiguous:
+            raise TypeError("register_memory: the array's memory is not contiguous; register "
+                            "a contiguous array (np.ascontiguousarray) and pass views of it")
+        start, _ = _host_span(a)
+        _HOST[start] = a
+
+
+def _host_span(obj):
+    """(first byte address, byte count) of the memory `obj` owns: a torch tensor's whole
+    storage, a NumPy array's outermost base."""
+    if hasattr(obj, "untyped_storage"):
+        storage = obj.untyped_storage()
+        return storage.data_ptr(), storage.nbytes()
+    base = _outermost(obj)
+    return _byte_address(base) if base.size else 0, base.nbytes
+
+
+def _host_bytes(obj):
+    """A writable uint8 NumPy view of all of `obj`'s memory."""
+    if hasattr(obj, "untyped_storage"):
+        torch = _torch()
+        storage = obj.untyped_storage()
+        return torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),),
+                                                      (1,)).numpy()
+    return _outermost(obj).reshape(-1).view(np.uint8)
+
+
+def _outermost(arr):
+    """The array that owns `arr`'s memory (the last NumPy base)."""
+    while isinstance(arr.base, np.ndarray) and arr.base.flags.c_contiguous:
+        arr = arr.base
+    return arr
+
+
+def _host_owner(address, scan=True):
+    """(start, object) of live host memory holding byte `address`, or None. Unless `scan` is
+    false, live torch tensors are searched for it (and remembered) when none known holds it."""
+    for start, obj in list(_HOST.items()):
+        begin, n = _host_span(obj)
+        if begin == start and begin <= address < begin + n:
+            return start, obj
+    torch = _torch()
+    if torch is None or not scan:
+        return None
+    found = None
+    for obj in gc.get_objects():  # once per address no known memory holds
+        if issubclass(type(obj), torch.Tensor) and obj.device.type == "cpu" \
+                and obj.layout == torch.strided:
+            begin, n = _host_span(obj)
+            if n:
+                _HOST.setdefault(begin, obj)
+                if begin <= address < begin + n:
+                    found = begin, obj
+    return found
+
+
 class AddressSpace:
     """The buffers of one launch, with the means to undo writes.
 
@@ -121,6 +213,8 @@ class AddressSpace:
         self.rollback_limit = rollback_limit
         self.journal: list = []
         self.journaling = False
+        self.on_new_buffer = []  # called with each buffer made during the launch
+        self.scanned = False  # whether the garbage collector was searched for tensors
 
     def add(self, obj, name):
         arr = as_numpy(obj, name)
@@ -129,6 +223,78 @@ class AddressSpace:
         buf.base = (buf.index + 1) << _REGION_SHIFT
         self.buffers.append(buf)
         return buf
+
+    def pointers_from_integers(self, addresses, element_ty):
+        """Virtual addresses (and origin) for integer byte `addresses` used as pointers to
+        `element_ty` (`int_to_ptr`). Memory nobody knows gives pointers that fail when used."""
+        addresses = np.asarray(addresses, dtype=np.int64)
+        out = np.full(addresses.shape, _UNKNOWN, dtype=np.int64) + addresses
+        todo = np.ones(addresses.shape, bool)
+        origins = set()
+        item = element_ty.itemsize
+        while todo.any():
+            address = int(addresses[todo].flat[0])
+            buf = self._buffer_holding(address, element_ty)
+            if buf is None:
+                todo &= addresses != address
+                continue
+            begin = buf.address
+            lanes = todo & (addresses >= begin) & (addresses < begin + buf.nbytes)
+            offsets = addresses[lanes] - begin
+            if np.any(offsets % item):
+                bad = int(addresses[lanes][offsets % item != 0][0])
+                raise OutOfBoundsError(
+                    f"pointer to {element_ty} made from the integer 0x{bad:x}, which is not a "
+                    f"multiple of {item} bytes from the start of `{buf.name}` "
+                    f"({buf.description}): a misaligned address")
+            out[lanes] = buf.base + offsets // item
+            todo &= ~lanes
+            origins.add(buf.index)
+        origin = origins.pop() if len(origins) == 1 and not todo.any() else None
+        return out, origin
+
+    def _buffer_holding(self, address, element_ty):
+        """The launch's buffer of type `element_ty` holding byte `address`; a new one over the
+        host memory holding it if need be; None if no known memory holds it."""
+        for buf in self.buffers:
+            if buf.dtype == element_ty and buf.address <= address < buf.address + buf.nbytes:
+                return buf
+        found = _host_owner(address, scan=not self.scanned) if address >= 4096 else None
+        self.scanned |= found is None
+        if found is not None:
+            start, obj = found
+            raw, what = _host_bytes(obj), describe(obj)
+        else:  # an argument's own memory, seen as another type
+            arg = next((b for b in self.buffers
+                        if b.address <= address < b.address + b.nbytes), None)
+            if arg is None:
+                return None
+            start, raw, what = arg.address, arg.flat.view(np.uint8), f"argument `{arg.name}`"
+        raw = raw[: raw.size - raw.size % element_ty.itemsize]
+        for buf in self.buffers:  # already made, seen from another launch argument's address
+            if buf.dtype == element_ty and buf.address == start and buf.nbytes == raw.size:
+                return buf
+        flat = raw.view(element_ty.np)
+        name = f"[0x{start:x}]"
+        buf = Buffer(len(self.buffers), name, flat, element_ty,
+                     f"{what}, reached through an integer address")
+        buf.base = (buf.index + 1) << _REGION_SHIFT
+        self.buffers.append(buf)
+        for listener in self.on_new_buffer:
+            listener(buf)
+        return buf
+
+    def integers_from_pointers(self, pointers):
+        """The real byte addresses of virtual `pointers` (`ptr_to_int`)."""
+        pointers = np.asarray(pointers, dtype=np.int64)
+        out = pointers - _UNKNOWN  # memory no buffer holds: the integer it was made from
+        owners = self.owner(pointers)
+        for i in np.unique(owners):
+            if 0 <= i < len(self.buffers):
+                buf = self.buffers[i]
+                lanes = owners == i
+                out[lanes] = buf.address + (pointers[lanes] - buf.base) * buf.dtype.itemsize
+        return out
 
     def owner(self, addresses):
         """The buffer index each address falls in (for pointers of mixed origin)."""
@@ -249,8 +415,11 @@ def _oob_error(buf, offsets, op, lanes_total=None, hint=None):
     own hint."""
     n = lanes_total if lanes_total is not None else len(offsets)
     if buf is None:
-        return OutOfBoundsError(f"{op} out of bounds: {n} lane(s) point outside every buffer of "
-                                "the launch. Check the pointer arithmetic.")
+        return OutOfBoundsError(
+            f"{op} out of bounds: {n} lane(s) point outside every buffer of the launch. Check "
+            "the pointer arithmetic; a pointer made from an integer (`.to(tl.pointer_type(...))`"
+            ") must hold the address of a live torch tensor (`t.data_ptr()`), of a launch "
+            "argument, or of a NumPy array given to `minitriton.register_memory`.")
     distinct = np.unique(np.asarray(offsets, dtype=np.int64))
     shown = [str(int(o)) for o in distinct[:8]]
     if distinct.size > 9:

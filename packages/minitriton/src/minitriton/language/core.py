@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as _t
-from ..context import Divergence
+from ..context import Divergence, current
 from ..errors import CompilationError
 from ..types import _unwrap, constexpr
 from .marks import elementwise, reshaping
@@ -209,11 +209,7 @@ def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
                                    f"data-type of size {dst.primitive_bitwidth}")
         return tensor(np.ascontiguousarray(x.data).view(dst.np), dst, x.shape)
     if src.is_ptr() or dst.is_ptr():
-        if src.is_ptr() and dst.is_ptr():
-            return tensor(x.data, dst, x.shape, x.origin)
-        if src.is_ptr() and dst.is_int() and dst.primitive_bitwidth == 64:
-            return tensor(x.data.astype(dst.np), dst, x.shape)
-        raise CompilationError(f"cannot cast {src!r} to {dst!r}")
+        return _pointer_cast(x, src, dst)
     rounding = _unwrap(fp_downcast_rounding)
     if rounding is not None and rounding not in ("rtne", "rtz"):
         raise CompilationError(f"Invalid rounding mode: {rounding}. Supported rounding modes "
@@ -225,6 +221,33 @@ def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
             data = _round_toward_zero(data, dst)
             return tensor(data, dst, x.shape)
         return tensor(_convert(data, dst), dst, x.shape)
+
+
+def _pointer_cast(x, src, dst):
+    """Casts to and from pointers, as Triton allows them: pointer to pointer; a 64-bit integer
+    to a pointer (`int_to_ptr`: the integer is a byte address, resolved against real memory,
+    see memory.py); a pointer to int64 (its byte address) or to int1 (`ptr != 0`)."""
+    if src.is_ptr() and dst.is_ptr():
+        if src.element_ty != dst.element_ty:
+            # addresses count elements of one buffer's type: go through the bytes, to the
+            # memory seen as the new type
+            memory = current().memory
+            data, origin = memory.pointers_from_integers(
+                memory.integers_from_pointers(x.data), dst.element_ty)
+            return tensor(data, dst, x.shape, origin)
+        return tensor(x.data, dst, x.shape, x.origin)
+    if src.is_ptr() and dst.is_int() and dst.primitive_bitwidth in (1, 64):
+        addresses = current().memory.integers_from_pointers(x.data)
+        return tensor(addresses != 0 if dst.primitive_bitwidth == 1 else addresses.astype(dst.np),
+                      dst, x.shape)
+    if dst.is_ptr() and src.is_int() and src.primitive_bitwidth == 64:
+        data, origin = current().memory.pointers_from_integers(x.data.astype(np.int64),
+                                                               dst.element_ty)
+        return tensor(data, dst, x.shape, origin)
+    if dst.is_ptr() and src.is_int():
+        raise CompilationError(f"cannot cast {src!r} to {dst!r}: a pointer is made from a 64-bit "
+                               f"integer; cast to tl.int64 first (`x.to(tl.int64).to(...)`)")
+    raise CompilationError(f"cannot cast {src!r} to {dst!r}")
 
 
 def _round_toward_zero(data, dst):

@@ -168,6 +168,7 @@ def _prepare(kernel, grid, args, kwargs):
                           options, settings.executor)
     for buf in memory.buffers:
         record.add_argument(buf)
+    memory.on_new_buffer.append(record.add_argument)  # memory reached through int addresses
     ctx = context.LaunchContext(kernel.__name__, grid, memory, record, settings)
     return ctx, fn, values, watchers
 
