@@ -25,6 +25,7 @@ from .debug import (assume, debug_barrier, device_assert, device_print, max_cons
 from .descriptors import (load_tensor_descriptor, make_tensor_descriptor,
                           store_tensor_descriptor, tensor_descriptor)
 from .dot import dot
+from .dot_scaled import dot_scaled
 from .math_ops import (abs, cdiv, ceil, clamp, cos, div_rn, erf, exp, exp2, fdiv, floor, fma,
                        log, log2, rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, umulhi)
 from .pointers import load, store
