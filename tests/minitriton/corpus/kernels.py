@@ -156,6 +156,48 @@ def _matmul(xp, rng, dtype, ieee=False, transpose_a=False):
     return {"c": c}
 
 
+@triton.jit
+def dot_chain_kernel(a_ptr, b_ptr, c_ptr, d_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                     BK: tl.constexpr, PREC: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    acc2 = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc, input_precision=PREC)
+        acc2 += tl.dot(a, b, input_precision=PREC)  # Triton folds the add into the dot
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+    tl.store(d_ptr + rm[:, None] * BN + rn[None, :], acc2)
+
+
+def _dot_chain(xp, rng, dtype, prec, K=96, BK=32):
+    # exponents spread over 2**-6..2**5, so that the tensor cores' truncation shows
+    scale_a = np.exp2(np.round(rng(32 * K) * 3)).reshape(32, K)
+    scale_b = np.exp2(np.round(rng(K * 32) * 3)).reshape(K, 32)
+    a = xp.put((rng(32 * K).reshape(32, K) * scale_a).astype(dtype))
+    b = xp.put((rng(K * 32).reshape(K, 32) * scale_b).astype(dtype))
+    c, d = xp.empty((32, 32)), xp.empty((32, 32))
+    dot_chain_kernel[(1,)](a, b, c, d, K, BM=32, BN=32, BK=BK, PREC=prec)
+    return {"c": c, "d": d}
+
+
+def case_dot_chain_fp16(xp, rng):
+    return _dot_chain(xp, rng, np.float16, "ieee")
+
+
+def case_dot_chain_bf16(xp, rng):
+    return _dot_chain(xp, rng, ml_dtypes.bfloat16, "ieee", BK=16)
+
+
+def case_dot_chain_tf32(xp, rng):
+    return _dot_chain(xp, rng, np.float32, "tf32", BK=64, K=128)
+
+
+def case_dot_chain_fp32_ieee(xp, rng):
+    return _dot_chain(xp, rng, np.float32, "ieee")
+
+
 def case_matmul_fp16(xp, rng):
     return _matmul(xp, rng, np.float16)
 

@@ -14,6 +14,7 @@ from ..errors import CompilationError
 from ..types import _unwrap
 from .core import (broadcast_shapes, cast, compute_array, is_tensor, literal, tensor,
                    tensor_member, to_tensor, _convert)
+from .dot import mma_chain
 from .marks import elementwise
 
 
@@ -125,8 +126,24 @@ def add(a, b):
         return _pointer_offset(a, b, shape)
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
+        chained = _dot_accumulating(a, b, x, y, shape)
+        if chained is not None:
+            return chained
         fused = _contracted(a, b, x, y, shape, 1) if _fusing(a.dtype) else None
         return _finish(x + y if fused is None else fused, a.dtype, shape)
+
+
+def _dot_accumulating(a, b, x, y, shape):
+    """`d + tl.dot(p, q)` (or `tl.dot(p, q) + d`) as Triton compiles it: its combine pass makes d
+    the dot's accumulator, so the tensor cores' chain continues from d instead of the sum
+    being rounded on its own (`acc += tl.dot(p, q)` is `acc = tl.dot(p, q, acc)`, bit for bit).
+    None where no operand is such a dot."""
+    for dot_result, other in ((b, x), (a, y)):
+        if dot_result.chain is not None and list(dot_result.shape) == list(shape) and \
+                a.dtype == b.dtype == _t.float32:
+            p, q, step = dot_result.chain
+            return tensor(mma_chain(p, q, other, step), _t.float32, shape)
+    return None
 
 
 @elementwise

@@ -25,7 +25,7 @@ TRITON_MAX_TENSOR_NUMEL = 1048576
 
 class tensor:
     _is_mt_tensor = True
-    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused")
+    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused", "chain")
     __hash__ = object.__hash__
 
     def __init__(self, data, dtype, shape=None, origin=None):
@@ -35,6 +35,7 @@ class tensor:
         self.origin = origin
         self.pad = None  # lanes holding masked-out padding (Settings.padding), else None
         self.fused = None  # (x, y) of a float product the GPU may fuse into a later add
+        self.chain = None  # (x, y, step) of a tl.dot whose chain a later add may continue
 
     # ----- type information, as Triton exposes it
     @property

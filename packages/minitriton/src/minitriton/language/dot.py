@@ -1,9 +1,20 @@
-"""`tl.dot`: block matrix product with the GPU's numerics.
+"""`tl.dot`: block matrix product with the GPU's numerics, bit for bit.
 
-fp16/bf16 operands: products are exact in fp32 and accumulate in fp32 (out_dtype fp32), as on
-Tensor Cores. fp32 operands: by default (`input_precision="tf32"`) each operand is cut to TF32
-(10 explicit mantissa bits, low bits dropped) first, as the Tensor Cores do; `"ieee"` (or
-`allow_tf32=False`) keeps full fp32. int8 operands accumulate in int32.
+What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py (docs/numerics.md,
+"tl.dot"), and followed here:
+
+* fp16/bf16 operands, fp32 accumulator: a chain of tensor-core steps along K, 16 products per
+  step (8 for TF32). A step adds its products, exact, to the accumulator: every term is cut
+  toward zero to a multiple of 2**(e - 25), where e is the largest exponent among the
+  accumulator's and the products' (a product's exponent taken as the sum of its operands'),
+  and the sum is rounded toward zero to fp32. The chain starts from `acc`, so a K loop over
+  blocks of any BLOCK_K gives the same bits as one dot over all of K.
+* fp32 operands: by default (`input_precision="tf32"`) each operand is cut to TF32 (10
+  explicit mantissa bits, low bits dropped) first, then summed as above, 8 per step; `"ieee"`
+  (or `allow_tf32=False`) is a sequential fused multiply-add along K, as the GPU's FMA loop.
+* int8 operands accumulate in int32 (exact). fp8 operands, fp16 accumulators and fp64: fp32
+  (fp64) products summed by NumPy's matmul: within an fp32 rounding of the sum, not bit-exact
+  (the H200 accumulates fp8 products with fewer bits; see docs/numerics.md).
 """
 from __future__ import annotations
 
@@ -88,11 +99,85 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     for hook in ctx.hooks["on_dot"]:
         hook(a, b, flops)
     x, y = _operand_arrays(a, b, precision)
+    steps = _mma_steps(a.dtype, precision, ret)
+    if steps is not None:
+        start = None if acc is None else expand_to_rank(acc, len(shape))
+        out = tensor(mma_chain(x, y, start, steps), _t.float32, shape)
+        if acc is None:
+            out.chain = (x, y, steps)  # `d + tl.dot(a, b)` continues the chain from d
+        return out
     out = np.matmul(x, y)
     if acc is not None:
         out = out + expand_to_rank(cast(acc, ret), len(shape)).astype(out.dtype)
     return cast(tensor(out, _t.float64 if out.dtype == np.float64 else
                        (_t.int32 if a.dtype.is_int() else _t.float32), shape), ret)
+
+
+ALIGN_BITS = 25  # a tensor-core step keeps the terms' bits down to 2**(e - 25)
+_NO_EXPONENT = -(1 << 20)  # the exponent of 0: below every other term's
+_STEP_BYTES = 32 << 20  # memory for one step's products, per slice of programs
+
+
+def _mma_steps(dtype, precision, ret):
+    """Products per tensor-core step of this dot, 0 for a sequential FMA loop, None where
+    minitriton sums with NumPy (see the module's docstring)."""
+    if ret != _t.float32:
+        return None
+    if dtype in (_t.float16, _t.bfloat16):
+        return 16
+    if dtype == _t.float32:
+        return 8 if precision == "tf32" else 0 if precision == "ieee" else None
+    return None
+
+
+def _exponents(v):
+    """floor(log2 |v|) of float64 values, _NO_EXPONENT for zeros."""
+    _, e = np.frexp(v)
+    return np.where(v != 0, e - 1, _NO_EXPONENT).astype(np.int32)
+
+
+def _round_toward_zero_fp32(v):
+    f = v.astype(np.float32)
+    away = np.abs(f.astype(np.float64)) > np.abs(v)
+    return np.where(away, np.nextafter(f, np.float32(0)), f)
+
+
+def mma_chain(x, y, acc, step):
+    """x (..., M, K) @ y (..., K, N) in the GPU's order, from the fp32 accumulator `acc` (or
+    zeros): `step` products per tensor-core step (0: one fused multiply-add per k)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    lead = np.broadcast_shapes(x.shape[:-2], y.shape[:-2],
+                               () if acc is None else np.shape(acc)[:-2])
+    M, K, N = x.shape[-2], x.shape[-1], y.shape[-1]
+    x = np.broadcast_to(x, (*lead, M, K)).reshape(-1, M, K)
+    y = np.broadcast_to(y, (*lead, K, N)).reshape(-1, K, N)
+    out = (np.zeros((x.shape[0], M, N), np.float32) if acc is None else
+           np.broadcast_to(np.asarray(acc, np.float32), (*lead, M, N)).reshape(-1, M, N)
+           .copy())
+    per = max(1, _STEP_BYTES // (8 * M * N * max(step, 1)))
+    for lo in range(0, x.shape[0], per):
+        part = slice(lo, lo + per)
+        if step == 0:
+            for k in range(K):  # one fma per k: the exact product, one rounding
+                out[part] = (out[part].astype(np.float64) +
+                             x[part, :, k, None] * y[part, None, k, :]).astype(np.float32)
+            continue
+        xs, ys = x[part], np.swapaxes(y[part], -1, -2)  # (P, M, K), (P, N, K)
+        ex, ey = _exponents(xs), _exponents(ys)
+        for k in range(0, K, step):
+            ks = slice(k, k + step)
+            # (P, M, N, step): the step's products, exact in float64, the step axis contiguous
+            products = (np.ascontiguousarray(xs[:, :, ks])[:, :, None, :] *
+                        np.ascontiguousarray(ys[:, :, ks])[:, None, :, :])
+            accum = out[part].astype(np.float64)
+            top = np.maximum((ex[:, :, None, ks] + ey[:, None, :, ks]).max(axis=3),
+                             _exponents(accum))
+            np.maximum(top, -900, out=top)  # all terms zero: any finite scale will do
+            scale = np.ldexp(1.0, ALIGN_BITS - top)  # exact powers of two
+            products *= scale[..., None]
+            total = np.trunc(products, out=products).sum(axis=3) + np.trunc(accum * scale)
+            out[part] = _round_toward_zero_fp32(total / scale)
+    return out.reshape((*lead, M, N))
 
 
 def _precision(input_precision, allow_tf32):

@@ -50,13 +50,15 @@ def parser():
 
 
 @contextlib.contextmanager
-def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True):
-    """`import triton` gives minitriton, with the emulated `gpu`, for the duration."""
+def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, program_dir=None):
+    """`import triton` gives minitriton, with the emulated `gpu`, for the duration.
+    `program_dir`: the directory of the program's own files, whose code sees CPU tensors as
+    `is_cuda` (runner/torch_patch.py)."""
     spec = get_gpu(gpu)
     with contextlib.ExitStack() as stack:
         triton = stack.enter_context(aliases(triton_version, EmulatedDriver(spec)))
         if torch_patch:
-            stack.enter_context(patched(spec))
+            stack.enter_context(patched(spec, program_dir))
         yield triton
 
 
@@ -98,7 +100,8 @@ def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITO
     if script:  # as `python script.py`: the script's directory first, instead of the cwd
         sys.path[:1] = [os.path.dirname(os.path.abspath(script))]
     try:
-        with emulated(gpu, triton_version, torch_patch):
+        program_dir = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+        with emulated(gpu, triton_version, torch_patch, program_dir):
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:

@@ -17,6 +17,14 @@ where it would hand out CUDA tensors:
                               program stops with a message that says what to change instead
                               of "Torch not compiled with CUDA enabled"
 
+and on torch.Tensor:
+
+    is_cuda                   True for CPU tensors when the program's own code asks (a file
+                              outside site-packages, in the directory of the program run):
+                              the driver's active device, the CPU, stands for the GPU there,
+                              so checks like tutorial 07's `assert x.is_cuda` hold; torch's and
+                              libraries' code still see False
+
 `--no-torch-patch` leaves torch alone. torch is patched when the program imports it (or at once,
 if it is already imported), so a NumPy program does not pay for importing torch.
 """
@@ -25,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 
 from .target import CPUEvent
@@ -109,8 +118,54 @@ def patched_module(module, new):
                 delattr(module, name)
 
 
-def _patch_torch(stack, torch, gpu):
+class ProgramFiles:
+    """Whether a code file is the program's own: under its directory, not an installed
+    package's."""
+
+    def __init__(self, directory):
+        self.directory = os.path.join(os.path.normcase(os.path.abspath(directory)), "")
+        self.known = {}
+
+    def __contains__(self, filename):
+        own = self.known.get(filename)
+        if own is None:
+            path = os.path.normcase(os.path.abspath(filename))
+            own = self.known[filename] = path.startswith(self.directory) and not any(
+                part in ("site-packages", "dist-packages") for part in path.split(os.sep))
+        return own
+
+
+def emulated_is_cuda(real, program):
+    """`Tensor.is_cuda`: True for CPU tensors seen from the program's own files."""
+    def is_cuda(tensor):
+        if real.__get__(tensor):
+            return True
+        return tensor.device.type == "cpu" and sys._getframe(1).f_code.co_filename in program
+    return property(is_cuda)
+
+
+@contextlib.contextmanager
+def patched_class(cls, name, value):
+    """`cls.name = value` for the duration (an inherited attribute is shadowed, then shown
+    again)."""
+    own = name in cls.__dict__
+    saved = cls.__dict__.get(name)
+    setattr(cls, name, value)
+    try:
+        yield
+    finally:
+        if own:
+            setattr(cls, name, saved)
+        else:
+            delattr(cls, name)
+
+
+def _patch_torch(stack, torch, gpu, program):
     stack.enter_context(patched_module(torch.cuda, replacements(gpu)))
+    if program is not None:
+        real = next(vars(k)["is_cuda"] for k in type.mro(torch.Tensor) if "is_cuda" in vars(k))
+        stack.enter_context(patched_class(torch.Tensor, "is_cuda",
+                                          emulated_is_cuda(real, program)))
     stack.enter_context(patched_module(torch.cpu, {name: value for name, value in
                                                    CPU_ADDITIONS.items()
                                                    if not hasattr(torch.cpu, name)}))
@@ -144,15 +199,17 @@ class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 @contextlib.contextmanager
-def patched(gpu):
-    """torch.cuda patched for `gpu` for the duration: now if torch is imported, else as soon as
-    the program imports it."""
+def patched(gpu, program_dir=None):
+    """torch patched for `gpu` for the duration: now if torch is imported, else as soon as the
+    program imports it. `program_dir`: where the program's own files are (for `is_cuda`;
+    None leaves `is_cuda` alone)."""
+    program = None if program_dir is None else ProgramFiles(program_dir)
     with contextlib.ExitStack() as stack:
         if sys.modules.get("torch") is not None:
-            _patch_torch(stack, sys.modules["torch"], gpu)
+            _patch_torch(stack, sys.modules["torch"], gpu, program)
             yield
             return
-        finder = _PatchOnImport(lambda torch: _patch_torch(stack, torch, gpu))
+        finder = _PatchOnImport(lambda torch: _patch_torch(stack, torch, gpu, program))
         sys.meta_path.insert(0, finder)
         stack.callback(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
         yield
