@@ -237,6 +237,7 @@ class AddressSpace:
             buf = self._buffer_holding(address, element_ty)
             if buf is None:
                 todo &= addresses != address
+                origins.add(None)  # lanes in memory nobody knows
                 continue
             begin = buf.address
             lanes = todo & (addresses >= begin) & (addresses < begin + buf.nbytes)
@@ -250,7 +251,7 @@ class AddressSpace:
             out[lanes] = buf.base + offsets // item
             todo &= ~lanes
             origins.add(buf.index)
-        origin = origins.pop() if len(origins) == 1 and not todo.any() else None
+        origin = origins.pop() if len(origins) == 1 else None
         return out, origin
 
     def _buffer_holding(self, address, element_ty):

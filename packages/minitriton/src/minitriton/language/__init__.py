@@ -24,6 +24,7 @@ from .debug import (assume, debug_barrier, device_assert, device_print, max_cons
                     max_contiguous, multiple_of, static_assert, static_print)
 from .descriptors import (load_tensor_descriptor, make_tensor_descriptor,
                           store_tensor_descriptor, tensor_descriptor)
+from .experimental import *  # noqa: F403  tl._experimental_*, nv_tma_desc_type (Triton 3.2/3.3)
 from .dot import dot
 from .dot_scaled import dot_scaled
 from .math_ops import (abs, cdiv, ceil, clamp, cos, div_rn, erf, exp, exp2, fdiv, floor, fma,

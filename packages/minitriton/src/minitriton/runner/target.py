@@ -4,6 +4,11 @@ A program that asks Triton's driver for its device gets the CPU (`torch.device("
 that asks for its target or device properties gets a real GPU's numbers (H100 by default), so
 that tutorials which size their grids from the SM count or the shared memory run unmodified.
 
+`driver.active.utils` also fills Triton 3.2/3.3's experimental TMA descriptors in host memory
+(`fill_1d_tma_descriptor`, `fill_2d_tma_descriptor`; the 128 bytes' fields are minitriton's own,
+tools/experimental_descriptor.py lists them), which `tl._experimental_descriptor_load/store`
+read in kernels (language/experimental.py).
+
 The GPUs themselves are minitriton's one table, runtime/gpus.py.
 """
 from __future__ import annotations
@@ -13,7 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import testing
+from .. import testing, types as _t
+from ..memory import AddressSpace
+from ..tools import experimental_descriptor
 
 @dataclass(frozen=True)
 class GPUTarget:
@@ -88,6 +95,45 @@ class EmulatedUtils:
                 "multiprocessor_count": g.multiprocessor_count, "warpSize": g.warp_size,
                 "sm_clock_rate": g.sm_clock_khz, "mem_clock_rate": g.mem_clock_khz,
                 "mem_bus_width": g.mem_bus_width}
+
+    # Triton 3.2/3.3's experimental TMA descriptors (tools/experimental_descriptor.py gives the
+    # 128 bytes' fields): the descriptor at host address `desc_address` describes the dense
+    # tensor at byte address `ptr`
+    def fill_1d_tma_descriptor(self, ptr, dim, block_dim, element_size, desc_address):
+        _fill(desc_address, experimental_descriptor.encode(ptr, [dim], [block_dim],
+                                                           element_size), "fill_1d")
+
+    def fill_2d_tma_descriptor(self, ptr, dim1, dim0, block_dim1, block_dim0, element_size,
+                               desc_address):
+        """`dim1` rows of `dim0` contiguous elements, boxes of `block_dim1` x `block_dim0`."""
+        _fill(desc_address, experimental_descriptor.encode(ptr, [dim1, dim0],
+                                                           [block_dim1, block_dim0],
+                                                           element_size), "fill_2d")
+
+
+def _fill(desc_address, fields, op):
+    """Write a descriptor's fields into the live host memory at `desc_address`: a torch CPU
+    tensor (found by its address, memory.py) or a NumPy array given to register_memory."""
+    size = experimental_descriptor.TMA_DESC_SIZE
+    if isinstance(desc_address, bool) or not isinstance(desc_address, (int, np.integer)):
+        raise TypeError(f"{op}_tma_descriptor: desc_address must be the descriptor's host "
+                        f"address as an int (`desc.data_ptr()`), got {type(desc_address).__name__}")
+    desc_address = int(desc_address)
+    if desc_address % experimental_descriptor.DESC_ALIGNMENT:
+        raise ValueError(f"{op}_tma_descriptor: the descriptor at 0x{desc_address:x} must be "
+                         f"{experimental_descriptor.DESC_ALIGNMENT}-byte aligned (a CUtensorMap "
+                         f"is); allocate it as torch.empty({size}, dtype=torch.int8)")
+    space = AddressSpace()
+    data, origin = space.pointers_from_integers(
+        np.array([desc_address, desc_address + size - 1], dtype=np.int64), _t.uint8)
+    if origin is None or data[1] - data[0] != size - 1:  # (an unknown end keeps the origin)
+        raise ValueError(f"{op}_tma_descriptor: the {size} bytes at 0x{desc_address:x} are not "
+                         f"all in one live CPU tensor; allocate the descriptor as "
+                         f"torch.empty({size}, dtype=torch.int8) and pass its data_ptr() (a "
+                         f"NumPy array: give it to minitriton.register_memory first)")
+    buf = space.buffers[origin]
+    start = int(data[0] - buf.base)
+    experimental_descriptor.write(buf.flat[start:start + size].view(np.uint8), fields)
 
 
 class EmulatedDriver:

@@ -22,6 +22,7 @@ from .. import context, types as _t
 from ..errors import CompilationError, LaunchError, MiniTritonError
 from ..language.core import literal, tensor
 from ..language.descriptors import tensor_descriptor
+from ..language.experimental import descriptor_argument
 from ..memory import AddressSpace
 from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
@@ -132,6 +133,8 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
         buf = memory.add(value, name)
         return tensor(np.array([buf.base], dtype=np.int64), _t.pointer_type(buf.dtype), [],
                       origin=buf.index)
+    if callable(getattr(value, "tma_desc_cpu_ptr", None)):  # Triton 3.2's TmaDescKernelParam
+        return descriptor_argument(value, name, memory)
     if _is_descriptor(value):
         base = _kernel_value(kernel, name, value.base, False, memory)
         return tensor_descriptor(base, [literal(int(d), _t.int32) for d in value.shape],
