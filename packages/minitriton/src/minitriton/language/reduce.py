@@ -1,8 +1,21 @@
 """Reductions and scans along a block axis: sum, max, min, argmax, argmin, cumsum, reduce.
 
 Types follow Triton's standard library: `sum` of ints narrower than 32 bits accumulates in
-(u)int32; `max`/`min` of fp16/bf16 return fp32 and of narrow ints return int32; arg-reductions
+(u)int32, floats are not widened (an fp16 sum adds in fp16, rounding at every step, as on the
+GPU); `max`/`min` of fp16/bf16 return fp32 and of narrow ints return int32; arg-reductions
 return int32 indices, ties broken toward the lowest index.
+
+Float sums and products, `reduce` and the scans combine in the GPU's order (Triton 3.6,
+ReduceOpToLLVM/ScanOpToLLVM; docs/numerics.md, "Reductions and scans: the GPU's order"). The
+block is spread over the num_warps * 32 threads of a program by Triton's blocked layout
+(`blocked_layout`): along an axis of n elements, thread (warp w, lane t) holds the
+`R x S` elements ((r * W + w) * T + t) * S + j. A reduction folds each thread's elements in
+that order, combines the lanes in a butterfly (shfl.xor T/2, ..., 2, 1) and then the warps
+(through shared memory, again a butterfly); `fold_in_gpu_order`. A scan scans each thread's
+S elements, the lanes' totals by Hillis-Steele (shfl.up 1, 2, 4, ...), folds the (r, w)
+totals in order and adds the carries; `scan_in_gpu_order`. Integer sums and scans wrap, so
+any order gives the GPU's bits: NumPy's is used. Where the GPU fuses a float32 product into
+the first add that takes it (`tl.sum(x * y)`), so does the model.
 """
 from __future__ import annotations
 
@@ -14,9 +27,12 @@ from .. import types as _t
 from ..context import active
 from ..errors import CompilationError
 from ..types import _unwrap
-from .arith import _finish
+from .arith import _exact, _finish, _fusing
 from .core import _convert, cast, compute_array, tensor, tensor_member, to_tensor
-from .shape import _take, expand_dims, reshape
+from .shape import expand_dims
+
+THREADS_PER_WARP = 32
+VECTOR_BITS = 128  # the widest load a thread issues: 16 bytes
 
 
 def _axis(x, axis):
@@ -31,27 +47,293 @@ def _axis(x, axis):
     return int(axis) % rank
 
 
+# ----- the GPU's layout and order
+
+
+def launch_num_warps():
+    """The launch's num_warps (Triton's default, 4, outside a launch or when not given)."""
+    ctx = active()
+    return int((ctx.record.options.get("num_warps") if ctx is not None else None) or 4)
+
+
+def blocked_layout(shape, bits, num_warps):
+    """(sizePerThread, threadsPerWarp, warpsPerCTA) of the layout Triton gives a block of
+    `shape` whose elements of `bits` bits were loaded from rows contiguous along the last
+    dim, at addresses proven 16-byte aligned: the coalesce pass gives each thread
+    min(128 bits, the last dim, elements / threads) consecutive elements, then
+    BlockedEncodingAttr::get spreads lanes and warps over the dims, the last one first."""
+    rank = len(shape)
+    threads = THREADS_PER_WARP * num_warps
+    numel = int(np.prod(shape, dtype=np.int64))
+    vec = builtins.min(builtins.max(VECTOR_BITS // bits, 1), shape[-1],
+                       builtins.max(numel // threads, 1))
+    spt = [1] * (rank - 1) + [vec]
+    tpw, wpc = [1] * rank, [1] * rank
+    lanes, warps = THREADS_PER_WARP, num_warps
+    for d in range(rank - 1, 0, -1):
+        per_cta = builtins.min(threads, builtins.max(1, shape[d] // spt[d]))
+        tpw[d] = builtins.min(per_cta, lanes)
+        wpc[d] = builtins.min(builtins.max(per_cta // tpw[d], 1), warps)
+        lanes, warps, threads = lanes // tpw[d], warps // wpc[d], threads // per_cta
+    tpw[0], wpc[0] = lanes, warps
+    return spt, tpw, wpc
+
+
+def _split(n, spt, tpw, wpc):
+    """(R, W, T, S) along an axis of n elements: the threads that hold distinct elements (a
+    block smaller than the layout is replicated over the rest) and each one's R x S."""
+    s = builtins.min(spt, n)
+    t = builtins.min(tpw, n // s)
+    w = builtins.min(wpc, n // (s * t))
+    return n // (s * t * w), w, t, s
+
+
+def axis_geometry(shape, axis, bits, num_warps):
+    """(R, W, T, S) of the threads along `axis` of a block (see the module's docstring)."""
+    spt, tpw, wpc = blocked_layout(shape, bits, num_warps)
+    return _split(shape[axis], spt[axis], tpw[axis], wpc[axis])
+
+
+def register_order(shape, bits, num_warps):
+    """(W, T, K) flat indices of the elements each thread (warp, lane) holds, in its register
+    order (its sizePerThread elements, then the repetitions; the last dim fastest): what a
+    reduction over the whole block (axis=None, a reshape that keeps every thread's registers)
+    folds, before the butterflies over lanes and warps."""
+    spt, tpw, wpc = blocked_layout(shape, bits, num_warps)
+    geo = [_split(n, *layout) for n, layout in zip(shape, zip(spt, tpw, wpc))]
+    rank = len(shape)
+    # one axis per (dim, role), roles grouped: warps, lanes, repetitions, sizePerThread
+    sizes = [g[role] for role in (1, 2, 0, 3) for g in geo]
+    grid = np.indices(sizes, sparse=True)
+    flat = 0
+    for d, (r_, w_, t_, s_) in enumerate(geo):
+        w, t, r, j = (grid[role * rank + d] for role in range(4))
+        flat = flat * shape[d] + ((r * w_ + w) * t_ + t) * s_ + j
+    n_w, n_t = int(np.prod(sizes[:rank])), int(np.prod(sizes[rank:2 * rank]))
+    return np.broadcast_to(flat, sizes).reshape(n_w, n_t, -1)
+
+
+def _threads_view(a, axis, geometry):
+    """A (lanes, *block) array as (its last `geometry` factor, lanes, *other dims, the other
+    factors): the block `axis` split into `geometry` (e.g. R, W, T, S), the last factor (a
+    thread's consecutive elements) first, so that each of them is one contiguous array."""
+    a = np.moveaxis(a, axis + 1, -1)
+    a = a.reshape(a.shape[:-1] + tuple(geometry))
+    return np.ascontiguousarray(np.moveaxis(a, -1, 0))
+
+
+def _halve(acc, combine, axis, fused=None):
+    """The butterfly over `axis` (-1 lanes, -2 warps) as lane 0 sees it: at distance d, lane
+    t < d combines its own value with lane t + d's. `fused(own, other)` takes the first step
+    where the own value is still an unrounded product."""
+    size = acc[0].shape[axis]
+    while size > 1:
+        size //= 2
+        cut = (slice(None),) * (acc[0].ndim + axis) + (slice(0, size),)
+        rest = (slice(None),) * (acc[0].ndim + axis) + (slice(size, 2 * size),)
+        own, other = [a[cut] for a in acc], [a[rest] for a in acc]
+        acc = fused(own, other) if fused is not None else combine(own, other)
+        fused = None
+    return acc
+
+
+def fold_in_gpu_order(arrays, shape, axis, bits, combine, exact=None, fma=None):
+    """Reduce (lanes, *shape) arrays (one per operand of a tuple reduction) along block
+    `axis` (None: all of it) in the GPU's order; `combine(a, b)` takes and returns lists of
+    arrays. `exact`: the unrounded values of a product that the GPU fuses into the first add
+    taking each element, `fma(a, exact)` that add (LLVM's contraction: of two products, the
+    first operand's, the running value's). Returns (lanes, *other dims) arrays."""
+    warps = launch_num_warps()
+    if axis is None and len(shape) > 1:
+        idx = register_order(shape, bits, warps)  # (W, T, K)
+
+        def regs(a):  # (K, lanes, W, T)
+            return np.ascontiguousarray(np.moveaxis(a.reshape(a.shape[0], -1)[:, idx], -1, 0))
+    else:
+        reps, w_, t_, s_ = axis_geometry(shape, axis or 0, bits, warps)
+
+        def regs(a):  # (R * S, lanes, *other dims, W, T): a thread's registers in order
+            a = np.moveaxis(a, axis + 1 if axis else 1, -1)
+            a = np.moveaxis(a.reshape(a.shape[:-1] + (reps, w_, t_, s_)), (-4, -1), (0, 1))
+            return np.ascontiguousarray(a).reshape((reps * s_,) + a.shape[2:])
+    views = [regs(a) for a in arrays]
+    exact = None if exact is None else regs(exact)
+    acc = [v[0] for v in views]
+    for k in range(1, len(views[0])):
+        if exact is None:
+            acc = combine(acc, [v[k] for v in views])
+        else:  # both operands are products at the first add: the first is fused
+            acc = fma([views[0][1]], exact[0]) if k == 1 else fma(acc, exact[k])
+    first = exact[0] if exact is not None and len(views[0]) == 1 else None
+    acc = _halve(acc, combine, -1, None if first is None else (
+        lambda own, other: fma(other, first[..., :own[0].shape[-1]])))
+    acc = _halve(acc, combine, -2)
+    return [a[..., 0, 0] for a in acc]
+
+
+def scan_in_gpu_order(arrays, shape, axis, bits, combine, reverse=False, exact=None, fma=None):
+    """Inclusive scans of (lanes, *shape) arrays along block `axis` in the GPU's order, for
+    the chunks k = r * W + w of T lanes of S elements: each thread scans its S elements; the
+    lanes scan their totals by Hillis-Steele (lane t takes lane t - d's, d = 1, 2, 4...); the
+    chunks' totals are folded in order into each chunk's carry; a thread's last element is
+    combine(carry, its lane prefix), its others combine(the previous lane's last element, or
+    for lane 0 the carry, own prefix). `combine(earlier, later)` takes and returns lists of
+    arrays. A reverse scan is the forward scan of the flipped block. `exact`, `fma`: as in
+    `fold_in_gpu_order`, but in the first repetition (r = 0) of the first two products the
+    second is fused (the first has more uses: it is also the block's first element)."""
+    reps, warps, lanes, regs = axis_geometry(shape, axis, bits, launch_num_warps())
+    chunks = reps * warps
+    geometry = (chunks, lanes, regs)
+    flip = (lambda a: np.flip(a, axis + 1)) if reverse else (lambda a: a)
+    views = [_threads_view(flip(a), axis, geometry) for a in arrays]  # (S, ..., K, T)
+    if exact is not None:
+        exact = _threads_view(flip(exact), axis, geometry)
+    prefixes = [[v[0] for v in views]]  # within each thread: elements 0..j
+    for j in range(1, regs):
+        if exact is None:
+            prefixes.append(combine(prefixes[-1], [v[j] for v in views]))
+        elif j == 1:  # two products: the second is fused where the first is also an output
+            second = fma(prefixes[-1], exact[1])[0]  # (the block's first: repetition 0)
+            first = fma([views[0][1]], exact[0])[0]
+            second[..., warps:, :] = first[..., warps:, :]
+            prefixes.append([second])
+        else:
+            prefixes.append(fma(prefixes[-1], exact[j]))
+    own = exact[0] if exact is not None and regs == 1 else None  # a total still a product
+    last = prefixes[-1]
+    d = 1
+    while d < lanes:  # across the lanes
+        earlier = [a[..., :-d] for a in last]
+        later = (combine(earlier, [a[..., d:] for a in last]) if own is None
+                 else fma(earlier, own[..., d:]))
+        last, own = [np.concatenate([a[..., :d], b], axis=-1) for a, b in zip(last, later)], None
+        d *= 2
+    carry = None
+    if chunks > 1 and own is not None and warps == 1:
+        # one lane, one element a chunk, all in one thread: each chunk's product is fused
+        # into the previous chunk's result (its carry)
+        done = [last[0][..., :1, :]]
+        for k in range(1, chunks):
+            done.append(fma([done[-1]], own[..., k:k + 1, :])[0])
+        last = [np.concatenate(done, axis=-2)]
+    elif chunks > 1:  # across the chunks: carry[k - 1] for chunk k
+        folded = [[a[..., 0, -1] for a in last]]
+        for k in range(1, chunks - 1):
+            folded.append(combine(folded[-1], [a[..., k, -1] for a in last]))
+        carry = [np.stack([f[i] for f in folded], axis=-1)[..., None] for i in range(len(last))]
+        wide = [np.broadcast_to(c, a[..., 1:, :].shape) for c, a in zip(carry, last)]
+        later = (combine(wide, [a[..., 1:, :] for a in last]) if own is None
+                 else fma(wide, own[..., 1:, :]))
+        last = [np.concatenate([a[..., :1, :], b], axis=-2) for a, b in zip(last, later)]
+    out = [[] for _ in last]  # per operand, its S elements' (..., K, T) arrays
+    if regs > 1:
+        before = []  # each thread's prefix: the previous lane's last, lane 0's the carry
+        for i, a in enumerate(last):
+            lane0 = a[..., :1, :1]  # (the block's first thread has none: left as it is)
+            if carry is not None:
+                lane0 = np.concatenate([lane0, carry[i]], axis=-2)
+            before.append(np.concatenate([lane0, a[..., :-1]], axis=-1))
+        for j in range(regs - 1):
+            mine = prefixes[j]
+            done = (fma(before, exact[0]) if exact is not None and j == 0 else
+                    combine(before, mine))
+            for i, (c, m) in enumerate(zip(done, mine)):
+                c = c if c.flags.writeable else c.copy()
+                c[..., 0, 0] = m[..., 0, 0]
+                out[i].append(c)
+    for i, a in enumerate(last):
+        out[i].append(a)
+    return [flip(np.moveaxis(np.stack(o, axis=-1).reshape(o[0].shape[:-2] + (shape[axis],)),
+                             -1, axis + 1)) for o in out]
+
+
+def _round_to_fp16(a):
+    """float32 values rounded to fp16 (to nearest even), kept in float32: `astype(float16)`
+    and back, in integer operations (twice as fast: a reduction rounds at every step)."""
+    u = a.view(np.uint32)
+    r = u + ((u >> np.uint32(13)) & np.uint32(1))
+    r += np.uint32(0x0FFF)
+    r &= np.uint32(0xFFFFE000)  # 10 mantissa bits left, a carry bumps the exponent
+    r = r.view(np.float32)
+    mag = np.abs(a)
+    if not mag.max(initial=0) <= 65504:  # beyond fp16's range: inf; NaN stays NaN
+        r = np.where(np.isnan(a), a,
+                     np.where(np.abs(r) > 65504, np.copysign(np.float32(np.inf), a), r))
+    tiny = mag < np.float32(2.0 ** -14)
+    if tiny.any():  # subnormal in fp16: a multiple of 2**-24
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np.where(tiny, np.rint(a * np.float32(2.0 ** 24)) * np.float32(2.0 ** -24), r)
+    return r
+
+
+def _round_to_bf16(a):
+    """float32 values rounded to bf16 (to nearest even), kept in float32."""
+    u = a.view(np.uint32)
+    r = u + ((u >> np.uint32(16)) & np.uint32(1))
+    r += np.uint32(0x7FFF)
+    r &= np.uint32(0xFFFF0000)
+    return np.where(np.isnan(a), a, r.view(np.float32))
+
+
+def _rounding(ty):
+    """float32 -> float32 rounded to `ty` (fp16, bf16, fp8), or None for the wide types."""
+    if ty == _t.float16:
+        return _round_to_fp16
+    if ty == _t.bfloat16:
+        return _round_to_bf16
+    if ty.is_floating() and ty.primitive_bitwidth < 32:
+        return lambda a: a.astype(ty.np).astype(np.float32)
+    return None
+
+
+def _arithmetic(ufunc, ty):
+    """combine(a, b) for a float sum or product in `ty`: one operation, rounded to `ty`."""
+    rnd = _rounding(ty)
+    if rnd is None:
+        return lambda a, b: [ufunc(a[0], b[0])]
+    return lambda a, b: [rnd(ufunc(a[0], b[0]))]
+
+
+def _user_combine(fn, dtypes, what):
+    """combine(a, b) calling the kernel's @jit `fn(*a, *b)` on blocks of these types."""
+    def combine(a, b):
+        block = list(a[0].shape[1:])
+        out = fn(*(tensor(v, t, block) for v, t in zip(list(a) + list(b), dtypes + dtypes)))
+        out = out if isinstance(out, tuple) else (out,)
+        out = [to_tensor(_unwrap(o)) for o in out]
+        if len(out) != len(dtypes) or any(o.dtype != t for o, t in zip(out, dtypes)):
+            raise CompilationError(f"the {what}'s combine_fn must return as many values as it "
+                                   f"combines, of the same types ({[str(t) for t in dtypes]})")
+        return [np.broadcast_to(o.data, a[0].shape) for o in out]
+    return combine
+
+
+def _product_of(x):
+    """(exact, fma) for a float32 product `x` whose multiplications the GPU fuses into the adds
+    of a sum or scan of it, else (None, None): `exact` its float64 value broadcast to
+    (lanes, *block), `fma(a, exact)` the fused add, rounded once. (fp16 and bf16 products are
+    multiplied in f16x2/bf16x2 pairs, whose contraction depends on how LLVM packs them: not
+    modelled; docs/numerics.md.)"""
+    if x.fused is None or not x.shape or x.dtype != _t.float32 or not _fusing(x.dtype):
+        return None, None
+    exact = np.broadcast_to(_exact(x, len(x.shape)), x.data.shape)
+    return exact, lambda acc, e: [(acc[0].astype(np.float64) + e).astype(np.float32)]
+
+
+# ----- the operations
+
+
 def _reduce(x, axis, keep_dims, fn, out_dtype, kind=None):
+    """fn(data, ax) -> (lanes, *result) of a (lanes, *block) array, ax None for all of it."""
     x = to_tensor(_unwrap(x))
     ax = _axis(x, axis)
     keep = bool(_unwrap(keep_dims))
-    data = compute_array(x)
-    lanes = data.shape[0]
     with np.errstate(all="ignore"):
-        if ax is None:
-            flat = data.reshape(lanes, -1)
-            out = fn(flat, 1)
-            shape = [1] * len(x.shape) if keep else []
-            out = out.reshape((lanes, *shape))
-        else:
-            out = fn(data, ax + 1)
-            shape = list(x.shape)
-            if keep:
-                shape[ax] = 1
-                out = np.expand_dims(out, ax + 1)
-            else:
-                del shape[ax]
-    out = np.asarray(out)
+        out = np.asarray(fn(compute_array(x), ax))
+    shape = [] if ax is None else [n for d, n in enumerate(x.shape) if d != ax]
+    if keep:
+        shape = [1] * len(x.shape) if ax is None else list(x.shape[:ax]) + [1] + shape[ax:]
+    out = out.reshape((out.shape[0], *shape))
     if out.dtype != out_dtype.np:
         out = _convert(out, out_dtype)
     result = tensor(out, out_dtype, shape)
@@ -62,16 +344,30 @@ def _reduce(x, axis, keep_dims, fn, out_dtype, kind=None):
     return result
 
 
+def _unordered(ufunc):
+    """fn for `_reduce` of an operation whose result does not depend on the order."""
+    return lambda a, ax: ufunc(a.reshape(a.shape[0], -1) if ax is None else a,
+                               axis=1 if ax is None else ax + 1)
+
+
 @tensor_member
 def sum(input, axis=None, keep_dims=False, dtype=None):  # noqa: A001 - Triton's name
     x = to_tensor(_unwrap(input))
     dtype = _unwrap(dtype)
+    bits = x.dtype.primitive_bitwidth  # the layout is the loaded block's, before any cast
     if dtype is None:
         dtype = x.dtype
         if x.dtype.is_int() and x.dtype.int_bitwidth < 32:
             dtype = _t.int32 if x.dtype.is_int_signed() else _t.uint32
+    exact, fma = _product_of(x) if dtype == x.dtype else (None, None)
     x = cast(x, dtype)
-    return _reduce(x, axis, keep_dims, lambda a, ax: np.add.reduce(a, axis=ax), dtype, "sum")
+    if not dtype.is_floating():
+        return _reduce(x, axis, keep_dims, _unordered(np.add.reduce), dtype, "sum")
+    add = _arithmetic(np.add, dtype)
+
+    def fn(a, ax):
+        return fold_in_gpu_order([a], x.shape, ax, bits, add, exact, fma)[0]
+    return _reduce(x, axis, keep_dims, fn, dtype, "sum")
 
 
 def _widen_for_minmax(x):
@@ -88,7 +384,7 @@ def _minmax(np_fn, arg_fn, name):
             values = op(x, axis, keep_dims=keep_dims)
             return values, _arg(x, axis, keep_dims, arg_fn)
         x = _widen_for_minmax(x)
-        return _reduce(x, axis, keep_dims, lambda a, ax: np_fn.reduce(a, axis=ax), x.dtype, name)
+        return _reduce(x, axis, keep_dims, _unordered(np_fn.reduce), x.dtype, name)
     op.__name__ = name
     return tensor_member(op)
 
@@ -99,7 +395,8 @@ def _arg(x, axis, keep_dims, arg_fn):
     def fn(a, ax):
         if a.dtype.kind == "f":
             a = np.where(np.isnan(a), -np.inf if arg_fn is np.argmax else np.inf, a)
-        return arg_fn(a, axis=ax)
+        return arg_fn(a.reshape(a.shape[0], -1) if ax is None else a,
+                      axis=1 if ax is None else ax + 1)
     return _reduce(x, axis, keep_dims, fn, _t.int32, "max" if arg_fn is np.argmax else "min")
 
 
@@ -122,48 +419,64 @@ def xor_sum(input, axis=None, keep_dims=False):
     x = to_tensor(_unwrap(input))
     if not x.dtype.is_int():
         raise CompilationError("xor_sum only supported for integers")
-    return _reduce(x, axis, keep_dims, lambda a, ax: np.bitwise_xor.reduce(a, axis=ax), x.dtype)
+    return _reduce(x, axis, keep_dims, _unordered(np.bitwise_xor.reduce), x.dtype)
 
 
-def _scan(np_fn, name):
+def _scan(ufunc, name):
     def op(input, axis=0, reverse=False, dtype=None):
         x = to_tensor(_unwrap(input))
+        bits = x.dtype.primitive_bitwidth
+        exact, fma = (None, None)
+        if ufunc is np.add and _unwrap(dtype) is None:
+            exact, fma = _product_of(x)
+        if x.dtype == _t.bfloat16:  # as Triton's cumsum and cumprod: scanned in fp32
+            x, exact, fma = cast(x, _t.float32), None, None
         if _unwrap(dtype) is not None:
             x = cast(x, _unwrap(dtype))
         elif x.dtype.is_int() and x.dtype.int_bitwidth < 32:
             x = cast(x, _t.int32 if x.dtype.is_int_signed() else _t.uint32)
-        ax = _axis(x, axis) + 1
+        if not x.shape:
+            raise CompilationError("cannot scan a scalar")
+        ax = _axis(x, axis)
         data = compute_array(x)
         with np.errstate(all="ignore"):
-            if _unwrap(reverse):
-                out = np.flip(np_fn(np.flip(data, ax), axis=ax), ax)
+            if not x.dtype.is_floating():  # wrapping integers: any order gives the same bits
+                flip = (lambda a: np.flip(a, ax + 1)) if _unwrap(reverse) else (lambda a: a)
+                out = flip(ufunc.accumulate(flip(data), axis=ax + 1))
             else:
-                out = np_fn(data, axis=ax)
+                out = scan_in_gpu_order([data], x.shape, ax, bits, _arithmetic(ufunc, x.dtype),
+                                        bool(_unwrap(reverse)), exact, fma)[0]
         return _finish(np.ascontiguousarray(out), x.dtype, x.shape)
     op.__name__ = name
     return tensor_member(op)
 
 
-cumsum = _scan(np.cumsum, "cumsum")
-cumprod = _scan(np.cumprod, "cumprod")
+cumsum = _scan(np.add, "cumsum")
+cumprod = _scan(np.multiply, "cumprod")
 
 
 @tensor_member
 def reduce(input, axis, combine_fn, keep_dims=False):
-    """Reduce with a user @jit combine function, folding pairwise along the axis."""
-    x = to_tensor(_unwrap(input))
-    if _unwrap(axis) is None:
-        x = reshape(x, [x.numel])
-        axis = 0
-    ax = _axis(x, axis)
-    n = x.shape[ax]
-    parts = [_take(x, ax, i) for i in range(n)]
-    while len(parts) > 1:  # tree order, as a GPU reduction combines
-        nxt = [combine_fn(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
-        if len(parts) % 2:
-            nxt.append(parts[-1])
-        parts = nxt
-    out = parts[0]
-    if _unwrap(keep_dims):
-        out = expand_dims(out, ax)
-    return out
+    """Reduce one tensor or a tuple of tensors with the kernel's @jit `combine_fn(*a, *b)`, in
+    the GPU's order (`fold_in_gpu_order`)."""
+    single = not isinstance(input, tuple)
+    xs = [to_tensor(_unwrap(v)) for v in ((input,) if single else input)]
+    shape = xs[0].shape
+    if any(x.shape != shape for x in xs):
+        raise CompilationError("all reduce inputs must have the same shape")
+    ax = _axis(xs[0], axis)
+    if not shape:
+        raise CompilationError("cannot reduce a scalar")
+    lanes = builtins.max(x.data.shape[0] for x in xs)
+    arrays = [np.broadcast_to(x.data, (lanes, *shape)) for x in xs]
+    dtypes = [x.dtype for x in xs]
+    out = fold_in_gpu_order(arrays, shape, ax, xs[0].dtype.primitive_bitwidth,
+                            _user_combine(combine_fn, dtypes, "reduction"))
+    rest = [] if ax is None else [n for d, n in enumerate(shape) if d != ax]
+    result = []
+    for o, t in zip(out, dtypes):
+        r = tensor(np.ascontiguousarray(o).reshape((lanes, *rest)), t, rest)
+        if _unwrap(keep_dims):  # as Triton: a reduction over all of a block keeps one dim
+            r = expand_dims(r, 0 if ax is None else ax)
+        result.append(r)
+    return result[0] if single else tuple(result)

@@ -1,8 +1,10 @@
 """Scans and permutations: associative_scan, sort, topk, flip, interleave, histogram, gather.
 
-`associative_scan` calls the user's @jit combine function on whole blocks, log2(n) times
-(Hillis-Steele), so an integer or max/min scan is exact and a float sum differs from the GPU's
-order only by rounding. `sort`/`topk` run the bitonic network of Triton's standard library
+`associative_scan` calls the user's @jit combine function on blocks of the GPU's threads in the
+GPU's order (each thread's elements, then the lanes by Hillis-Steele, then the chunks of warps:
+language/reduce.py `scan_in_gpu_order`), so a float or a non-associative combine gives the
+GPU's bits where the block has Triton's default layout (docs/numerics.md). `sort`/`topk` run
+the bitonic network of Triton's standard library
 (python/triton/language/standard.py: the block as a hypercube of 2s, compare-and-swap by
 `where((x > y) != (flip ^ is_right), y, x)`), so ties, -0.0/+0.0 and NaN come out as on the GPU.
 """
@@ -14,7 +16,7 @@ from .. import types as _t
 from ..errors import CompilationError, OutOfBoundsError
 from ..types import _unwrap
 from .core import tensor, tensor_member, to_tensor, validate_block_shape
-from .reduce import max as _max, min as _min
+from .reduce import _user_combine, max as _max, min as _min, scan_in_gpu_order
 from .shape import join, reshape
 
 
@@ -31,7 +33,8 @@ def _wrap_axis(axis, rank, what):
 
 @tensor_member
 def associative_scan(input, axis, combine_fn, reverse=False):
-    """Inclusive scan of one tensor or a tuple of tensors with `combine_fn(*lhs, *rhs)`."""
+    """Inclusive scan of one tensor or a tuple of tensors with `combine_fn(*lhs, *rhs)`, in the
+    GPU's order (language/reduce.py `scan_in_gpu_order`)."""
     single = not isinstance(input, tuple)
     xs = [to_tensor(_unwrap(v)) for v in ((input,) if single else input)]
     shape = xs[0].shape
@@ -39,29 +42,13 @@ def associative_scan(input, axis, combine_fn, reverse=False):
         raise CompilationError("all scan inputs must have the same shape")
     if not shape:
         raise CompilationError("associative_scan needs a block, got a scalar")
-    ax = _wrap_axis(axis, len(shape), "scan") + 1
+    ax = _wrap_axis(axis, len(shape), "scan")
     lanes = _lanes(*(x.data for x in xs))
     data = [np.broadcast_to(x.data, (lanes, *shape)) for x in xs]
-    if _unwrap(reverse):
-        data = [np.flip(a, ax) for a in data]
-    n = shape[ax - 1]
-    pos = np.arange(n).reshape((1,) * ax + (n,) + (1,) * (len(shape) - ax))
-    step = 1
-    while step < n:  # element i combines with i - step; lanes below step keep their value
-        earlier = [tensor(np.roll(a, step, axis=ax), x.dtype, shape) for a, x in zip(data, xs)]
-        later = [tensor(a, x.dtype, shape) for a, x in zip(data, xs)]
-        out = combine_fn(*earlier, *later)
-        out = out if isinstance(out, tuple) else (out,)
-        if len(out) != len(xs) or any(to_tensor(o).dtype != x.dtype for o, x in zip(out, xs)):
-            raise CompilationError("the scan's combine_fn must return as many values as it "
-                                   "scans, of the same types "
-                                   f"({[str(x.dtype) for x in xs]})")
-        data = [np.where(pos >= step, np.broadcast_to(to_tensor(o).data, a.shape), a)
-                for o, a in zip(out, data)]
-        step *= 2
-    if _unwrap(reverse):
-        data = [np.flip(a, ax) for a in data]
-    result = tuple(tensor(np.ascontiguousarray(a), x.dtype, shape) for a, x in zip(data, xs))
+    dtypes = [x.dtype for x in xs]
+    out = scan_in_gpu_order(data, shape, ax, xs[0].dtype.primitive_bitwidth,
+                            _user_combine(combine_fn, dtypes, "scan"), bool(_unwrap(reverse)))
+    result = tuple(tensor(np.ascontiguousarray(a), t, shape) for a, t in zip(out, dtypes))
     return result[0] if single else result
 
 
