@@ -308,3 +308,94 @@ def test_triton_language_extra_is_minitritons_once_it_exists():
         from triton.language.extra import libdevice
         import minitriton.language.extra
         assert libdevice is minitriton.language.extra.libdevice
+
+
+IS_CUDA = """
+    import torch
+    import triton
+    DEVICE = triton.runtime.driver.active.get_active_torch_device()
+    x = torch.rand(4, device=DEVICE)
+    assert x.is_cuda  # as tutorial 07 checks: the driver's device stands for the GPU here
+    print(x.is_cuda, torch.zeros(1).is_cuda, x.device.type)
+"""
+
+
+def test_cpu_tensors_are_cuda_in_the_programs_own_code(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    rc, out, err = run_here(tmp_path, capsys, IS_CUDA)
+    assert rc == 0, err
+    assert out.split() == ["True", "True", "cpu"]
+    assert torch.zeros(1).is_cuda is False  # put back, and never so outside the program
+    rc, _, err = run_here(tmp_path, capsys, IS_CUDA, torch_patch=False)
+    assert rc == 1 and "AssertionError" in err
+
+
+TORCH_MATMUL = """
+    import numpy as np
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def mm(a, b, c, K: tl.constexpr, BK: tl.constexpr):
+        r = tl.arange(0, 32)
+        acc = tl.zeros((32, 32), tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(tl.load(a + r[:, None] * K + k + tl.arange(0, BK)[None, :]),
+                         tl.load(b + (k + tl.arange(0, BK))[:, None] * 32 + r[None, :]), acc)
+        tl.store(c + r[:, None] * 32 + r[None, :], acc.to(tl.float16))
+
+    torch.manual_seed(0)
+    a = torch.rand(32, 512, dtype=torch.float16)
+    b = torch.rand(512, 32, dtype=torch.float16)
+    c = torch.empty(32, 32, dtype=torch.float16)
+    mm[(1,)](a, b, c, K=512, BK=64)
+    ref = torch.matmul(a, b)
+    exact = (a.double() @ b.double()).half()
+    print(int((c != ref).sum()), int((c != exact).sum()))
+"""
+
+
+def test_torchs_fp16_matmul_has_the_gpus_numerics(tmp_path, capsys):
+    pytest.importorskip("torch")
+    rc, out, err = run_here(tmp_path, capsys, TORCH_MATMUL)
+    assert rc == 0, err
+    differ_from_torch, differ_from_exact = map(int, out.split())
+    assert differ_from_torch == 0  # the kernel and torch.matmul: one tensor-core chain
+    assert differ_from_exact > 0  # which is not the correctly rounded product
+    rc, out, err = run_here(tmp_path, capsys, TORCH_MATMUL, torch_patch=False)
+    assert rc == 0 and int(out.split()[0]) > 0, err  # torch's CPU matmul rounds otherwise
+
+
+SMALL = """
+    import triton
+    import triton.testing
+
+    calls = []
+
+    @triton.testing.perf_report(triton.testing.Benchmark(
+        x_names=["n"], x_vals=[4096, 64, 1024, 16], line_arg="p", line_vals=["a"],
+        line_names=["A"], plot_name="p", args={}))
+    def bench(n, p):
+        return triton.testing.do_bench(lambda: calls.append(n), warmup=1000, rep=1000)
+
+    bench.run(print_data=False)
+    print(sorted(set(calls)), len(calls))
+"""
+
+
+def test_small_measures_the_smallest_points_once(tmp_path, capsys):
+    rc, out, err = run_here(tmp_path, capsys, SMALL, small=True)
+    assert rc == 0, err
+    assert out.strip() == "[16, 64] 6"  # 2 smallest x values, 3 calls each (compile, estimate, 1)
+    rc, out, err = run_here(tmp_path, capsys, SMALL)
+    assert rc == 0 and out.startswith("[16, 64, 1024, 4096]"), err
+
+
+def test_module_arguments_are_the_modules(tmp_path):
+    (tmp_path / "shout.py").write_text("import sys\nprint(sys.argv[1:])\n")
+    done = subprocess.run([sys.executable, "-m", "minitriton", "--gpu", "h200", "-m", "shout",
+                           "-x", "--gpu", "q"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['-x', '--gpu', 'q']"

@@ -4,7 +4,7 @@ Three ways to set them, the later winning:
   * the environment: `MINITRITON_EXECUTOR=sequential`, `MINITRITON_SANITIZE=races,order`
     (any check that is off by default, by its field name: races, order, padding, footprint;
     `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`,
-    `MINITRITON_STRICT_GLOBALS=0`, `MINITRITON_AUTOTUNE_GPU=H200`;
+    `MINITRITON_STRICT_GLOBALS=0`, `MINITRITON_EXACT_DOT=0`, `MINITRITON_AUTOTUNE_GPU=H200`;
   * for a block of code, or from now on: `minitriton.configure(races=True)` (a context manager,
     or a plain call);
   * for one launch: `kernel[grid](..., minitriton_settings=Settings(races=True))`.
@@ -53,6 +53,10 @@ class Settings:
         Triton's interpreter (TRITON_INTERPRET=1) does, leniently.
     autotune_gpu: the emulated GPU whose roofline (memory bandwidth, tl.dot throughput) the
         autotuner ranks configurations on: "H100" (default), "H200", "A100".
+    exact_dot: `tl.dot` of fp16/bf16/fp32 operands sums as the H200's tensor cores do, bit for
+        bit (on by default; language/dot.py). It costs 10 to 50 times NumPy's matmul on the
+        CPU; False (`MINITRITON_EXACT_DOT=0`) sums with NumPy's fp32 matmul instead, within an
+        fp32 rounding of the sum but not the GPU's bits.
     """
 
     executor: str = "lockstep"
@@ -67,6 +71,7 @@ class Settings:
     footprint: bool = False
     strict_globals: bool = True
     autotune_gpu: str = "H100"
+    exact_dot: bool = True
 
     def __post_init__(self):
         if self.executor not in EXECUTORS:
@@ -82,9 +87,10 @@ class Settings:
             kwargs["executor"] = env["MINITRITON_EXECUTOR"].strip()
         if env.get("MINITRITON_SEED"):
             kwargs["seed"] = int(env["MINITRITON_SEED"])
-        if env.get("MINITRITON_STRICT_GLOBALS"):
-            kwargs["strict_globals"] = env["MINITRITON_STRICT_GLOBALS"].strip().lower() not in (
-                "0", "false", "no", "off")
+        for name in ("strict_globals", "exact_dot"):
+            value = env.get(f"MINITRITON_{name.upper()}")
+            if value:
+                kwargs[name] = value.strip().lower() not in ("0", "false", "no", "off")
         if env.get("MINITRITON_AUTOTUNE_GPU"):
             kwargs["autotune_gpu"] = env["MINITRITON_AUTOTUNE_GPU"].strip()
         for item in filter(None, (s.strip() for s in env.get("MINITRITON_SANITIZE", "").split(","))):

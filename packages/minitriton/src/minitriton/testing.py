@@ -17,6 +17,7 @@ needed only to plot (`show_plots`, `save_path`); the table and the CSV need noth
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import statistics
@@ -26,6 +27,31 @@ import time
 import numpy as np
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
+_SMALL = {"points": None}  # set by small(): benchmarks measure only their smallest points
+
+
+@contextlib.contextmanager
+def small(points=2):
+    """Benchmarks in a hurry (the runner's `--small`), for the duration: every `Benchmark` of
+    `perf_report` measures only its `points` smallest x values (by the product of their
+    numbers), and `do_bench` times one call after the first (which compiles) and one estimate,
+    whatever its `warmup` and `rep`. Kernels, problem sizes outside benchmarks, and the
+    program's checks are untouched."""
+    saved = _SMALL["points"]
+    _SMALL["points"] = int(points)
+    try:
+        yield
+    finally:
+        _SMALL["points"] = saved
+
+
+def _magnitude(x):
+    values = x if isinstance(x, (list, tuple)) else [x]
+    product = 1.0
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            product *= abs(v)
+    return product
 
 
 def _call_ms(fn):
@@ -60,6 +86,8 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     if return_mode not in RETURN_MODES:
         raise ValueError(f"return_mode must be one of {', '.join(RETURN_MODES)}, "
                          f"got {return_mode!r}")
+    if _SMALL["points"] is not None:
+        warmup = rep = 0
     first = _call_ms(fn)  # compiles, as on the GPU: not part of the estimate
     n_estimate = max(1, min(5, int(rep / max(first, 1e-6))))
     estimate = max(sum(_call_ms(fn) for _ in range(n_estimate)) / n_estimate, 1e-6)
@@ -186,7 +214,11 @@ class Mark:
     def _measure(self, bench, kwargs):
         """Rows of x values + (value, low, high) per line."""
         rows = []
-        for x in bench.x_vals:
+        x_vals = list(bench.x_vals)
+        if _SMALL["points"] is not None:
+            keep = sorted(range(len(x_vals)), key=lambda i: _magnitude(x_vals[i]))
+            x_vals = [x_vals[i] for i in sorted(keep[:_SMALL["points"]])]
+        for x in x_vals:
             xs = list(x) if isinstance(x, (list, tuple)) else [x] * len(bench.x_names)
             if len(xs) != len(bench.x_names):
                 raise ValueError(f"expected {len(bench.x_names)} values for {bench.x_names}, "
@@ -272,4 +304,4 @@ def perf_report(benchmarks):
 
 
 __all__ = ["do_bench", "do_bench_cudagraph", "assert_close", "Benchmark", "Mark", "perf_report",
-           "Table"]
+           "Table", "small"]

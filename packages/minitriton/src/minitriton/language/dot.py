@@ -99,7 +99,7 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     for hook in ctx.hooks["on_dot"]:
         hook(a, b, flops)
     x, y = _operand_arrays(a, b, precision)
-    steps = _mma_steps(a.dtype, precision, ret)
+    steps = _mma_steps(a.dtype, precision, ret) if ctx.settings.exact_dot else None
     if steps is not None:
         start = None if acc is None else expand_to_rank(acc, len(shape))
         out = tensor(mma_chain(x, y, start, steps), _t.float32, shape)

@@ -1,6 +1,7 @@
 """The runner: an unmodified Triton program on a CPU-only machine.
 
-    python -m minitriton [--gpu H100] [--triton-version 3.6.0] [--no-torch-patch] script.py [args]
+    python -m minitriton [--gpu H100] [--triton-version 3.6.0] [--no-torch-patch] [--small]
+                         script.py [args]              # or -m MODULE [args]
     minitriton run script.py [args]                     # the same, as a console script
 
 Like `TRITON_INTERPRET=1`, but anywhere: `import triton` gives minitriton (runner/modules.py),
@@ -19,6 +20,7 @@ import runpy
 import sys
 import traceback
 
+from .. import testing
 from .modules import TRITON_VERSION, aliases
 from ..runtime.gpus import DEFAULT_GPU, GPUS, gpu as get_gpu
 from .target import EmulatedDriver
@@ -42,6 +44,10 @@ def parser():
     p.add_argument("--no-torch-patch", action="store_true",
                    help="leave torch.cuda alone (by default it reports the emulated GPU and "
                         "stops CUDA tensors with a message)")
+    p.add_argument("--small", action="store_true",
+                   help="benchmarks in a hurry: each triton.testing Benchmark measures its 2 "
+                        "smallest x values, do_bench times one call; kernels, checks and "
+                        "other sizes are untouched")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a module as `python -m MODULE` does, instead of a script")
     p.add_argument("script", nargs="?", help="the program to run")
@@ -50,7 +56,8 @@ def parser():
 
 
 @contextlib.contextmanager
-def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, program_dir=None):
+def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, program_dir=None,
+             small=False):
     """`import triton` gives minitriton, with the emulated `gpu`, for the duration.
     `program_dir`: the directory of the program's own files, whose code sees CPU tensors as
     `is_cuda` (runner/torch_patch.py)."""
@@ -59,6 +66,8 @@ def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, p
         triton = stack.enter_context(aliases(triton_version, EmulatedDriver(spec)))
         if torch_patch:
             stack.enter_context(patched(spec, program_dir))
+        if small:
+            stack.enter_context(testing.small())
         yield triton
 
 
@@ -91,7 +100,7 @@ def _exit_code(code):
 
 
 def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITON_VERSION,
-        torch_patch=True):
+        torch_patch=True, small=False):
     """Run a program (a script's path, or `module` as with `python -m`) under the emulation;
     returns its exit status. Its exceptions are printed, without the runner's frames."""
     target = module or script
@@ -101,7 +110,7 @@ def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITO
         sys.path[:1] = [os.path.dirname(os.path.abspath(script))]
     try:
         program_dir = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
-        with emulated(gpu, triton_version, torch_patch, program_dir):
+        with emulated(gpu, triton_version, torch_patch, program_dir, small):
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
@@ -125,20 +134,38 @@ def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITO
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
+def _module_split(argv):
+    """Where the arguments of `-m MODULE` begin, if -m comes before any script (else None)."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "-m":
+            return i + 2 if i + 1 < len(argv) else None
+        if not token.startswith("-"):
+            return None  # the script: what follows is its own
+        i += 2 if token in ("--gpu", "--triton-version") else 1
+    return None
+
+
 def main(argv=None):
     """`python -m minitriton ...` and the `minitriton` console script (`minitriton run ...`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["run"] and not os.path.isfile("run"):
         argv = argv[1:]
+    # `-m MODULE args...`: everything after the module's name is the module's own
+    cut, module_args = _module_split(argv), None
+    if cut is not None:
+        argv, module_args = argv[:cut], argv[cut:]
     opts = parser().parse_args(argv)
-    if (opts.module is None) == (opts.script is None):
-        if opts.module is not None:  # `-m MODULE args...`: the script slot took the first arg
-            opts.args = [opts.script, *opts.args]
-        else:
-            parser().error("give a script to run (or -m MODULE)")
+    if module_args is not None:
+        opts.args = list(module_args)
+        if opts.script is not None:
+            parser().error("give a script or -m MODULE, not both")
+    elif opts.script is None:
+        parser().error("give a script to run (or -m MODULE)")
     return run(opts.script if opts.module is None else None, opts.args, module=opts.module,
                gpu=opts.gpu, triton_version=opts.triton_version,
-               torch_patch=not opts.no_torch_patch)
+               torch_patch=not opts.no_torch_patch, small=opts.small)
 
 
 __all__ = ["main", "run", "emulated", "GPUS", "CUDATensorError"]

@@ -25,18 +25,24 @@ and on torch.Tensor:
                               so checks like tutorial 07's `assert x.is_cuda` hold; torch's and
                               libraries' code still see False
 
+torch.utils._triton's has_triton_package()/has_triton() answer False (torch.compile must not take
+minitriton for Triton's GPU code generator), and torch's fp16/bf16 matrix products (and layer-norm backward) take the GPU's numerics
+(runner/torch_numerics.py), so that a program's checks against torch hold as on the GPU.
+
 `--no-torch-patch` leaves torch alone. torch is patched when the program imports it (or at once,
 if it is already imported), so a NumPy program does not pay for importing torch.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 
 from .target import CPUEvent
+from .torch_numerics import mode_class
 
 CUDA_HELP = ("minitriton runs Triton programs on the CPU, so there are no CUDA tensors: make "
              "tensors on the device Triton's driver gives, "
@@ -162,6 +168,12 @@ def patched_class(cls, name, value):
 
 def _patch_torch(stack, torch, gpu, program):
     stack.enter_context(patched_module(torch.cuda, replacements(gpu)))
+    # torch asks find_spec("triton") whether Triton is installed: here that finds minitriton,
+    # which cannot be inductor's GPU code generator; torch.compile keeps to its CPU backend
+    stack.enter_context(patched_module(importlib.import_module("torch.utils._triton"),
+                                       {"has_triton_package": lambda: False,
+                                        "has_triton": lambda: False}))
+    stack.enter_context(mode_class(torch)())
     if program is not None:
         real = next(vars(k)["is_cuda"] for k in type.mro(torch.Tensor) if "is_cuda" in vars(k))
         stack.enter_context(patched_class(torch.Tensor, "is_cuda",
