@@ -399,3 +399,29 @@ def test_module_arguments_are_the_modules(tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['-x', '--gpu', 'q']"
+
+
+LAYER_NORM = """
+    import torch
+    torch.manual_seed(0)
+    x = (-2.3 + 0.5 * torch.randn(512, 1024)).half().requires_grad_()
+    w = torch.rand(1024, dtype=torch.float16, requires_grad=True)
+    b = torch.rand(1024, dtype=torch.float16, requires_grad=True)
+    dy = 0.1 * torch.randn(512, 1024).half()
+    torch.nn.functional.layer_norm(x, (1024,), w, b, 1e-5).backward(dy)
+    xd = x.detach().double()
+    xhat = (xd - xd.mean(-1, keepdim=True)) / torch.sqrt(xd.var(-1, unbiased=False,
+                                                                keepdim=True) + 1e-5)
+    print(float((w.grad.double() - (dy.double() * xhat).sum(0)).abs().max()),
+          float((b.grad.double() - dy.double().sum(0)).abs().max()))
+"""
+
+
+def test_layer_norm_backward_accumulates_as_cuda(tmp_path, capsys):
+    pytest.importorskip("torch")
+    rc, out, err = run_here(tmp_path, capsys, LAYER_NORM)
+    assert rc == 0, err
+    dw, db = map(float, out.split())
+    assert dw < 4e-3 and db < 4e-3  # one fp16 rounding of sums of about 2..4 (half ulp 2**-9)
+    rc, out, err = run_here(tmp_path, capsys, LAYER_NORM, torch_patch=False)
+    assert rc == 0 and max(map(float, out.split())) > 4e-3, err  # torch's CPU kernel, in fp16

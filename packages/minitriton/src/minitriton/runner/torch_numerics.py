@@ -12,6 +12,8 @@ kernels accumulate half types:
     aten.mm, aten.bmm, aten.addmm (alpha = beta = 1)   fp16/bf16 operands: the tensor-core
                                    chain over all of K from zero (`mma_chain`, 16 products per
                                    step), the bias added in fp32, one rounding to the type
+    aten.native_layer_norm       fp16/bf16: computed in fp32, the output rounded once, the
+                                 mean and 1/std kept in fp32 (CUDA's accumulate type)
     aten.native_layer_norm_backward  fp16/bf16: computed in fp32, rounded once
 
 Everything else, and every fp32/fp64/integer operation, is torch's own. The matrix products
@@ -72,20 +74,22 @@ def mode_class(torch):
                     kwargs.get("beta", 1) == 1 and kwargs.get("alpha", 1) == 1 and \
                     len(args) == 3 and len({t.dtype for t in args[:3]}) == 1:
                 return gpu_matmul(torch, args[1], args[2], bias=args[0])
+            if func is aten.native_layer_norm.default and _half_cpu(args[0]):
+                return _in_fp32(torch, func, args, kwargs, half=args[0].dtype, narrowed=(0,))
             if func is aten.native_layer_norm_backward.default and _half_cpu(args[1]):
-                return _in_fp32(torch, func, args, kwargs)
+                return _in_fp32(torch, func, args, kwargs, half=args[1].dtype)
             return func(*args, **kwargs)
 
     return GPUNumerics
 
 
-def _in_fp32(torch, func, args, kwargs):
-    """`func` with its half tensors in fp32, its tensor results back in the input's type."""
-    half = args[1].dtype
+def _in_fp32(torch, func, args, kwargs, half, narrowed=None):
+    """`func` with its `half` tensors in fp32; its tensor results back in `half` (those at the
+    positions `narrowed` only, when given)."""
     wide = [a.float() if isinstance(a, torch.Tensor) and a.dtype == half else a for a in args]
     out = func(*wide, **kwargs)
-    return tuple(o.to(half) if isinstance(o, torch.Tensor) and o.dtype == torch.float32 else o
-                 for o in out)
+    return tuple(o.to(half) if isinstance(o, torch.Tensor) and o.dtype == torch.float32 and
+                 (narrowed is None or i in narrowed) else o for i, o in enumerate(out))
 
 
 __all__ = ["gpu_matmul", "mode_class"]
