@@ -425,3 +425,15 @@ def test_layer_norm_backward_accumulates_as_cuda(tmp_path, capsys):
     assert dw < 4e-3 and db < 4e-3  # one fp16 rounding of sums of about 2..4 (half ulp 2**-9)
     rc, out, err = run_here(tmp_path, capsys, LAYER_NORM, torch_patch=False)
     assert rc == 0 and max(map(float, out.split())) > 4e-3, err  # torch's CPU kernel, in fp16
+
+
+def test_cuda_on_cpu_makes_cuda_tensors_on_the_cpu(tmp_path, capsys):
+    pytest.importorskip("torch")
+    source = ("import torch\nx = torch.rand(3, device='cuda')\ny = torch.zeros(2, device=torch."
+              "device('cuda', 0)).to('cuda')\nz = x.cuda().to('cuda:0', torch.float16)\n"
+              "print(x.device, y.device, z.device, z.dtype, x.is_cuda)\n")
+    rc, out, err = run_here(tmp_path, capsys, source, cuda_on_cpu=True)
+    assert rc == 0, err
+    assert out.split() == ["cpu", "cpu", "cpu", "torch.float16", "True"]
+    rc, _, err = run_here(tmp_path, capsys, source)
+    assert rc == 1 and "--cuda-on-cpu" in err

@@ -1,7 +1,7 @@
 """The runner: an unmodified Triton program on a CPU-only machine.
 
     python -m minitriton [--gpu H100] [--triton-version 3.6.0] [--no-torch-patch] [--small]
-                         script.py [args]              # or -m MODULE [args]
+                         [--cuda-on-cpu] script.py [args]     # or -m MODULE [args]
     minitriton run script.py [args]                     # the same, as a console script
 
 Like `TRITON_INTERPRET=1`, but anywhere: `import triton` gives minitriton (runner/modules.py),
@@ -44,6 +44,9 @@ def parser():
     p.add_argument("--no-torch-patch", action="store_true",
                    help="leave torch.cuda alone (by default it reports the emulated GPU and "
                         "stops CUDA tensors with a message)")
+    p.add_argument("--cuda-on-cpu", action="store_true",
+                   help="make tensors the program asks for on CUDA (device='cuda', .cuda(), "
+                        ".to('cuda')) on the CPU, instead of stopping with what to change")
     p.add_argument("--small", action="store_true",
                    help="benchmarks in a hurry: each triton.testing Benchmark measures its 2 "
                         "smallest x values, do_bench times one call; kernels, checks and "
@@ -57,7 +60,7 @@ def parser():
 
 @contextlib.contextmanager
 def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, program_dir=None,
-             small=False):
+             small=False, cuda_on_cpu=False):
     """`import triton` gives minitriton, with the emulated `gpu`, for the duration.
     `program_dir`: the directory of the program's own files, whose code sees CPU tensors as
     `is_cuda` (runner/torch_patch.py)."""
@@ -65,7 +68,7 @@ def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, p
     with contextlib.ExitStack() as stack:
         triton = stack.enter_context(aliases(triton_version, EmulatedDriver(spec)))
         if torch_patch:
-            stack.enter_context(patched(spec, program_dir))
+            stack.enter_context(patched(spec, program_dir, cuda_on_cpu))
         if small:
             stack.enter_context(testing.small())
         yield triton
@@ -100,7 +103,7 @@ def _exit_code(code):
 
 
 def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITON_VERSION,
-        torch_patch=True, small=False):
+        torch_patch=True, small=False, cuda_on_cpu=False):
     """Run a program (a script's path, or `module` as with `python -m`) under the emulation;
     returns its exit status. Its exceptions are printed, without the runner's frames."""
     target = module or script
@@ -110,7 +113,7 @@ def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITO
         sys.path[:1] = [os.path.dirname(os.path.abspath(script))]
     try:
         program_dir = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
-        with emulated(gpu, triton_version, torch_patch, program_dir, small):
+        with emulated(gpu, triton_version, torch_patch, program_dir, small, cuda_on_cpu):
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
@@ -165,7 +168,8 @@ def main(argv=None):
         parser().error("give a script to run (or -m MODULE)")
     return run(opts.script if opts.module is None else None, opts.args, module=opts.module,
                gpu=opts.gpu, triton_version=opts.triton_version,
-               torch_patch=not opts.no_torch_patch, small=opts.small)
+               torch_patch=not opts.no_torch_patch, small=opts.small,
+               cuda_on_cpu=opts.cuda_on_cpu)
 
 
 __all__ = ["main", "run", "emulated", "GPUS", "CUDATensorError"]

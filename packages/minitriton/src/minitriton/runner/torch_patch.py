@@ -29,6 +29,10 @@ torch.utils._triton's has_triton_package()/has_triton() answer False (torch.comp
 minitriton for Triton's GPU code generator), and torch's fp16/bf16 matrix products (and layer-norm backward) take the GPU's numerics
 (runner/torch_numerics.py), so that a program's checks against torch hold as on the GPU.
 
+With `--cuda-on-cpu`, tensors asked for on CUDA are made on the CPU instead (a TorchFunctionMode
+rewrites `device="cuda"` arguments of factories and of `.to(...)`, and `.cuda()` keeps the CPU
+tensor), for programs that hard-code `device="cuda"`; without it, they stop with CUDA_HELP.
+
 `--no-torch-patch` leaves torch alone. torch is patched when the program imports it (or at once,
 if it is already imported), so a NumPy program does not pay for importing torch.
 """
@@ -48,7 +52,8 @@ CUDA_HELP = ("minitriton runs Triton programs on the CPU, so there are no CUDA t
              "tensors on the device Triton's driver gives, "
              "`DEVICE = triton.runtime.driver.active.get_active_torch_device()` (the CPU under "
              "minitriton, the GPU under Triton), or write device='cpu' where the program has "
-             "device='cuda', .cuda() or .to('cuda').")
+             "device='cuda', .cuda() or .to('cuda'); or run it with `python -m minitriton "
+             "--cuda-on-cpu`, which makes such tensors on the CPU.")
 
 
 class CUDATensorError(RuntimeError):
@@ -166,7 +171,30 @@ def patched_class(cls, name, value):
             delattr(cls, name)
 
 
-def _patch_torch(stack, torch, gpu, program):
+def _is_cuda_device(value):
+    text = str(value) if hasattr(value, "type") or isinstance(value, str) else None
+    return text is not None and (text == "cuda" or text.startswith("cuda:"))
+
+
+def cuda_on_cpu_mode(torch):
+    """A TorchFunctionMode under which tensors asked for on CUDA are made on the CPU."""
+    from torch.overrides import TorchFunctionMode
+
+    class CUDAOnCPU(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func is torch.Tensor.cuda:
+                return args[0]  # already on the device that stands for the GPU
+            if _is_cuda_device(kwargs.get("device")):
+                kwargs["device"] = "cpu"
+            if func is torch.Tensor.to:
+                args = tuple("cpu" if _is_cuda_device(a) else a for a in args)
+            return func(*args, **kwargs)
+
+    return CUDAOnCPU()
+
+
+def _patch_torch(stack, torch, gpu, program, cuda_on_cpu=False):
     stack.enter_context(patched_module(torch.cuda, replacements(gpu)))
     # torch asks find_spec("triton") whether Triton is installed: here that finds minitriton,
     # which cannot be inductor's GPU code generator; torch.compile keeps to its CPU backend
@@ -174,6 +202,8 @@ def _patch_torch(stack, torch, gpu, program):
                                        {"has_triton_package": lambda: False,
                                         "has_triton": lambda: False}))
     stack.enter_context(mode_class(torch)())
+    if cuda_on_cpu:
+        stack.enter_context(cuda_on_cpu_mode(torch))
     if program is not None:
         real = next(vars(k)["is_cuda"] for k in type.mro(torch.Tensor) if "is_cuda" in vars(k))
         stack.enter_context(patched_class(torch.Tensor, "is_cuda",
@@ -211,17 +241,18 @@ class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 @contextlib.contextmanager
-def patched(gpu, program_dir=None):
+def patched(gpu, program_dir=None, cuda_on_cpu=False):
     """torch patched for `gpu` for the duration: now if torch is imported, else as soon as the
     program imports it. `program_dir`: where the program's own files are (for `is_cuda`;
-    None leaves `is_cuda` alone)."""
+    None leaves `is_cuda` alone); `cuda_on_cpu`: make tensors asked for on CUDA on the CPU."""
     program = None if program_dir is None else ProgramFiles(program_dir)
     with contextlib.ExitStack() as stack:
         if sys.modules.get("torch") is not None:
-            _patch_torch(stack, sys.modules["torch"], gpu, program)
+            _patch_torch(stack, sys.modules["torch"], gpu, program, cuda_on_cpu)
             yield
             return
-        finder = _PatchOnImport(lambda torch: _patch_torch(stack, torch, gpu, program))
+        finder = _PatchOnImport(lambda torch: _patch_torch(stack, torch, gpu, program,
+                                                           cuda_on_cpu))
         sys.meta_path.insert(0, finder)
         stack.callback(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
         yield
