@@ -11,9 +11,7 @@ either side, to find the case that fails and how.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import os
-import sys
 import tempfile
 import time
 import traceback
@@ -21,6 +19,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+import corpus  # tests/minitriton on the path, as for the parity test
 
 from .compare import compare
 from .data import logical, make_input, make_output
@@ -60,13 +60,8 @@ def module_source(tag, cases):
 
 
 def load_module(path, triton, tl):
-    name = f"fuzz_{Path(path).stem}_{triton.__name__}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    module.triton, module.tl = triton, tl
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The generated kernels of `path`, bound to one Triton implementation."""
+    return corpus.load(triton, tl, path)
 
 
 class Sim:
