@@ -13,11 +13,11 @@ import numpy as np
 PATH = Path(__file__).with_name("kernels.py")
 
 
-def load(triton, tl, path=PATH):
+def load(triton, tl, path=PATH, cache=True):
     """The kernels of `path` (default kernels.py) with `triton` and `tl` bound to an
-    implementation."""
+    implementation (loaded once per file name and implementation, unless not `cache`)."""
     name = f"tests_corpus_{Path(path).stem}_{triton.__name__}"
-    if name in sys.modules:
+    if cache and name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)

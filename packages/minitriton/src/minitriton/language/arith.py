@@ -12,8 +12,8 @@ from .. import types as _t
 from ..context import active
 from ..errors import CompilationError
 from ..types import _unwrap
-from .core import (broadcast_shapes, cast, compute_array, is_tensor, literal, tensor,
-                   tensor_member, to_tensor, _convert)
+from .core import (broadcast_shapes, cast, compute_array, constant, is_tensor, literal,
+                   tensor, tensor_member, to_tensor, _convert)
 from .dot import mma_chain
 from .marks import elementwise
 
@@ -26,7 +26,7 @@ def _literal_operand(value, ty):
         info = np.iinfo(ty.np) if not ty.is_bool() else None
         if info is not None and not (info.min <= value <= info.max):
             raise CompilationError(f"Scalar {value} is out of range for type {ty}")
-    return literal(value, ty)
+    return constant(value, ty)
 
 
 def _check_ptr(a, b, allow_ptr):
@@ -84,11 +84,16 @@ def _pointer_offset(ptr, off, shape):
 # Float types whose `a * b + c` the GPU contracts into one fused multiply-add (one rounding):
 # Triton compiles with enable_fp_fusion=True and NVPTX fuses aggressively (a product with
 # several uses too). A product remembers its factors; an add or sub taking it computes the
-# exact product in float64 and rounds once. Measured on the H200 (Triton 3.6): in fp32 every
-# such sum is fused, and where both operands are products the second is (`x * y + z * x` is
-# fma(z, x, round(x * y))); in fp16 and bf16 only a sum of two products is fused (the second),
-# `x * y + x` is not. `kernel[grid](..., enable_fp_fusion=False)` turns it off.
-FUSED_TYPES = ("fp32", "fp16", "bf16")
+# exact result and rounds once (`fma_exact`). Measured on the H200 (Triton 3.6): in fp32 and
+# fp64 every such sum is fused, and where both operands are products the second is
+# (`x * y + z * x` is fma(z, x, round(x * y))). In fp16 and bf16 the product is fused only
+# where it has a single use after CSE: `2 - x * y` is fused (fuzz seed
+# contract_fp16_single_use), while corpus/fusion.py's `x * y + x`, `x * y - z`, `z - x * y`
+# are not, because there the one `x * y` (CSE'd over six stores) has many uses and only the
+# single-use `z * x` of `x * y + z * x` is fused. minitriton, which runs the kernel eagerly,
+# cannot count uses, and keeps the measured fusion.py behaviour for the half types: only a sum
+# of two products is fused. `kernel[grid](..., enable_fp_fusion=False)` turns it off.
+FUSED_TYPES = ("fp32", "fp64", "fp16", "bf16")
 
 
 def _fusing(ty):
@@ -98,20 +103,85 @@ def _fusing(ty):
     return ctx is None or ctx.record.options.get("enable_fp_fusion", True) is not False
 
 
+def _two_sum(a, b):
+    """s + e == a + b exactly (Knuth's TwoSum), s the rounded sum."""
+    s = a + b
+    bp = s - a
+    return s, (a - (s - bp)) + (b - bp)
+
+
+_SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's splitting of a float64
+
+
+def _two_prod(a, b):
+    """p + e == a * b exactly (Dekker), barring overflow and underflow."""
+    p = a * b
+    t = _SPLITTER * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLITTER * b
+    bh = t - (t - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _round_to_odd(s, e):
+    """The float64 s + e (e the exact residual of s) rounded to odd: s, or its neighbour toward
+    e where e != 0 and s is even. Rounding that to a type of at most 51 significant bits is the
+    correct rounding of the exact s + e (no double rounding)."""
+    e = np.where(np.isfinite(e), e, 0.0)
+    even = (s.view(np.int64) & 1) == 0
+    nudge = (e != 0) & even & np.isfinite(s)
+    if not nudge.any():
+        return s
+    return np.where(nudge, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+
+
+def fma_exact(a, b, c, ty):
+    """a * b + c with one rounding to the float type `ty`, as a float64 array whose conversion
+    to `ty` is that rounding: correctly rounded for fp64 (Boldo and Melquiond's emulated fma,
+    a TwoProduct, a TwoSum and a sum rounded to odd), rounded to odd for the narrower types
+    (whose products are exact in float64)."""
+    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        if ty.name != "fp64":
+            s, e = _two_sum(a * b, c)
+            return _round_to_odd(s, e)
+        plain = a * b + c
+        uh, ul = _two_prod(a, b)
+        th, tl_ = _two_sum(c, uh)
+        v, ve = _two_sum(tl_, ul)
+        out = th + _round_to_odd(v, ve)
+        # non-finite values, and products whose splitting overflows or whose error underflows
+        safe = np.isfinite(out) & np.isfinite(ul) & (np.abs(a) < 2.0 ** 995) & \
+            (np.abs(b) < 2.0 ** 995) & ((uh == 0) | (np.abs(uh) > 2.0 ** -960))
+        return np.where(safe, out, plain)
+
+
 def _exact(t, rank):
-    """The unrounded product `t` stands for, in float64, with a block part of `rank` dims."""
+    """The unrounded product `t` stands for, in float64 (exact for fp32 and narrower factors),
+    with a block part of `rank` dims (reduce.py's fused sums)."""
     x, y = t.fused
     return _expand(x.astype(np.float64) * y, t, rank)
 
 
+def _factors(t, rank):
+    """The factors of the product `t` stands for, broadcast, with a block part of `rank` dims."""
+    x, y = np.broadcast_arrays(*t.fused)
+    return _expand(x, t, rank), _expand(y, t, rank)
+
+
 def _contracted(a, b, x, y, shape, sign):
     """a + sign * b as the GPU computes it when an operand is a product (None: not fused)."""
-    if a.dtype.name != "fp32" and (a.fused is None or b.fused is None):
+    if a.dtype.name in ("fp16", "bf16") and (a.fused is None or b.fused is None):
         return None
+    rank = len(shape)
     if b.fused is not None:
-        return x.astype(np.float64) + sign * _exact(b, len(shape))
+        p, q = _factors(b, rank)
+        return fma_exact(p, -q if sign < 0 else q, x, a.dtype)
     if a.fused is not None:
-        return _exact(a, len(shape)) + sign * y.astype(np.float64)
+        p, q = _factors(a, rank)
+        return fma_exact(p, q, -y if sign < 0 else y, a.dtype)
     return None
 
 
@@ -208,9 +278,19 @@ def mod(a, b):
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
         if a.dtype.is_floating():
-            return _finish(np.fmod(x, y), a.dtype, shape)  # frem: sign of the dividend, like C
+            return _finish(_frem(x, y), a.dtype, shape)
         safe = np.where(y == 0, 1, y)
         return _finish(np.where(y == 0, 0, np.fmod(x, safe)), a.dtype, shape)
+
+
+def _frem(x, y):
+    """LLVM's frem as NVPTX lowers it: x - trunc(x / y) * y, the multiply-subtract one fma (so
+    a zero result is +0.0), and x where y is infinite. Far from C's fmod where the quotient is
+    large (it is rounded before the trunc), and x / y overflowing gives -inf or inf."""
+    q = np.trunc(x / y)
+    ty = _t.float64 if x.dtype == np.float64 else _t.float32
+    r = fma_exact(-q.astype(np.float64), y, x, ty)
+    return np.where(np.isinf(y), x, r)
 
 
 def _bitwise(fn, name):
@@ -234,6 +314,10 @@ xor_ = _bitwise(np.bitwise_xor, "^")
 def _shift(left):
     @elementwise
     def op(a, b):
+        # Triton's tensor.__rshift__ (and __rrshift__, on the tensor) picks ashr or lshr by the
+        # tensor's own signedness, before promotion: int32 >> uint64 shifts arithmetically
+        lhs = _unwrap(a) if is_tensor(_unwrap(a)) else _unwrap(b)
+        arithmetic = not left and is_tensor(lhs) and lhs.dtype.is_int_signed()
         a, b, shape = operands(a, b)
         if not a.dtype.is_int():
             raise CompilationError(f"unexpected type {a.dtype} for a shift")
@@ -242,7 +326,13 @@ def _shift(left):
         with np.errstate(all="ignore"):
             ok = (y >= 0) & (y < bits)
             ys = np.where(ok, y, 0).astype(x.dtype)
-            r = np.left_shift(x, ys) if left else np.right_shift(x, ys)
+            if left:
+                r = np.left_shift(x, ys)
+            elif arithmetic and a.dtype.is_int_unsigned() and not a.dtype.is_bool():
+                signed = np.dtype(f"int{bits}")
+                r = np.right_shift(x.view(signed), ys.view(signed)).view(x.dtype)
+            else:
+                r = np.right_shift(x, ys)
             return _finish(np.where(ok, r, 0).astype(x.dtype), a.dtype, shape)
     return op
 
@@ -286,15 +376,30 @@ def invert(a):
     return tensor(np.invert(a.data), a.dtype, a.shape)
 
 
+def minmax_operands(x, y):
+    """Operands of tl.maximum/minimum/clamp as Triton's core.py makes them: a literal becomes a
+    tensor of its own type (fp32, int32...) and bf16 is widened to fp32 before the two are
+    promoted as tensors (`tl.minimum(fp16_x, 0.1)` is fp32, `tl.minimum(int8_x, 1)` int32)."""
+    x, y = (_widen_bf16(to_tensor(v)) for v in (x, y))
+    return operands(x, y)
+
+
+def _widen_bf16(t):
+    return cast(t, _t.float32) if t.dtype.is_bf16() else t
+
+
+def _is_propagating(propagate_nan):
+    prop = _unwrap(propagate_nan)
+    return prop not in (None, "none", 0, "NONE") and getattr(prop, "name", None) != "NONE"
+
+
 def _minmax(np_fn, np_nan_fn):
     @elementwise
     def op(x, y, propagate_nan=None):
-        x, y, shape = operands(x, y)
+        x, y, shape = minmax_operands(x, y)
         a, b = _arrays(x, y, shape)
-        prop = _unwrap(propagate_nan)
-        fn = np_nan_fn if (x.dtype.is_floating() and prop in (None, "none", 0, "NONE")) else np_fn
-        if not x.dtype.is_floating():
-            fn = np_fn
+        fn = np_nan_fn if (x.dtype.is_floating() and not _is_propagating(propagate_nan)) \
+            else np_fn
         return _finish(fn(a, b), x.dtype, shape)
     return op
 

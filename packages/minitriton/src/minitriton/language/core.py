@@ -156,11 +156,30 @@ def literal(value, dtype):
     return tensor(arr, dtype, [])
 
 
+def constant(value, dtype):
+    """A Python number in the kernel made a constant of `dtype` as Triton's `scalar_constant`
+    does (`literal` is for runtime values, such as scalar launch arguments): a value equal to 0
+    is the type's null value, so `-0.0` is +0.0; `get_fp32`, `get_fp16`... take a C float,
+    so the value is first rounded to fp32. (Not modelled: `get_bf16` builds its constant from
+    `std::to_string` of that float in Triton's source, but the H200's results for a bf16
+    `x < 1e-40`, fuzz seed clean_run_1765, are those of a constant above the smallest bf16
+    subnormal, not of 0.)"""
+    value = _unwrap(value)
+    if not dtype.is_floating() or isinstance(value, tensor):
+        return literal(value, dtype)
+    if value == 0:
+        return literal(0.0, dtype)
+    if not dtype.is_fp64():
+        with np.errstate(all="ignore"):
+            value = float(np.float32(float(value)))
+    return literal(value, dtype)
+
+
 def to_tensor(x):
     x = _unwrap(x)
     if isinstance(x, tensor):
         return x
-    return literal(x, _t.literal_type(x))
+    return constant(x, _t.literal_type(x))
 
 
 def compute_array(t):

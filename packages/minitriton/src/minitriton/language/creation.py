@@ -6,7 +6,7 @@ import numpy as np
 from ..errors import CompilationError
 from ..context import current
 from .. import types as _t
-from .core import cast, is_tensor, literal, tensor, to_tensor, validate_block_shape
+from .core import cast, constant, is_tensor, literal, tensor, to_tensor, validate_block_shape
 from ..types import _unwrap
 
 
@@ -88,7 +88,7 @@ def _full(shape, value, dtype, op):
             raise CompilationError("tl.full value must be a scalar")
         v = cast(value, dtype)
     else:
-        v = literal(value, dtype)
+        v = constant(value, dtype)  # Triton's scalar_constant: -0.0 is +0.0
     data = np.broadcast_to(v.data.reshape((-1,) + (1,) * len(shape)), (v.data.shape[0], *shape))
     return tensor(np.array(data), dtype, shape)
 

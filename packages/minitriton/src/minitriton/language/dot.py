@@ -92,9 +92,13 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         acc = to_tensor(acc)
         if acc.shape != shape:
             raise CompilationError(f"expected accumulator shape {shape}, got {acc.shape}")
-        if acc.dtype != out_dtype and not a.dtype.is_int():
-            raise CompilationError(f"expected accumulator dtype {out_dtype}, got {acc.dtype}; pass "
-                                   f"out_dtype={acc.dtype} to use this accumulator dtype")
+        if acc.dtype != out_dtype:  # also for int8 operands (Triton: an AssertionError)
+            raise CompilationError(
+                f"expected accumulator dtype {out_dtype}, got {acc.dtype} (Triton 3.6 "
+                f"semantic.dot: `assert acc.type.shape == ret_ty.shape and acc.type.element_ty "
+                f"== out_dtype`); pass out_dtype={acc.dtype} to use this accumulator dtype"
+                + (" (an int8 dot with an int32 accumulator needs out_dtype=tl.int32)"
+                   if a.dtype.is_int() else ""))
     flops = 2 * M * N * K * (a.shape[0] if ra == 3 else 1) * len(ctx.pids)
     for hook in ctx.hooks["on_dot"]:
         hook(a, b, flops)

@@ -5,11 +5,14 @@ them on fp16/bf16 and you get the GPU's error, telling you to cast first.
 """
 from __future__ import annotations
 
+import math as _math
+
 import numpy as np
 
 from ..errors import CompilationError
 from ..types import _unwrap
-from .arith import maximum, minimum, operands, where, _arrays, _finish  # noqa: F401
+from .arith import (fma_exact, maximum, minimum, operands, where, _arrays, _finish,  # noqa: F401
+                    _is_propagating, _widen_bf16)
 from .core import cast, compute_array, tensor_member, to_tensor
 from .marks import elementwise
 from .reduce import max as _max, sum as _sum
@@ -23,15 +26,25 @@ def _check(x, allowed, name):
                                f"(in tl.{name}; cast first, e.g. `x.to(tl.float32)`)")
 
 
+_ERF = np.frompyfunc(_math.erf, 1, 1)
+FP32_TINY = np.float32(2.0 ** -126)  # the smallest normal fp32
+
+
+def _ftz(x):
+    """fp32 subnormals flushed to a zero of their sign, as the GPU's .ftz instructions and
+    libdevice (Triton sets nvvm-reflect-ftz) read them; other types unchanged."""
+    if x.dtype != np.float32:
+        return x
+    return np.where(np.abs(x) < FP32_TINY, np.copysign(np.float32(0), x), x)
+
+
 def _erf(x):
-    # Numerical Recipes' erfc (Chebyshev fit, fractional error < 1.2e-7), evaluated in float64.
-    z = np.abs(x.astype(np.float64))
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    erfc = t * np.exp(poly)
-    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+    # libdevice's erf (__nv_erff, __nv_erf) is within 2 ulp; Python's math.erf is within about
+    # 1 ulp of float64, so rounding it to fp32 is within 1 ulp of the exact value. erf(0) = 0.
+    x = _ftz(x)
+    if x.size == 0:
+        return x
+    return _ERF(x.astype(np.float64)).astype(np.float64)
 
 
 def _exp(x):
@@ -61,12 +74,14 @@ log = _unary("log", np.log)
 log2 = _unary("log2", np.log2)
 cos = _unary("cos", np.cos)
 sin = _unary("sin", np.sin)
-sqrt = _unary("sqrt", np.sqrt)
+# sqrt.approx.ftz.f32, rsqrt.approx.ftz.f32, cvt.rmi/rpi.ftz.f32: subnormal fp32 inputs read as
+# zeros of their sign (rsqrt(-1e-43) = -inf, floor(-3e-39) = -0.0, sqrt(1e-40) = 0)
+sqrt = _unary("sqrt", lambda a: np.sqrt(_ftz(a)))
 sqrt_rn = _unary("sqrt_rn", np.sqrt, ("fp32",))
-rsqrt = _unary("rsqrt", lambda a: 1 / np.sqrt(a))
+rsqrt = _unary("rsqrt", lambda a: 1 / np.sqrt(_ftz(a)))
 erf = _unary("erf", _erf)
-floor = _unary("floor", np.floor)
-ceil = _unary("ceil", np.ceil)
+floor = _unary("floor", lambda a: np.floor(_ftz(a)))
+ceil = _unary("ceil", lambda a: np.ceil(_ftz(a)))
 
 
 @tensor_member
@@ -105,8 +120,8 @@ def fma(x, y, z):
     a, b = _arrays(x, y, shape)
     _, c = _arrays(x, z, shape)
     with np.errstate(all="ignore"):
-        if x.dtype.is_floating() and x.dtype.primitive_bitwidth <= 32:
-            out = a.astype(np.float64) * b + c  # one rounding, like the fused instruction
+        if x.dtype.is_floating():
+            out = fma_exact(a, b, c, x.dtype)  # one rounding, like the fused instruction
         else:
             out = a * b + c
     return _finish(out, x.dtype, shape)
@@ -118,10 +133,35 @@ def cdiv(x, div):
 
 
 def clamp(x, min, max, propagate_nan=None):  # noqa: A002 - Triton's names
-    x = to_tensor(_unwrap(x))
+    """Triton's clamp: literals become tensors of their own type and bf16 fp32 (as in
+    tl.maximum), the three promoted pairwise. On the H200, clamp(x, -c, c) with literal bounds
+    is Triton's clip pattern, `min.xorsign.abs`: min(|x|, |c|) with the sign of x (a NaN, the
+    GPU's canonical positive one, gives +c); other bounds are maxnum(x, lo) then minnum(., hi) (a NaN gives lo). Neither
+    propagates NaN unless propagate_nan=ALL."""
+    bounds = (_unwrap(min), _unwrap(max))
+    clip = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) and \
+        bounds[0] == -bounds[1]
+    x, lo, hi = (_widen_bf16(to_tensor(_unwrap(v))) for v in (x, min, max))
+    lo, hi, _ = operands(lo, hi)
+    x, lo, _ = operands(x, lo)
+    x, hi, shape = operands(x, hi)
     if not x.dtype.is_floating():
         raise CompilationError(f"Unexpected dtype {x.dtype}: tl.clamp is for floating point")
-    return minimum(maximum(x, min, propagate_nan), max, propagate_nan)
+    lo = cast(lo, x.dtype)
+    a, h = _arrays(x, hi, shape)
+    _, low = _arrays(x, lo, shape)
+    propagate = _is_propagating(propagate_nan)
+    with np.errstate(all="ignore"):
+        if clip and not propagate:
+            # the GPU's NaNs are its canonical 0x7fffffff: positive (NumPy's may be negative)
+            sign = (np.signbit(a) & ~np.isnan(a)) ^ np.signbit(h)
+            mag = np.fmin(np.abs(a), np.abs(h))
+            out = np.where(sign, -mag, mag)
+        elif propagate:
+            out = np.minimum(np.maximum(a, low), h)
+        else:
+            out = np.fmin(np.fmax(a, low), h)
+        return _finish(out, x.dtype, shape)
 
 
 def fdiv(x, y, ieee_rounding=False):
@@ -134,15 +174,24 @@ def div_rn(x, y):
     return x / y
 
 
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
 def umulhi(x, y):
-    x, y, shape = operands(x, y)
+    """The high half of the unsigned product, for signed operands too (Triton's umulhi: the
+    literal made a tensor of its own type, then promoted as two tensors)."""
+    x, y, shape = operands(to_tensor(_unwrap(x)), to_tensor(_unwrap(y)))
     _check(x, ("int32", "int64", "uint32", "uint64"), "umulhi")
     a, b = _arrays(x, y, shape)
     bits = x.dtype.int_bitwidth
-    if bits == 32:
-        wide = a.astype(np.int64 if x.dtype.is_int_signed() else np.uint64) * b
-        return _finish((wide >> 32).astype(x.dtype.np), x.dtype, shape)
-    hi = np.array([(int(p) * int(q)) >> 64 for p, q in zip(a.ravel(), np.broadcast_to(b, a.shape).ravel())],
-                  dtype=object).reshape(a.shape)
-    return _finish(hi.astype(x.dtype.np), x.dtype, shape)
-
+    ua, ub = a.view(f"uint{bits}"), b.view(f"uint{bits}")
+    with np.errstate(all="ignore"):
+        if bits == 32:
+            hi = (ua.astype(np.uint64) * ub.astype(np.uint64)) >> np.uint64(32)
+            return _finish(hi.astype(np.uint32).view(x.dtype.np), x.dtype, shape)
+        s32 = np.uint64(32)
+        al, ah, bl, bh = ua & _LOW32, ua >> s32, ub & _LOW32, ub >> s32
+        lh, hl = al * bh, ah * bl
+        mid = ((al * bl) >> s32) + (lh & _LOW32) + (hl & _LOW32)
+        hi = ah * bh + (lh >> s32) + (hl >> s32) + (mid >> s32)
+    return _finish(hi.view(x.dtype.np), x.dtype, shape)

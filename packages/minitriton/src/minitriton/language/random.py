@@ -2,8 +2,10 @@
 
 Triton's generator (python/triton/language/random.py) is counter-based and stateless: the value
 at an offset depends only on (seed, offset), never on which program computes it, so a kernel
-draws the same numbers whatever its grid. 32-bit offsets run Philox 4x32 with the seed split
-into two 32-bit keys (low word first); 64-bit offsets run Philox 4x64 keyed by (seed, 0).
+draws the same numbers whatever its grid. `randint4x` and the functions built on it run
+Philox 4x32 on the counter (offset's low word, its high word, 0, 0) with the seed split into
+two 32-bit keys (low word first), and return uint32 for 32- and 64-bit offsets alike (Triton
+3.6); `philox` called with 64-bit counters runs Philox 4x64 keyed by (seed, 0).
 The integer streams and `rand` are bit-exact with the GPU (wrap-around uint arithmetic, umulhi
 through uint64); `randn` goes through log, sqrt, cos, which the GPU evaluates with approximate
 instructions, so it agrees to a few ulp, not bit for bit (docs/numerics.md).
@@ -90,11 +92,22 @@ def philox(seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
 
 
 def randint4x(seed, offset, n_rounds=N_ROUNDS_DEFAULT):
-    """Four blocks of random uint32 (uint64 for 64-bit offsets) for the counter (offset, 0, 0, 0)."""
+    """Four blocks of random uint32 for the Philox 4x32 counter (offset's low word, its high
+    word, 0, 0): a 32-bit offset's high word is 0, a 64-bit one's is `offset >> 32`."""
     offset = to_tensor(_unwrap(offset))
-    zero = tensor(np.zeros((1,) + (1,) * len(offset.shape), offset.dtype.np), offset.dtype,
+    if not offset.dtype.is_int() or offset.dtype.primitive_bitwidth not in (32, 64):
+        # (Triton 3.6 itself casts narrower int offsets to uint32; refused here for now)
+        raise CompilationError(f"bitwidth not supported in philox: offsets must be 32- or "
+                               f"64-bit integers, got {offset.dtype}")
+    offset_lo = cast(offset, _t.uint32)  # truncates a 64-bit offset, as offset.to(tl.uint32)
+    zero = tensor(np.zeros((1,) + (1,) * len(offset.shape), np.uint32), _t.uint32,
                   [1] * len(offset.shape))
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    offset_hi = zero
+    if offset.dtype.primitive_bitwidth > 32:
+        # (offset >> 32).to(tl.uint32): the high word, whatever the shift's kind
+        high = (np.ascontiguousarray(offset.data).view(np.uint64) >> np.uint64(32))
+        offset_hi = tensor(high.astype(np.uint32), _t.uint32, offset.shape)
+    return philox(seed, offset_lo, offset_hi, zero, zero, n_rounds)
 
 
 def randint(seed, offset, n_rounds=N_ROUNDS_DEFAULT):

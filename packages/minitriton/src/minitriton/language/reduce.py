@@ -2,8 +2,10 @@
 
 Types follow Triton's standard library: `sum` of ints narrower than 32 bits accumulates in
 (u)int32, floats are not widened (an fp16 sum adds in fp16, rounding at every step, as on the
-GPU); `max`/`min` of fp16/bf16 return fp32 and of narrow ints return int32; arg-reductions
-return int32 indices, ties broken toward the lowest index.
+GPU); `max`/`min` of fp16/bf16 return fp32 and of narrow ints return int32, and order -0.0
+below +0.0 like the GPU's max.f32/min.f32; arg-reductions return int32 indices, ties broken
+toward the lowest index, and need an axis (Triton 3.6 refuses axis=None). `cumsum` widens ints
+below 32 bits to (u)int32, `cumprod` keeps every int type (wrapping); both scan bf16 in fp32.
 
 Float sums and products, `reduce` and the scans combine in the GPU's order (Triton 3.6,
 ReduceOpToLLVM/ScanOpToLLVM; docs/numerics.md, "Reductions and scans: the GPU's order"). The
@@ -27,7 +29,7 @@ from .. import types as _t
 from ..context import active
 from ..errors import CompilationError
 from ..types import _unwrap
-from .arith import _exact, _finish, _fusing
+from .arith import _expand, _finish, _fusing, fma_exact
 from .core import _convert, cast, compute_array, tensor, tensor_member, to_tensor
 from .shape import expand_dims
 
@@ -294,6 +296,13 @@ def _arithmetic(ufunc, ty):
     return lambda a, b: [rnd(ufunc(a[0], b[0]))]
 
 
+def _dtype_name(t):
+    """`tl.<name>` of a dtype, as a kernel spells it."""
+    return next((f"tl.{n}" for n in ("bfloat16", "float16", "float32", "float64", "int8", "int16",
+                                     "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+                 if getattr(_t, n, None) == t), str(t))
+
+
 def _user_combine(fn, dtypes, what):
     """combine(a, b) calling the kernel's @jit `fn(*a, *b)` on blocks of these types."""
     def combine(a, b):
@@ -301,9 +310,17 @@ def _user_combine(fn, dtypes, what):
         out = fn(*(tensor(v, t, block) for v, t in zip(list(a) + list(b), dtypes + dtypes)))
         out = out if isinstance(out, tuple) else (out,)
         out = [to_tensor(_unwrap(o)) for o in out]
-        if len(out) != len(dtypes) or any(o.dtype != t for o, t in zip(out, dtypes)):
-            raise CompilationError(f"the {what}'s combine_fn must return as many values as it "
-                                   f"combines, of the same types ({[str(t) for t in dtypes]})")
+        if len(out) != len(dtypes):  # Triton's message: the verifier of tt.reduce / tt.scan
+            raise CompilationError(f"expected combine operation to return {len(dtypes)} values "
+                                   f"but got {len(out)}: the {what}'s combine_fn must return "
+                                   f"one value per input")
+        for i, (o, t) in enumerate(zip(out, dtypes)):
+            if o.dtype != t:
+                raise CompilationError(
+                    f"type mismatch on combine operation. Expected argument {i} to have type {t} "
+                    f"but got {o.dtype}: the {what}'s combine_fn must return its inputs' types "
+                    f"(tl.maximum/tl.minimum of bf16 return fp32, for one): cast the result "
+                    f"back, e.g. `.to({_dtype_name(t)})`, or {what} an fp32 copy of the input")
         return [np.broadcast_to(o.data, a[0].shape) for o in out]
     return combine
 
@@ -316,8 +333,9 @@ def _product_of(x):
     modelled; docs/numerics.md.)"""
     if x.fused is None or not x.shape or x.dtype != _t.float32 or not _fusing(x.dtype):
         return None, None
-    exact = np.broadcast_to(_exact(x, len(x.shape)), x.data.shape)
-    return exact, lambda acc, e: [(acc[0].astype(np.float64) + e).astype(np.float32)]
+    f, g = x.fused  # fp32 factors: their product is exact in float64
+    exact = np.broadcast_to(_expand(f.astype(np.float64) * g, x, len(x.shape)), x.data.shape)
+    return exact, lambda acc, e: [fma_exact(e, 1.0, acc[0], _t.float32).astype(np.float32)]
 
 
 # ----- the operations
@@ -376,6 +394,21 @@ def _widen_for_minmax(x):
     return x
 
 
+def _signed_zeros(fn, is_max):
+    """fn for `_reduce` of fmax/fmin with the GPU's zeros: max.f32/min.f32 order -0.0 below
+    +0.0 (IEEE 754-2019 maximumNumber/minimumNumber), so a max over -0.0 and +0.0 is +0.0
+    and a min -0.0, in any order; NumPy's fmax/fmin keep whichever zero came first."""
+    def signed(a, ax):
+        out = fn(a, ax)
+        preferred = (a == 0) & (np.signbit(a) != is_max)  # +0.0 for max, -0.0 for min
+        any_preferred = np.any(preferred.reshape(a.shape[0], -1) if ax is None else preferred,
+                               axis=1 if ax is None else ax + 1)
+        zero = np.where(any_preferred, 0.0 if is_max else -0.0,
+                        -0.0 if is_max else 0.0).astype(out.dtype)
+        return np.where(out == 0, zero, out)
+    return signed
+
+
 def _minmax(np_fn, arg_fn, name):
     def op(input, axis=None, return_indices=False, return_indices_tie_break_left=True,
            keep_dims=False):
@@ -384,13 +417,23 @@ def _minmax(np_fn, arg_fn, name):
             values = op(x, axis, keep_dims=keep_dims)
             return values, _arg(x, axis, keep_dims, arg_fn)
         x = _widen_for_minmax(x)
-        return _reduce(x, axis, keep_dims, _unordered(np_fn.reduce), x.dtype, name)
+        fn = _unordered(np_fn.reduce)
+        if x.dtype.is_floating():
+            fn = _signed_zeros(fn, np_fn is np.fmax)
+        return _reduce(x, axis, keep_dims, fn, x.dtype, name)
     op.__name__ = name
     return tensor_member(op)
 
 
 def _arg(x, axis, keep_dims, arg_fn):
     x = to_tensor(_unwrap(x))
+    if _unwrap(axis) is None:
+        what = "argmax" if arg_fn is np.argmax else "argmin"
+        raise CompilationError(
+            f"{what} (or max/min with return_indices=True) needs an axis: Triton 3.6 refuses "
+            f"axis=None (`_reduce_with_indices` indexes `input.shape[axis]`: TypeError: list "
+            f"indices must be integers or slices, not NoneType); pass axis=0, after "
+            f"`tl.reshape(x, [x.numel])` to take the index over the whole block")
 
     def fn(a, ax):
         if a.dtype.kind == "f":
@@ -422,37 +465,49 @@ def xor_sum(input, axis=None, keep_dims=False):
     return _reduce(x, axis, keep_dims, _unordered(np.bitwise_xor.reduce), x.dtype)
 
 
-def _scan(ufunc, name):
-    def op(input, axis=0, reverse=False, dtype=None):
+def _scan_impl(ufunc, input, axis, reverse, dtype):
+    """A cumsum (np.add) or cumprod (np.multiply) of `input` after Triton's type rules: bf16
+    is scanned in fp32 (`_promote_bfloat16_to_float32`), then cast to `dtype` if given."""
+    x = to_tensor(_unwrap(input))
+    bits = x.dtype.primitive_bitwidth
+    exact, fma = (None, None)
+    if ufunc is np.add and dtype is None:
+        exact, fma = _product_of(x)
+    if x.dtype == _t.bfloat16:
+        x, exact, fma = cast(x, _t.float32), None, None
+    if dtype is not None:
+        x = cast(x, dtype)
+    if not x.shape:
+        raise CompilationError("cannot scan a scalar")
+    ax = _axis(x, axis)
+    data = compute_array(x)
+    with np.errstate(all="ignore"):
+        if not x.dtype.is_floating():  # wrapping integers: any order gives the same bits
+            flip = (lambda a: np.flip(a, ax + 1)) if _unwrap(reverse) else (lambda a: a)
+            out = flip(ufunc.accumulate(flip(data), axis=ax + 1, dtype=data.dtype))
+        else:
+            out = scan_in_gpu_order([data], x.shape, ax, bits, _arithmetic(ufunc, x.dtype),
+                                    bool(_unwrap(reverse)), exact, fma)[0]
+    return _finish(np.ascontiguousarray(out), x.dtype, x.shape)
+
+
+@tensor_member
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Inclusive sum along `axis`: bf16 in fp32, ints narrower than 32 bits in (u)int32
+    (Triton's `_pick_sum_dtype`), wrapping."""
+    dtype = _unwrap(dtype)
+    if dtype is None:
         x = to_tensor(_unwrap(input))
-        bits = x.dtype.primitive_bitwidth
-        exact, fma = (None, None)
-        if ufunc is np.add and _unwrap(dtype) is None:
-            exact, fma = _product_of(x)
-        if x.dtype == _t.bfloat16:  # as Triton's cumsum and cumprod: scanned in fp32
-            x, exact, fma = cast(x, _t.float32), None, None
-        if _unwrap(dtype) is not None:
-            x = cast(x, _unwrap(dtype))
-        elif x.dtype.is_int() and x.dtype.int_bitwidth < 32:
-            x = cast(x, _t.int32 if x.dtype.is_int_signed() else _t.uint32)
-        if not x.shape:
-            raise CompilationError("cannot scan a scalar")
-        ax = _axis(x, axis)
-        data = compute_array(x)
-        with np.errstate(all="ignore"):
-            if not x.dtype.is_floating():  # wrapping integers: any order gives the same bits
-                flip = (lambda a: np.flip(a, ax + 1)) if _unwrap(reverse) else (lambda a: a)
-                out = flip(ufunc.accumulate(flip(data), axis=ax + 1))
-            else:
-                out = scan_in_gpu_order([data], x.shape, ax, bits, _arithmetic(ufunc, x.dtype),
-                                        bool(_unwrap(reverse)), exact, fma)[0]
-        return _finish(np.ascontiguousarray(out), x.dtype, x.shape)
-    op.__name__ = name
-    return tensor_member(op)
+        if x.dtype.is_int() and x.dtype.int_bitwidth < 32:
+            dtype = _t.int32 if x.dtype.is_int_signed() else _t.uint32
+    return _scan_impl(np.add, input, axis, reverse, dtype)
 
 
-cumsum = _scan(np.add, "cumsum")
-cumprod = _scan(np.multiply, "cumprod")
+@tensor_member
+def cumprod(input, axis=0, reverse=False):
+    """Inclusive product along `axis`: bf16 in fp32; every other type, narrow ints too, keeps
+    its own and wraps (Triton 3.6's cumprod takes no dtype and widens no int)."""
+    return _scan_impl(np.multiply, input, axis, reverse, None)
 
 
 @tensor_member

@@ -73,6 +73,8 @@ def expand_dims(input, axis):
 def broadcast_to(input, *shape):
     x = to_tensor(_unwrap(input))
     shape = _dims(shape)
+    if not x.shape:  # a scalar is splat, as Triton's broadcast_impl_shape does
+        return _broadcast_to(x, validate_block_shape(shape) if shape else [])
     if len(shape) != len(x.shape):
         raise CompilationError(f"Cannot broadcast, rank mismatch: {x.shape}, {shape}")
     for i, (a, b) in enumerate(zip(x.shape, shape)):

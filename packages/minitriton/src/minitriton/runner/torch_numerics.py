@@ -63,6 +63,13 @@ def mode_class(torch):
     aten = torch.ops.aten
 
     class GPUNumerics(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):
+            # else torch wraps __torch_dispatch__ in torch._dynamo.disable, importing
+            # torch._dynamo (and inductor, which probes `import triton`: minitriton here) at the
+            # first operation; this mode never runs under torch.compile's tracing
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if not current_settings().exact_dot:
