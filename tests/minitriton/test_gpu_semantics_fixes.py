@@ -298,3 +298,22 @@ def test_a_combine_returning_another_type_is_refused():
         scan_widening_kernel[(1,)](x, np.zeros(8, ml_dtypes.bfloat16))
     with pytest.raises(minitriton.CompilationError, match="type mismatch on combine operation"):
         reduce_widening_kernel[(1,)](x, np.zeros(1, ml_dtypes.bfloat16))
+
+
+@minitriton.jit
+def _elementwise_minmax(x, y, o, p):
+    r = tl.arange(0, 4)
+    a = tl.load(x + r)
+    b = tl.load(y + r)
+    tl.store(o + r, tl.maximum(a, b))
+    tl.store(p + r, tl.minimum(a, b))
+
+
+def test_elementwise_max_orders_signed_zeros_as_the_gpu():
+    # the fuzzer's case 990 on the H200: a tl.maximum scan over -0.0 and +0.0 gives +0.0
+    x = np.array([-0.0, 0.0, -0.0, 1.0], np.float32)
+    y = np.array([0.0, -0.0, -0.0, -0.0], np.float32)
+    o, p = np.ones(4, np.float32), np.ones(4, np.float32)
+    _elementwise_minmax[(1,)](x, y, o, p)
+    assert np.signbit(o).tolist() == [False, False, True, False]
+    assert np.signbit(p).tolist() == [True, True, True, True]

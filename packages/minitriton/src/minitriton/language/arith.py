@@ -393,20 +393,28 @@ def _is_propagating(propagate_nan):
     return prop not in (None, "none", 0, "NONE") and getattr(prop, "name", None) != "NONE"
 
 
-def _minmax(np_fn, np_nan_fn):
+def _minmax(np_fn, np_nan_fn, negative_zero_wins):
     @elementwise
     def op(x, y, propagate_nan=None):
         x, y, shape = minmax_operands(x, y)
         a, b = _arrays(x, y, shape)
         fn = np_nan_fn if (x.dtype.is_floating() and not _is_propagating(propagate_nan)) \
             else np_fn
-        return _finish(fn(a, b), x.dtype, shape)
+        out = fn(a, b)
+        if x.dtype.is_floating():  # the GPU's max.f32/min.f32 order -0.0 below +0.0
+            both_zero = (a == 0) & (b == 0)
+            if both_zero.any():
+                signs = (np.signbit(a) | np.signbit(b)) if negative_zero_wins else \
+                    (np.signbit(a) & np.signbit(b))
+                out = np.where(both_zero, np.where(signs, -0.0, 0.0).astype(out.dtype), out)
+        return _finish(out, x.dtype, shape)
     return op
 
 
-# Triton's minimum/maximum return the non-NaN operand unless propagate_nan=ALL (fmin/fmax).
-minimum = _minmax(np.minimum, np.fmin)
-maximum = _minmax(np.maximum, np.fmax)
+# Triton's minimum/maximum return the non-NaN operand unless propagate_nan=ALL (fmin/fmax);
+# max(-0.0, +0.0) is +0.0 and min(-0.0, +0.0) is -0.0, as the GPU's max.f32/min.f32
+minimum = _minmax(np.minimum, np.fmin, negative_zero_wins=True)
+maximum = _minmax(np.maximum, np.fmax, negative_zero_wins=False)
 
 
 @elementwise
