@@ -158,13 +158,6 @@ def fma_exact(a, b, c, ty):
         return np.where(safe, out, plain)
 
 
-def _exact(t, rank):
-    """The unrounded product `t` stands for, in float64 (exact for fp32 and narrower factors),
-    with a block part of `rank` dims (reduce.py's fused sums)."""
-    x, y = t.fused
-    return _expand(x.astype(np.float64) * y, t, rank)
-
-
 def _factors(t, rank):
     """The factors of the product `t` stands for, broadcast, with a block part of `rank` dims."""
     x, y = np.broadcast_arrays(*t.fused)

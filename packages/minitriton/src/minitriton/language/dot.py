@@ -26,7 +26,7 @@ from .. import types as _t
 from ..context import current
 from ..errors import CompilationError
 from ..types import _unwrap
-from .core import cast, expand_to_rank, tensor, to_tensor
+from .core import _round_toward_zero, cast, expand_to_rank, tensor, to_tensor
 
 PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 1, MIN_K)
@@ -140,12 +140,6 @@ def _exponents(v):
     return np.where(v != 0, e - 1, _NO_EXPONENT).astype(np.int32)
 
 
-def _round_toward_zero_fp32(v):
-    f = v.astype(np.float32)
-    away = np.abs(f.astype(np.float64)) > np.abs(v)
-    return np.where(away, np.nextafter(f, np.float32(0)), f)
-
-
 def mma_chain(x, y, acc, step):
     """x (..., M, K) @ y (..., K, N) in the GPU's order, from the fp32 accumulator `acc` (or
     zeros): `step` products per tensor-core step (0: one fused multiply-add per k)."""
@@ -180,7 +174,7 @@ def mma_chain(x, y, acc, step):
             scale = np.ldexp(1.0, ALIGN_BITS - top)  # exact powers of two
             products *= scale[..., None]
             total = np.trunc(products, out=products).sum(axis=3) + np.trunc(accum * scale)
-            out[part] = _round_toward_zero_fp32(total / scale)
+            out[part] = _round_toward_zero(total / scale, _t.float32)
     return out.reshape((*lead, M, N))
 
 
