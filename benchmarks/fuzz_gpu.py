@@ -85,7 +85,7 @@ def main():
                         deadline=deadline)
     elapsed = time.perf_counter() - t0
     summary = summarize(records)
-    failures = [r for r in records if r["status"] != "ok"]
+    failures = [r for r in records if r["status"] != "ok" or r.get("group_differs")]
     light = ("case", "inputs", "sim", "real")
     kept, size = [], 0
     for r in failures:  # the evidence of the first --keep, within 12 MB (what $OUT brings back)
@@ -99,13 +99,15 @@ def main():
               "summary": summary, "tolerance_used": tolerance_use(records),
               "failures": kept,
               "records": [{k: r.get(k) for k in ("cid", "category", "status", "bit_exact",
-                                                  "max_ulp", "tol_used", "ops", "group_s")}
+                                                  "max_ulp", "tol_used", "ops", "group_s",
+                                                  "group_differs")}
                           for r in records]}
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))
     total = summary["total"]
     print(f"{total['cases']} cases in {elapsed:.0f} s on {info.get('gpu', args.real)}: "
           f"{total['mismatches']} mismatches, {total['bit_exact']} bit-exact, "
-          f"{total['both_error']} refused by both")
+          f"{total['both_error']} refused by both, {total['group_differs']} agreeing alone "
+          f"but not inside a group kernel")
     print(f"{'category':14} {'cases':>6} {'mismatch':>8} {'exact':>6} {'max ulp':>10} {'tol used':>8}")
     used = report["tolerance_used"]
     for cat, c in summary["categories"].items():

@@ -244,34 +244,63 @@ def run_group(tag, cases, sim, real, workdir, keep=False):
         except Exception as exc:  # noqa: BLE001
             results[impl.name] = exc
     if not any(isinstance(r, Exception) for r in results.values()):
-        return [judge(c, h, s, r, keep) for c, h, s, r in
-                zip(cases, hosts, results[sim.name], results[real.name])]
-    records = []
-    for i, case in enumerate(cases):  # one kernel per case, to find which one fails
-        outs = {}
-        host = _host(case)
-        for impl in (sim, real):
-            try:
-                if isinstance(mods[impl.name], Exception):
-                    raise mods[impl.name]
-                outs[impl.name] = _execute(impl, mods[impl.name], f"fz_{tag}_{i}", [case],
-                                           [host])[0]
-            except Exception as exc:  # noqa: BLE001
-                outs[impl.name] = exc
-        s, r = outs[sim.name], outs[real.name]
-        if isinstance(s, Exception) or isinstance(r, Exception):
-            rec = _record(case)
-            status = ("both_error" if isinstance(s, Exception) and isinstance(r, Exception)
-                      else "sim_error" if isinstance(s, Exception) else "real_error")
-            rec.update(status=status, bit_exact=False, max_ulp=0.0,
-                       sim_error=_error(s) if isinstance(s, Exception) else None,
-                       real_error=_error(r) if isinstance(r, Exception) else None,
-                       **_evidence(case, host, None if isinstance(s, Exception) else s,
-                                   None if isinstance(r, Exception) else r))
-            records.append(rec)
-        else:
-            records.append(judge(case, host, s, r, keep))
-    return records
+        records = [judge(c, h, s, r, keep) for c, h, s, r in
+                   zip(cases, hosts, results[sim.name], results[real.name])]
+        if len(cases) > 1:  # a mismatch inside a group is judged on the case's own kernel
+            for i, rec in enumerate(records):
+                if rec["status"] == "mismatch":
+                    records[i] = _solo(tag, i, cases[i], mods, sim, real, keep,
+                                       grouped=(results[sim.name][i], results[real.name][i]))
+        return records
+    return [_solo(tag, i, case, mods, sim, real, keep) for i, case in enumerate(cases)]
+
+
+def _solo(tag, i, case, mods, sim, real, keep, grouped=None):
+    """The record of `case` from its own kernel `fz_<tag>_<i>`. `grouped`: both sides'
+    outputs from the group kernel, where they disagreed. If minitriton gives the same bits
+    alone as in the group, and alone both sides agree, the group result of the other side
+    is the odd one out (its compiler treated the case differently next to other cases): the
+    record says so (`group_differs`), keeps that evidence, and counts as agreeing."""
+    outs = {}
+    host = _host(case)
+    for impl in (sim, real):
+        try:
+            if isinstance(mods[impl.name], Exception):
+                raise mods[impl.name]
+            outs[impl.name] = _execute(impl, mods[impl.name], f"fz_{tag}_{i}", [case],
+                                       [host])[0]
+        except Exception as exc:  # noqa: BLE001
+            outs[impl.name] = exc
+    s, r = outs[sim.name], outs[real.name]
+    failed = isinstance(s, Exception) or isinstance(r, Exception)
+    if grouped is not None:
+        rec = None if failed else judge(case, host, s, r, keep)
+        if rec is not None and rec["status"] != "ok":
+            return rec  # the mismatch is the case's own
+        if rec is not None and all(_same_bits(s[n], grouped[0][n]) for n in s):
+            rec["group_differs"] = real.name
+            rec["group_evidence"] = _evidence(case, host, grouped[0], grouped[1])
+            return rec
+        rec = judge(case, host, grouped[0], grouped[1], True)
+        rec["solo"] = ("minitriton gives other bits alone than in the group" if not failed
+                       else "error alone: " + _error(s if isinstance(s, Exception) else r))
+        return rec
+    if not failed:
+        return judge(case, host, s, r, keep)
+    rec = _record(case)
+    status = ("both_error" if isinstance(s, Exception) and isinstance(r, Exception)
+              else "sim_error" if isinstance(s, Exception) else "real_error")
+    rec.update(status=status, bit_exact=False, max_ulp=0.0,
+               sim_error=_error(s) if isinstance(s, Exception) else None,
+               real_error=_error(r) if isinstance(r, Exception) else None,
+               **_evidence(case, host, None if isinstance(s, Exception) else s,
+                           None if isinstance(r, Exception) else r))
+    return rec
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def run_one(case, impl, workdir):
@@ -383,6 +412,7 @@ def summarize(records):
                     o["max_ulp"] = max(o["max_ulp"], r["max_ulp"])
     total = {k: sum(c[k] for c in cats.values())
              for k in ("cases", "mismatches", "unexplained", "bit_exact", "both_error")}
+    total["group_differs"] = sum(1 for r in records if r.get("group_differs"))
     return {"total": total, "categories": dict(sorted(cats.items())),
             "approx_ops": dict(sorted(ops.items())), "known": dict(sorted(known.items()))}
 
