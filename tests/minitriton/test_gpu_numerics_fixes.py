@@ -155,6 +155,45 @@ def test_float_mod_is_the_gpus_frem():  # seeds float_mod, float_mod_zero_sign
                [28.316864013671875, -np.inf, 1.5, -1.5, 0.0, 0.0, 0.0, 0.0])
 
 
+@triton.jit
+def mod_by_constant_kernel(x_ptr, out_ptr, C: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) % C)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_float_mod_by_a_constant_power_of_two_keeps_the_sign_of_x(dtype):
+    # seed frem_pow2_literal_1476: `x % -1.0` on the H200 is -0.0 for negative integral x
+    x = np.array([-4.0, 4.0, -215.0, -0.0, 0.0, -1.5, 3.171875, -7.0], np.float32).astype(dtype)
+    out = np.empty(8, dtype)
+    mod_by_constant_kernel[(1,)](x, out, C=-1.0, BLOCK=8)
+    bits_equal(out, np.array([-0.0, 0.0, -0.0, -0.0, 0.0, -0.5, 0.171875, -0.0],
+                             np.float32).astype(dtype))
+    mod_by_constant_kernel[(1,)](x, out, C=2.0, BLOCK=8)
+    bits_equal(out, np.array([-0.0, 0.0, -1.0, -0.0, 0.0, -1.5, 1.171875, -1.0],
+                             np.float32).astype(dtype))
+    mod_by_constant_kernel[(1,)](x, out, C=3.0, BLOCK=8)  # not a power of two: +0.0 zeros
+    bits_equal(out, np.array([-1.0, 1.0, -2.0, 0.0, 0.0, -1.5, 0.171875, -1.0],
+                             np.float32).astype(dtype))
+
+
+def test_half_float_mod_divides_in_fp32():
+    # 65504 / 3 rounded in fp16 is 21840, and 65504 - 3 * 21840 = -16; in fp32 (the GPU) 2
+    x = np.array([65504.0, 1000.0, -3.0, 5.5], np.float32).astype(np.float16)
+    y = np.array([3.0, 7.0, 0.75, 2.5], np.float32).astype(np.float16)
+    want = np.fmod(x.astype(np.float64), y.astype(np.float64))
+    want = np.where(want == 0, 0.0, want)
+    bits_equal(binary("mod", x, y, np.float16), want.astype(np.float16))
+
+
+def test_fp64_fma_with_a_product_near_the_largest_double():
+    # seed fma64_large_product_1571: DBL_MAX % 311296 on the H200 is finite
+    q = np.trunc(np.float64(1.7976931348623157e308) / 311296.0)
+    got = fma_exact(np.array([-q]), np.array([311296.0]), np.array([1.7976931348623157e308]),
+                    mtypes.float64)
+    bits_equal(got, [_exact_fma(-q, 311296.0, 1.7976931348623157e308)])
+
+
 def test_float_mod_by_infinity_is_the_dividend():
     x = np.array([1.5, -2.5, 0.0, 3.0], np.float32)
     y = np.array([np.inf, -np.inf, np.inf, 0.0], np.float32)
@@ -291,3 +330,35 @@ def test_fp64_subnormals_are_not_flushed():
     x = np.array([-5e-320, 5e-320, 1e-310, 4.0], np.float64)
     bits_equal(unary("floor", x, np.float64), np.floor(x))
     bits_equal(unary("sqrt", np.abs(x), np.float64), np.sqrt(np.abs(x)))
+
+
+@triton.jit
+def int8_dot_kernel(a_ptr, b_ptr, c_ptr, out_ptr, FORM: tl.constexpr, M: tl.constexpr,
+                    N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
+    if FORM == "added":
+        r = tl.dot(a, b) + c
+    else:
+        r = tl.dot(a, b, c, out_dtype=tl.int32)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], r)
+
+
+@pytest.mark.parametrize("form", ["added", "acc"])
+def test_int8_dot_with_an_accumulator_saturates(form):  # seed int8_dot_saturates_524
+    rng = np.random.default_rng(3)
+    M = N = 16
+    K = 64
+    a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+    b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+    c = rng.choice(np.array([2**31 - 5, -2**31 + 5, 0, 12345], np.int64), (M, N)).astype(np.int32)
+    out = np.empty((M, N), np.int32)
+    int8_dot_kernel[(1,)](a, b, c, out, FORM=form, M=M, N=N, K=K)
+    acc = c.astype(np.int64)
+    for k in range(0, K, 32):  # one integer MMA step: 32 products, then the clamp
+        acc = np.clip(acc + a[:, k:k + 32].astype(np.int64) @ b[k:k + 32].astype(np.int64),
+                      -2**31, 2**31 - 1)
+    bits_equal(out, acc.astype(np.int32))
+    assert (out == 2**31 - 1).any() or (out == -2**31).any()

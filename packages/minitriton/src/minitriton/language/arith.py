@@ -14,7 +14,7 @@ from ..errors import CompilationError
 from ..types import _unwrap
 from .core import (broadcast_shapes, cast, compute_array, constant, is_tensor, literal,
                    tensor, tensor_member, to_tensor, _convert)
-from .dot import mma_chain
+from .dot import int_mma_chain, mma_chain
 from .marks import elementwise
 
 
@@ -148,6 +148,13 @@ def fma_exact(a, b, c, ty):
             s, e = _two_sum(a * b, c)
             return _round_to_odd(s, e)
         plain = a * b + c
+        fa = np.where(np.isfinite(a) & (np.abs(a) >= 2.0 ** 995), 2.0 ** -200, 1.0)
+        fb = np.where(np.isfinite(b) & (np.abs(b) >= 2.0 ** 995), 2.0 ** -200, 1.0)
+        if (fa != 1).any() or (fb != 1).any():  # TwoProduct's splitting would overflow:
+            f = fa * fb                         # scale by powers of two (exact) and back
+            scaled = fma_exact(a * fa, b * fb, c * f, ty) / f
+            plain = np.where(f != 1, scaled, plain)
+            a, b, c = np.where(f != 1, 0.0, a), np.where(f != 1, 0.0, b), np.where(f != 1, plain, c)
         uh, ul = _two_prod(a, b)
         th, tl_ = _two_sum(c, uh)
         v, ve = _two_sum(tl_, ul)
@@ -203,8 +210,10 @@ def _dot_accumulating(a, b, x, y, shape):
     None where no operand is such a dot."""
     for dot_result, other in ((b, x), (a, y)):
         if dot_result.chain is not None and list(dot_result.shape) == list(shape) and \
-                a.dtype == b.dtype == _t.float32:
+                a.dtype == b.dtype and a.dtype in (_t.float32, _t.int32):
             p, q, step = dot_result.chain
+            if step == "int":
+                return tensor(int_mma_chain(p, q, other), _t.int32, shape)
             return tensor(mma_chain(p, q, other, step), _t.float32, shape)
     return None
 
@@ -267,23 +276,40 @@ def floordiv(a, b):
 
 @elementwise
 def mod(a, b):
+    by_constant = not is_tensor(_unwrap(b))  # a literal or constexpr: known to the compiler
     a, b, shape = operands(a, b, div_or_mod=True)
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
         if a.dtype.is_floating():
-            return _finish(_frem(x, y), a.dtype, shape)
+            return _finish(_frem(x, y, by_constant), a.dtype, shape)
         safe = np.where(y == 0, 1, y)
         return _finish(np.where(y == 0, 0, np.fmod(x, safe)), a.dtype, shape)
 
 
-def _frem(x, y):
-    """LLVM's frem as NVPTX lowers it: x - trunc(x / y) * y, the multiply-subtract one fma (so
-    a zero result is +0.0), and x where y is infinite. Far from C's fmod where the quotient is
-    large (it is rounded before the trunc), and x / y overflowing gives -inf or inf."""
-    q = np.trunc(x / y)
+def _frem(x, y, by_constant=False):
+    """LLVM's frem as NVPTX lowers it (fp16 and bf16 in fp32): x - trunc(x / y) * y, the
+    multiply-subtract one fma (so a zero result is +0.0), and x where y is infinite. Far from
+    C's fmod where the quotient is large (it is rounded before the trunc), and x / y
+    overflowing gives -inf or inf. By a constant power of two (+-2^k, a literal or constexpr)
+    LLVM's DAG combiner emits the same fma without the infinity test, with the sign of x
+    copied onto the result (`-4.0 % 2.0` is -0.0, `-4.0 % y` with y = 2.0 loaded is +0.0)."""
+    if x.dtype != np.float64:
+        x, y = x.astype(np.float32), y.astype(np.float32)
     ty = _t.float64 if x.dtype == np.float64 else _t.float32
-    r = fma_exact(-q.astype(np.float64), y, x, ty)
+    q = np.trunc(x / y)
+    r = fma_exact(-q.astype(np.float64), y, x, ty).astype(x.dtype)
+    if by_constant and _power_of_two(y):
+        return np.copysign(r, x)
     return np.where(np.isinf(y), x, r)
+
+
+def _power_of_two(y):
+    """Whether the constant divisor `y` (one value, broadcast) is +-2^k."""
+    v = np.abs(np.ravel(y)[:1].astype(np.float64))
+    if v.size == 0 or not np.isfinite(v[0]) or v[0] == 0:
+        return False
+    m, _ = np.frexp(v[0])
+    return m == 0.5
 
 
 def _bitwise(fn, name):

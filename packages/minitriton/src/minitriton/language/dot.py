@@ -12,7 +12,8 @@ What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py
 * fp32 operands: by default (`input_precision="tf32"`) each operand is cut to TF32 (10
   explicit mantissa bits, low bits dropped) first, then summed as above, 8 per step; `"ieee"`
   (or `allow_tf32=False`) is a sequential fused multiply-add along K, as the GPU's FMA loop.
-* int8 operands accumulate in int32 (exact). fp8 operands, fp16 accumulators and fp64: fp32
+* int8 operands: int32 sums of 32 products per step, exact, each added to the accumulator with
+  saturation at the int32 range (the `.satfinite` integer MMA). fp8 operands, fp16 accumulators and fp64: fp32
   (fp64) products summed by NumPy's matmul: within an fp32 rounding of the sum, not bit-exact
   (the H200 accumulates fp8 products with fewer bits; see docs/numerics.md).
 """
@@ -110,6 +111,12 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         if acc is None:
             out.chain = (x, y, steps)  # `d + tl.dot(a, b)` continues the chain from d
         return out
+    if a.dtype.is_int():  # the integer MMA saturates: one step of 32 products at a time
+        start = None if acc is None else expand_to_rank(acc, len(shape))
+        out = tensor(int_mma_chain(x, y, start), _t.int32, shape)
+        if acc is None:
+            out.chain = (x, y, "int")
+        return out
     out = np.matmul(x, y)
     if acc is not None:
         out = out + expand_to_rank(cast(acc, ret), len(shape)).astype(out.dtype)
@@ -176,6 +183,25 @@ def mma_chain(x, y, acc, step):
             total = np.trunc(products, out=products).sum(axis=3) + np.trunc(accum * scale)
             out[part] = _round_toward_zero(total / scale, _t.float32)
     return out.reshape((*lead, M, N))
+
+
+INT_STEP = 32  # int8 products per integer MMA step (mma.sync m16n8k32, wgmma k32)
+
+
+def int_mma_chain(x, y, acc):
+    """x (..., M, K) @ y (..., K, N) of int8 values as the GPU's integer MMA computes it (its
+    `.satfinite` form, which Triton emits): from the int32 accumulator `acc` (or zeros), each
+    step of 32 products is added exactly and the sum clamped to the int32 range, so an
+    overflowing `tl.dot(a, b, acc)` (or `tl.dot(a, b) + acc`, which Triton folds into it)
+    saturates at 2**31 - 1 or -2**31 instead of wrapping around (fuzz case 524 on the H200)."""
+    x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
+    K = x.shape[-1]
+    lo, hi = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    out = None if acc is None else np.asarray(acc, np.int64)
+    for k in range(0, K, INT_STEP):
+        step = np.matmul(x[..., k:k + INT_STEP], y[..., k:k + INT_STEP, :])
+        out = np.clip(step if out is None else out + step, lo, hi)
+    return out.astype(np.int32)
 
 
 def _precision(input_precision, allow_tf32):
