@@ -31,8 +31,8 @@ simulator runs one small config (`SIMULATOR`), the CPU being no place for tuning
 goes through torch.library custom ops under torch.compile, so that tracing sees one opaque op
 (no graph break); eager calls launch directly.
 """
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a copy of this module made by backend.with_backend
+# is not in sys.modules, where dataclasses look string annotations up.
 import dataclasses
 import functools
 import math
@@ -381,6 +381,9 @@ class AttentionTuning:
     dq_small: tuple
     dq_large: tuple
     preprocess_block: int = 128
+    # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
+    # more compiles and timings than it can save (matmul's tune_above, kernels/tuning.py)
+    tune_above: int = 1 << 22
 
     def configs(self, kernel, block_d):
         return getattr(self, f"{kernel}_{'small' if block_d <= 64 else 'large'}")
@@ -423,15 +426,18 @@ def _tuned(kernel_name, block_d):
                            do_bench=_autotune_bench)(kernel)
 
 
-def _run(kernel_name, kernel, grid_rows, n_zh, args, tiles, on_gpu, **constexprs):
-    """Launch one tiled kernel: `tiles` (BLOCK_M, BLOCK_N, warps, stages) if given, the
-    simulator's config on a CPU, the autotuner on a GPU. grid = (cdiv(grid_rows, row block), n_zh)
+def _run(kernel_name, kernel, grid_rows, n_zh, work, args, tiles, on_gpu, **constexprs):
+    """Launch one tiled kernel: `tiles` (BLOCK_M, BLOCK_N, warps, stages) if given, else the
+    simulator's config on a CPU, and on a GPU the first config for `work` = batch*heads*Nq*Nk
+    up to HOPPER.tune_above, the autotuner above. grid = (cdiv(grid_rows, row block), n_zh)
     where the row block is BLOCK_M (fwd, dq) or BLOCK_N (dkdv)."""
     along = "BLOCK_N" if kernel_name == "dkdv" else "BLOCK_M"
     if tiles is None and on_gpu:
-        tuned = _tuned(kernel_name, constexprs["BLOCK_D"])
-        tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args, **constexprs)
-        return
+        if work > HOPPER.tune_above:
+            tuned = _tuned(kernel_name, constexprs["BLOCK_D"])
+            tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args, **constexprs)
+            return
+        tiles = HOPPER.configs(kernel_name, constexprs["BLOCK_D"])[0]
     bm, bn, warps, stages = tiles or SIMULATOR[kernel_name]
     block = bn if along == "BLOCK_N" else bm
     launch(kernel, (triton.cdiv(grid_rows, block), n_zh), *args, BLOCK_M=bm, BLOCK_N=bn,
@@ -489,7 +495,8 @@ def _forward(q, k, v, causal, scale, tiles=None):
     if o.numel():
         args = (q, k, v, o, lse, *_strides4(q), *_strides4(k), *_strides4(v), *_strides4(o),
                 heads, n_q, n_k, scale * LOG2E)
-        _run("fwd", attn_fwd_kernel, n_q, batch * heads, args, tiles, q.is_cuda,
+        _run("fwd", attn_fwd_kernel, n_q, batch * heads, batch * heads * n_q * n_k, args, tiles,
+             q.is_cuda,
              HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal))
     return o, lse
 
@@ -534,9 +541,10 @@ def _backward(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tiles=None):
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
                BLOCK_N=bn, DQ_MODE=mode, num_warps=warps, num_stages=stages)
         return dq32.view(q.shape).to(q.dtype), dk, dv
-    _run("dkdv", attn_bwd_dkdv_kernel, n_k, zh, args, tiles.get("dkdv"), q.is_cuda,
+    work = zh * n_q * n_k
+    _run("dkdv", attn_bwd_dkdv_kernel, n_k, zh, work, args, tiles.get("dkdv"), q.is_cuda,
          DQ_MODE=0, **consts)
-    _run("dq", attn_bwd_dq_kernel, n_q, zh,
+    _run("dq", attn_bwd_dq_kernel, n_q, zh, work,
          (q, k, v, do, lse, delta, dq, *_strides4(q), *_strides4(k), *_strides4(v),
           *_strides4(do), *_strides4(dq), heads, n_q, n_k, scale * LOG2E, scale),
          tiles.get("dq"), q.is_cuda, **consts)
