@@ -6,6 +6,7 @@ import functools
 import torch
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+FLOAT64_DTYPES = FLOAT_DTYPES + (torch.float64,)  # ops whose math runs in fp64 for fp64 inputs
 
 
 def check_inputs(op, *tensors, device, dtypes=FLOAT_DTYPES, same_shape=True, contiguous=True):

@@ -1,14 +1,18 @@
-"""Element-wise kernels (lecture §5): vector add, fused GeLU, fused SiLU.
+"""Element-wise kernels (lecture §5): vector add, fused GeLU, fused SiLU, and the fused
+backward of each activation.
 
 One program handles BLOCK_SIZE consecutive elements; the last program masks the lanes past
 the end. Each kernel reads its inputs once and writes its output once: everything in between
-stays in registers (that is the point of fusion).
+stays in registers (that is the point of fusion). The backward kernels are the same pattern:
+dx = dy * f'(x) reads dy and x and writes dx, where torch's unfused backward would round-trip
+f'(x) through memory. Every op is a custom operator with autograd (kernels/ops.py).
 """
 from __future__ import annotations
 
 import torch
 
 from ..backend import DEVICE, tl, triton
+from . import ops
 from ._checks import check_inputs, grid_1d
 from ._launch import launch
 
@@ -46,27 +50,139 @@ def silu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(y_ptr + offsets, x * tl.sigmoid(x), mask=mask)  # write n
 
 
-def _launch(kernel, inputs, block_size):
-    out = torch.empty_like(inputs[0])
+@triton.jit
+def gelu_bwd_kernel(dy_ptr, x_ptr, dx_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    # gelu = x * s, s = sigmoid(2a): gelu' = s + x * s * (1 - s) * 2a', a' = sqrt(2/pi) *
+    # (1 + 3 * 0.044715 x^2); torch's formula, so that inf and NaN give what torch gives
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)  # read n
+    dy = tl.load(dy_ptr + offsets, mask=mask).to(tl.float32)  # read n
+    s = tl.sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))
+    grad = s + x * s * (1.0 - s) * 1.5957691216057308 * (1.0 + 0.134145 * x * x)
+    tl.store(dx_ptr + offsets, dy * grad, mask=mask)  # write n
+
+
+@triton.jit
+def silu_bwd_kernel(dy_ptr, x_ptr, dx_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    # silu' = s * (1 + x * (1 - s)), s = sigmoid(x)
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)  # read n
+    dy = tl.load(dy_ptr + offsets, mask=mask).to(tl.float32)  # read n
+    s = tl.sigmoid(x)
+    tl.store(dx_ptr + offsets, dy * s * (1.0 + x * (1.0 - s)), mask=mask)  # write n
+
+
+def _launch(kernel, inputs, block_size, shape=None):
+    out = torch.empty(inputs[0].shape if shape is None else shape, dtype=inputs[0].dtype,
+                      device=inputs[0].device)
     n = out.numel()
     if n:
         launch(kernel, grid_1d(n, block_size), *inputs, out, n, BLOCK_SIZE=block_size)
     return out
 
 
-def add(x, y, block_size=DEFAULT_BLOCK):
-    """x + y for two tensors of the same shape and dtype (fp32/fp16/bf16)."""
-    x, y = check_inputs("add", x, y, device=DEVICE)
+# -- add: torch's broadcasting; both inputs of one dtype (torch would promote)
+def _add_shape(x, y):
+    check_inputs("add", x, y, device=DEVICE, same_shape=False, contiguous=False)
+    if x.dtype != y.dtype:
+        raise TypeError(f"add: dtypes differ: {x.dtype} and {y.dtype} (argument 1); cast one "
+                        f"(torch would promote, tritonlab does not)")
+    try:
+        return torch.broadcast_shapes(x.shape, y.shape)
+    except RuntimeError:
+        raise ValueError(f"add: shapes differ: {tuple(x.shape)} and {tuple(y.shape)} (argument "
+                         f"1) and do not broadcast") from None
+
+
+def _add_impl(x, y, block_size):
+    shape = _add_shape(x, y)
+    x, y = (t.expand(shape).contiguous() for t in (x, y))  # read in place where it is dense
     return _launch(add_kernel, (x, y), block_size)
 
 
+def _add_fake(x, y, block_size):
+    return x.new_empty(_add_shape(x, y))
+
+
+def _add_setup(ctx, inputs, output):
+    ctx.shapes = (inputs[0].shape, inputs[1].shape)
+
+
+def _add_backward(ctx, dout):
+    return (*(dout if dout.shape == s else dout.sum_to_size(s) for s in ctx.shapes), None)
+
+
+add_op = ops.define(__name__, "add", "(Tensor x, Tensor y, int block_size) -> Tensor",
+                    _add_impl, _add_fake, _add_backward, _add_setup)
+
+
+def add(x, y, block_size=DEFAULT_BLOCK):
+    """x + y for fp32/fp16/bf16 tensors of one dtype, broadcast as torch broadcasts;
+    differentiable (any order)."""
+    ops.require_tensors("add", x, y)
+    return add_op(x, y, block_size)
+
+
+# -- the activations: y = f(x) in fp32, stored in x's dtype; dx = dy * f'(x), fused
+def _check_unary(name, *tensors):
+    return check_inputs(name, *tensors, device=DEVICE, contiguous=False)
+
+
+def _activation(name, kernel, bwd_kernel):
+    """(forward op, backward op) of one activation."""
+    def impl(x, block_size):
+        (x,) = check_inputs(name, x, device=DEVICE)
+        return _launch(kernel, (x,), block_size)
+
+    def fake(x, block_size):
+        _check_unary(name, x)
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+    def bwd_impl(dy, x, block_size):
+        dy, x = check_inputs(f"{name} backward", dy, x, device=DEVICE)
+        return _launch(bwd_kernel, (dy, x), block_size)
+
+    def bwd_fake(dy, x, block_size):
+        _check_unary(f"{name} backward", dy, x)
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.block_size = inputs[1]
+
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        return bwd_op(dy, x, ctx.block_size), None
+
+    bwd_op = ops.define(__name__, f"{name}_backward",
+                        "(Tensor dy, Tensor x, int block_size) -> Tensor", bwd_impl, bwd_fake,
+                        ops.no_double_backward(f"tritonlab {name}"), _no_setup)
+    op = ops.define(__name__, name, "(Tensor x, int block_size) -> Tensor", impl, fake,
+                    backward, setup)
+    return op, bwd_op
+
+
+def _no_setup(ctx, inputs, output):
+    pass
+
+
+gelu_op, gelu_backward_op = _activation("gelu", gelu_kernel, gelu_bwd_kernel)
+silu_op, silu_backward_op = _activation("silu", silu_kernel, silu_bwd_kernel)
+
+
 def gelu(x, block_size=DEFAULT_BLOCK):
-    """GeLU (tanh approximation), computed in fp32 and stored in x's dtype."""
-    (x,) = check_inputs("gelu", x, device=DEVICE)
-    return _launch(gelu_kernel, (x,), block_size)
+    """GeLU (tanh approximation), computed in fp32 and stored in x's dtype (fp32/fp16/bf16);
+    differentiable (first order)."""
+    ops.require_tensors("gelu", x)
+    return gelu_op(x, block_size)
 
 
 def silu(x, block_size=DEFAULT_BLOCK):
-    """SiLU, x * sigmoid(x), computed in fp32 and stored in x's dtype."""
-    (x,) = check_inputs("silu", x, device=DEVICE)
-    return _launch(silu_kernel, (x,), block_size)
+    """SiLU, x * sigmoid(x), computed in fp32 and stored in x's dtype (fp32/fp16/bf16);
+    differentiable (first order)."""
+    ops.require_tensors("silu", x)
+    return silu_op(x, block_size)

@@ -10,6 +10,11 @@ sizes, warps and pipeline stages on the GPU, strides for transposed or non-conti
 and `ACTIVATION` none/relu/gelu applied before the write. fp32 accumulation throughout.
 The tiles and the sizes that choose tuning and the TMA kernel are the device's `MatmulTuning`
 (kernels/tuning.py).
+
+`matmul` is a custom operator with autograd (kernels/ops.py): dA = dZ B^T and dB = A^T dZ are
+two more calls of `matmul_kernel` (transposes are strides, no copies), and dZ = dC * act'(Z)
+comes from `matmul_act_grad_kernel`, which recomputes Z's tile and applies the activation's
+derivative before its single write.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import functools
 import torch
 
 from ..backend import DEVICE, TensorDescriptor, tl, triton
+from . import ops
 from ._checks import FLOAT_DTYPES, check_inputs, sm_count
 from ._launch import launch
 from .tuning import tuning_for
@@ -66,17 +72,28 @@ def _prune(configs, named_args, **kwargs):
 @triton.jit
 def _activate(acc, ACTIVATION: tl.constexpr):
     """The fused epilogue, applied to the fp32 accumulator before the single write of C."""
-    if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
+    if ACTIVATION == "relu":  # NaN stays NaN, as in torch.relu (max.f32 alone would give 0)
+        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
     elif ACTIVATION == "gelu":  # tanh form: x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3))
         acc = acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))
     return acc
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+def _activate_grad(z, dc, ACTIVATION: tl.constexpr):
+    """dZ = dC * act'(Z), torch's formulas (relu: dC where Z > 0 or Z is NaN, as torch's
+    threshold_backward on relu's output gives)."""
+    if ACTIVATION == "relu":
+        dz = tl.where(z <= 0.0, 0.0, dc)
+    else:  # gelu' = s + x s (1 - s) 2a', s = sigmoid(2a), a' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+        s = tl.sigmoid(1.5957691216057308 * (z + 0.044715 * z * z * z))
+        dz = dc * (s + z * s * (1.0 - s) * 1.5957691216057308 * (1.0 + 0.134145 * z * z))
+    return dz
+
+
+@triton.jit
+def _tile_ids(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of this program's output tile, in grouped order."""
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -86,6 +103,14 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
     pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
     pid_n = (pid % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _tile_product(a_ptr, b_ptr, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk,
+                  stride_bn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+    """The fp32 (BLOCK_M, BLOCK_N) tile (pid_m, pid_n) of A @ B, a loop along K."""
     # rows/columns past the edge wrap around (valid memory); their results are masked on store
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
@@ -100,12 +125,43 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
         acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _tile_product(a_ptr, b_ptr, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk,
+                        stride_bn, BLOCK_M, BLOCK_N, BLOCK_K)  # read (BM + BN) * K
     acc = _activate(acc, ACTIVATION)
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + offs_cm[:, None].to(tl.int64) * stride_cm + offs_cn[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
-             mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+             mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))  # write BM * BN
+
+
+@triton.jit
+def matmul_act_grad_kernel(a_ptr, b_ptr, dc_ptr, dz_ptr, M, N, K, stride_am, stride_ak,
+                           stride_bk, stride_bn, stride_dcm, stride_dcn, stride_dzm, stride_dzn,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    # The epilogue's backward: Z's tile is recomputed rather than saved by the forward (which
+    # stays one write of C), at the price of a third matmul in the backward; act'(Z) never
+    # leaves registers.
+    pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    z = _tile_product(a_ptr, b_ptr, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk,
+                      stride_bn, BLOCK_M, BLOCK_N, BLOCK_K)  # read (BM + BN) * K
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M))[:, None].to(tl.int64)
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N))[None, :]
+    mask = (offs_m < M) & (offs_n < N)
+    dc = tl.load(dc_ptr + offs_m * stride_dcm + offs_n * stride_dcn, mask=mask,
+                 other=0.0).to(tl.float32)  # read BM * BN
+    dz = _activate_grad(z, dc, ACTIVATION)
+    tl.store(dz_ptr + offs_m * stride_dzm + offs_n * stride_dzn,
+             dz.to(dz_ptr.dtype.element_ty), mask=mask)  # write BM * BN
 
 
 @triton.jit
@@ -212,20 +268,13 @@ def _tiles(M, N, meta):
     return triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
 
 
-def matmul(a, b, activation="none", kernel=None):
-    """activation(a @ b) for 2-D fp32/fp16/bf16 a (M, K) and b (K, N), any strides.
-
-    fp32 inputs use TF32 tensor cores, as `torch.backends.cuda.matmul.allow_tf32 = True` would.
-    `kernel`: "pointers" (`matmul_kernel`, any strides) or "tma" (`matmul_tma_kernel`,
-    persistent, TMA descriptors: rows must be 16-byte aligned with a contiguous last
-    dimension, fp16/bf16); by default TMA for large 16-bit products (M*N*K >= 2^34) on a
-    Hopper or newer GPU where the layout allows it, else pointers.
-    """
+def _check(a, b, activation, kernel):
+    """(M, K, N) of checked inputs."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"matmul: activation must be one of {ACTIVATIONS}, got {activation!r}")
     for name, t in (("a", a), ("b", b)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 2:
-            raise ValueError(f"matmul: {name} must be a 2-D tensor")
+        if t.dim() != 2:
+            raise ValueError(f"matmul: {name} must be a 2-D tensor, got {t.dim()}-D")
     check_inputs("matmul", a, b, device=DEVICE, dtypes=FLOAT_DTYPES, same_shape=False,
                  contiguous=False)  # the kernels take strides: no copy of transposed inputs
     if a.dtype != b.dtype:
@@ -235,11 +284,16 @@ def matmul(a, b, activation="none", kernel=None):
         raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not chain")
     if kernel is not None and kernel not in KERNELS:
         raise ValueError(f"matmul: kernel must be one of {KERNELS}, got {kernel!r}")
+    return M, K, N
+
+
+def _matmul_impl(a, b, activation, kernel):
+    M, K, N = _check(a, b, activation, kernel)
     c = torch.empty(M, N, dtype=a.dtype, device=a.device)
     if M == 0 or N == 0:
         return c
     if K == 0:
-        return c.zero_()
+        return c.zero_()  # act(0) = 0 for all three activations
     tuning, dispatches = _dispatches(a.get_device())
     kernel = kernel or _default_kernel(a, b, tuning)
     key = (M, N, K, a.dtype, activation)
@@ -259,6 +313,79 @@ def matmul(a, b, activation="none", kernel=None):
     pointers = dispatches["pointers"]
     pointers.run(pointers.get(key), lambda meta: (_tiles(M, N, meta),), args, key)
     return c
+
+
+def _matmul_fake(a, b, activation, kernel):
+    M, _, N = _check(a, b, activation, kernel)
+    return a.new_empty(M, N)
+
+
+def _check_grad(a, b, dc, activation):
+    M, _, N = _check(a, b, activation, None)
+    check_inputs("matmul backward", dc, device=DEVICE, dtypes=(a.dtype,), contiguous=False)
+    if dc.shape != (M, N):
+        raise ValueError(f"matmul backward: dC has shape {tuple(dc.shape)}, not {(M, N)}")
+    if activation == "none":
+        raise ValueError("matmul backward: activation 'none' has no epilogue gradient")
+    return M, N
+
+
+def _act_grad_impl(a, b, dc, activation):
+    M, N = _check_grad(a, b, dc, activation)
+    K = a.shape[1]
+    dz = torch.empty(M, N, dtype=a.dtype, device=a.device)
+    if M and N:
+        pointers = _dispatches(a.get_device())[1]["pointers"]
+        config = pointers.get((M, N, K, a.dtype, activation)) or pointers.fixed
+        launch(matmul_act_grad_kernel, (_tiles(M, N, config),), a, b, dc, dz, M, N, K,
+               a.stride(0), a.stride(1), b.stride(0), b.stride(1), dc.stride(0), dc.stride(1),
+               dz.stride(0), dz.stride(1), ACTIVATION=activation, **config)
+    return dz
+
+
+def _act_grad_fake(a, b, dc, activation):
+    return a.new_empty(_check_grad(a, b, dc, activation))
+
+
+def _setup(ctx, inputs, output):
+    a, b, ctx.activation, _ = inputs
+    ctx.save_for_backward(a, b)
+
+
+def _backward(ctx, dc):
+    a, b = ctx.saved_tensors
+    dz = dc if ctx.activation == "none" else act_grad_op(a, b, dc, ctx.activation)
+    da = matmul_op(dz, b.t(), "none", None) if ctx.needs_input_grad[0] else None
+    db = matmul_op(a.t(), dz, "none", None) if ctx.needs_input_grad[1] else None
+    return da, db, None, None
+
+
+def _no_setup(ctx, inputs, output):
+    pass
+
+
+act_grad_op = ops.define(__name__, "matmul_activation_grad",
+                         "(Tensor a, Tensor b, Tensor dc, str activation) -> Tensor",
+                         _act_grad_impl, _act_grad_fake,
+                         ops.no_double_backward("tritonlab matmul (relu/gelu epilogue)"),
+                         _no_setup)
+matmul_op = ops.define(__name__, "matmul",
+                       "(Tensor a, Tensor b, str activation, str? kernel) -> Tensor",
+                       _matmul_impl, _matmul_fake, _backward, _setup)
+
+
+def matmul(a, b, activation="none", kernel=None):
+    """activation(a @ b) for 2-D fp32/fp16/bf16 a (M, K) and b (K, N), any strides;
+    differentiable (any order without activation, first order with relu/gelu).
+
+    fp32 inputs use TF32 tensor cores, as `torch.backends.cuda.matmul.allow_tf32 = True` would.
+    `kernel`: "pointers" (`matmul_kernel`, any strides) or "tma" (`matmul_tma_kernel`,
+    persistent, TMA descriptors: rows must be 16-byte aligned with a contiguous last
+    dimension, fp16/bf16); by default TMA for large 16-bit products (M*N*K >= 2^34) on a
+    Hopper or newer GPU where the layout allows it, else pointers.
+    """
+    ops.require_tensors("matmul", a, b)
+    return matmul_op(a, b, activation, kernel)
 
 
 def matmul_plan(a, b, activation="none", kernel=None):

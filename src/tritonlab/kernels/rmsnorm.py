@@ -17,12 +17,18 @@ too wide for the backward's registers run a two-step backward: a chunked kernel 
 row's coefficient r^3 / N * sum(dy * g * x), then a 2-D grid of (rows, columns) tiles writes dx
 and keeps dg for its columns in registers, one partial row per row block. The limits, blocks,
 warps and programs are the device's `RMSNormTuning` (kernels/tuning.py).
+
+`rmsnorm` is a custom operator with autograd (kernels/ops.py); its backward kernels have no
+derivative themselves, so a second-order gradient raises NotImplementedError.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
 from ..backend import DEVICE, tl, triton
+from . import ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
 from ._launch import launch
 from .tuning import tuning_for
@@ -148,14 +154,24 @@ def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_co
     tl.store(dg_ptr + cols, old + dy * x * rstd, mask=mask)  # lost updates on a GPU
 
 
-def _flatten(x, g):
-    """x as (rows, N) and g, checked: on the backend's device, float dtypes, g of shape (N,)."""
+def _check(x, g, contiguous=False):
+    """x and g checked: on the backend's device, float dtypes, g of shape (N,)."""
     x, g = check_inputs("rmsnorm", x, g, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,),
-                        same_shape=False)
+                        same_shape=False, contiguous=contiguous)
     if g.dim() != 1 or x.dim() == 0 or g.shape[0] != x.shape[-1]:
         raise ValueError(f"rmsnorm: weight of shape {tuple(g.shape)} does not match the last "
                          f"dimension of x {tuple(x.shape)}")
+    return x, g
+
+
+def _flatten(x, g):
+    """x as contiguous (rows, N) and g, checked."""
+    x, g = _check(x, g, contiguous=True)
     return (x if x.dim() == 2 else x.reshape(-1, x.shape[-1])), g
+
+
+def _rstd_dtype(x):
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
 def _programs_for(x, t):
@@ -189,8 +205,7 @@ def _forward(x2, g, eps, chunk=None):
     """(y, rstd); `chunk` forces the chunked kernel with that chunk (tests, probes)."""
     n_rows, n_cols = x2.shape
     y = torch.empty_like(x2)
-    rstd = torch.empty(n_rows, dtype=torch.float64 if x2.dtype == torch.float64 else
-                       torch.float32, device=x2.device)
+    rstd = torch.empty(n_rows, dtype=_rstd_dtype(x2), device=x2.device)
     if n_rows and not n_cols:
         rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
     if n_rows and n_cols:
@@ -263,27 +278,65 @@ def rmsnorm_backward_racy(dy, x, g, rstd):
     return dx.reshape(x.shape), dg
 
 
-class RMSNormFunction(torch.autograd.Function):
-    """Inputs are checked once, in forward; the backward reuses the 2-D views it saved."""
+def _op_impl(x, g, eps):
+    x2, g2 = _flatten(x, g)
+    y, rstd = _forward(x2, g2, eps)
+    return y.view(x.shape), rstd
 
-    @staticmethod
-    def forward(ctx, x, g, eps=1e-6):
-        x2, g2 = _flatten(x, g)
-        y, rstd = _forward(x2, g2, eps)
-        ctx.save_for_backward(x2, g2, rstd)
-        return y if y.shape == x.shape else y.view(x.shape)
 
-    @staticmethod
-    def backward(ctx, dy):
-        x2, g, rstd = ctx.saved_tensors
-        dy2 = dy.contiguous()  # autograd gives dy y's shape and dtype, maybe not its strides
-        dx, dg = _backward(dy2 if dy2.dim() == 2 else dy2.view(x2.shape), x2, g, rstd)
-        return (dx if dx.shape == dy.shape else dx.view(dy.shape)), dg, None
+def _op_fake(x, g, eps):
+    _check(x, g)
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            x.new_empty(math.prod(x.shape[:-1]), dtype=_rstd_dtype(x)))
+
+
+def _check_bwd(dy, x, g, rstd):
+    _check(x, g)
+    check_inputs("rmsnorm backward", dy, device=DEVICE, dtypes=(x.dtype,), contiguous=False)
+    if dy.shape != x.shape:
+        raise ValueError(f"rmsnorm backward: dy has shape {tuple(dy.shape)}, x "
+                         f"{tuple(x.shape)}")
+
+
+def _op_bwd_impl(dy, x, g, rstd):
+    _check_bwd(dy, x, g, rstd)
+    x2, g2 = _flatten(x, g)
+    dx, dg = _backward(dy.contiguous().view(x2.shape), x2, g2, rstd)
+    return dx.view(x.shape), dg
+
+
+def _op_bwd_fake(dy, x, g, rstd):
+    _check_bwd(dy, x, g, rstd)
+    return torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(g)
+
+
+def _setup(ctx, inputs, output):
+    x, g, _ = inputs
+    ctx.save_for_backward(x, g, output[1])
+
+
+def _op_backward(ctx, dy, _drstd):  # rstd is internal: its gradient is dropped
+    dx, dg = rmsnorm_backward_op(dy, *ctx.saved_tensors)
+    return dx, dg, None
+
+
+def _no_setup(ctx, inputs, output):
+    pass
+
+
+rmsnorm_backward_op = ops.define(__name__, "rmsnorm_backward",
+                                 "(Tensor dy, Tensor x, Tensor g, Tensor rstd) -> "
+                                 "(Tensor, Tensor)", _op_bwd_impl, _op_bwd_fake,
+                                 ops.no_double_backward("tritonlab rmsnorm"), _no_setup)
+rmsnorm_op = ops.define(__name__, "rmsnorm", "(Tensor x, Tensor g, float eps) -> "
+                        "(Tensor, Tensor)", _op_impl, _op_fake, _op_backward, _setup)
 
 
 def rmsnorm(x, g, eps=1e-6):
-    """Differentiable fused RMSNorm over the last dimension."""
-    return RMSNormFunction.apply(x, g, eps)
+    """Differentiable (first order) fused RMSNorm over the last dimension: y in x's dtype,
+    for fp32/fp16/bf16/fp64 x and a weight g of shape (N,)."""
+    ops.require_tensors("rmsnorm", x, g)
+    return rmsnorm_op(x, g, eps)[0]
 
 
 class RMSNorm(torch.nn.Module):

@@ -3,13 +3,19 @@
 One program per row; an accumulator of BLOCK_SIZE lanes lives in registers while the program
 walks the row block by block, then one `tl.sum` folds it. The same skeleton (loop along one
 dimension, partial results in registers) is that of tiled matmul and FlashAttention.
+
+`row_sum` is a custom operator (kernels/ops.py); its gradient is dy broadcast along the row
+(an expand, no kernel), so gradients of any order work.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype
+from . import ops
+from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype
 from ._launch import launch
 
 
@@ -24,16 +30,44 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr,
     tl.store(out_ptr + row, tl.sum(acc, axis=0))  # read N per row, write 1
 
 
-def row_sum(x, block_size=1024):
-    """x.sum(-1), accumulated in fp32 (fp64 for fp64), returned in x's dtype."""
-    (x,) = check_inputs("row_sum", x, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,))
+def _check(x):
+    check_inputs("row_sum", x, device=DEVICE, dtypes=FLOAT64_DTYPES, contiguous=False)
+
+
+def _row_sum_impl(x, block_size):
+    _check(x)
     n_cols = x.shape[-1] if x.dim() else 1
-    x2 = x.reshape(-1, n_cols)
+    x2 = x.contiguous().reshape(math.prod(x.shape[:-1]), n_cols)
     out = torch.empty(x2.shape[0], dtype=x.dtype, device=x.device)
     if x2.shape[0]:
         if n_cols == 0:
-            out.zero_()
+            out.zero_()  # the sum of nothing, as torch gives it
         else:
             launch(row_sum_kernel, (x2.shape[0],), x2, out, n_cols, x2.stride(0),
                    BLOCK_SIZE=block_size, ACC=compute_dtype(x, tl))
     return out.reshape(x.shape[:-1])
+
+
+def _row_sum_fake(x, block_size):
+    _check(x)
+    return x.new_empty(x.shape[:-1])
+
+
+def _setup(ctx, inputs, output):
+    ctx.shape = inputs[0].shape
+
+
+def _backward(ctx, dy):
+    shape = ctx.shape
+    return (dy.unsqueeze(-1).expand(shape) if len(shape) else dy), None
+
+
+row_sum_op = ops.define(__name__, "row_sum", "(Tensor x, int block_size) -> Tensor",
+                        _row_sum_impl, _row_sum_fake, _backward, _setup)
+
+
+def row_sum(x, block_size=1024):
+    """x.sum(-1) for fp32/fp16/bf16/fp64, accumulated in fp32 (fp64 for fp64), returned in x's
+    dtype; differentiable (any order)."""
+    ops.require_tensors("row_sum", x)
+    return row_sum_op(x, block_size)

@@ -8,13 +8,20 @@ Three kernels, one pattern each:
 Masked lanes load -inf, whose exp is 0, so they change neither the max nor the sum. Math is
 fp32 (fp64 for fp64 inputs); the output has the input's dtype. Which kernel a row length
 takes, and its rows, block and warps, are the device's `SoftmaxTuning` (kernels/tuning.py).
+
+The backward, dx = y * (dy - sum(dy * y)) per row, has the same two shapes: whole rows (ROWS
+of them per program; read 2MN, write MN) and, for long rows, a loop for the sum and a second
+for dx (read 4MN, write MN). `softmax` is a custom operator with autograd (kernels/ops.py).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
 from ..backend import DEVICE, tl, triton
-from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for
+from . import ops
+from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for
 from ._launch import launch
 from .tuning import tuning_for
 
@@ -55,7 +62,8 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
     for start in range(0, n_cols, BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
         x = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf")).to(ACC)  # read N
-        m_new = tl.maximum(m, x)
+        # a NaN sticks (torch's row is all NaN): max.f32 alone would drop it
+        m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
         never = m_new == float("-inf")  # nothing finite seen yet: keep exp out of -inf - -inf
         s = tl.where(never, 0.0, s * tl.exp(m - m_new) + tl.exp(x - m_new))
         m = m_new
@@ -68,39 +76,157 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
         tl.store(y_ptr + row * y_row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask)
 
 
-def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
-    """softmax(x, dim) for fp32/fp16/bf16/fp64 tensors of any shape.
+@triton.jit
+def softmax_bwd_kernel(dy_ptr, y_ptr, dx_ptr, n_rows, n_cols, row_stride,
+                       BLOCK_SIZE: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    offs = rows[:, None] * row_stride + cols[None, :]
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0).to(ACC)  # read ROWS * N
+    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)  # read ROWS * N
+    dot = tl.sum(y * dy, axis=1, keep_dims=True)
+    tl.store(dx_ptr + offs, y * (dy - dot), mask=mask)  # write ROWS * N
 
-    `variant` ("row", "rows", "online") and `block_size` force a kernel (for teaching and
-    tests); by default rows up to 16384 elements use one program per row (several rows per
-    program below 1024), longer rows the online kernel."""
-    (x,) = check_inputs("softmax", x, device=DEVICE, dtypes=FLOAT_DTYPES + (torch.float64,))
-    x = x.movedim(dim, -1).contiguous()
-    shape = x.shape
-    n_cols = shape[-1] if x.dim() else 1
-    x2 = x.reshape(-1, n_cols)
-    y2 = torch.empty_like(x2)
-    n_rows = x2.shape[0]
-    if x2.numel() == 0:
-        return y2.reshape(shape).movedim(-1, dim)
+
+@triton.jit
+def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
+                              BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    dots = tl.zeros([BLOCK_SIZE], dtype=ACC)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)  # read N
+        dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)  # read N
+        dots += y * dy
+    dot = tl.sum(dots, axis=0)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)  # again
+        dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)
+        tl.store(dx_ptr + row * row_stride + cols, y * (dy - dot), mask=mask)  # write N
+
+
+VARIANTS = ("row", "rows", "online")
+
+
+def _plan(n_cols, x, variant, block_size, rows_per_program):
+    """(variant, block, rows per program) for rows of n_cols elements."""
     block = triton.next_power_of_2(n_cols)
     t = tuning_for("softmax", x.get_device())
     if variant is None:
         variant = ("online" if block > t.max_row_block else "rows" if block < t.rows_below
                    else "row")
-    acc = compute_dtype(x, tl)
-    if variant == "row":
-        launch(softmax_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
-               BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
-    elif variant == "rows":
+    if variant == "rows":
         rows = rows_per_program or max(1, min(t.max_rows, t.rows_elements // block))
-        launch(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
-            x2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0), BLOCK_SIZE=block, ROWS=rows,
-            ACC=acc, num_warps=num_warps_for(block * rows))
-    elif variant == "online":
-        block = block_size or min(block, t.online_block)
-        launch(softmax_online_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
-               BLOCK_SIZE=block, ACC=acc, num_warps=t.online_warps)
-    else:
+        return variant, block, rows
+    if variant == "online":
+        return variant, block_size or min(block, t.online_block), 1
+    return variant, block, 1
+
+
+def _check(name, dim, variant, *tensors):
+    """Validate; returns the shape of a softmax row block: inputs moved to (..., N)."""
+    check_inputs(name, *tensors, device=DEVICE, dtypes=FLOAT64_DTYPES, contiguous=False)
+    if variant is not None and variant not in VARIANTS:
         raise ValueError(f"softmax: unknown variant {variant!r} (row, rows, online)")
-    return y2.reshape(shape).movedim(-1, dim)
+    return tensors[0].movedim(dim, -1).shape  # IndexError for a bad dim, as in torch
+
+
+def _as_rows(t, dim):
+    """t with `dim` last, contiguous, as (rows, N)."""
+    t = t.movedim(dim, -1).contiguous()
+    n_cols = t.shape[-1] if t.dim() else 1
+    return t.reshape(math.prod(t.shape[:-1]), n_cols)
+
+
+def _from_rows(t2, shape, dim):
+    """A (rows, N) result back to the input's shape, contiguous like torch's."""
+    t = t2.view(shape)
+    return t if dim in (-1, t.dim() - 1) or t.dim() == 0 else t.movedim(-1, dim).contiguous()
+
+
+def _softmax_impl(x, dim, variant, block_size, rows_per_program):
+    shape = _check("softmax", dim, variant, x)
+    x2 = _as_rows(x, dim)
+    y2 = torch.empty_like(x2)
+    n_rows, n_cols = x2.shape
+    if y2.numel():
+        variant, block, rows = _plan(n_cols, x2, variant, block_size, rows_per_program)
+        acc = compute_dtype(x2, tl)
+        if variant == "row":
+            launch(softmax_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
+                   BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
+        elif variant == "rows":
+            launch(softmax_rows_kernel, (triton.cdiv(n_rows, rows),), x2, y2, n_rows, n_cols,
+                   x2.stride(0), y2.stride(0), BLOCK_SIZE=block, ROWS=rows, ACC=acc,
+                   num_warps=num_warps_for(block * rows))
+        else:
+            launch(softmax_online_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0),
+                   y2.stride(0), BLOCK_SIZE=block, ACC=acc,
+                   num_warps=tuning_for("softmax", x2.get_device()).online_warps)
+    return _from_rows(y2, shape, dim)
+
+
+def _softmax_bwd_impl(dy, y, dim, variant, block_size, rows_per_program):
+    shape = _check("softmax backward", dim, variant, dy, y)
+    dy2, y2 = _as_rows(dy, dim), _as_rows(y, dim)
+    dx2 = torch.empty_like(y2)
+    n_rows, n_cols = y2.shape
+    if dx2.numel():
+        variant, block, rows = _plan(n_cols, y2, variant, block_size, rows_per_program)
+        acc = compute_dtype(y2, tl)
+        if variant == "online":
+            launch(softmax_bwd_online_kernel, (n_rows,), dy2, y2, dx2, n_cols, n_cols,
+                   BLOCK_SIZE=block, ACC=acc,
+                   num_warps=tuning_for("softmax", y2.get_device()).online_warps)
+        else:
+            launch(softmax_bwd_kernel, (triton.cdiv(n_rows, rows),), dy2, y2, dx2, n_rows,
+                   n_cols, n_cols, BLOCK_SIZE=block, ROWS=rows, ACC=acc,
+                   num_warps=num_warps_for(block * rows))
+    return _from_rows(dx2, shape, dim)
+
+
+def _softmax_fake(x, dim, variant, block_size, rows_per_program):
+    _check("softmax", dim, variant, x)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _softmax_bwd_fake(dy, y, dim, variant, block_size, rows_per_program):
+    _check("softmax backward", dim, variant, dy, y)
+    return torch.empty_like(y, memory_format=torch.contiguous_format)
+
+
+def _setup(ctx, inputs, output):
+    ctx.save_for_backward(output)
+    ctx.options = inputs[1:]
+
+
+def _backward(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return softmax_backward_op(dy, y, *ctx.options), None, None, None, None
+
+
+def _no_setup(ctx, inputs, output):
+    pass
+
+
+_SCHEMA = "int dim, str? variant, int? block_size, int? rows_per_program) -> Tensor"
+softmax_backward_op = ops.define(__name__, "softmax_backward", "(Tensor dy, Tensor y, " + _SCHEMA,
+                                 _softmax_bwd_impl, _softmax_bwd_fake,
+                                 ops.no_double_backward("tritonlab softmax"), _no_setup)
+softmax_op = ops.define(__name__, "softmax", "(Tensor x, " + _SCHEMA, _softmax_impl,
+                        _softmax_fake, _backward, _setup)
+
+
+def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
+    """softmax(x, dim) for fp32/fp16/bf16/fp64 tensors of any shape, in x's dtype;
+    differentiable (first order).
+
+    `variant` ("row", "rows", "online") and `block_size` force a kernel (for teaching and
+    tests; the backward takes the same variant); by default rows up to 16384 elements use one
+    program per row (several rows per program below 1024), longer rows the online kernel."""
+    ops.require_tensors("softmax", x)
+    return softmax_op(x, dim, variant, block_size, rows_per_program)

@@ -1,0 +1,76 @@
+"""The kernels as PyTorch custom operators (torch.library.custom_op): one helper, `define`, that
+each op's module calls for its forward and backward, so that torch.compile sees every op as one
+opaque node of known shape (no graph break) and autograd sees a formula for it.
+
+Each op module registers, next to its launch functions (docs/ops.md lists them all):
+
+    tritonlab::add        tritonlab::gelu     tritonlab::gelu_backward    tritonlab::silu ...
+    tritonlab::softmax    tritonlab::softmax_backward    tritonlab::row_sum
+    tritonlab::matmul     tritonlab::matmul_activation_grad
+    tritonlab::rmsnorm    tritonlab::rmsnorm_backward
+
+and its public function (`elementwise.gelu`, `softmax.softmax`, ...) checks that its tensor
+arguments are tensors and calls the op. What every op follows:
+  * the real implementation validates its inputs (device, dtypes, shapes) with the same function
+    as its fake; the fake returns outputs of the real one's shapes, dtypes and strides (always
+    contiguous), so a meta tensor gets the same errors as the backend's device would;
+  * outputs never alias inputs (torch.library's rule): an empty result is a new tensor;
+  * the autograd formula calls other custom ops (backward kernels in Triton). Where those have a
+    formula themselves (add, row_sum, matmul without activation: they are linear), double
+    backward works; elsewhere a backward op's own formula is `no_double_backward`, which raises
+    a NotImplementedError naming the op when a second derivative is asked for.
+
+A module copied onto another backend by `backend.with_backend` (e.g. the simulator's copy on a
+GPU machine) registers its ops in its own namespace, `tritonlab_sim::...`, so that both copies
+keep working side by side.
+
+Attention (kernels/attention.py, its own issue) registers the same way: `define("attention",
+"(Tensor q, Tensor k, Tensor v, bool causal, float? scale) -> Tensor", impl, fake, backward,
+setup_context)`, with an impl that also returns the log-sum-exp rows the backward needs (a
+tuple output, as rmsnorm returns rstd), and `attention_backward` defined with
+`no_double_backward`.
+"""
+from __future__ import annotations
+
+import torch
+
+NAMESPACE = "tritonlab"
+
+
+def namespace(module_name):
+    """tritonlab for the kernel modules, tritonlab_<backend> for a `with_backend` copy (whose
+    module name ends in __<backend>)."""
+    _, sep, copy = module_name.rpartition("__")
+    return f"{NAMESPACE}_{copy}" if sep and copy.isidentifier() else NAMESPACE
+
+
+def define(module_name, name, schema, impl, fake, backward=None, setup_context=None):
+    """Register `impl` as the custom op <namespace>::<name> with `schema` ("(Tensor x, int n)
+    -> Tensor"), its fake implementation and, where given, its autograd formula. Returns the
+    op (call it like a function)."""
+    op = torch.library.custom_op(f"{namespace(module_name)}::{name}", impl, mutates_args=(),
+                                 schema=schema)
+    op.register_fake(fake)
+    if backward is not None:
+        op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def no_double_backward(op_name):
+    """The autograd formula of a backward op that has none: raises, saying so, when autograd
+    asks for a second derivative through `op_name`."""
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            f"{op_name}: double backward (a gradient of its gradient) is not supported; its "
+            f"backward kernel has no derivative. Use the torch op for higher-order gradients "
+            f"(docs/ops.md)")
+    return backward
+
+
+def require_tensors(op_name, *tensors):
+    """The check a public function makes before calling its op: the dispatcher's own error for
+    a non-tensor is less clear."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{op_name}: argument {i} must be a torch.Tensor, got "
+                            f"{type(t).__name__}")
