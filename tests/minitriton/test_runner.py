@@ -437,3 +437,75 @@ def test_cuda_on_cpu_makes_cuda_tensors_on_the_cpu(tmp_path, capsys):
     assert out.split() == ["cpu", "cpu", "cpu", "torch.float16", "True"]
     rc, _, err = run_here(tmp_path, capsys, source)
     assert rc == 1 and "--cuda-on-cpu" in err
+
+
+SHRINK = """
+    import sys
+    import numpy as np
+    import triton
+    import triton.language as tl
+
+    GROUP = tl.constexpr(2048)  # a kernel constant: kept
+
+    @triton.jit
+    def fill(out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, 1024)  # inside a kernel: kept
+        tl.store(out_ptr + offs, offs + GROUP, mask=offs < n)
+
+    def check(M, N):
+        out = np.zeros(M * N, np.int32)
+        fill[(triton.cdiv(M * N, 1024),)](out, M * N, BLOCK=1024)  # a launch: kept
+        assert np.array_equal(out, np.arange(M * N) + GROUP.value)
+        return M, N
+
+    configs = [triton.Config({"BLOCK": 4096}, num_warps=4)]  # kept
+    print(check(8192, 4096), check(1000, 3), 2 ** 12, configs[0].kwargs["BLOCK"], 1536)
+"""
+
+
+def test_shrink_divides_the_programs_own_sizes(tmp_path, capsys):
+    rc, out, err = run_here(tmp_path, capsys, SHRINK, shrink_by=16)
+    assert rc == 0, err
+    assert out.split("\n")[0] == "(512, 256) (1000, 3) 4096 4096 1536"
+    assert "2 sizes in" in err and "8192 -> 512" in err and "4096 -> 256" in err
+    rc, out, err = run_here(tmp_path, capsys, SHRINK)
+    assert rc == 0 and out.startswith("(8192, 4096)"), err
+
+
+def test_shrink_keeps_tracebacks_on_the_programs_lines(tmp_path):
+    done = run(tmp_path, "x = 8192\n\n\nraise ValueError(x)\n", runner_args=("--shrink", "8"))
+    assert done.returncode == 1
+    assert 'script.py", line 4' in done.stderr and "ValueError: 1024" in done.stderr
+
+
+def test_cublas_stand_in_matches_torch(tmp_path, capsys):
+    pytest.importorskip("torch")
+    source = """
+        import torch
+        from triton._C.libtriton import nvidia
+        from triton.tools.mxfp import MXFP4Tensor, MXScaleTensor
+        cublas = nvidia.cublas.CublasLt(torch.empty(1024, dtype=torch.uint8))
+        torch.manual_seed(0)
+        a, b = torch.randn(64, 32).half(), torch.randn(48, 32).half()
+        c = torch.empty(64, 48, dtype=torch.float16)
+        cublas.matmul(a, b, c)
+        print(float((c.float() - a.float() @ b.float().T).abs().max()) < 0.05)
+        M, N, K = 128, 128, 128
+        a4, b4 = MXFP4Tensor(size=(M, K)).random(), MXFP4Tensor(size=(N, K)).random()
+        sa = torch.rand(M // 128, K // 16 // 4, 32, 16) + 0.5
+        sb = torch.rand(N // 128, K // 16 // 4, 32, 16) + 0.5
+        sa8, sb8 = sa.to(torch.float8_e4m3fn), sb.to(torch.float8_e4m3fn)
+        out = torch.empty(M, N, dtype=torch.float16)
+        cublas.block_scaled_matmul_nvfp4(a4.to_packed_tensor(dim=1), b4.to_packed_tensor(dim=1),
+                                         out, sa8.flatten(), sb8.flatten())
+        def unpack(s):  # the tutorial's own reference layout
+            s = s.reshape(*s.shape[:-2], 32, 4, 4)
+            m, k = s.shape[:2]
+            return s.permute(0, 3, 2, 1, 4).reshape(m * 128, k * 4)
+        ref = (a4.to(torch.float32) * unpack(sa8.float()).repeat_interleave(16, 1)) @ \\
+              (b4.to(torch.float32) * unpack(sb8.float()).repeat_interleave(16, 1)).T
+        print(torch.allclose(out.float(), ref, atol=1e-3, rtol=1e-3))
+    """
+    rc, out, err = run_here(tmp_path, capsys, source)
+    assert rc == 0, err
+    assert out.split() == ["True", "True"]

@@ -1,7 +1,7 @@
 """The runner: an unmodified Triton program on a CPU-only machine.
 
     python -m minitriton [--gpu H100] [--triton-version 3.6.0] [--no-torch-patch] [--small]
-                         [--cuda-on-cpu] script.py [args]     # or -m MODULE [args]
+                         [--cuda-on-cpu] [--shrink N] script.py [args]  # or -m MODULE [args]
     minitriton run script.py [args]                     # the same, as a console script
 
 Like `TRITON_INTERPRET=1`, but anywhere: `import triton` gives minitriton (runner/modules.py),
@@ -19,8 +19,10 @@ import os
 import runpy
 import sys
 import traceback
+import types
 
 from .. import testing
+from . import shrink
 from .modules import TRITON_VERSION, aliases
 from ..runtime.gpus import DEFAULT_GPU, GPUS, gpu as get_gpu
 from .target import EmulatedDriver
@@ -51,6 +53,11 @@ def parser():
                    help="benchmarks in a hurry: each triton.testing Benchmark measures its 2 "
                         "smallest x values, do_bench times one call; kernels, checks and "
                         "other sizes are untouched")
+    p.add_argument("--shrink", type=int, default=None, metavar="N",
+                   help="divide the program's hard-coded sizes by N before it runs: power-of-"
+                        "two integer literals from 1024 up in the script itself, not in kernels,"
+                        " triton.Config or launch keywords (runner/shrink.py; the changes are "
+                        "printed)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a module as `python -m MODULE` does, instead of a script")
     p.add_argument("script", nargs="?", help="the program to run")
@@ -102,11 +109,31 @@ def _exit_code(code):
     return 1
 
 
+def _run_shrunk(script, factor):
+    """The script as runpy.run_path runs it, with its sizes divided by `factor` (shrink.py)."""
+    path = os.path.abspath(script)
+    with open(path, encoding="utf-8") as f:
+        code, changes = shrink.rewrite(f.read(), path, factor)
+    print(shrink.describe(changes, script), file=sys.stderr)
+    main_module = types.ModuleType("__main__")
+    main_module.__file__ = path
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main_module
+    try:
+        exec(code, main_module.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
 def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITON_VERSION,
-        torch_patch=True, small=False, cuda_on_cpu=False):
+        torch_patch=True, small=False, cuda_on_cpu=False, shrink_by=None):
     """Run a program (a script's path, or `module` as with `python -m`) under the emulation;
-    returns its exit status. Its exceptions are printed, without the runner's frames."""
+    returns its exit status. Its exceptions are printed, without the runner's frames.
+    `shrink_by`: divide the script's hard-coded sizes by this (runner/shrink.py)."""
     target = module or script
+    if shrink_by is not None and module:
+        raise ValueError("--shrink rewrites a script; it cannot rewrite -m MODULE")
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [os.path.abspath(script) if script else module, *args]
     if script:  # as `python script.py`: the script's directory first, instead of the cwd
@@ -116,6 +143,8 @@ def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITO
         with emulated(gpu, triton_version, torch_patch, program_dir, small, cuda_on_cpu):
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
+            elif shrink_by is not None:
+                _run_shrunk(script, shrink_by)
             else:
                 runpy.run_path(script, run_name="__main__")
         return 0
@@ -146,7 +175,7 @@ def _module_split(argv):
             return i + 2 if i + 1 < len(argv) else None
         if not token.startswith("-"):
             return None  # the script: what follows is its own
-        i += 2 if token in ("--gpu", "--triton-version") else 1
+        i += 2 if token in ("--gpu", "--triton-version", "--shrink") else 1
     return None
 
 
@@ -169,7 +198,7 @@ def main(argv=None):
     return run(opts.script if opts.module is None else None, opts.args, module=opts.module,
                gpu=opts.gpu, triton_version=opts.triton_version,
                torch_patch=not opts.no_torch_patch, small=opts.small,
-               cuda_on_cpu=opts.cuda_on_cpu)
+               cuda_on_cpu=opts.cuda_on_cpu, shrink_by=opts.shrink)
 
 
 __all__ = ["main", "run", "emulated", "GPUS", "CUDATensorError"]

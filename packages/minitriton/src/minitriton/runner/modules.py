@@ -14,6 +14,8 @@ While `aliases(...)` is active, sys.modules holds:
     triton.tools.tensor_descriptor  minitriton.tools.tensor_descriptor
     triton.compiler                 CompilationError (minitriton's)
     triton.backends                 `backends` (empty) and compiler.GPUTarget
+    triton._C.libtriton.nvidia      cublas.CublasLt, the tutorials' cuBLAS baseline on torch
+                                    (runner/cublas.py)
 
 Any other `triton.X.Y` is found on import by a meta path finder as `minitriton.X.Y` if that
 exists (so modules added to minitriton later are found without changing this file), and is
@@ -39,6 +41,7 @@ from ..language import core as language_core
 from ..runtime import autotune, jit
 from ..tools import tensor_descriptor
 from ..runtime.gpus import DEFAULT_GPU, gpu as get_gpu
+from . import cublas
 from .target import DriverConfig, EmulatedDriver, GPUTarget
 
 TRITON_VERSION = "3.6.0"
@@ -137,6 +140,12 @@ def stand_ins(triton_version, driver_config):
     backends_compiler = _module("triton.backends.compiler", "Stand-in.", GPUTarget=GPUTarget)
     backends = _module("triton.backends", "No backends: minitriton executes, it compiles "
                        "nothing.", package=True, backends={}, compiler=backends_compiler)
+    cublas_mod = _module("triton._C.libtriton.nvidia.cublas", "cuBLAS on torch (runner/"
+                         "cublas.py).", CublasLt=cublas.CublasLt)
+    nvidia = _module("triton._C.libtriton.nvidia", "Stand-in.", package=True, cublas=cublas_mod)
+    libtriton = _module("triton._C.libtriton", "Triton's C++ extension: only the cuBLAS "
+                        "baseline the tutorials call.", package=True, nvidia=nvidia)
+    c_ext = _module("triton._C", "Stand-in.", package=True, libtriton=libtriton)
     front = _module("triton", f"minitriton {minitriton.__version__}, standing in for Triton "
                     f"{triton_version} (python -m minitriton).", package=True,
                     fallback=lambda attr: getattr(minitriton, attr),
@@ -162,6 +171,10 @@ def stand_ins(triton_version, driver_config):
         "triton.compiler.errors": compiler_errors,
         "triton.backends": backends,
         "triton.backends.compiler": backends_compiler,
+        "triton._C": c_ext,
+        "triton._C.libtriton": libtriton,
+        "triton._C.libtriton.nvidia": nvidia,
+        "triton._C.libtriton.nvidia.cublas": cublas_mod,
     }
 
 
