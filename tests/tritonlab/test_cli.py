@@ -45,8 +45,9 @@ def test_lecture_selection(capsys, monkeypatch):
     monkeypatch.delenv("TRITONLAB_LECTURES", raising=False)
     assert lectures_dir() == Path(__file__).resolve().parents[2] / "lectures"
     names = list(available_lectures())
-    assert names[:5] == ["01_benchmarking_profiling", "02_triton_elementwise",
-                         "03_triton_reductions", "04_triton_matmul", "05_triton_rmsnorm"]
+    assert names[:7] == ["01_benchmarking_profiling", "02_triton_elementwise",
+                         "03_triton_reductions", "04_triton_matmul", "05_triton_rmsnorm",
+                         "06_torch_compile", "07_flash_attention"]
     assert main(["lecture", "list"]) == 0
     capsys.readouterr()
     assert main(["lecture", "nope"]) == 2

@@ -582,6 +582,102 @@ def attention_backward_racy(do, q, k, v, o, lse, causal=False, scale=None, tiles
 
 
 # --------------------------------------------------------------------------------------------
+# naive attention for comparison (lectures/07): S and P go through memory
+
+@triton.jit
+def attn_naive_scores_kernel(q_ptr, k_ptr, s_ptr, n_queries, n_keys, scale,
+                             HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # S = Q K^T * scale, one (BM, BN) tile per program, contiguous (batch, seq, d) inputs
+    pid_m, pid_n, b = tl.program_id(0), tl.program_id(1), tl.program_id(2).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    q = _load_tile(q_ptr + b * n_queries * HEAD_DIM + offs_m[:, None] * HEAD_DIM
+                   + offs_d[None, :], offs_m, n_queries, offs_d, HEAD_DIM, BLOCK_D,
+                   True)  # read BM*d
+    k = _load_tile(k_ptr + b * n_keys * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :],
+                   offs_n, n_keys, offs_d, HEAD_DIM, BLOCK_D, True)  # read BN*d
+    s = tl.dot(q, tl.trans(k)) * scale
+    tl.store(s_ptr + b * n_queries * n_keys + offs_m[:, None] * n_keys + offs_n[None, :],
+             s.to(s_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < n_queries) & (offs_n[None, :] < n_keys))  # write BM*BN
+
+
+@triton.jit
+def attn_naive_softmax_kernel(s_ptr, p_ptr, n_keys, BLOCK: tl.constexpr):
+    # P = softmax(S) along a row, one row per program
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    s = tl.load(s_ptr + row * n_keys + cols, mask=cols < n_keys,
+                other=float("-inf")).to(tl.float32)  # read Nk
+    e = tl.exp(s - tl.max(s, 0))
+    tl.store(p_ptr + row * n_keys + cols, (e / tl.sum(e, 0)).to(p_ptr.dtype.element_ty),
+             mask=cols < n_keys)  # write Nk
+
+
+@triton.jit
+def attn_naive_pv_kernel(p_ptr, v_ptr, o_ptr, n_queries, n_keys, HEAD_DIM: tl.constexpr,
+                         BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # O = P V, BM rows of O per program, walking the key tiles
+    pid_m, b = tl.program_id(0), tl.program_id(1).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    for start_n in range(0, n_keys, BLOCK_N):
+        cols = start_n + offs_n
+        p = tl.load(p_ptr + b * n_queries * n_keys + offs_m[:, None] * n_keys + cols[None, :],
+                    mask=(offs_m[:, None] < n_queries) & (cols[None, :] < n_keys),
+                    other=0.0)  # read BM*BN
+        v = _load_tile(v_ptr + b * n_keys * HEAD_DIM + cols[:, None] * HEAD_DIM
+                       + offs_d[None, :], cols, n_keys, offs_d, HEAD_DIM, BLOCK_D,
+                       True)  # read BN*d
+        acc = tl.dot(p.to(v.dtype), v, acc)
+    _store_tile(o_ptr + b * n_queries * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+                acc, offs_m, n_queries, offs_d, HEAD_DIM)  # write BM*d
+
+
+def attention_naive(q, k, v, scale=None, block_m=32, block_n=32):
+    """softmax(q k^T * scale) v in three kernels that write S and P to memory (in q's dtype,
+    as torch eager does): the traffic FlashAttention avoids. (batch, seq, d) inputs, not
+    causal; the softmax kernel holds a whole row of keys."""
+    check_attention_inputs(q, k, v, op="attention_naive")
+    q, k, v = (t.contiguous() for t in (q, k, v))
+    (batch, n_q, d), n_k = q.shape, k.shape[1]
+    scale = default_scale(q) if scale is None else scale
+    s = torch.empty(batch, n_q, n_k, dtype=q.dtype, device=q.device)
+    p = torch.empty_like(s)
+    o = torch.empty_like(q)
+    launch(attn_naive_scores_kernel, (triton.cdiv(n_q, block_m), triton.cdiv(n_k, block_n),
+                                      batch), q, k, s, n_q, n_k, scale, HEAD_DIM=d,
+           BLOCK_D=_block_d(d), BLOCK_M=block_m, BLOCK_N=block_n)
+    launch(attn_naive_softmax_kernel, (batch * n_q,), s, p, n_k,
+           BLOCK=triton.next_power_of_2(n_k))
+    launch(attn_naive_pv_kernel, (triton.cdiv(n_q, block_m), batch), p, v, o, n_q, n_k,
+           HEAD_DIM=d, BLOCK_D=_block_d(d), BLOCK_M=block_m, BLOCK_N=block_n)
+    return o
+
+
+def naive_traffic(n, d, block_m, block_n):
+    """Elements the three naive kernels read and write for one head, N queries and keys (whole
+    tiles): scores read Q N/BN times and K N/BM times and write S; the softmax reads S, writes
+    P; the PV kernel reads P once, V N/BM times, writes O."""
+    scores = n * d * (n // block_n) + n * d * (n // block_m) + n * n
+    return scores + 2 * n * n + (n * n + n * d * (n // block_m) + n * d)
+
+
+def flash_forward_traffic(n, d, block_m, block_n, causal=False):
+    """Elements the FlashAttention forward reads and writes for one head (whole tiles, BM a
+    multiple of BN): Q and O once, L once, K and V once per query tile, or (causal) only the
+    key tiles at or below each query tile's diagonal."""
+    tiles_m = n // block_m
+    key_tiles = (sum((i + 1) * block_m // block_n for i in range(tiles_m)) if causal
+                 else tiles_m * (n // block_n))
+    return 2 * n * d + n + 2 * key_tiles * block_n * d
+
+
+# --------------------------------------------------------------------------------------------
 # torch.compile: custom ops, so that tracing sees one op and no Triton (or simulator) code.
 # A copy of this module bound to another backend (backend.with_backend) registers its own ops.
 
