@@ -110,7 +110,8 @@ for executor in ("sequential", "lockstep"):
 if backend.NAME == "triton":
     F = torch.nn.functional
     bench = backend.triton.testing.do_bench
-    print("\nGPU: (1, 16, N, d) bf16, causal, median; TFLOP/s = 2 N^2 d H (causal half of 4 N^2 d H)")
+    print("\nGPU: (1, 16, N, d) bf16, causal, forward, median (TFLOP/s = 2 N^2 d H: causal,\n"
+          "half of 4 N^2 d H); eager attention writes S and P")
 
     def eager(q, k, v):
         s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
@@ -123,8 +124,11 @@ if backend.NAME == "triton":
                        for _ in range(3))
             flops = 2 * 16 * n * n * d
             row = []
-            for name, fn in [("eager", eager), ("sdpa", lambda q, k, v: F.scaled_dot_product_attention(
-                    q, k, v, is_causal=True)), ("ours", lambda q, k, v: fa.flash_attention(q, k, v, True))]:
+            for name, fn in [
+                    ("eager", eager),
+                    ("sdpa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v,
+                                                                            is_causal=True)),
+                    ("ours", lambda q, k, v: fa.flash_attention(q, k, v, True))]:
                 try:
                     ms = bench(lambda: fn(q, k, v), return_mode="median")
                     row.append(f"{name} {format_time(ms / 1e3):>9} ({flops / ms / 1e9:4.0f})")

@@ -180,6 +180,21 @@ def test_forward_traffic_is_the_tile_model():
     assert a["lse_ptr"].stored == 2 * n
 
 
+def test_naive_attention_and_the_tile_configs():
+    """The naive three-kernel attention (lecture 07's comparison) computes attention and moves
+    what naive_traffic says; every GPU config keeps the multiple-of rule the causal bounds use."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    q, k, v, do = (t.detach().cpu() for t in inputs(1, 64, 64, 32))
+    with minitriton.record() as rec:
+        o = sim.attention_naive(q, k, v)
+    assert rel_err(o, reference(q, k, v, do, False)[0]) < TOLERANCES[torch.float32]
+    assert rec.elements_read + rec.elements_written == fa.naive_traffic(64, 32, 32, 32)
+    for name in ("fwd", "dq", "dkdv"):
+        for block_d in (64, 128):
+            for bm, bn, _, _ in fa.HOPPER.configs(name, block_d):
+                assert (bn % bm if name == "dkdv" else bm % bn) == 0, (name, bm, bn)
+
+
 def test_sanitizers_atomic_clean_racy_caught(executor):
     """dQ inside the dK/dV kernel: with tl.atomic_add the race and padding sanitizers find
     nothing and dQ is right; with load-add-store the race sanitizer names the kernel and dQ."""

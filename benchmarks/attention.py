@@ -1,0 +1,319 @@
+"""GPU benchmark of FlashAttention-2 (tritonlab.kernels.attention) against PyTorch eager
+attention and SDPA's backends (cuDNN, FlashAttention-2, memory-efficient), in one run.
+
+    python benchmarks/attention.py [--quick] [--out DIR] [--dtypes bf16,fp32] [--seqs 128,1024]
+                                   [--dims 64,128] [--no-speed] [--no-table]
+
+Two tables:
+  * speed (issue 14): 4x32x4096x128 fp16 causal and not, 16x16384x64 bf16 causal (the CS336
+    leaderboard: 16 batch*heads), 1x65536x128 bf16 causal: forward and forward+backward
+    TFLOP/s, ours against cuDNN and flash SDPA measured in the same run, and the goals
+    (forward >= 0.9x cuDNN, fwd+bwd >= 0.8x cuDNN and >= 1.3x flash; leaderboard <= 5.0 ms);
+  * the assignment's table: batch 1, causal, sequence 128 ... 65536, head dim 16 ... 128
+    (powers of 2), bf16 and fp32: forward, backward and end-to-end latency per implementation.
+`--quick`: the speed rows only (under 4 minutes on an H200, autotuning included). The full table
+takes longer than one 10-minute command: split it with --dtypes / --seqs / --dims.
+
+Every configuration is first checked against SDPA (O and dQ, dK, dV, tolerances per dtype)
+and only then timed, with triton.testing.do_bench (25 ms warm-up, 100 ms of repetitions, L2
+flushed; median with p20/p80). FLOPs: 4*B*H*N^2*D forward (half when causal), 2.5x that for
+the backward, 3.5x for forward+backward. Writes DIR/attention.json (every row, with the GPU,
+versions, date and commit) and DIR/attention.md (the tables), and prints the markdown.
+"""
+import argparse
+import contextlib
+import json
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installed or not
+    sys.path.insert(0, str(ROOT / _src))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from tritonlab.bench import export  # noqa: E402
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# (label, batch, heads, seq, head dim, dtype, causal): issue 14's speed table
+SPEED_ROWS = [("4x32x4096x128 fp16", 4, 32, 4096, 128, "fp16", False),
+              ("4x32x4096x128 fp16 causal", 4, 32, 4096, 128, "fp16", True),
+              ("16x16384x64 bf16 causal (leaderboard)", 1, 16, 16384, 64, "bf16", True),
+              ("1x65536x128 bf16 causal", 1, 1, 65536, 128, "bf16", True)]
+TABLE_SEQS = [2 ** i for i in range(7, 17)]  # 128 ... 65536
+TABLE_DIMS = [16, 32, 64, 128]
+PASSES = ("fwd", "bwd", "fwd+bwd")
+# SDPA's backends by name (torch.nn.attention.SDPBackend members)
+SDPA_BACKENDS = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-flash": "FLASH_ATTENTION",
+                 "sdpa-efficient": "EFFICIENT_ATTENTION"}
+# max |got - SDPA| / max(1, max |SDPA|) allowed in the check before timing; fp32: ours
+# multiplies in TF32, SDPA's efficient kernel in fp32
+CHECK_TOLERANCES = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 3e-2}
+GOALS = {"fwd_vs_cudnn": 0.9, "fwd+bwd_vs_cudnn": 0.8, "fwd+bwd_vs_flash": 1.3,
+         "leaderboard_ms": 5.0}
+
+
+def flops(batch, heads, n, d, causal, which):
+    """FLOPs of one pass: 4 B H N^2 D forward (2 matmuls of 2 N^2 D), half when causal; the
+    backward recomputes S and does 4 more matmuls: 2.5x the forward."""
+    fwd = 4 * batch * heads * n * n * d * (0.5 if causal else 1.0)
+    return {"fwd": fwd, "bwd": 2.5 * fwd, "fwd+bwd": 3.5 * fwd}[which]
+
+
+def eager_attention(q, k, v, causal):
+    """PyTorch eager attention: S and P materialised, softmax in fp32 for 16-bit inputs."""
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        keep = torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s.float(), -1).to(q.dtype) @ v
+
+
+def implementations(names):
+    """{name: (fn(q, k, v, causal), context manager factory or None)}."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from tritonlab.kernels import attention as fa
+    impls = {"ours": (lambda q, k, v, c: fa.flash_attention(q, k, v, c), None),
+             "eager": (eager_attention, None)}
+    for name, member in SDPA_BACKENDS.items():
+        impls[name] = (lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c),
+                       (lambda m=getattr(SDPBackend, member): sdpa_kernel(m)))
+    return {n: impls[n] for n in names}
+
+
+def _bench(fn):
+    from triton.testing import do_bench
+    median, p20, p80 = do_bench(fn, quantiles=[0.5, 0.2, 0.8])
+    return median, p20, p80
+
+
+def _inputs(batch, heads, n, d, dtype, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v, do = (torch.randn(batch, heads, n, d, device="cuda", dtype=dtype, generator=g)
+                   for _ in range(4))
+    return q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), do
+
+
+def _max_rel(a, b):
+    return ((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1.0)).item()
+
+
+def check(fn, ctx, q, k, v, do, causal, reference):
+    """max relative difference of O, dQ, dK, dV against `reference` (SDPA's), or raise."""
+    with ctx() if ctx else contextlib.nullcontext():
+        o = fn(q, k, v, causal)
+        grads = torch.autograd.grad(o, (q, k, v), do)
+    return max(_max_rel(a, b) for a, b in zip((o, *grads), reference))
+
+
+def reference_outputs(q, k, v, do, causal):
+    """SDPA's O, dQ, dK, dV with whatever backend it picks (the check's reference)."""
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return (o, *torch.autograd.grad(o, (q, k, v), do))
+
+
+def measure(name, fn, ctx, shape, dtype, causal, reference, inputs):
+    """Rows of one implementation on one shape: check, then time fwd, bwd, fwd+bwd. A backend
+    that cannot run the shape gives one row with its reason."""
+    batch, heads, n, d = shape
+    q, k, v, do = inputs
+    base = {"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
+            "dtype": str(dtype).replace("torch.", ""), "causal": causal}
+    try:
+        err = check(fn, ctx, q, k, v, do, causal, reference)
+    except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # no kernel for it, or no memory
+        torch.cuda.empty_cache()
+        return [dict(base, status=f"n/a: {str(e).splitlines()[0][:120]}")]
+    if err > CHECK_TOLERANCES[dtype]:
+        return [dict(base, status=f"wrong: max rel diff {err:.2e} against SDPA")]
+    rows = []
+    with ctx() if ctx else contextlib.nullcontext():
+        o = fn(q, k, v, causal)
+        timed = {"fwd": lambda: fn(q, k, v, causal),
+                 "bwd": lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True),
+                 "fwd+bwd": lambda: torch.autograd.grad(fn(q, k, v, causal), (q, k, v), do)}
+        for which, call in timed.items():
+            try:
+                median, p20, p80 = _bench(call)
+            except torch.cuda.OutOfMemoryError:
+                torch.cuda.empty_cache()
+                rows.append(dict(base, status="out of memory", **{"pass": which}))
+                continue
+            rows.append(dict(base, status="ok", median_ms=median, p20_ms=p20, p80_ms=p80,
+                             tflops=flops(batch, heads, n, d, causal, which) / median / 1e9,
+                             check_max_rel=err, **{"pass": which}))
+    timed = o = None  # free the graph before the next implementation
+    torch.cuda.empty_cache()
+    return rows
+
+
+def run_shape(label, shape, dtype, causal, impl_names, eager_max_seq, table):
+    batch, heads, n, d = shape
+    inputs = _inputs(batch, heads, n, d, dtype)
+    reference = reference_outputs(*inputs, causal)
+    rows = []
+    for name, (fn, ctx) in implementations(impl_names).items():
+        if name == "eager" and n > eager_max_seq:
+            rows.append({"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
+                         "dtype": str(dtype).replace("torch.", ""), "causal": causal,
+                         "table": table, "label": label,
+                         "status": f"skipped (seq > {eager_max_seq})"})
+            continue
+        for row in measure(name, fn, ctx, shape, dtype, causal, reference, inputs):
+            rows.append(dict(row, table=table, label=label))
+        print(f"  {label:<40} {name:<15} done", flush=True)
+    del inputs, reference
+    torch.cuda.empty_cache()
+    return rows
+
+
+def _time(rows, impl, which):
+    for r in rows:
+        if r.get("impl") == impl and r.get("pass") == which and r.get("status") == "ok":
+            return r["median_ms"]
+    return None
+
+
+def speed_summary(rows):
+    """Per speed row: TFLOP/s of ours, cuDNN and flash, fwd and fwd+bwd, ratios, goals."""
+    out = []
+    for label, batch, heads, n, d, dt, causal in SPEED_ROWS:
+        mine = [r for r in rows if r.get("label") == label]
+        if not mine:
+            continue
+        entry = {"label": label}
+        for which in ("fwd", "fwd+bwd"):
+            f = flops(batch, heads, n, d, causal, which)
+            for impl in ("ours", "sdpa-cudnn", "sdpa-flash"):
+                ms = _time(mine, impl, which)
+                entry[f"{impl} {which} ms"] = ms
+                entry[f"{impl} {which} TFLOP/s"] = f / ms / 1e9 if ms else None
+            ours = entry[f"ours {which} ms"]
+            for impl, key in (("sdpa-cudnn", "cudnn"), ("sdpa-flash", "flash")):
+                other = entry[f"{impl} {which} ms"]
+                entry[f"{which}_vs_{key}"] = other / ours if ours and other else None
+        goals = [entry[key] is not None and entry[key] >= GOALS[key]
+                 for key in ("fwd_vs_cudnn", "fwd+bwd_vs_cudnn", "fwd+bwd_vs_flash")]
+        if "leaderboard" in label:
+            ms = entry["ours fwd+bwd ms"]
+            goals.append(ms is not None and ms <= GOALS["leaderboard_ms"])
+        entry["goals met"] = all(goals)
+        out.append(entry)
+    return out
+
+
+def _fmt(x, spec):
+    return "—" if x is None else format(x, spec)
+
+
+def speed_markdown(summary):
+    lines = ["| shape | ours fwd / fwd+bwd TFLOP/s | cuDNN | flash | fwd vs cuDNN | fwd+bwd vs "
+             "cuDNN | fwd+bwd vs flash | ours fwd+bwd ms | goals |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for e in summary:
+        cells = [e["label"]]
+        for impl in ("ours", "sdpa-cudnn", "sdpa-flash"):
+            cells.append(f"{_fmt(e[f'{impl} fwd TFLOP/s'], '.0f')} / "
+                         f"{_fmt(e[f'{impl} fwd+bwd TFLOP/s'], '.0f')}")
+        cells += [f"{_fmt(e['fwd_vs_cudnn'], '.2f')}x", f"{_fmt(e['fwd+bwd_vs_cudnn'], '.2f')}x",
+                  f"{_fmt(e['fwd+bwd_vs_flash'], '.2f')}x", _fmt(e["ours fwd+bwd ms"], ".2f"),
+                  "met" if e["goals met"] else "missed"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def table_markdown(rows, impl_names):
+    """The assignment's table: one line per (dtype, head dim, seq), fwd / bwd / fwd+bwd ms per
+    implementation (or why it has none)."""
+    head = "| dtype | d | seq | " + " | ".join(f"{n} fwd / bwd / e2e ms" for n in impl_names) + " |"
+    lines = [head, "|" + "---|" * (3 + len(impl_names))]
+    keys = sorted({(r["dtype"], r["head_dim"], r["seq"]) for r in rows if "head_dim" in r},
+                  key=lambda t: (t[0], t[1], t[2]))
+    for dtype, d, n in keys:
+        mine = [r for r in rows
+                if (r.get("dtype"), r.get("head_dim"), r.get("seq")) == (dtype, d, n)]
+        cells = [dtype, str(d), str(n)]
+        for impl in impl_names:
+            of = [r for r in mine if r["impl"] == impl]
+            if of and of[0]["status"] != "ok" and "pass" not in of[0]:
+                cells.append(of[0]["status"].split(":")[0])
+                continue
+            cells.append(" / ".join(_fmt(_time(of, impl, w), ".3f") for w in PASSES))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _csv(text, convert):
+    return [convert(x) for x in text.split(",") if x]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="the speed rows only (< 4 min)")
+    p.add_argument("--out", default="tritonlab-out/attention", help="folder for JSON and md")
+    p.add_argument("--dtypes", default="bf16,fp32", help="the table's dtypes")
+    p.add_argument("--seqs", default=",".join(map(str, TABLE_SEQS)), help="the table's lengths")
+    p.add_argument("--dims", default=",".join(map(str, TABLE_DIMS)), help="the table's head dims")
+    p.add_argument("--impls", default="ours,eager,sdpa-cudnn,sdpa-flash,sdpa-efficient")
+    p.add_argument("--eager-max-seq", type=int, default=32768,
+                   help="longest sequence eager attention is run at (S and P: 2 N^2 elements)")
+    p.add_argument("--no-speed", action="store_true", help="skip the speed rows")
+    p.add_argument("--no-table", action="store_true", help="skip the assignment's table")
+    args = p.parse_args(argv)
+    args.dtypes = _csv(args.dtypes, lambda s: DTYPES[s])
+    args.seqs, args.dims = _csv(args.seqs, int), _csv(args.dims, int)
+    args.impls = _csv(args.impls, str)
+    unknown = set(args.impls) - {"ours", "eager", *SDPA_BACKENDS}
+    if unknown:
+        p.error(f"unknown implementations {sorted(unknown)}")
+    if args.quick:
+        args.no_table = True
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not torch.cuda.is_available():
+        print("benchmarks/attention.py needs a CUDA GPU", file=sys.stderr)
+        return 1
+    from tritonlab import backend
+    print(f"kernels run on: {backend.describe()}", flush=True)
+    rows = []
+    if not args.no_speed:
+        speed_impls = [i for i in ("ours", "sdpa-cudnn", "sdpa-flash") if i in args.impls]
+        for label, batch, heads, n, d, dt, causal in SPEED_ROWS:
+            rows += run_shape(label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
+                              args.eager_max_seq, "speed")
+    if not args.no_table:
+        for dtype in args.dtypes:
+            for d in args.dims:
+                for n in args.seqs:
+                    label = f"1x{n}x{d} {str(dtype)[6:]} causal"
+                    rows += run_shape(label, (1, 1, n, d), dtype, True, args.impls,
+                                      args.eager_max_seq, "assignment")
+    meta = dict(export.environment("cuda"), commit=export.git_commit(ROOT), run=export.run_label())
+    parts = []
+    if not args.no_speed:
+        summary = speed_summary([r for r in rows if r.get("table") == "speed"])
+        parts.append("### Speed (issue 14)\n\n" + speed_markdown(summary))
+        meta["speed_summary"] = summary
+    if not args.no_table:
+        parts.append("### The assignment's table (batch 1, causal)\n\n"
+                     + table_markdown([r for r in rows if r.get("table") == "assignment"],
+                                      args.impls))
+    text = (f"{meta['device_name']}, torch {meta['torch']}, triton {meta.get('triton')}, "
+            f"{meta['date']}, commit {meta['commit']}\n\n" + "\n\n".join(parts) + "\n")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "attention.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (out / "attention.md").write_text(text)
+    print("\n" + text)
+    print(f"wrote {out / 'attention.json'} and {out / 'attention.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
