@@ -1,0 +1,231 @@
+"""The kernels as PyTorch custom operators (kernels/ops.py): torch.library.opcheck for every op
+and backward op, torch.compile of a small model without graph breaks, and hypothesis property
+tests of every op and its gradient against float64 torch, over awkward shapes (0, 1, odd) and
+layouts (transposed, strided, expanded). Few examples and tiny shapes: the simulator runs them
+on a CPU in seconds."""
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings, strategies as st
+from torch.library import opcheck
+
+from torch_references import DEV, DTYPES, rand
+from tritonlab.kernels import elementwise as ew
+from tritonlab.kernels import matmul as mm
+from tritonlab.kernels import ops
+from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels import rowsum
+from tritonlab.kernels import softmax as sm
+
+GELU = lambda x: F.gelu(x, approximate="tanh")  # noqa: E731
+TORCH_ACT = {"none": lambda z: z, "relu": torch.relu, "gelu": GELU}
+# ||ours - torch fp64|| / ||torch fp64||, values and gradients: one rounding to the dtype plus
+# fp32 math; matmuls: TF32 (fp32) or 16-bit products, and the gradients' two more matmuls
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+MATMUL_TOL = {torch.float32: 4e-3, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+EXAMPLES = settings(max_examples=8, deadline=None, derandomize=True)
+
+
+def _req(*tensors):
+    return tuple(t.requires_grad_() for t in tensors)
+
+
+# -- opcheck: schema, autograd registration, fake tensors, AOT dispatch with dynamic shapes
+def _x(*shape, seed=0):
+    return rand(*shape, seed=seed)
+
+
+OPCHECKS = {
+    "add": lambda: (ew.add_op, (*_req(_x(3, 1), _x(4, seed=1)), 1024)),
+    "gelu": lambda: (ew.gelu_op, (*_req(_x(3, 5)), 1024)),
+    "gelu_backward": lambda: (ew.gelu_backward_op, (_x(3, 5), _x(3, 5, seed=1), 1024)),
+    "silu": lambda: (ew.silu_op, (*_req(_x(7)), 1024)),
+    "silu_backward": lambda: (ew.silu_backward_op, (_x(7), _x(7, seed=1), 1024)),
+    "softmax": lambda: (sm.softmax_op, (*_req(_x(2, 3, 5)), 1, None, None, None)),
+    "softmax_online": lambda: (sm.softmax_op, (*_req(_x(3, 9)), -1, "online", 4, None)),
+    "softmax_backward": lambda: (sm.softmax_backward_op,
+                                 (_x(3, 9), _x(3, 9, seed=1), -1, "rows", None, 2)),
+    "row_sum": lambda: (rowsum.row_sum_op, (*_req(_x(2, 3, 5)), 1024)),
+    "matmul": lambda: (mm.matmul_op, (*_req(_x(5, 7), _x(7, 3, seed=1)), "none", None)),
+    "matmul_relu": lambda: (mm.matmul_op, (*_req(_x(5, 7), _x(7, 3, seed=1)), "relu", None)),
+    "matmul_gelu": lambda: (mm.matmul_op, (*_req(_x(5, 7), _x(3, 7, seed=1).t()), "gelu",
+                                           None)),
+    "matmul_activation_grad": lambda: (mm.act_grad_op, (_x(5, 7), _x(7, 3, seed=1),
+                                                        _x(5, 3, seed=2), "gelu")),
+    "rmsnorm": lambda: (rn.rmsnorm_op, (*_req(_x(2, 3, 8), _x(8, seed=1)), 1e-6)),
+    "rmsnorm_backward": lambda: (rn.rmsnorm_backward_op, (_x(4, 8), _x(4, 8, seed=1),
+                                                          _x(8, seed=2), _x(4, seed=3).abs())),
+}
+
+
+@pytest.mark.parametrize("name", list(OPCHECKS))
+def test_opcheck(name):
+    op, args = OPCHECKS[name]()
+    opcheck(op, args)
+
+
+def test_ops_are_registered_in_the_tritonlab_namespace():
+    for name in ("add", "gelu", "gelu_backward", "silu", "silu_backward", "softmax",
+                 "softmax_backward", "row_sum", "matmul", "matmul_activation_grad", "rmsnorm",
+                 "rmsnorm_backward"):
+        assert hasattr(torch.ops.tritonlab, name), name
+    assert ops.namespace("tritonlab.kernels.softmax") == "tritonlab"
+    assert ops.namespace("tritonlab.kernels.softmax__sim") == "tritonlab_sim"
+
+
+# -- torch.compile: a model of our ops is one graph, with eager's values and gradients
+class TinyBlock(torch.nn.Module):
+    """RMSNorm -> matmul with the GeLU epilogue -> softmax, all tritonlab ops."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.norm = rn.RMSNorm(d).to(DEV)
+        self.w = torch.nn.Parameter(rand(d, h, seed=7) / d ** 0.5)
+
+    def forward(self, x):
+        return sm.softmax(mm.matmul(self.norm(x), self.w, "gelu"), -1)
+
+
+def _step(model, x, dy):
+    y = model(x)
+    grads = torch.autograd.grad(y, [x, *model.parameters()], dy)
+    return y, grads
+
+
+def _compiled_matches_eager(backend, mode=None):
+    torch._dynamo.reset()
+    model = TinyBlock(24, 40)
+    x = rand(6, 24, seed=1).requires_grad_()
+    dy = rand(6, 40, seed=2)
+    explanation = torch._dynamo.explain(model)(x)
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1, \
+        explanation.break_reasons
+    compiled = torch.compile(model, backend=backend, mode=mode, fullgraph=True)
+    y_eager, g_eager = _step(model, x, dy)
+    for _ in range(2 if mode else 1):  # reduce-overhead: record, then replay the graph
+        y, grads = _step(compiled, x, dy)
+    torch.testing.assert_close(y, y_eager)
+    for g, want in zip(grads, g_eager):
+        torch.testing.assert_close(g, want)
+
+
+def test_compile_a_model_of_our_ops_without_graph_breaks():
+    _compiled_matches_eager("aot_eager")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_compile_with_inductor_on_the_gpu(mode):
+    _compiled_matches_eager("inductor", mode)
+
+
+# -- property tests against torch in float64, values and gradients
+SIZES = st.sampled_from([0, 1, 2, 3, 5, 8, 17])
+LAYOUT = st.sampled_from(["contiguous", "transposed", "strided", "expanded"])
+DTYPE = st.sampled_from(DTYPES)
+
+
+def make(shape, dtype, layout, seed=0):
+    """A tensor of `shape` in one of four layouts (the values do not depend on the layout's
+    storage beyond what `expanded` repeats)."""
+    shape = tuple(shape)
+    if not shape:
+        return rand(1, dtype=dtype, seed=seed).reshape(())
+    if layout == "transposed" and len(shape) >= 2:
+        return rand(*shape[::-1], dtype=dtype, seed=seed).permute(*range(len(shape) - 1, -1, -1))
+    if layout == "strided" and shape:
+        return rand(*shape[:-1], 2 * shape[-1], dtype=dtype, seed=seed)[..., ::2]
+    if layout == "expanded" and shape:
+        return rand(1, *shape[1:], dtype=dtype, seed=seed).expand(shape)
+    return rand(*shape, dtype=dtype, seed=seed)
+
+
+def grads_of(fn, inputs, dy):
+    """(output, gradients) of fn at detached copies of inputs."""
+    leaves = [t.detach().clone().requires_grad_() for t in inputs]
+    out = fn(*leaves)
+    grads = torch.autograd.grad(out, leaves, dy, allow_unused=True) if out.numel() else \
+        [torch.zeros_like(t) for t in leaves]
+    return out, grads
+
+
+def err(out, want, rms=0.05):
+    """||out - want|| / ||want||, where a `want` of RMS under `rms` (a sum that cancels, the
+    gradient of a saturated activation) is measured against RMS `rms`: rounding errors scale
+    with the terms of a sum, not with what is left after cancellation."""
+    floor = rms * max(1, want.numel()) ** 0.5
+    return ((out.double() - want).norm() / max(want.norm().item(), floor)).item()
+
+
+def check_against_torch(ours, theirs, inputs, tol, seed=9, rms=0.05):
+    """ours(*inputs) against theirs(*fp64 inputs): values, dtype, and gradients, each within
+    `tol` or twice the error of torch itself in the inputs' dtype (a gradient that cancels,
+    like softmax's y * (dy - sum(dy y)), loses digits to the rounding of y in 16 bits)."""
+    wide = [t.double() for t in inputs]
+    want = theirs(*wide)
+    dy = rand(*want.shape, dtype=inputs[0].dtype, seed=seed) if want.dim() else \
+        rand(1, dtype=inputs[0].dtype, seed=seed).reshape(())
+    out, grads = grads_of(ours, inputs, dy)
+    _, want_grads = grads_of(theirs, wide, dy.double())
+    torch_out, torch_grads = grads_of(theirs, inputs, dy)  # torch in the inputs' dtype
+    assert out.shape == want.shape and out.dtype == inputs[0].dtype
+    assert err(out, want, rms) <= max(tol, 2 * err(torch_out, want, rms))
+    for g, w, t, tg in zip(grads, want_grads, inputs, torch_grads):
+        assert g.shape == t.shape and g.dtype == t.dtype
+        assert err(g, w, rms) <= max(tol, 2 * err(tg, w, rms))
+
+
+@EXAMPLES
+@given(shape=st.lists(SIZES, min_size=1, max_size=3), layout=LAYOUT, dtype=DTYPE,
+       name=st.sampled_from(["gelu", "silu"]))
+def test_property_activations(shape, layout, dtype, name):
+    ours, theirs = {"gelu": (ew.gelu, GELU), "silu": (ew.silu, F.silu)}[name]
+    check_against_torch(ours, theirs, [make(shape, dtype, layout) * 3], TOL[dtype])
+
+
+@EXAMPLES
+@given(shape=st.lists(SIZES, min_size=1, max_size=3), layout=LAYOUT, dtype=DTYPE,
+       drop=st.integers(0, 2), ones=st.sets(st.integers(0, 2)))
+def test_property_add_broadcasts(shape, layout, dtype, drop, ones):
+    other = [1 if i in ones else n for i, n in enumerate(shape)][min(drop, len(shape) - 1):]
+    x, y = make(shape, dtype, layout), make(other, dtype, "contiguous", seed=1)
+    check_against_torch(ew.add, torch.add, [x, y], TOL[dtype])
+
+
+@EXAMPLES
+@given(shape=st.lists(SIZES, min_size=1, max_size=3), layout=LAYOUT, dtype=DTYPE,
+       dim=st.integers(-3, 2), variant=st.sampled_from([None, "row", "rows", "online"]))
+def test_property_softmax(shape, layout, dtype, dim, variant):
+    dim = dim % len(shape)
+    block = 4 if variant == "online" else None  # several blocks along a row
+    x = make(shape, dtype, layout) * 4
+    check_against_torch(lambda t: sm.softmax(t, dim, variant, block),
+                        lambda t: torch.softmax(t, dim), [x], TOL[dtype])
+
+
+@EXAMPLES
+@given(shape=st.lists(SIZES, min_size=0, max_size=3), layout=LAYOUT, dtype=DTYPE)
+def test_property_row_sum(shape, layout, dtype):
+    x = make(shape, dtype, layout)
+    check_against_torch(lambda t: rowsum.row_sum(t, 4), lambda t: t.sum(-1), [x],
+                        TOL[dtype] * 4)
+
+
+@EXAMPLES
+@given(m=SIZES, k=SIZES, n=SIZES, layouts=st.tuples(LAYOUT, LAYOUT), dtype=DTYPE,
+       activation=st.sampled_from(mm.ACTIVATIONS))
+def test_property_matmul(m, k, n, layouts, dtype, activation):
+    a, b = make((m, k), dtype, layouts[0]), make((k, n), dtype, layouts[1], seed=1)
+    # a product's error scales with sqrt(length) of its sums, whatever cancels
+    check_against_torch(lambda p, q: mm.matmul(p, q, activation),
+                        lambda p, q: TORCH_ACT[activation](p @ q), [a, b], MATMUL_TOL[dtype],
+                        rms=0.1 * max(1, m, k, n) ** 0.5)
+
+
+@EXAMPLES
+@given(lead=st.lists(SIZES, min_size=1, max_size=2), n=SIZES.filter(bool), layout=LAYOUT,
+       dtype=DTYPE)
+def test_property_rmsnorm(lead, n, layout, dtype):
+    x, g = make((*lead, n), dtype, layout) * 2, make((n,), dtype, "contiguous", seed=1)
+    check_against_torch(rn.rmsnorm, lambda p, q: F.rms_norm(p, (n,), q, 1e-6), [x, g],
+                        TOL[dtype] * 4)
