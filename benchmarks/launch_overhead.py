@@ -1,12 +1,18 @@
 """GPU: the CPU cost of each layer of a kernel call (Python checks, allocation, Triton's
-launcher, autograd), to find where small and launch-bound calls lose their time.
+launcher, the custom-op layer, autograd), to find where small and launch-bound calls lose their
+time.
 
-    python benchmarks/launch_overhead.py [--out DIR]
+    python benchmarks/launch_overhead.py [--out DIR] [--small]
 
 Each line is microseconds of CPU per call, averaged over many calls of a small problem (the GPU
-keeps up, so the figure is the host's cost). Writes DIR/launch_overhead.txt and a cProfile of
-one RMSNorm forward+backward step (autograd multithreading off, so the profiler sees the
-backward) to DIR/launch_overhead_profile.txt.
+keeps up, so the figure is the host's cost). The "layers" table adds one layer per row, from
+the bare launch to the custom op with autograd (kernels/ops.py), and sets a forward+backward
+step through the custom op against the same launch functions under a plain
+autograd.Function (no custom op) and against eager F.rms_norm. Writes
+DIR/launch_overhead.txt and a cProfile of one RMSNorm forward+backward step (autograd
+multithreading off, so the profiler sees the backward) to DIR/launch_overhead_profile.txt.
+`--small` runs only the layers table, a few calls of a tiny problem, on whatever backend is
+active (the simulator on a CPU: a check that the script runs, not a measurement).
 """
 import argparse
 import cProfile
@@ -30,6 +36,8 @@ from tritonlab.kernels import rmsnorm as rn  # noqa: E402
 
 triton, tl = backend.triton, backend.tl
 LINES = []
+SMALL = {"calls": 3, "warmup": 1}  # --small
+CALLS = {"calls": 2000, "warmup": 50}
 
 
 def say(line):
@@ -37,15 +45,21 @@ def say(line):
     LINES.append(line)
 
 
-def per_call(fn, n=2000):
-    for _ in range(50):
+def _sync():
+    if backend.DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def per_call(fn, n=None):
+    n = n or CALLS["calls"]
+    for _ in range(CALLS["warmup"]):
         fn()
-    torch.cuda.synchronize()
+    _sync()
     t0 = time.perf_counter()
     for _ in range(n):
         fn()
     t1 = time.perf_counter()
-    torch.cuda.synchronize()
+    _sync()
     return (t1 - t0) / n * 1e6
 
 
@@ -61,6 +75,59 @@ def rms_eager(x, g):
     return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * g
 
 
+class PlainRMSNorm(torch.autograd.Function):
+    """The same launch functions as rmsnorm's custom op, under a plain autograd.Function: the
+    step without the custom-op layer."""
+
+    @staticmethod
+    def forward(ctx, x, g):
+        x2, g2 = rn._flatten(x, g)
+        y, rstd = rn._forward(x2, g2, 1e-6)
+        ctx.save_for_backward(x2, g2, rstd)
+        return y.view(x.shape)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x2, g2, rstd = ctx.saved_tensors
+        return rn._backward(dy.contiguous().view(x2.shape), x2, g2, rstd)
+
+
+def layers(M, N, n):
+    """One layer more per row, from the bare launch to the custom op with autograd; then a
+    forward+backward step with and without the custom-op layer, and eager torch's."""
+    dev = backend.DEVICE
+    x = torch.randn(M, N, device=dev)
+    g = torch.randn(N, device=dev)
+    dy = torch.randn_like(x)
+    y = torch.empty_like(x)
+    rstd = torch.empty(M, device=dev)
+    xg, gg = x.clone().requires_grad_(), g.clone().requires_grad_()
+    block = triton.next_power_of_2(N)
+    say(f"layers of one call, RMSNorm {M}x{N} fp32 on {backend.describe()}, CPU us per call")
+    rows = [
+        ("check_inputs(x, g)", lambda: _checks.check_inputs("r", x, g, device=dev,
+                                                            same_shape=False)),
+        ("+ allocation (y, rstd)", lambda: (torch.empty_like(x), torch.empty(M, device=dev))),
+        ("launch(fwd kernel)", lambda: _launch.launch(
+            rn.rmsnorm_fwd_kernel, (M,), x, g, y, rstd, N, 1e-6, BLOCK_SIZE=block,
+            ACC=tl.float32, num_warps=_checks.num_warps_for(block))),
+        ("launch fn: rmsnorm_forward (checks+alloc+launch)", lambda: rn.rmsnorm_forward(x, g)),
+        ("+ custom op: rmsnorm_op(x, g), no grad", lambda: rn.rmsnorm_op(x, g, 1e-6)),
+        ("+ public fn: rmsnorm(x, g), no grad", lambda: rn.rmsnorm(x, g)),
+        ("plain autograd.Function fwd (grad)", lambda: PlainRMSNorm.apply(xg, gg)),
+        ("custom op with autograd fwd (grad)", lambda: rn.rmsnorm(xg, gg)),
+        ("launch fn: rmsnorm_backward", lambda: rn.rmsnorm_backward(dy, x, g, rstd.abs())),
+        ("step fwd+bwd, plain autograd.Function", lambda: torch.autograd.grad(
+            PlainRMSNorm.apply(xg, gg), (xg, gg), dy)),
+        ("step fwd+bwd, custom op", lambda: torch.autograd.grad(rn.rmsnorm(xg, gg), (xg, gg),
+                                                                dy)),
+        ("step fwd+bwd, eager F.rms_norm", lambda: torch.autograd.grad(
+            torch.nn.functional.rms_norm(xg, (N,), gg, 1e-6), (xg, gg), dy)),
+    ]
+    for name, fn in rows:
+        say(f"  {name:<52}{per_call(fn, n):10.1f}")
+
+
 class Identity(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, g):
@@ -74,9 +141,17 @@ class Identity(torch.autograd.Function):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
+    parser.add_argument("--small", action="store_true",
+                        help="only the layers table, a few calls of a tiny problem (any backend)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.small:
+        CALLS.update(SMALL)
+        layers(4, 64, SMALL["calls"])
+        (out / "launch_overhead.txt").write_text("\n".join(LINES) + "\n")
+        return
+    layers(64, 4096, 2000)
     dev = "cuda"
     M, N = 64, 4096
     x = torch.randn(M, N, device=dev)
