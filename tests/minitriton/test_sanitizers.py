@@ -119,6 +119,21 @@ def test_racy_dg_is_caught_and_loses_updates_in_lockstep(executor):
         np.testing.assert_allclose(dg, want, rtol=1e-5, atol=1e-5)
 
 
+@triton.jit
+def read_add_store_kernel(y_ptr, N: tl.constexpr):
+    cols = tl.arange(0, N)
+    tl.store(y_ptr + cols, tl.load(y_ptr + cols) + 1.0)
+
+
+@pytest.mark.parametrize("programs", [2, 3, 4])
+def test_two_racing_programs_lose_an_update_in_lockstep(programs):
+    """The first chunk of a lockstep launch holds several programs: two programs racing on
+    the same memory both read before either writes, as on a GPU (not one after the other)."""
+    y = np.zeros(16, np.float32)
+    launch(read_add_store_kernel, (programs,), y, N=16, settings=checked("lockstep"))
+    assert (y == 1.0).all()
+
+
 @pytest.mark.parametrize("mode", ["atomic", "partial"])
 def test_fixed_dg_versions_pass_clean(mode, executor):
     x, dy, want = _dg_inputs()

@@ -15,6 +15,7 @@ import numpy as np
 from ..context import Divergence
 
 BYTES_PER_LANE = 8 * 32  # per element of the largest block: float64/int64, ~32 live temporaries
+FIRST_CHUNK = 4  # programs run together before the block size is known
 
 
 def program_ids(grid, order=None):
@@ -59,7 +60,9 @@ def _run_group(ctx, fn, values, ids):
 
 def run_lockstep(ctx, fn, values, ids):
     ctx.memory.journaling = True
-    start, chunk = 0, 1  # the first program runs alone, to size the chunks
+    # the first chunk sizes the next ones; it holds more than one program so that two
+    # programs racing on the same memory lose updates together, as on a GPU
+    start, chunk = 0, FIRST_CHUNK
     while start < len(ids):
         group = ids[start:start + chunk]
         _run_group(ctx, fn, values, group)
