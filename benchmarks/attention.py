@@ -162,9 +162,12 @@ def run_shape(label, shape, dtype, causal, impl_names, eager_max_seq, table):
                          "table": table, "label": label,
                          "status": f"skipped (seq > {eager_max_seq})"})
             continue
-        for row in measure(name, fn, ctx, shape, dtype, causal, reference, inputs):
+        measured = measure(name, fn, ctx, shape, dtype, causal, reference, inputs)
+        for row in measured:
             rows.append(dict(row, table=table, label=label))
-        print(f"  {label:<40} {name:<15} done", flush=True)
+        times = " ".join(f"{r['pass']} {r['median_ms']:.3f} ms" if r.get("status") == "ok"
+                         else r.get("status", "") for r in measured)
+        print(f"  {label:<40} {name:<15} {times}", flush=True)
     del inputs, reference
     torch.cuda.empty_cache()
     return rows
@@ -282,18 +285,25 @@ def main(argv=None):
     from tritonlab import backend
     print(f"kernels run on: {backend.describe()}", flush=True)
     rows = []
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def keep(new_rows):  # what was measured so far survives a run cut short
+        rows.extend(new_rows)
+        (out / "attention.partial.json").write_text(json.dumps(rows, indent=1, default=str))
+
     if not args.no_speed:
         speed_impls = [i for i in ("ours", "sdpa-cudnn", "sdpa-flash") if i in args.impls]
         for label, batch, heads, n, d, dt, causal in SPEED_ROWS:
-            rows += run_shape(label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
-                              args.eager_max_seq, "speed")
+            keep(run_shape(label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
+                           args.eager_max_seq, "speed"))
     if not args.no_table:
         for dtype in args.dtypes:
             for d in args.dims:
                 for n in args.seqs:
                     label = f"1x{n}x{d} {str(dtype)[6:]} causal"
-                    rows += run_shape(label, (1, 1, n, d), dtype, True, args.impls,
-                                      args.eager_max_seq, "assignment")
+                    keep(run_shape(label, (1, 1, n, d), dtype, True, args.impls,
+                                   args.eager_max_seq, "assignment"))
     meta = dict(export.environment("cuda"), commit=export.git_commit(ROOT), run=export.run_label())
     parts = []
     if not args.no_speed:
@@ -306,8 +316,6 @@ def main(argv=None):
                                       args.impls))
     text = (f"{meta['device_name']}, torch {meta['torch']}, triton {meta.get('triton')}, "
             f"{meta['date']}, commit {meta['commit']}\n\n" + "\n\n".join(parts) + "\n")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "attention.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     (out / "attention.md").write_text(text)
     print("\n" + text)
