@@ -44,16 +44,53 @@ def namespace(module_name):
     return f"{NAMESPACE}_{copy}" if sep and copy.isidentifier() else NAMESPACE
 
 
+class Op:
+    """A registered op, called like a function. Under torch.compile it is the custom op (one
+    opaque node); in eager mode the same implementation and autograd formula run without the
+    dispatcher: `impl` directly when no gradient is wanted, else through a plain
+    autograd.Function with the op's own `setup_context` and `backward`. On an H200 the
+    dispatcher's custom-op path cost about 320 us of host time per RMSNorm forward+backward
+    step (758 us against 440 us for a plain autograd.Function, 64x4096 fp32), which is why
+    eager calls skip it. `custom_op` is the torch.library op (for opcheck)."""
+
+    def __init__(self, custom_op, impl, backward, setup_context):
+        self.custom_op, self.impl = custom_op, impl
+        self.function = None if backward is None else type(
+            f"{custom_op._name}_function", (torch.autograd.Function,),
+            {"forward": staticmethod(impl),
+             "setup_context": staticmethod(setup_context or _no_setup),
+             "backward": staticmethod(backward)})
+
+    def __call__(self, *args):
+        if torch.compiler.is_compiling() or not all(
+                type(a) in _PLAIN for a in args if isinstance(a, torch.Tensor)):
+            return self.custom_op(*args)  # tensor subclasses (fake, functional) dispatch
+        if self.function is not None and torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return self.function.apply(*args)
+        return self.impl(*args)
+
+    def __repr__(self):
+        return f"<tritonlab op {self.custom_op._qualname}>"
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _no_setup(ctx, inputs, output):
+    pass
+
+
 def define(module_name, name, schema, impl, fake, backward=None, setup_context=None):
     """Register `impl` as the custom op <namespace>::<name> with `schema` ("(Tensor x, int n)
     -> Tensor"), its fake implementation and, where given, its autograd formula. Returns the
-    op (call it like a function)."""
+    `Op` (call it like a function; `.custom_op` is the torch.library op)."""
     op = torch.library.custom_op(f"{namespace(module_name)}::{name}", impl, mutates_args=(),
                                  schema=schema)
     op.register_fake(fake)
     if backward is not None:
         op.register_autograd(backward, setup_context=setup_context)
-    return op
+    return Op(op, impl, backward, setup_context)
 
 
 def no_double_backward(op_name):
