@@ -22,7 +22,6 @@ import sys
 import weakref
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
 from . import types as _t
@@ -89,10 +88,10 @@ def as_numpy(obj, name):
         if t.is_conj() or t.is_neg():
             t = t.resolve_conj().resolve_neg()
         if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+            return t.view(torch.int16).numpy().view(_t.bfloat16.np)
         if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-            target = ml_dtypes.float8_e4m3fn if t.dtype == torch.float8_e4m3fn else ml_dtypes.float8_e5m2
-            return t.view(torch.uint8).numpy().view(target)
+            target = _t.float8e4nv if t.dtype == torch.float8_e4m3fn else _t.float8e5
+            return t.view(torch.uint8).numpy().view(target.np)
         try:
             return t.numpy()
         except TypeError as e:

@@ -5,9 +5,10 @@ The promotion rules follow `triton/language/semantic.py` (`computation_type_impl
 """
 from __future__ import annotations
 
+import importlib
 import numbers
+import sys
 
-import ml_dtypes
 import numpy as np
 
 from .errors import CompilationError
@@ -22,9 +23,21 @@ class dtype:
 
     def __init__(self, name, np_dtype, bitwidth, mantissa=0):
         self.name = name
-        self.np = np.dtype(np_dtype)
+        if isinstance(np_dtype, str) and np_dtype.startswith("ml_dtypes."):
+            self._ml_dtypes_name = np_dtype[len("ml_dtypes."):]  # `np` made when first asked
+        else:
+            self.np = np.dtype(np_dtype)
         self.primitive_bitwidth = bitwidth
         self.fp_mantissa_width = mantissa
+
+    def __getattr__(self, attr):
+        # only for attributes not set: `np` of bf16 and the fp8 types, whose NumPy dtypes come
+        # from ml_dtypes, imported here on first use (its extension takes about 1 s to load)
+        name = self.__dict__.get("_ml_dtypes_name")
+        if attr != "np" or name is None:
+            raise AttributeError(attr)
+        self.np = np.dtype(getattr(importlib.import_module("ml_dtypes"), name))
+        return self.np
 
     # Triton's predicates
     def is_floating(self):
@@ -168,10 +181,10 @@ uint8 = dtype("uint8", np.uint8, 8)
 uint16 = dtype("uint16", np.uint16, 16)
 uint32 = dtype("uint32", np.uint32, 32)
 uint64 = dtype("uint64", np.uint64, 64)
-float8e4nv = dtype("fp8e4nv", ml_dtypes.float8_e4m3fn, 8, 3)
-float8e5 = dtype("fp8e5", ml_dtypes.float8_e5m2, 8, 2)
+float8e4nv = dtype("fp8e4nv", "ml_dtypes.float8_e4m3fn", 8, 3)
+float8e5 = dtype("fp8e5", "ml_dtypes.float8_e5m2", 8, 2)
 float16 = dtype("fp16", np.float16, 16, 10)
-bfloat16 = dtype("bf16", ml_dtypes.bfloat16, 16, 7)
+bfloat16 = dtype("bf16", "ml_dtypes.bfloat16", 16, 7)
 float32 = dtype("fp32", np.float32, 32, 23)
 float64 = dtype("fp64", np.float64, 64, 52)
 
@@ -179,15 +192,20 @@ _LONG_NAMES = {"int1": "int1", "fp16": "float16", "bf16": "bfloat16", "fp32": "f
                "fp64": "float64", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5"}
 ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float8e4nv,
               float8e5, float16, bfloat16, float32, float64)
-_BY_NP = {d.np: d for d in ALL_DTYPES}
+ML_DTYPES = (float8e4nv, float8e5, bfloat16)  # their NumPy dtypes need ml_dtypes
+_BY_NP = {d.np: d for d in ALL_DTYPES if d not in ML_DTYPES}
 
 
 def from_numpy(np_dtype):
     """The Triton element type of a NumPy dtype (bool -> int1, bfloat16 via ml_dtypes)."""
-    try:
-        return _BY_NP[np.dtype(np_dtype)]
-    except KeyError:
-        raise TypeError(f"minitriton has no Triton type for NumPy dtype {np_dtype}") from None
+    np_dtype = np.dtype(np_dtype)
+    found = _BY_NP.get(np_dtype)
+    if found is None and "ml_dtypes" in sys.modules:  # an ml_dtypes array exists: it is loaded
+        _BY_NP.update((d.np, d) for d in ML_DTYPES)
+        found = _BY_NP.get(np_dtype)
+    if found is None:
+        raise TypeError(f"minitriton has no Triton type for NumPy dtype {np_dtype}")
+    return found
 
 
 class constexpr:
