@@ -4,7 +4,11 @@ The kernel's own source is re-compiled with three rewrites, keeping its file nam
 numbers so that errors and tracebacks point at the user's lines:
   * `print(...)` becomes a per-program print prefixed with the program id;
   * `min`/`max` on tensors become `tl.minimum`/`tl.maximum`, as in Triton;
-  * `assert cond, msg` becomes `tl.device_assert(cond, msg)`, as in Triton.
+  * `assert cond, msg` becomes `tl.device_assert(cond, msg)`, as in Triton;
+  * `a and b`, `a or b` and `not a` are lowered as Triton's code generator lowers them
+    (`visit_BoolOp`, `visit_UnaryOp`): runtime operands are combined elementwise as int1
+    (`logical_and`/`logical_or`, `not_`), all of them evaluated; a constexpr operand still
+    short-circuits; block operands of `and`/`or` draw Triton's deprecation warning.
 Everything else runs as written: `tl` calls operate on minitriton tensors.
 """
 from __future__ import annotations
@@ -14,19 +18,25 @@ import builtins
 import inspect
 import textwrap
 import types
+import warnings
 
 from .. import context, source
 from ..errors import CompilationError, LaunchError
 from ..language import arith
 from ..language.control import kernel_range
-from ..language.core import is_tensor
+from ..language.core import cast, is_tensor
 from ..language.debug import device_assert, kernel_print
-from ..types import constexpr
+from .. import types as _t
+from ..types import _unwrap, constexpr
 from . import rules
 from .launch import launch
 from .launch import warmup as compile_only
 
 _RT = "_minitriton_rt_"
+_BOOL_OP_WARNING = ("Logical operators 'and' and 'or' are deprecated for non-scalar tensors; "
+                    "please use '&' or '|' instead")
+_WARNED: dict = {}  # the registry of warn_explicit: each kernel line warns once, as Triton's
+#                     compile-time warning appears once per compiled kernel
 
 
 class _KernelBuiltins:
@@ -49,6 +59,17 @@ class _KernelBuiltins:
         return kernel_range(*args)
 
     @staticmethod
+    def bool_op(op, where, first, *rest):
+        return _bool_op(op, where, first, rest)
+
+    @staticmethod
+    def not_(value):
+        value = _unwrap(value)
+        if is_tensor(value):
+            return arith.invert(_to_int1(value))
+        return not value
+
+    @staticmethod
     def assert_(cond, msg=None):
         if is_tensor(cond):
             return device_assert(cond, msg or "assert")
@@ -65,9 +86,73 @@ def _min_max(py_fn, tl_name, args, kwargs):
     return py_fn(*args, **kwargs)
 
 
+def _bool_op(op, where, first, rest):
+    """`a and b and ...` / `a or b or ...` as Triton's `visit_BoolOp`: operands are evaluated
+    in order (`rest` are thunks); a constexpr that decides the result is returned at once,
+    without evaluating what follows; one that does not is dropped; the runtime operands left
+    are combined pairwise from the right with logical_and / logical_or. Block operands warn."""
+    nontrivial = []
+    value = first
+    for i in builtins.range(len(rest) + 1):
+        if i:
+            value = rest[i - 1]()
+        raw = _unwrap(value)
+        if not is_tensor(raw):
+            truth = bool(raw)
+            if truth is (op == "or"):
+                return value
+            continue
+        if raw.shape:
+            filename, lineno = where
+            warnings.warn_explicit(_BOOL_OP_WARNING, UserWarning, filename, lineno,
+                                   registry=_WARNED)
+        nontrivial.append(raw)
+    if not nontrivial:
+        return value
+    combine = arith.and_ if op == "and" else arith.or_
+    while len(nontrivial) >= 2:
+        rhs, lhs = _to_int1(nontrivial.pop()), _to_int1(nontrivial.pop())
+        nontrivial.append(combine(lhs, rhs))
+    return nontrivial[0]
+
+
+def _to_int1(x):
+    """Triton's `bitcast(x, tl.int1)` in logical_and/logical_or/not_: int1 stays, a pointer
+    becomes `x != 0`, anything wider is the error Triton gives."""
+    if x.dtype.is_bool():
+        return x
+    if x.dtype.is_ptr():
+        return cast(x, _t.int1)
+    raise CompilationError(f"Cannot bitcast data-type of size {x.dtype.primitive_bitwidth} to "
+                           "data-type of size 1 (Python `and`/`or`/`not` on a Triton tensor "
+                           "need booleans: compare first, e.g. `x != 0`)")
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, shadowed):
+    def __init__(self, shadowed, filename="<kernel>", first=1):
         self.shadowed = shadowed
+        self.filename, self.first = filename, first  # where warnings point
+
+    def _rt(self, attr):
+        return ast.Attribute(value=ast.Name(_RT, ast.Load()), attr=attr, ctx=ast.Load())
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        where = ast.Constant((self.filename, node.lineno + self.first - 1))
+        rest = [ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                              kw_defaults=[], defaults=[]), body=v)
+                for v in node.values[1:]]
+        call = ast.Call(func=self._rt("bool_op"),
+                        args=[ast.Constant(op), where, node.values[0]] + rest, keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        return ast.copy_location(ast.Call(func=self._rt("not_"), args=[node.operand],
+                                          keywords=[]), node)
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -114,7 +199,7 @@ def compile_kernel(fn):
     fn_def.decorator_list = []
     freevars = list(fn.__code__.co_freevars)
     shadowed = set(fn.__globals__) | set(freevars) | _local_names(fn_def)
-    fn_def = _Rewriter(shadowed).visit(fn_def)
+    fn_def = _Rewriter(shadowed, fn.__code__.co_filename, first).visit(fn_def)
     factory = ast.FunctionDef(
         name="_minitriton_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in [_RT] + freevars],
