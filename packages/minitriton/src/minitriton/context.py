@@ -36,6 +36,44 @@ class Divergence(Exception):
         self.decisions = decisions
 
 
+class Wait(Exception):
+    """A program polls memory (an atomic that changes nothing, e.g. a failing atomic_cas) and
+    sees again what it saw before: it waits for another program of the launch. Raised where the
+    program cannot be suspended (the executors then undo it and run it as a coroutine beside
+    the others, `runtime/executors.py`); in a coroutine, `LaunchContext.waiter` suspends it.
+
+    `sites` holds what it polled since it last changed memory: [buffer, element offsets, the
+    values it saw, the value an atomic_cas compares with (else None), kernel line]."""
+
+    def __init__(self, sites):
+        super().__init__("a program waits for another program of the launch")
+        self.sites = sites
+
+    def satisfied(self):
+        """Whether memory changed at a polled site since the program saw it."""
+        return any(not _same(buf.flat[idx], seen) for buf, idx, seen, _, _ in self.sites)
+
+    def describe(self):
+        parts = []
+        for buf, idx, seen, cmp, line in self.sites:
+            at = f"`{buf.name}`[{', '.join(str(int(i)) for i in idx[:4])}" \
+                 f"{', ...' if idx.size > 4 else ''}]"
+            held = _values(buf.flat[idx])
+            wants = f"waits for {_values(cmp)} (atomic_cas)" if cmp is not None else \
+                "waits for it to change"
+            parts.append(f"{at} holds {held}, it {wants}, at {line}")
+        return "; ".join(parts)
+
+
+def _same(a, b):
+    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def _values(v):
+    v = np.unique(np.asarray(v))
+    return str(v[0].item()) if v.size == 1 else str(v[:4].tolist())
+
+
 class Access:
     """One memory operation on one buffer, as the observers see it.
 
@@ -131,7 +169,9 @@ class LaunchContext:
     per_program: bool = False  # some observer needs every program's lanes apart
     output: list = field(default_factory=list)  # print lines, flushed when programs complete
     max_block: int = 1  # elements of the largest block accessed so far (sizes lockstep chunks)
-    spins: dict = field(default_factory=dict)  # consecutive failed atomic_cas per program
+    spins: dict = field(default_factory=dict)  # program(s) -> what they polled (see Wait)
+    waiter: object = None  # in a coroutine (executors): suspends the running program at a Wait
+    patience: int = 1  # times a program may see a polled value again before it waits
 
     def watch(self, observers):
         """Attach the launch's observers (a list, possibly empty, to watch nothing)."""

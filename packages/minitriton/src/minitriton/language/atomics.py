@@ -1,15 +1,21 @@
 """The atomics: `tl.atomic_add/max/min/and/or/xor/xchg` and `tl.atomic_cas`.
 
 Each returns the value every lane saw before its update. Lanes of one step that hit the same
-element are serialised in lane order, as the GPU serialises them; a spin lock whose
-`atomic_cas` never succeeds raises DeadlockError instead of hanging.
+element are serialised in lane order, as the GPU serialises them.
+
+An atomic that changes nothing (a failing atomic_cas, `atomic_add(p, 0)`, an xchg of the value
+already there) is a *poll*. A program that polls and sees again what it saw before waits for
+another program (a spin lock, a flag, a ticket): it raises `Wait` or, running as a coroutine,
+is suspended so that the others run (`runtime/executors.py`), as on a GPU where they run
+concurrently; when every unfinished program waits, the executor reports a DeadlockError.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..context import current
-from ..errors import CompilationError, DeadlockError
+from ..context import Wait, current
+from ..errors import CompilationError
+from ..source import kernel_location
 from ..types import _unwrap
 from .access import Lanes, check_mask
 from .block_pointers import block_pointer
@@ -83,6 +89,7 @@ def _atomic(op, pointer, val, mask, sem, scope):
         result[active] = old.reshape(idx.shape)
         for hook in ctx.hooks["after_atomic"]:
             hook(acc, op, old, None, v.ravel())
+        _poll(ctx, acc.buf, idx.ravel(), old, None)
     return tensor(result, elt, shape)
 
 
@@ -144,23 +151,38 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
         result[active] = old.reshape(idx.shape)
         for hook in ctx.hooks["after_atomic"]:
             hook(acc, "cas", old, cl, vl)
-        _watch_spinning(ctx, acc.buf, flat_idx, old, cl)
+        _poll(ctx, acc.buf, flat_idx, old, cl)
     return tensor(result, elt, shape)
 
 
-SPIN_LIMIT = 10_000
-
-
-def _watch_spinning(ctx, buf, idx, old, cmp):
-    """Programs whose atomic_cas all keep failing wait for a program that cannot run while they
-    spin (here the others run before or after them): report the deadlock instead of hanging."""
-    key = (ctx.pids.tobytes(), buf.index, idx.tobytes())
-    if np.any(old == cmp):
-        ctx.spins.pop(key, None)
+def _poll(ctx, buf, idx, old, cmp):
+    """Note what the programs running saw at this site. If they see again, changing nothing,
+    what they saw at their last poll of it, they wait (`Wait`: raised, or the coroutine
+    suspended by `ctx.waiter`) for the sites they polled since (the body of their spin loop)."""
+    key, site = ctx.pids.tobytes(), (buf.index, idx.tobytes())
+    record = ctx.spins.get(key)
+    if record is None:
+        record = ctx.spins[key] = [0, {}]
+    polls = record[1]
+    if not _same(buf.flat[idx], old):  # this atomic changed memory: an update, not a poll
+        polls.pop(site, None)
         return
-    ctx.spins[key] = ctx.spins.get(key, 0) + 1
-    if ctx.spins[key] >= SPIN_LIMIT:
-        raise DeadlockError(
-            f"atomic_cas on argument `{buf.name}` at offsets {idx.tolist()[:8]} failed "
-            f"{SPIN_LIMIT:,} times in a row: this program spins on a lock that no program "
-            "releases (a missing tl.atomic_xchg(lock, 0)?). On a GPU it would hang.")
+    record[0] += 1
+    entry = polls.get(site)
+    if entry is None or not _same(entry[2], old):
+        polls[site] = [buf, idx.copy(), old.copy(), None if cmp is None else cmp.copy(),
+                       kernel_location(2), 0, record[0]]
+        return
+    since, entry[6] = entry[6], record[0]
+    entry[5] += 1
+    if entry[5] < ctx.patience:
+        return
+    entry[5] = 0
+    wait = Wait([e[:5] for e in polls.values() if e[6] >= since])
+    if ctx.waiter is None:
+        raise wait
+    ctx.waiter(wait)
+
+
+def _same(a, b):
+    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")

@@ -7,15 +7,33 @@ steering a spin lock), the chunk's writes are undone and its programs are re-run
 agree on that decision, lowest program ids first, recursively. For kernels whose programs do not
 communicate through memory, the result equals the sequential one; racy kernels lose updates as
 on a GPU.
+
+Programs that wait for each other (a hand-off through a flag, a ticket lock: `context.Wait`)
+need the others to run while they wait, as on a GPU where they run concurrently. The program
+(or lockstep group) that first waits is undone, and it and the programs that follow run as
+coroutines (`_Interleaved`: one thread each, one running at a time): a waiting program is
+suspended and the scheduler runs another — one whose polled memory changed, else a program
+not started yet, else, when every unfinished program waits, each waiter once more with the
+patience to spin a while (a bounded retry loop ends). If none of them gets anywhere, every
+unfinished program waits for another: a DeadlockError names each, the address and the value.
+Once no program waits, the executor goes back to its own way of running the rest.
 """
 from __future__ import annotations
 
+import contextvars
+import threading
+from collections import deque
+
 import numpy as np
 
-from ..context import Divergence
+from ..context import Divergence, Wait
+from ..errors import DeadlockError
 
 BYTES_PER_LANE = 8 * 32  # per element of the largest block: float64/int64, ~32 live temporaries
 FIRST_CHUNK = 4  # programs run together before the block size is known
+# polls that see nothing change, shared by the waiters when all wait, before a deadlock is
+# reported: a bounded retry loop of up to this many attempts still ends
+SPIN_LIMIT = 1_000
 
 
 def program_ids(grid, order=None):
@@ -33,39 +51,217 @@ def _flush(ctx):
     ctx.output.clear()
 
 
-def run_sequential(ctx, fn, values, ids):
-    for row in range(len(ids)):
-        ctx.pids = ids[row:row + 1]
+class _Queue:
+    """The programs of a launch not started yet, in order: groups put back first."""
+
+    def __init__(self, ids):
+        self.ids, self.start, self.groups = ids, 0, deque()
+
+    def take(self, n):
+        """The next group (one put back, else the next `n` program ids); None when done."""
+        if self.groups:
+            return self.groups.popleft()
+        if self.start >= len(self.ids):
+            return None
+        group = self.ids[self.start:self.start + n]
+        self.start += len(group)
+        return group
+
+    def put_back(self, groups):
+        self.groups.extendleft(reversed(groups))
+
+    def take_one(self):
+        """The next single program, (1, 3), or None."""
+        group = self.take(1)
+        if group is not None and len(group) > 1:
+            self.groups.appendleft(group[1:])
+            group = group[:1]
+        return group
+
+
+def _attempt(ctx, fn, values, group, queue, keep_journal=False):
+    """Run `group` together; on Divergence put it back split, on Wait run it interleaved."""
+    ctx.pids = group
+    ctx.spins.clear()
+    mark = ctx.mark()
+    try:
         fn(*values)
-        _flush(ctx)
-
-
-def _run_group(ctx, fn, values, ids):
-    """Run programs `ids` together, splitting them wherever their control flow diverges."""
-    pending = [ids]
-    while pending:
-        group = pending.pop(0)
-        ctx.pids = group
-        mark = ctx.mark()
-        try:
-            fn(*values)
-        except Divergence as d:
-            ctx.undo(mark)
-            _, first, inverse = np.unique(d.decisions, return_index=True, return_inverse=True)
-            pending = [group[inverse == k] for k in np.argsort(first)] + pending
-            continue
+    except Divergence as d:
+        ctx.undo(mark)
+        _, first, inverse = np.unique(d.decisions, return_index=True, return_inverse=True)
+        queue.put_back([group[inverse == k] for k in np.argsort(first)])
+        return
+    except Wait:
+        ctx.undo(mark)
+        _Interleaved(ctx, fn, values, queue).run(group)
+    if not keep_journal:
         ctx.commit(mark)
-        _flush(ctx)
+    _flush(ctx)
+
+
+def run_sequential(ctx, fn, values, ids):
+    memory = ctx.memory
+    keep = memory.journaling  # a caller reading the journal (the order check) keeps it
+    memory.journaling = True  # a program that waits is undone before it runs interleaved
+    try:
+        queue = _Queue(ids)
+        while (group := queue.take_one()) is not None:
+            _attempt(ctx, fn, values, group, queue, keep_journal=keep)
+    finally:
+        memory.journaling = keep
 
 
 def run_lockstep(ctx, fn, values, ids):
     ctx.memory.journaling = True
     # the first chunk sizes the next ones; it holds more than one program so that two
     # programs racing on the same memory lose updates together, as on a GPU
-    start, chunk = 0, FIRST_CHUNK
-    while start < len(ids):
-        group = ids[start:start + chunk]
-        _run_group(ctx, fn, values, group)
-        start += len(group)
+    queue, chunk = _Queue(ids), FIRST_CHUNK
+    while (group := queue.take(chunk)) is not None:
+        _attempt(ctx, fn, values, group, queue)
         per_program = max(ctx.max_block, 1) * BYTES_PER_LANE
         chunk = int(max(1, min(len(ids), ctx.settings.chunk_bytes // per_program)))
+
+
+class _Cancelled(BaseException):
+    """Unwinds a suspended program when the launch ends with an error."""
+
+
+class _Program:
+    """One program run as a coroutine: a thread that runs only while the scheduler waits."""
+
+    def __init__(self, sched, pids):
+        self.pids = pids
+        self.wait = None  # the Wait it is suspended at
+        self.done, self.error, self.cancelled, self.stuck = False, None, False, False
+        self.go = threading.Semaphore(0)
+        run = contextvars.copy_context().run  # the launch context and settings, in the thread
+        self.thread = threading.Thread(target=run, args=(self._main, sched), daemon=True,
+                                       name=f"minitriton program {tuple(pids[0].tolist())}")
+        self.started = False
+
+    def _main(self, sched):
+        self.go.acquire()
+        try:
+            sched.fn(*sched.values)
+        except _Cancelled:
+            pass
+        except BaseException as e:  # noqa: B036 - handed to the launching thread
+            self.error = e
+        finally:
+            self.done = True
+            sched.back.release()
+
+
+class _Interleaved:
+    """Programs run as coroutines, one at a time, switching where one waits (see the module)."""
+
+    def __init__(self, ctx, fn, values, queue):
+        self.ctx, self.fn, self.values, self.queue = ctx, fn, values, queue
+        self.back = threading.Semaphore(0)
+        self.current = None
+        self.waiting = []  # suspended programs, in the order they first waited
+        self.finished = 0
+
+    def run(self, group):
+        ctx = self.ctx
+        todo = deque(group[i:i + 1] for i in range(len(group)))
+        ctx.waiter = self._suspend
+        try:
+            while True:
+                prog = self._woken()
+                forced = False
+                if prog is None:
+                    if todo or (self.waiting and self._more(todo)):
+                        prog = _Program(self, todo.popleft())
+                    elif not self.waiting:
+                        return
+                    else:
+                        prog = next((p for p in self.waiting if not p.stuck), None)
+                        if prog is None:
+                            raise self._deadlock()
+                        forced = True
+                self._step(prog, forced)
+        except BaseException:
+            self._cancel()
+            raise
+        finally:
+            ctx.waiter, ctx.patience = None, 1
+
+    def _more(self, todo):
+        """Every started program waits: start one more of the launch, if any is left."""
+        group = self.queue.take_one()
+        if group is None:
+            return False
+        todo.append(group)
+        return True
+
+    def _woken(self):
+        for prog in self.waiting:
+            if prog.wait.satisfied():
+                return prog
+        return None
+
+    def _step(self, prog, forced):
+        ctx = self.ctx
+        if prog in self.waiting:
+            self.waiting.remove(prog)
+        ctx.pids = prog.pids
+        ctx.patience = max(50, SPIN_LIMIT // (len(self.waiting) + 1)) if forced else 1
+        self.current = prog
+        if not prog.started:
+            ctx.spins.pop(prog.pids.tobytes(), None)
+            prog.started = True
+            prog.thread.start()
+        prog.go.release()
+        self.back.acquire()
+        self.current = None
+        if prog.done:
+            prog.thread.join()
+            if prog.error is not None:
+                raise prog.error
+            self.finished += 1
+            for p in self.waiting:  # it may have changed what they wait for
+                p.stuck = False
+            return
+        prog.stuck = forced  # it spun with patience and still waits
+        if not forced:
+            for p in self.waiting:
+                p.stuck = False
+        self.waiting.append(prog)
+
+    def _suspend(self, wait):
+        """In a program's thread, at a Wait: hand control back until scheduled again."""
+        prog = self.current
+        if prog.cancelled:
+            raise _Cancelled()
+        prog.wait = wait
+        self.back.release()
+        prog.go.acquire()
+        if prog.cancelled:
+            raise _Cancelled()
+
+    def _cancel(self):
+        running = self.current
+        if running is not None and not running.done:  # interrupted (Ctrl-C) while it ran
+            running.cancelled = True
+            self.back.acquire()  # it ends, or suspends at its next wait
+            if not running.done:
+                self.waiting.append(running)
+        for prog in self.waiting:
+            prog.cancelled = True
+            prog.go.release()
+            self.back.acquire()
+            prog.thread.join()
+        self.waiting.clear()
+
+    def _deadlock(self):
+        ctx = self.ctx
+        lines = [f"  program {tuple(p.pids[0].tolist())}: {p.wait.describe()}"
+                 for p in self.waiting]
+        ctx.pids = self.waiting[0].pids
+        return DeadlockError(
+            f"every unfinished program of the launch waits for another ({len(self.waiting)} "
+            f"waiting, each spins on a lock or flag that no program releases or sets; "
+            f"{self.finished} finished while they waited):\n" + "\n".join(lines) +
+            "\nNo program left could change those values: on a GPU this launch would hang "
+            "(a missing tl.atomic_xchg(lock, 0), or a flag no program sets?).")
