@@ -111,9 +111,9 @@ def test_an_unknown_gpu_is_a_usage_error(capsys):
 
 
 def test_a_module_minitriton_lacks_is_named_in_the_error(tmp_path, capsys):
-    rc, _, err = run_here(tmp_path, capsys, "import triton.knobs")
+    rc, _, err = run_here(tmp_path, capsys, "import triton.no_such_module")
     assert rc == 1
-    assert "No module named 'triton.knobs'" in err and "minitriton.knobs" in err
+    assert "No module named 'triton.no_such_module'" in err and "minitriton.no_such_module" in err
 
 
 TUTORIAL_01 = """
@@ -437,6 +437,19 @@ def test_cuda_on_cpu_makes_cuda_tensors_on_the_cpu(tmp_path, capsys):
     assert out.split() == ["cpu", "cpu", "cpu", "torch.float16", "True"]
     rc, _, err = run_here(tmp_path, capsys, source)
     assert rc == 1 and "--cuda-on-cpu" in err
+
+
+def test_cuda_on_cpu_makes_cuda_available_to_the_program_only(tmp_path, capsys):
+    pytest.importorskip("torch")
+    source = ("import torch\nprint(torch.cuda.is_available(), "  # code not of the program:
+              "eval('torch.cuda.is_available()', {'torch': torch}))\n")  # "<string>"
+    rc, out, err = run_here(tmp_path, capsys, source, cuda_on_cpu=True)
+    assert rc == 0 and out.split() == ["True", "False"], err
+    rc, out, err = run_here(tmp_path, capsys, source)
+    assert rc == 0 and out.split() == ["False", "False"], err
+    import torch
+    from minitriton.runner.torch_patch import program_is_available
+    assert program_is_available({__file__})() and not program_is_available(set())()
 
 
 SHRINK = """

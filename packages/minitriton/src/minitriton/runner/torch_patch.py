@@ -5,7 +5,9 @@ where it would hand out CUDA tensors:
 
     is_available()            False: there is no device torch could put tensors on, so programs
                               that pick `"cuda" if torch.cuda.is_available() else "cpu"` pick
-                              the CPU, which is what minitriton's kernels read
+                              the CPU, which is what minitriton's kernels read; with
+                              --cuda-on-cpu True where the program's own files ask (their CUDA
+                              tensors are made on the CPU), False for torch and libraries
     get_device_capability()   the emulated GPU's, e.g. (9, 0) for the H100
     get_device_properties()   an object with name, major, minor, multi_processor_count,
                               total_memory, L2_cache_size, warp_size, shared memory, registers
@@ -194,8 +196,20 @@ def cuda_on_cpu_mode(torch):
     return CUDAOnCPU()
 
 
+def program_is_available(program):
+    """`torch.cuda.is_available()` under --cuda-on-cpu: True when the program's own files ask
+    (their CUDA tensors are made on the CPU, so "cuda if available" holds there; tutorial 09
+    builds its cuBLAS baseline only then), False for torch's and libraries' code."""
+    def is_available():
+        return program is not None and sys._getframe(1).f_code.co_filename in program
+    return is_available
+
+
 def _patch_torch(stack, torch, gpu, program, cuda_on_cpu=False):
-    stack.enter_context(patched_module(torch.cuda, replacements(gpu)))
+    stand_ins = replacements(gpu)
+    if cuda_on_cpu:
+        stand_ins["is_available"] = program_is_available(program)
+    stack.enter_context(patched_module(torch.cuda, stand_ins))
     # torch asks find_spec("triton") whether Triton is installed: here that finds minitriton,
     # which cannot be inductor's GPU code generator; torch.compile keeps to its CPU backend
     stack.enter_context(patched_module(importlib.import_module("torch.utils._triton"),
