@@ -8,7 +8,8 @@ import minitriton as triton
 import minitriton.language as tl
 import references as ref
 from corpus import load
-from minitriton import OutOfBoundsError
+from minitriton import OutOfBoundsError, Settings
+from minitriton.memory import OutsideViewWarning
 
 pytestmark = pytest.mark.usefixtures("executor")  # every test runs kernels
 corpus = load(triton, tl)
@@ -77,10 +78,17 @@ def store_one_kernel(y_ptr):
     tl.store(y_ptr, 1.0)
 
 
-def test_negative_offsets_and_views_are_bounded_by_the_view():
+def test_negative_offsets_are_bounded_by_the_storage_and_the_view_warns():
+    # issue 21: a GPU may read the storage before a view (tests/minitriton/test_storage_bounds.py)
     base = np.arange(10, dtype=np.float32)
     with pytest.raises(OutOfBoundsError, match="offsets \\[-1\\]"):
-        negative_kernel[(1,)](base[3:], np.zeros(1, np.float32))
+        negative_kernel[(1,)](base, np.zeros(1, np.float32))
+    y = np.zeros(1, np.float32)
+    with pytest.warns(OutsideViewWarning, match="offsets \\[-1\\]"):
+        negative_kernel[(1,)](base[3:], y)
+    assert y[0] == 2.0
+    with pytest.raises(OutOfBoundsError, match="offsets \\[-1\\]"):
+        negative_kernel[(1,)](base[3:], y, minitriton_settings=Settings(view_bounds=True))
     with pytest.raises(OutOfBoundsError, match="empty"):
         store_one_kernel[(1,)](np.zeros(0, np.float32))
 

@@ -4,8 +4,16 @@ A buffer is a flat NumPy view over the argument's memory span (storage offset an
 respected, no copy), so stores land in the caller's tensor. Each buffer gets a virtual base
 address far from the others. Addresses count elements of the buffer's type, not bytes (a
 pointer keeps its element type, so `ptr + k` is `address + k` and the element offset is
-`address - base`: no multiply or divide on the hot path). Any access
-outside the buffer a pointer came from raises `OutOfBoundsError` before anything is touched.
+`address - base`: no multiply or divide on the hot path).
+
+Bounds are the storage's, not the view's: a buffer covers the whole memory the argument's
+view lies in (a torch tensor's untyped storage, a NumPy view's base array), as a GPU kernel
+may read any of it (`base[1:]` read at offset -1, a column block read past its last column).
+An access outside the storage raises `OutOfBoundsError` before anything is touched; one
+outside the view but inside the storage is reported to `AddressSpace.on_outside_view` (a
+warning, or an error under `Settings.view_bounds`). Element offsets inside the address space
+count from the storage's start; messages count them from the view's first element, as the
+kernel's pointer arithmetic does.
 
 Pointers made from integers (`tl.load(addrs + g).to(tl.pointer_type(tl.float16))`, with
 `addrs` a tensor of `t.data_ptr()` values, as Triton's grouped GEMM does) are resolved against
@@ -33,20 +41,90 @@ _REGION_SHIFT = 36  # 2**36 elements between two buffers' base addresses
 _UNKNOWN = -(1 << 62)
 
 
+class OutsideViewWarning(UserWarning):
+    """An access outside the view an argument was passed as, inside its storage: legal on a
+    GPU (it reads or writes the storage there), often a bug (Settings.view_bounds makes it an
+    OutOfBoundsError)."""
+
+
 @dataclass
 class Buffer:
     index: int  # position among the launch's buffers
     name: str  # the kernel parameter it was passed as
-    flat: np.ndarray  # 1-D view over the span, in the element type
+    flat: np.ndarray  # 1-D view over the storage, in the element type
     dtype: object  # triton element type
     description: str
-    base: int = 0
-    snapshot: np.ndarray = field(default=None, repr=False)
+    base: int = 0  # virtual address of flat[0]; the argument's pointer is base + view_lo
+    view_lo: int = 0  # the span of the view passed in, as offsets into flat: [view_lo, view_hi)
+    view_hi: int = None
+    shape: tuple = None  # the view's shape and strides (in elements); None: one flat span
+    strides: tuple = None
+    snapshot: np.ndarray = field(default=None, repr=False)  # flat[snapshot_lo:...] before
+    snapshot_lo: int = 0
     too_big_to_restore: bool = False
+    outside_view: bool = False  # some access fell outside the view: snapshots take it all
+
+    def __post_init__(self):
+        if self.view_hi is None:
+            self.view_hi = self.size
 
     @property
     def size(self):
         return self.flat.shape[0]
+
+    @property
+    def expanded(self):
+        """The dimensions of size > 1 whose stride is 0 (an `expand`ed tensor)."""
+        if self.shape is None:
+            return ()
+        return tuple(d for d, (n, s) in enumerate(zip(self.shape, self.strides))
+                     if s == 0 and n > 1)
+
+    def view_index(self):
+        """The offsets (into `flat`) of the view's elements, in C order: a slice when the view
+        is contiguous."""
+        shape, strides = self.shape, self.strides
+        if shape is None:
+            return slice(self.view_lo, self.view_hi)
+        numel = int(np.prod(shape, dtype=np.int64))
+        contiguous, step = True, 1
+        for n, st in zip(reversed(shape), reversed(strides)):
+            if n > 1 and st != step:
+                contiguous = False
+            step *= n
+        if contiguous:
+            return slice(self.view_lo, self.view_lo + numel)
+        idx = np.full((1,) * len(shape), self.view_lo, dtype=np.int64)
+        for d, (n, st) in enumerate(zip(shape, strides)):
+            axis = [1] * len(shape)
+            axis[d] = n
+            idx = idx + (np.arange(n, dtype=np.int64) * st).reshape(axis)
+        return np.broadcast_to(idx, shape).reshape(-1)
+
+    def take_snapshot(self, limit):
+        """Copy what a launch may write before it first writes: the view's span, or all of
+        the storage once an access strayed outside the view."""
+        lo, hi = (0, self.size) if self.outside_view else (self.view_lo, self.view_hi)
+        if self.snapshot is not None:
+            if self.snapshot_lo == lo and self.snapshot.shape[0] == hi - lo:
+                return
+            wide = self.flat[lo:hi].copy()  # widen: keep the older copy of the span
+            wide[self.snapshot_lo - lo:self.snapshot_lo - lo + self.snapshot.shape[0]] = \
+                self.snapshot
+            self.snapshot, self.snapshot_lo = wide, lo
+            return
+        if (hi - lo) * self.flat.itemsize <= limit:
+            self.snapshot, self.snapshot_lo = self.flat[lo:hi].copy(), lo
+        else:
+            self.too_big_to_restore = True
+
+    def restore(self):
+        """Put the snapshot back (memory as before the launch's first write)."""
+        self.flat[self.snapshot_lo:self.snapshot_lo + self.snapshot.shape[0]] = self.snapshot
+
+    def written_region(self):
+        """The part of `flat` the snapshot covers (what the launch may have written)."""
+        return self.flat[self.snapshot_lo:self.snapshot_lo + self.snapshot.shape[0]]
 
     @property
     def nbytes(self):
@@ -102,6 +180,44 @@ def as_numpy(obj, name):
     raise LaunchError(f"argument `{name}` of type {type(obj).__name__} is not a tensor")
 
 
+def _span(arr):
+    """Elements from the first one to the last one the strides can reach."""
+    if arr.size == 0:
+        return 0
+    return 1 + sum((n - 1) * (s // arr.itemsize) for n, s in zip(arr.shape, arr.strides))
+
+
+def storage_of(obj, arr, span):
+    """(flat, start): the whole memory `arr` (the NumPy view of argument `obj`, `span` its
+    `flat_span`) lies in, as a 1-D array of its element type, and the offset of `arr`'s first
+    element in it; None when that memory is the span itself (an array owning its memory)."""
+    torch = _torch()
+    if torch is not None and isinstance(obj, torch.Tensor):
+        storage = obj.untyped_storage()
+        if obj.storage_offset() == 0 and storage.nbytes() == span.nbytes:
+            return None
+        raw = _host_bytes(obj)
+    else:
+        owner, b = arr, arr.base
+        while b is not None:  # NumPy views, and as_strided's DummyArray
+            if isinstance(b, np.ndarray):
+                owner = b
+            b = getattr(b, "base", None)
+        if owner is arr or not owner.flags.c_contiguous or owner.size == 0:
+            return None
+        raw = owner.reshape(-1).view(np.uint8)
+        if not arr.flags.writeable:  # a read-only view (np.broadcast_to) stays read-only
+            raw = raw.view()
+            raw.flags.writeable = False
+    offset = _byte_address(span) - _byte_address(raw)
+    item = arr.itemsize
+    if not 0 <= offset <= raw.size - span.nbytes:
+        return None  # not in that memory after all: keep the view's span
+    raw = raw[offset % item:]
+    raw = raw[: raw.size - raw.size % item]
+    return raw.view(arr.dtype), offset // item
+
+
 def flat_span(arr, name):
     """The 1-D view from the first element to the last one the strides can reach."""
     if any(s < 0 for s in arr.strides):
@@ -111,10 +227,7 @@ def flat_span(arr, name):
     if any(s % item for s in arr.strides):
         raise LaunchError(f"argument `{name}` has strides {arr.strides} that are not multiples of "
                           f"its element size {item}")
-    if arr.size == 0:
-        span = 0
-    else:
-        span = 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
+    span = _span(arr)
     if arr.dtype.type.__module__ == "ml_dtypes":
         # as_strided goes through __array_interface__, whose type string for ml_dtypes'
         # float8_e5m2 ('<f1') NumPy cannot read back: stride the raw bytes and view them again
@@ -214,11 +327,76 @@ class AddressSpace:
         self.journaling = False
         self.on_new_buffer = []  # called with each buffer made during the launch
         self.scanned = False  # whether the garbage collector was searched for tensors
+        # called with (buffer, offsets, op, lanes, row) for lanes outside the view but inside
+        # the storage; None: such lanes pass silently
+        self.on_outside_view = None
+        self.snapshotted: list[Buffer] = []  # in the order their snapshots were taken
 
     def add(self, obj, name):
         arr = as_numpy(obj, name)
         flat = flat_span(arr, name)
-        buf = Buffer(len(self.buffers), name, flat, _t.from_numpy(arr.dtype), describe(obj))
+        span = flat.shape[0]
+        start = 0
+        found = storage_of(obj, arr, flat) if span else None
+        if found is not None:
+            flat, start = found
+        item = arr.itemsize
+        buf = Buffer(len(self.buffers), name, flat, _t.from_numpy(arr.dtype), describe(obj),
+                     view_lo=start, view_hi=start + span, shape=tuple(arr.shape),
+                     strides=tuple(s // item for s in arr.strides))
+        buf.base = (buf.index + 1) << _REGION_SHIFT
+        self.buffers.append(buf)
+        return buf
+
+    def add_pointer(self, obj, name, element_ty):
+        """A buffer for an object that is not a tensor but carries a pointer (`data_ptr()`),
+        as Triton's `TensorWrapper` and libraries' strided wrappers do: the memory of the
+        tensor or array it holds (or any live one) that holds the address, typed
+        `element_ty`; the view is what its `shape` and `stride()` reach, if it has them."""
+        address = int(obj.data_ptr())
+        held = [v for v in vars(obj).values() if isinstance(v, np.ndarray)
+                or hasattr(v, "untyped_storage")] if hasattr(obj, "__dict__") else []
+        owner = None
+        for v in held:
+            begin, n = _host_span(v)
+            if begin <= address < begin + n or (n == 0 and begin == address):
+                owner = begin, v
+                break
+        if owner is None:
+            owner = _host_owner(address, scan=not self.scanned) if address >= 4096 else None
+            self.scanned |= owner is None
+        if owner is None:
+            raise LaunchError(
+                f"argument `{name}` ({type(obj).__name__}) has data_ptr() 0x{address:x}, which "
+                "is in no memory minitriton knows: it must point into a live torch tensor, or "
+                "a NumPy array the object holds or that was given to "
+                "`minitriton.register_memory`")
+        start, holder = owner
+        item = element_ty.itemsize
+        if (address - start) % item:
+            raise LaunchError(f"argument `{name}` ({type(obj).__name__}): data_ptr() 0x"
+                              f"{address:x} is not a multiple of {item} bytes from the start "
+                              f"of its memory")
+        raw = _host_bytes(holder)
+        flat = raw[: raw.size - raw.size % item].view(element_ty.np)
+        lo = (address - start) // item
+        shape, strides, hi = None, None, flat.shape[0]
+        try:
+            shape = tuple(int(n) for n in obj.shape)
+            strides = tuple(int(st) for st in obj.stride())
+        except (AttributeError, TypeError):
+            shape = None
+        if shape is not None and all(st >= 0 for st in strides):
+            hi = lo + (1 + sum((n - 1) * st for n, st in zip(shape, strides))
+                       if all(shape) else 0)
+            if hi > flat.shape[0]:
+                shape, strides, hi = None, None, flat.shape[0]
+        else:
+            shape, strides = None, None
+        what = (f"{type(obj).__name__} of {element_ty} at data_ptr() 0x{address:x}, over "
+                f"{describe(holder)}")
+        buf = Buffer(len(self.buffers), name, flat, element_ty, what, view_lo=lo, view_hi=hi,
+                     shape=shape, strides=strides)
         buf.base = (buf.index + 1) << _REGION_SHIFT
         self.buffers.append(buf)
         return buf
@@ -302,14 +480,14 @@ class AddressSpace:
 
     def before_write(self, buf, idx):
         """Called before every store or atomic, with the element offsets it will write."""
-        if buf.snapshot is None and not buf.too_big_to_restore:
+        if (buf.snapshot is None or (buf.outside_view and buf.snapshot.shape[0] < buf.size)) \
+                and not buf.too_big_to_restore:
             if not buf.flat.flags.writeable:
                 raise LaunchError(f"argument `{buf.name}` ({buf.description}) is read-only and "
                                   "cannot be stored to")
-            if buf.nbytes <= self.rollback_limit:
-                buf.snapshot = buf.flat.copy()
-            else:
-                buf.too_big_to_restore = True
+            if buf.snapshot is None:
+                self.snapshotted.append(buf)
+            buf.take_snapshot(self.rollback_limit)
         if self.journaling:
             old = buf.flat[idx]
             self.journal.append((buf, idx, old.copy() if isinstance(idx, slice) else old))
@@ -328,19 +506,18 @@ class AddressSpace:
     def undo_launch(self):
         """Undo the whole launch; returns the names of buffers too big to have been copied."""
         self.undo(0)
-        kept = []
-        for buf in self.buffers:
+        for buf in reversed(self.snapshotted):  # buffers may share storage: the oldest last
             if buf.snapshot is not None:
-                buf.flat[...] = buf.snapshot
+                buf.restore()
                 buf.snapshot = None
-            elif buf.too_big_to_restore:
-                kept.append(buf.name)
-        return kept
+        self.snapshotted.clear()
+        return [buf.name for buf in self.buffers if buf.too_big_to_restore]
 
     def commit_launch(self):
         self.journal.clear()
         for buf in self.buffers:
             buf.snapshot = None
+        self.snapshotted.clear()
 
     def resolve(self, ptr, active, op, check_bounds=True):
         """Map the active lanes of a pointer tensor to (buffer, lanes, offsets).
@@ -372,22 +549,42 @@ class AddressSpace:
                     f"type {buf.dtype}; minitriton only supports pointers of the argument's type")
             a = addrs.reshape(-1) if lanes is None else addrs[lanes]
             idx = a - buf.base
-            if idx.size and (idx.min() < 0 or idx.max() >= buf.size):
-                bad = (idx < 0) | (idx >= buf.size)
-                if not check_bounds:
-                    lanes = np.ones(addrs.shape, bool) if lanes is None else lanes.copy()
-                    lanes[lanes] = ~bad
-                    idx = idx[~bad]
-                else:
-                    # report the first failing program alone, so that both executors say the same
-                    rows = np.nonzero(np.ones(addrs.shape, bool) if lanes is None else lanes)[0]
-                    row = rows[np.argmax(bad)]
-                    bad &= rows == row
-                    err = _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
-                    err.failing_row = int(row)
-                    raise err
+            if idx.size:
+                low, high = idx.min(), idx.max()
+                if low < buf.view_lo or high >= buf.view_hi:
+                    lanes, idx = self._outside_view(buf, addrs, lanes, idx, op, check_bounds,
+                                                    low < 0 or high >= buf.size)
             out.append((buf, lanes, _as_slice(idx)))
         return out
+
+    def _outside_view(self, buf, addrs, lanes, idx, op, check_bounds, outside_storage):
+        """Lanes outside the view: an error outside the storage; inside it, the listener's
+        (a warning or an error). Returns the (lanes, idx) to access."""
+        if outside_storage:
+            bad = (idx < 0) | (idx >= buf.size)
+            if not check_bounds:
+                lanes = np.ones(addrs.shape, bool) if lanes is None else lanes.copy()
+                lanes[lanes] = ~bad
+                idx = idx[~bad]
+            else:
+                # report the first failing program alone, so that both executors say the same
+                rows = np.nonzero(np.ones(addrs.shape, bool) if lanes is None else lanes)[0]
+                row = rows[np.argmax(bad)]
+                bad &= rows == row
+                err = _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
+                err.failing_row = int(row)
+                raise err
+        if not idx.size:
+            return lanes, idx
+        buf.outside_view = True
+        if check_bounds and self.on_outside_view is not None:
+            bad = (idx < buf.view_lo) | (idx >= buf.view_hi)
+            if bad.any():
+                rows = np.nonzero(np.ones(addrs.shape, bool) if lanes is None else lanes)[0]
+                row = rows[np.argmax(bad)]
+                bad &= rows == row
+                self.on_outside_view(buf, idx[bad], op, int(bad.sum()), int(row))
+        return lanes, idx
 
 
 def _as_slice(idx):
@@ -421,12 +618,11 @@ def _oob_error(buf, offsets, op, lanes_total=None, hint=None):
             ") must hold the address of a live torch tensor (`t.data_ptr()`), of a launch "
             "argument, or of a NumPy array given to `minitriton.register_memory`.")
     distinct = np.unique(np.asarray(offsets, dtype=np.int64))
-    shown = [str(int(o)) for o in distinct[:8]]
-    if distinct.size > 9:
-        shown += ["...", str(int(distinct[-1]))]
-    elif distinct.size == 9:
-        shown.append(str(int(distinct[-1])))
-    valid = f"[0, {buf.size - 1}]" if buf.size else "empty (the tensor has no elements)"
+    shown = _shown(distinct - buf.view_lo)
+    lo, hi = -buf.view_lo, buf.size - buf.view_lo  # the storage, counted from the view
+    valid = f"[{lo}, {hi - 1}]" if buf.size else "empty (the tensor has no elements)"
+    if (buf.view_lo, buf.view_hi) != (0, buf.size):
+        valid += f" (its storage: {buf.size} elements; the view passed in spans {_view(buf)})"
     below, above = bool(distinct[0] < 0), bool(distinct[-1] >= buf.size)
     if hint is None:
         other = ", other=0.0" if op == "load" else ""
@@ -444,9 +640,39 @@ def _oob_error(buf, offsets, op, lanes_total=None, hint=None):
         else:
             hint = (f"guard the access with a mask, e.g. `mask = offsets < n_elements` and "
                     f"`tl.{op}(ptr + offsets, mask=mask{other})`")
+    if buf.expanded and above:
+        hint = (f"`{buf.name}` is an expanded tensor (stride 0 in dimension(s) "
+                f"{', '.join(map(str, buf.expanded))}): its storage holds only {buf.size} "
+                f"element(s), fewer than its shape {buf.shape} suggests; make it contiguous "
+                f"(`.contiguous()`, `np.ascontiguousarray`) before the launch, or index it "
+                f"with its strides. Else {hint}")
     err = OutOfBoundsError(
         f"{op} out of bounds on argument `{buf.name}` ({buf.description}): {n} lane(s) at "
         f"element offsets [{', '.join(shown)}] ({distinct.size} distinct, sorted), valid "
         f"offsets are {valid}.\nhint: {hint}; nothing was read or written.")
     err.buffer, err.bad_offsets, err.lanes_total = buf, distinct, n
     return err
+
+
+def _shown(distinct):
+    shown = [str(int(o)) for o in distinct[:8]]
+    if distinct.size > 9:
+        shown += ["...", str(int(distinct[-1]))]
+    elif distinct.size == 9:
+        shown.append(str(int(distinct[-1])))
+    return shown
+
+
+def _view(buf):
+    n = buf.view_hi - buf.view_lo
+    return f"[0, {n - 1}]" if n else "nothing (no elements)"
+
+
+def outside_view_message(buf, offsets, op, lanes_total):
+    """What lanes at `offsets` (into `buf.flat`) outside the view but inside the storage are."""
+    distinct = np.unique(np.asarray(offsets, dtype=np.int64))
+    lo, hi = -buf.view_lo, buf.size - buf.view_lo
+    return (f"{op} outside the view of argument `{buf.name}` ({buf.description}) but inside "
+            f"its storage: {lanes_total} lane(s) at element offsets "
+            f"[{', '.join(_shown(distinct - buf.view_lo))}] ({distinct.size} distinct, "
+            f"sorted); the view spans {_view(buf)}, its storage [{lo}, {hi - 1}]")

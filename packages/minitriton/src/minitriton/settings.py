@@ -2,7 +2,8 @@
 
 Three ways to set them, the later winning:
   * the environment: `MINITRITON_EXECUTOR=sequential`, `MINITRITON_SANITIZE=races,order`
-    (any check that is off by default, by its field name: races, order, padding, footprint;
+    (any check that is off by default, by its field name: races, order, padding, footprint,
+    view_bounds, coverage;
     `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`,
     `MINITRITON_STRICT_GLOBALS=0`, `MINITRITON_EXACT_DOT=0`, `MINITRITON_AUTOTUNE_GPU=H200`;
   * for a block of code, or from now on: `minitriton.configure(races=True)` (a context manager,
@@ -32,8 +33,17 @@ class Settings:
     chunk_bytes: the memory budget for one lockstep chunk; large grids run in chunks of programs.
     rollback_limit: buffers up to this size are restored if a launch fails (bigger ones keep the
         writes of programs that ran before the error, and the error says so).
-    bounds: raise OutOfBoundsError on any access outside the argument a pointer came from. Off,
-        such lanes read 0 and are not written.
+    bounds: raise OutOfBoundsError on any access outside the storage of the argument a pointer
+        came from (a torch tensor's untyped storage, a NumPy view's base array: a GPU faults
+        or reads foreign memory there). Off, such lanes read 0 and are not written.
+    view_bounds: an access outside the view passed in but inside its storage (a slice
+        `base[1:]` read at offset -1, a column block read past its last column) is legal on a
+        GPU and warns (OutsideViewWarning, once per argument and launch); True makes it an
+        OutOfBoundsError (for teaching).
+    coverage: after the launch, record for each argument stored to how many elements of its
+        view were written and where the unwritten ones are (`LaunchRecord.args[name].coverage`),
+        and warn (PartialWriteWarning) when an argument was written only partly; costs a
+        bitmap per written argument.
     races: raise RaceError when one program writes an address that another program of the same
         launch reads or writes without atomics.
     order: run the launch a second time, sequentially in a shuffled order (seeded by `seed`),
@@ -63,12 +73,14 @@ class Settings:
     chunk_bytes: int = 256 << 20
     rollback_limit: int = 256 << 20
     bounds: bool = True
+    view_bounds: bool = False
     races: bool = False
     order: bool = False
     seed: int = 0
     uninitialized: tuple = ()
     padding: bool = False
     footprint: bool = False
+    coverage: bool = False
     strict_globals: bool = True
     autotune_gpu: str = "H100"
     exact_dot: bool = True

@@ -42,32 +42,35 @@ class Order(Observer):
     def finish(self, rerun):
         ctx = self.ctx
         written = [b for b in ctx.memory.buffers if b.snapshot is not None]
-        results = {b.name: b.flat.copy() for b in written}
+        results = {b.name: b.written_region().copy() for b in written}
         for b in written:
-            b.flat[...] = b.snapshot
+            b.restore()
         ids = rerun.program_ids
         shuffled = ids[np.random.default_rng(ctx.settings.seed).permutation(len(ids))]
         rerun(shuffled)
         for b in written:
-            bad = _differing(results[b.name], b.flat)
+            now = b.written_region()
+            bad = _differing(results[b.name], now)
             if bad.size:
-                shown = ", ".join(f"{int(i)}: {results[b.name][i]} vs {b.flat[i]}"
+                shift = b.snapshot_lo - b.view_lo  # offsets as the kernel counts them
+                shown = ", ".join(f"{int(i) + shift}: {results[b.name][i]} vs {now[i]}"
                                   for i in bad[:4])
-                first = int(bad[0])
+                first = int(bad[0]) + b.snapshot_lo
                 writers = self._writers(rerun, shuffled, written, b, first)
                 for w in written:
-                    w.flat[...] = results[w.name]
+                    w.written_region()[...] = results[w.name]
                 ctx.pids = ids  # the error is the whole launch's, not the last re-run program's
-                raise OrderError(self._message(b, bad.size, shown, first, writers))
+                raise OrderError(self._message(b, bad.size, shown, first - b.view_lo,
+                                               writers))
         for b in written:
-            b.flat[...] = results[b.name]
+            b.written_region()[...] = results[b.name]
 
     def _writers(self, rerun, shuffled, written, buf, i):
         """The programs (in program-id order) that write element `i` of `buf` when the launch
         runs in the `shuffled` order: re-run one program at a time, reading the write journal."""
         memory = self.ctx.memory
         for b in written:
-            b.flat[...] = b.snapshot
+            b.restore()
         journaling, start = memory.journaling, memory.mark()
         memory.journaling = True
         found = []

@@ -98,7 +98,7 @@ class Races(Journal, Observer):
     def _race(self, buf, s, idx, progs, mask, other, what_before, loc_before, what_now, loc):
         pid_of = self.ctx.pid_of
         i = int(np.argmax(mask))
-        offsets = np.unique(idx[mask])
+        offsets = np.unique(idx[mask]) - buf.view_lo  # counted from the view, as the kernel
         shown = ", ".join(str(int(o)) for o in offsets[:8])
         if other[i] == MANY:
             before = f"other programs {what_before} them (last at {s['locs'][loc_before[i]]})"

@@ -26,6 +26,7 @@ class ArgTraffic:
     atomics: int = 0  # elements updated by atomics (each one read and written)
     unique_read: int = None  # distinct elements read (Settings.footprint), else None
     unique_written: int = None
+    coverage: object = None  # observe.coverage.WriteCoverage of the view (Settings.coverage)
 
     @property
     def elements_read(self):
@@ -97,6 +98,9 @@ class LaunchRecord:
                      f"{f'{self.bytes_read:,}/{self.bytes_written:,}':>24}")
         if self.dot_flops:
             lines.append(f"  tl.dot FLOPs: {self.dot_flops:,}")
+        for a in self.args.values():
+            if a.coverage is not None:
+                lines.append(f"  coverage of {a.name}: {a.coverage}")
         return "\n".join(lines)
 
     def __str__(self):

@@ -29,7 +29,7 @@ class Uninitialized(Journal, Observer):
     def __init__(self, ctx):
         super().__init__(ctx)
         memory = ctx.memory
-        self.written = {}  # buffer index -> bool per element: written since the poisoning
+        self.written = {}  # buffer index -> bool per element of the storage: not poison
         names = {b.name: b for b in memory.buffers}
         for name in ctx.settings.uninitialized:
             if name not in names:
@@ -38,8 +38,10 @@ class Uninitialized(Journal, Observer):
                                   f"(tensor arguments: {', '.join(names) or 'none'})")
             buf = names[name]
             memory.before_write(buf, None)
-            buf.flat[...] = poison_value(buf.flat.dtype)
-            self.written[buf.index] = np.zeros(buf.size, dtype=bool)
+            buf.flat[buf.view_index()] = poison_value(buf.flat.dtype)  # the view, not all
+            # of its storage (other arguments may be views of it)
+            written = self.written[buf.index] = np.ones(buf.size, dtype=bool)
+            written[buf.view_index()] = False
 
     def on_load(self, access):
         written = self.written.get(access.buf.index)

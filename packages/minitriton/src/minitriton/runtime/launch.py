@@ -13,20 +13,23 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import io
+import linecache
 import numbers
+import sys
 import time
+import warnings
 
 import numpy as np
 
 from .. import context, types as _t
-from ..errors import CompilationError, LaunchError, MiniTritonError
+from ..errors import CompilationError, LaunchError, MiniTritonError, OutOfBoundsError
 from ..language.core import literal, tensor
 from ..language.descriptors import tensor_descriptor
 from ..language.experimental import descriptor_argument
-from ..memory import AddressSpace
+from ..memory import AddressSpace, OutsideViewWarning, as_numpy, outside_view_message
 from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
-from ..source import locate
+from ..source import KERNEL_CODES, locate
 from .compiled import CompiledKernel
 from .executors import program_ids, run_lockstep, run_sequential
 
@@ -85,6 +88,27 @@ def _is_array(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
+def _pointer_carrier(x):
+    """An object that passes as a pointer through `data_ptr()` without being a tensor (Triton's
+    TensorWrapper, libraries' strided wrappers); its element type from its `dtype`."""
+    return not isinstance(x, type) and callable(getattr(x, "data_ptr", None)) and \
+        hasattr(x, "dtype")
+
+
+def _element_type(name, dtype):
+    """The Triton type of a pointer carrier's `dtype` (a Triton, torch or NumPy dtype)."""
+    if isinstance(dtype, _t.dtype):
+        return dtype
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(dtype, torch.dtype):
+        return _t.from_numpy(as_numpy(torch.empty(0, dtype=dtype), name).dtype)
+    try:
+        return _t.from_numpy(dtype)
+    except TypeError:
+        raise LaunchError(f"argument `{name}`: cannot tell the element type of its dtype "
+                          f"{dtype!r}") from None
+
+
 def _is_descriptor(x):
     """A host TensorDescriptor, minitriton's or Triton's."""
     return type(x).__name__ == "TensorDescriptor" and hasattr(x, "block_shape") and \
@@ -129,10 +153,11 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
             raise LaunchError(f"kernel `{kernel.__name__}`: argument `{name}` is annotated "
                               "tl.constexpr but got a tensor")
         return value.value if isinstance(value, _t.constexpr) else value
-    if _is_array(value):
-        buf = memory.add(value, name)
-        return tensor(np.array([buf.base], dtype=np.int64), _t.pointer_type(buf.dtype), [],
-                      origin=buf.index)
+    if _is_array(value) or _pointer_carrier(value):
+        buf = memory.add(value, name) if _is_array(value) else \
+            memory.add_pointer(value, name, _element_type(name, value.dtype))
+        return tensor(np.array([buf.base + buf.view_lo], dtype=np.int64),
+                      _t.pointer_type(buf.dtype), [], origin=buf.index)
     if callable(getattr(value, "tma_desc_cpu_ptr", None)):  # Triton 3.2's TmaDescKernelParam
         return descriptor_argument(value, name, memory)
     if _is_descriptor(value):
@@ -173,7 +198,53 @@ def _prepare(kernel, grid, args, kwargs):
         record.add_argument(buf)
     memory.on_new_buffer.append(record.add_argument)  # memory reached through int addresses
     ctx = context.LaunchContext(kernel.__name__, grid, memory, record, settings)
+    memory.on_outside_view = _OutsideView(ctx)
     return ctx, fn, values, watchers
+
+
+class _OutsideView:
+    """What an access outside an argument's view but inside its storage becomes: a warning
+    (once per argument and launch) naming the kernel line and program, or an OutOfBoundsError
+    under `Settings.view_bounds`."""
+
+    def __init__(self, ctx):
+        self.ctx, self.warned = ctx, set()
+
+    def __call__(self, buf, offsets, op, lanes, row):
+        ctx = self.ctx
+        message = outside_view_message(buf, offsets, op, lanes)
+        if ctx.settings.view_bounds:
+            err = OutOfBoundsError(
+                f"{message}.\nhint: a GPU {'reads' if op == 'load' else 'writes'} the storage "
+                f"there, but the kernel reaches past the tensor it was given (an error because "
+                f"Settings.view_bounds is on); mask the access or pass the wider tensor; "
+                f"nothing was read or written.")
+            err.failing_row = row
+            raise err
+        if buf.name in self.warned:
+            return
+        self.warned.add(buf.name)
+        filename, lineno, where = _kernel_line()
+        warnings.warn_explicit(
+            f"{message}; in kernel `{ctx.kernel_name}`, program {ctx.pid_tuple(row)}, at "
+            f"{where}. A GPU {'reads' if op == 'load' else 'writes'} the storage there, as "
+            f"minitriton does; Settings(view_bounds=True) makes this an error.",
+            OutsideViewWarning, filename, lineno, registry=_WARNED)
+
+
+_WARNED: dict = {}  # warnings' registry: the same message from the same line shows once
+
+
+def _kernel_line():
+    """(file, line, 'file:line: source') of the innermost kernel frame on the stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code in KERNEL_CODES:
+            src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            return (frame.f_code.co_filename, frame.f_lineno,
+                    f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}")
+        frame = frame.f_back
+    return "<kernel>", 0, "<unknown line>"
 
 
 def launch(kernel, grid, args, kwargs):
