@@ -18,6 +18,8 @@ from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.allocation import set_allocator
 from .runtime.autotune import Config, autotune, heuristics
 from .runtime.jit import JITFunction, jit
+from .runtime.reinterpret import TensorWrapper, reinterpret
+from .runner.modules import install_as_triton  # minitriton as `triton`, without the runner
 from .settings import Settings, configure, current_settings
 
 __version__ = "0.1.0"
@@ -39,7 +41,8 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "configure", "current_settings", "MiniTritonError", "CompilationError",
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
-           "GPUFaultError", "set_allocator", "register_memory"]
+           "GPUFaultError", "set_allocator", "register_memory", "install_as_triton",
+           "reinterpret", "TensorWrapper"]
 
 
 def __getattr__(name):

@@ -1,13 +1,20 @@
 """`import triton` under the runner: minitriton, under the names real programs import.
 
-While `aliases(...)` is active, sys.modules holds:
+`aliases(...)` (a context manager; the runner's, and `minitriton.install_as_triton()` for a
+program or a test session of its own) puts into sys.modules:
 
     triton                          a front module: minitriton's names (jit, autotune, Config,
                                     cdiv...), with __version__ the emulated Triton release
     triton.language                 minitriton.language itself (so `tl` is the very module)
-    triton.language.math | core     minitriton.language.math | core
-    triton.language.extra[.X]       minitriton.language.extra[.X] (libdevice, cuda), looked up
-                                    only when the program imports it
+    triton.language.math | core     minitriton.language.math | core; for an emulated release
+                                    before 3.0, math is 2.x's module: libdevice and math
+    triton.language.extra[.X]       minitriton.language.extra[.X] (libdevice, cuda[.libdevice]),
+                                    looked up only when the program imports it; hip.libdevice
+                                    is the same libdevice; cuda.gdc and cuda.utils
+    triton.language.standard |      standard: the language's names; target_info: is_cuda,
+      target_info | semantic        cuda_capability_geq... on the emulated target; semantic: a
+                                    placeholder
+    triton.knobs                    the namespaces (cache, compilation, runtime...), env-read
     triton.runtime                  driver (the emulated GPU, runner/target.py), jit,
                                     autotuner, cache (FileCacheManager), errors
     triton.testing                  minitriton.testing
@@ -16,10 +23,14 @@ While `aliases(...)` is active, sys.modules holds:
     triton.backends                 `backends` (empty) and compiler.GPUTarget
     triton._C.libtriton.nvidia      cublas.CublasLt, the tutorials' cuBLAS baseline on torch
                                     (runner/cublas.py)
+    placeholders                    the rest of Triton 3.6's public modules (compiler.compiler,
+                                    runtime.build, tools.compile...: PLACEHOLDERS) import; each
+                                    of their names raises the "not in minitriton" error
 
 Any other `triton.X.Y` is found on import by a meta path finder as `minitriton.X.Y` if that
 exists (so modules added to minitriton later are found without changing this file), and is
-reported as missing otherwise. On exit every `triton*` entry is removed and whatever was there
+reported as missing otherwise (with docs/limitations.md); so is a name a module lacks, also
+inside `from triton.X import name`. On exit every `triton*` entry is removed and whatever was there
 before (a real Triton, say) is put back.
 """
 from __future__ import annotations
@@ -37,7 +48,9 @@ import types
 import minitriton
 
 from .. import errors, language, testing, tools
-from ..language import core as language_core
+from ..language import core as language_core, extra as language_extra
+from ..language.extra import cuda as extra_cuda, libdevice
+from ..language.extra._extern import called_by_from_import, missing_name
 from ..runtime import autotune, jit
 from ..tools import tensor_descriptor
 from ..runtime.gpus import DEFAULT_GPU, gpu as get_gpu
@@ -47,7 +60,35 @@ from .target import DriverConfig, EmulatedDriver, GPUTarget
 TRITON_VERSION = "3.6.0"
 
 # triton.X -> minitriton's module of another name; the rest map name for name
-RENAMED = {"triton.runtime.autotuner": "minitriton.runtime.autotune"}
+RENAMED = {"triton.runtime.autotuner": "minitriton.runtime.autotune",
+           "triton.runtime._allocation": "minitriton.runtime.allocation"}
+
+# Triton 3.6's public modules that minitriton has no counterpart for: they import (libraries
+# import them at the top of a file for one name they may never use), and each name in them is
+# the "not in minitriton" error
+PLACEHOLDERS = {
+    "triton.compiler.compiler": "compile(), ASTSource, CompiledKernel: minitriton compiles "
+                                "nothing (the launch executes the kernel's Python source)",
+    "triton.compiler.code_generator": "the AST to TTIR generator",
+    "triton.compiler.make_launcher": "the C launcher generator",
+    "triton.backends.driver": "DriverBase/GPUDriver (triton.runtime.driver.active is the "
+                              "emulated GPU)",
+    "triton.backends.nvidia": "the CUDA backend",
+    "triton.backends.nvidia.compiler": "the CUDA backend's compiler (PTX, cubin)",
+    "triton.backends.nvidia.driver": "the CUDA driver (triton.runtime.driver.active is the "
+                                     "emulated GPU)",
+    "triton.language.semantic": "the IR builder behind the language",
+    "triton.language.extra.hip.utils": "AMD intrinsics",
+    "triton.runtime.build": "the C compiler driver for launchers",
+    "triton.runtime.interpreter": "TRITON_INTERPRET=1's interpreter (minitriton is the "
+                                  "alternative)",
+    "triton.runtime._async_compile": "asynchronous compilation",
+    "triton.tools.build_extern": "the libdevice wrapper generator",
+    "triton.tools.compile": "ahead-of-time compilation",
+    "triton.tools.disasm": "SASS disassembly",
+    "triton.tools.link": "ahead-of-time kernel linking",
+    "triton.tools.ragged_tma": "ragged tensor descriptors",
+}
 
 
 def _module(name, doc, package=False, fallback=None, **attrs):
@@ -62,9 +103,36 @@ def _module(name, doc, package=False, fallback=None, **attrs):
         def __getattr__(attr):
             if attr.startswith("__"):
                 raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-            return fallback(attr)
+            try:
+                return fallback(attr)
+            except AttributeError as e:
+                if called_by_from_import(1):  # else Python says only "cannot import name"
+                    raise ImportError(str(e), name=name) from None
+                raise
         mod.__getattr__ = __getattr__
     return mod
+
+
+def _placeholder(name, what):
+    def fallback(attr):
+        raise AttributeError(missing_name(name, attr).args[0] + f" ({name}: {what})")
+    return _module(name, f"Placeholder for {name} ({what}); minitriton has no counterpart.",
+                   package=True, fallback=fallback)
+
+
+def _missing_in(name):
+    def fallback(attr):
+        raise missing_name(name, attr)
+    return fallback
+
+
+def _language_or_missing(name):
+    def fallback(attr):
+        try:
+            return getattr(language, attr)
+        except AttributeError:
+            raise missing_name(name, attr) from None
+    return fallback
 
 
 class OutOfResources(Exception):
@@ -112,6 +180,108 @@ def default_cache_dir():
                                                             "minitriton-cache"))
 
 
+def _version_tuple(version):
+    parts = []
+    for piece in str(version).split(".")[:3]:
+        digits = "".join(c for c in piece if c.isdigit()) or "0"
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def _math_module(triton_version):
+    """`triton.language.math`: minitriton's (Triton 3's) module, or for an emulated release
+    before 3.0 that release's, which held the whole libdevice (`from triton.language.math
+    import tanh` is how 2.x programs get tanh)."""
+    if _version_tuple(triton_version) >= (3, 0):
+        return language.math
+    names = {n: getattr(libdevice, n) for n in dir(libdevice) if not n.startswith("_") and
+             callable(getattr(libdevice, n)) and not isinstance(getattr(libdevice, n), type)}
+    names.update({n: getattr(language.math, n) for n in dir(language.math)
+                  if not n.startswith("_")})
+    return _module("triton.language.math", f"Triton {triton_version}'s math module: libdevice's"
+                   " functions and tl.math's.", fallback=_missing_in("triton.language.math"),
+                   **names)
+
+
+def _target_info(driver_config):
+    """`triton.language.target_info` on the emulated target; the predicates are Triton's
+    constexpr functions, so kernels may call them."""
+    def current_target():
+        try:
+            return driver_config.active.get_current_target()
+        except (RuntimeError, AttributeError):
+            return None
+
+    def is_cuda():
+        target = current_target()
+        return target is not None and target.backend == "cuda"
+
+    def cuda_capability_geq(major, minor=0):
+        target = current_target()
+        if target is None or target.backend != "cuda":
+            return False
+        return int(target.arch) >= int(major) * 10 + int(minor)
+
+    def is_hip():
+        target = current_target()
+        return target is not None and target.backend == "hip"
+
+    def is_hip_cdna3():
+        target = current_target()
+        return target is not None and target.arch == "gfx942"
+
+    def is_hip_cdna4():
+        target = current_target()
+        return target is not None and target.arch == "gfx950"
+
+    fns = dict(current_target=current_target, is_cuda=is_cuda,
+               cuda_capability_geq=cuda_capability_geq, is_hip=is_hip,
+               is_hip_cdna3=is_hip_cdna3, is_hip_cdna4=is_hip_cdna4)
+    for fn in fns.values():
+        fn.__triton_builtin__ = True
+    return _module("triton.language.target_info", "The emulated target's predicates.",
+                   fallback=_missing_in("triton.language.target_info"), **fns)
+
+
+def _env_flag(name, default=False):
+    value = os.environ.get(name)
+    return default if value is None else value.strip().lower() in ("1", "true", "on", "yes")
+
+
+def _knobs():
+    """`triton.knobs` (Triton 3.4+): the namespaces, each knob read once from its environment
+    variable as Triton does; they are settable and minitriton reads none of them."""
+    ns = types.SimpleNamespace
+    home = os.environ.get("TRITON_HOME", os.path.expanduser("~/"))
+    cache = ns(home_dir=home, dir=default_cache_dir(),
+               dump_dir=os.environ.get("TRITON_DUMP_DIR", os.path.join(home, ".triton", "dump")),
+               override_dir=os.environ.get("TRITON_OVERRIDE_DIR",
+                                           os.path.join(home, ".triton", "override")),
+               manager_class=FileCacheManager, remote_manager_class=None)
+    cache.get_triton_dir = lambda dirname: os.path.join(cache.home_dir, ".triton", dirname)
+    return _module(
+        "triton.knobs", "Stand-in for triton.knobs.", fallback=_missing_in("triton.knobs"),
+        cache=cache,
+        compilation=ns(override=False, dump_ir=False, store_binary_only=False,
+                       always_compile=_env_flag("TRITON_ALWAYS_COMPILE"), use_ir_loc=None,
+                       enable_asan=False, disable_line_info=False, front_end_debugging=False,
+                       allow_non_constexpr_globals=_env_flag(
+                           "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS"),
+                       instrumentation_mode="", listener=None),
+        autotuning=ns(cache=_env_flag("TRITON_CACHE_AUTOTUNING"),
+                      print=_env_flag("TRITON_PRINT_AUTOTUNING")),
+        runtime=ns(interpret=_env_flag("TRITON_INTERPRET"), debug=_env_flag("TRITON_DEBUG"),
+                   override_arch=os.environ.get("TRITON_OVERRIDE_ARCH"),
+                   launch_enter_hook=None, launch_exit_hook=None, jit_cache_hook=None,
+                   jit_post_compile_hook=None, add_stages_inspection_hook=None),
+        language=ns(fp32_default=os.environ.get("TRITON_F32_DEFAULT"),
+                    default_fp_fusion=_env_flag("TRITON_DEFAULT_FP_FUSION", True)),
+        build=ns(backend_dirs=set(), impl=None), redis=ns(key_format="", host="", port=0),
+        nvidia=ns(libdevice_path=None, libcuda_path=None, ptxas_options=None,
+                  dump_nvptx=False, disable_ptxas_opt=False, mock_ptx_version=None),
+        amd=ns(), proton=ns())
+
+
 def _set_allocator(allocator):
     """`triton.set_allocator`: the simulator needs no scratch memory, so this only records."""
     _set_allocator.allocator = allocator
@@ -139,7 +309,25 @@ def stand_ins(triton_version, driver_config):
                        CompilationError=errors.CompilationError, errors=compiler_errors)
     backends_compiler = _module("triton.backends.compiler", "Stand-in.", GPUTarget=GPUTarget)
     backends = _module("triton.backends", "No backends: minitriton executes, it compiles "
-                       "nothing.", package=True, backends={}, compiler=backends_compiler)
+                       "nothing.", package=True, backends={}, compiler=backends_compiler,
+                       fallback=_missing_in("triton.backends"))
+    cuda_gdc = _module("triton.language.extra.cuda.gdc", "Programmatic dependent launch.",
+                       fallback=_missing_in("triton.language.extra.cuda.gdc"),
+                       gdc_wait=extra_cuda.gdc_wait,
+                       gdc_launch_dependents=extra_cuda.gdc_launch_dependents)
+    cuda_utils = _module("triton.language.extra.cuda.utils", "NVIDIA intrinsics.",
+                         fallback=_missing_in("triton.language.extra.cuda.utils"),
+                         **{n: getattr(extra_cuda, n) for n in ("globaltimer", "num_threads",
+                                                                "num_warps", "smid")})
+    hip_utils = _placeholder("triton.language.extra.hip.utils",
+                             PLACEHOLDERS["triton.language.extra.hip.utils"])
+    hip = _module("triton.language.extra.hip", "AMD's math library: here the same libdevice.",
+                  package=True, fallback=_missing_in("triton.language.extra.hip"),
+                  libdevice=libdevice, utils=hip_utils)
+    standard = _module("triton.language.standard", "The language's standard library.",
+                       fallback=_language_or_missing("triton.language.standard"))
+    placeholders = {name: _placeholder(name, what) for name, what in PLACEHOLDERS.items()
+                    if name != "triton.language.extra.hip.utils"}
     cublas_mod = _module("triton._C.libtriton.nvidia.cublas", "cuBLAS on torch (runner/"
                          "cublas.py).", CublasLt=cublas.CublasLt)
     nvidia = _module("triton._C.libtriton.nvidia", "Stand-in.", package=True, cublas=cublas_mod)
@@ -153,11 +341,26 @@ def stand_ins(triton_version, driver_config):
                     testing=testing, tools=tools, compiler=compiler, backends=backends,
                     set_allocator=getattr(minitriton, "set_allocator", _set_allocator),
                     OutOfResources=OutOfResources)
+    knobs = _knobs()
+    front.knobs = knobs
     return {
+        **placeholders,
         "triton": front,
+        "triton.knobs": knobs,
         "triton.language": language,
-        "triton.language.math": language.math,
+        "triton.language.math": _math_module(triton_version),
         "triton.language.core": language_core,
+        "triton.language.standard": standard,
+        "triton.language.target_info": _target_info(driver_config),
+        "triton.language.extra": language_extra,
+        "triton.language.extra.libdevice": libdevice,
+        "triton.language.extra.cuda": extra_cuda,
+        "triton.language.extra.cuda.libdevice": extra_cuda.libdevice,
+        "triton.language.extra.cuda.gdc": cuda_gdc,
+        "triton.language.extra.cuda.utils": cuda_utils,
+        "triton.language.extra.hip": hip,
+        "triton.language.extra.hip.libdevice": libdevice,
+        "triton.language.extra.hip.utils": hip_utils,
         "triton.runtime": runtime,
         "triton.runtime.driver": driver_mod,
         "triton.runtime.jit": jit,
@@ -191,8 +394,9 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             found = None
         if found is None:
             raise ModuleNotFoundError(
-                f"No module named {fullname!r}: under `python -m minitriton`, triton is "
-                f"minitriton, which has no {source}", name=fullname)
+                f"No module named {fullname!r}: triton is minitriton here (python -m "
+                f"minitriton, or minitriton.install_as_triton()), which has no {source}; "
+                f"docs/limitations.md lists what is supported and what is not", name=fullname)
         spec = importlib.util.spec_from_loader(
             fullname, self, is_package=found.submodule_search_locations is not None)
         spec.loader_state = source
@@ -226,3 +430,33 @@ def aliases(triton_version=TRITON_VERSION, driver=None):
         for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
             del sys.modules[name]
         sys.modules.update(saved)
+
+
+class Installed:
+    """What `install_as_triton()` returns: the aliases, in place until `uninstall()` (or the
+    end of a `with` block)."""
+
+    def __init__(self, triton_version=TRITON_VERSION, gpu=DEFAULT_GPU, driver=None):
+        self._stack = contextlib.ExitStack()
+        self.triton = self._stack.enter_context(aliases(
+            triton_version, driver if driver is not None else EmulatedDriver(get_gpu(gpu))))
+
+    def uninstall(self):
+        """Remove every `triton*` module and put back what was there before."""
+        self._stack.close()
+
+    def __enter__(self):
+        return self.triton
+
+    def __exit__(self, *exc):
+        self.uninstall()
+
+
+def install_as_triton(triton_version=TRITON_VERSION, gpu=DEFAULT_GPU):
+    """minitriton as `triton` in this process, without the runner: `import triton`,
+    `from triton.language.extra.libdevice import tanh`... give minitriton's modules, and
+    `triton.__version__` is `triton_version` (the emulated release; `minitriton.__version__`
+    stays minitriton's). Triton's driver reports the emulated `gpu`; torch.cuda is left alone
+    (the runner's --cuda-on-cpu and friends are not applied). Use it as a context manager, or
+    call `.uninstall()` on what it returns."""
+    return Installed(triton_version, gpu)

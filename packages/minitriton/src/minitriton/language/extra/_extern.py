@@ -12,15 +12,19 @@ left out, which decides whether to step one ulp.
 """
 from __future__ import annotations
 
+import dis
+import sys
+
 import numpy as np
 
-from ...errors import CompilationError
+from ...errors import CompilationError, missing
 from ...types import _unwrap
 from ..arith import operands
 from ..core import _convert, broadcast_shapes, cast, expand_to_rank, tensor, to_tensor
 from ... import types as _t
 
 F64 = np.float64
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
 
 
 def dispatch(name, args, table):
@@ -79,7 +83,14 @@ def round_to(hi, resid, mode, np_dtype):
     if mode == "rz":
         away = ((d < 0) & (c > 0)) | ((d > 0) & (c < 0))
         return np.where(away, np.nextafter(c, np_dtype(0)), c)
-    return c
+    if np_dtype is F64:
+        return c
+    # nearest: `hi` halfway between two values of the narrow type is a tie only if the residual
+    # is zero; otherwise the residual decides (no double rounding)
+    err = hi - c.astype(F64)
+    other = np.nextafter(c, np.where(err > 0, np_dtype(np.inf), np_dtype(-np.inf)))
+    halfway = (err != 0) & (np.abs(other.astype(F64) - hi) == np.abs(err))
+    return np.where(halfway & (np.sign(resid) == np.sign(err)), other, c)
 
 
 def exact_add(a, b):
@@ -109,3 +120,29 @@ def exact_fma(a, b, c):
     s, se = two_sum(p, c.astype(F64))
     return two_sum(s, se + pe)  # fp64: correctly rounded but for rare double-rounding ties
 
+
+def exact_int(x):
+    """A 64-bit integer as hi + r, both float64 and exact (two 32-bit halves, one TwoSum)."""
+    x = np.asarray(x)
+    if x.dtype.itemsize < 8:
+        return x.astype(F64), np.zeros(x.shape)
+    high = (x >> np.array(32, x.dtype)).astype(F64) * 4294967296.0
+    low = (x & np.array(0xFFFFFFFF, x.dtype)).astype(F64)
+    return two_sum(high, low)
+
+
+def called_by_from_import(depth):
+    """Whether the frame `depth` levels above the caller is executing `from M import name`."""
+    frame = sys._getframe(depth + 1)
+    return frame.f_code.co_code[frame.f_lasti] == _IMPORT_FROM
+
+
+def missing_name(module, name):
+    """The error for a name of Triton's API that minitriton lacks, raised from a module's
+    `__getattr__`. Inside `from M import name` Python replaces an AttributeError by its own
+    "cannot import name", losing what to do, so there it is an ImportError that says it;
+    elsewhere an AttributeError (so that hasattr probes answer False)."""
+    err = missing(module, name)
+    if called_by_from_import(2):  # missing_name <- __getattr__ <- the code that asked
+        return ImportError(str(err), name=module)
+    return err

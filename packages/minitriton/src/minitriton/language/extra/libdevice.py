@@ -14,8 +14,8 @@ import math as _math
 import numpy as np
 
 from ..marks import elementwise
-from ._extern import (F64, dispatch, exact_add, exact_div, exact_fma, exact_mul, exact_sqrt,
-                      round_to)
+from ._extern import (F64, dispatch, exact_add, exact_div, exact_fma, exact_int, exact_mul,
+                      exact_sqrt, missing_name, round_to, two_prod)
 
 _NP = {"fp32": np.float32, "fp64": np.float64}
 MODES = ("rn", "rz", "rd", "ru")
@@ -99,6 +99,119 @@ erf = _float("erf", _vec(_math.erf))
 erfc = _float("erfc", _vec(_math.erfc))
 lgamma = _float("lgamma", _vec(_math.lgamma))
 tgamma = _float("tgamma", _vec(_math.gamma))
+_ERF, _ERFC = _vec(_math.erf), _vec(_math.erfc)
+_SQRT2, _SQRT_PI = np.sqrt(2.0), np.sqrt(np.pi)
+
+
+def _erfcx(x):
+    """exp(x^2) erfc(x) without overflow: x^2 = sq + lo exactly (TwoProduct), so
+    exp(x^2) = exp(sq)(1 + lo), while erfc is a normal float64 (x < 25); the asymptotic series
+    beyond, whose terms fall under 1e-19 there."""
+    x = np.asarray(x, F64)
+    sq, lo = two_prod(x, x)
+    near = np.where(x < 25, x, 0.0)
+    direct = np.exp(sq) * (1.0 + lo) * _ERFC(near).astype(F64)
+    big = np.where(x >= 25, x, 30.0)
+    inv = 1.0 / (2.0 * big * big)
+    series, term = np.ones_like(big), np.ones_like(big)
+    for k in range(1, 12):
+        term = -term * (2 * k - 1) * inv
+        series = series + term
+    asym = series / (big * _SQRT_PI)
+    return np.where(x >= 25, asym, np.where(np.isnan(x), x, direct))
+
+
+def _erfinv_small(y):
+    """erf^-1 on |y| < 0.5: Newton's method on math.erf from Winitzki's closed form (within
+    2e-3); erf is smooth and well conditioned there, 5 steps reach float64 accuracy."""
+    w = -np.log((1.0 - y) * (1.0 + y))
+    b = 2 / (np.pi * 0.147) - w / 2
+    x = np.sign(y) * np.sqrt(np.sqrt(b * b + w / 0.147) - b)
+    for _ in range(5):
+        x = x - (_ERF(x).astype(F64) - y) * (0.5 * _SQRT_PI) * np.exp(x * x)
+    return x
+
+
+def _erfcinv_tail(y):
+    """erfc^-1 on (0, 0.5]: Newton's method on log(erfc), which stays well conditioned down
+    to the smallest doubles, from erfc(x) ~ exp(-x^2)."""
+    x = np.sqrt(-np.log(y))
+    for _ in range(12):
+        e = _ERFC(x).astype(F64)
+        step = (np.log(e) - np.log(y)) * e * (0.5 * _SQRT_PI) * np.exp(x * x)
+        x = np.where(np.isfinite(step), x + step, x)  # erfc underflowing near y = 5e-324
+    return x
+
+
+def _erfinv(y):
+    # 1 - |y| is exact for |y| >= 0.5 (Sterbenz), so the tail goes through erfc^-1 and keeps
+    # the digits that erf(x) - y would lose near +-1
+    y = np.asarray(y, F64)
+    a = np.abs(y)
+    small = _erfinv_small(np.where(a < 0.5, y, 0.0))
+    tail = np.copysign(_erfcinv_tail(np.where((a >= 0.5) & (a < 1), 1.0 - a, 0.5)), y)
+    edge = np.where(a == 1, np.copysign(np.inf, y), np.nan)
+    return np.where(a < 0.5, np.copysign(small, y), np.where(a < 1, tail, edge))
+
+
+def _erfcinv(y):
+    # erfc^-1(y) = erf^-1(1 - y) = -erfc^-1(2 - y); 1 - y and 2 - y are exact where used
+    y = np.asarray(y, F64)
+    low = (y > 0) & (y <= 0.5)
+    high = (y >= 1.5) & (y < 2)
+    mid = (y > 0.5) & (y < 1.5)
+    lo_x = _erfcinv_tail(np.where(low, y, 0.5))
+    hi_x = -_erfcinv_tail(np.where(high, 2.0 - y, 0.5))
+    mid_x = _erfinv_small(np.where(mid, 1.0 - y, 0.0))
+    edge = np.where(y == 0, np.inf, np.where(y == 2, -np.inf, np.nan))
+    return np.where(low, lo_x, np.where(mid, mid_x, np.where(high, hi_x, edge)))
+
+
+_RSQRT2 = (0.7071067811865476, -4.833646656726457e-17)  # 1/sqrt(2) as hi + lo
+
+
+def _normcdf(x):
+    # erfc(-x/sqrt 2) magnifies the rounding of its argument by about x^2: take -x/sqrt(2)
+    # as t + dt (double-double) and correct to first order, erfc'(t) = -2/sqrt(pi) exp(-t^2)
+    x = np.asarray(x, F64)
+    t, dt = two_prod(-x, np.full(x.shape, _RSQRT2[0]))
+    dt = dt - x * _RSQRT2[1]
+    e = _ERFC(t).astype(F64) - 2 / _SQRT_PI * np.exp(-t * t) * dt
+    return 0.5 * e
+
+
+def _series(x, first, ratio):
+    """sum of t_k with t_0 = first(x), t_k+1 = t_k * ratio(x, k): positive terms only, so the
+    sum is accurate; run until the last term no longer changes any sum."""
+    term = first(x)
+    total = term
+    k = 0
+    while k < 5000:
+        term = term * ratio(x, k)
+        new = total + term
+        k += 1
+        done = np.all((new == total) | ~np.isfinite(new))
+        total = new
+        if done:
+            break
+    return total
+
+
+def _bessel_i1(x):
+    x = np.asarray(x, F64)
+    a = np.abs(x)
+    q = (a / 2) ** 2
+    out = _series(a, lambda v: v / 2, lambda v, k: q / ((k + 1) * (k + 2)))
+    return np.copysign(out, x)
+
+
+erfcx = _float("erfcx", _erfcx)
+erfinv = _float("erfinv", _erfinv)
+erfcinv = _float("erfcinv", _erfcinv)
+normcdf = _float("normcdf", _normcdf)
+normcdfinv = _float("normcdfinv", lambda p: -_SQRT2 * _erfcinv(2.0 * np.asarray(p, F64)))
+cyl_bessel_i0 = _float("cyl_bessel_i0", np.i0)
+cyl_bessel_i1 = _float("cyl_bessel_i1", _bessel_i1)
 # ----- rounding to integers, remainders, sign, min/max
 floor = _float("floor", np.floor)
 ceil = _float("ceil", np.ceil)
@@ -196,6 +309,39 @@ mulhi = _op("mulhi", {("int32", "int32"): (_mulhi32, "int32"),
 hadd = _op("hadd", {("int32", "int32"): (lambda x, y: (x.astype(np.int64) + y) >> 1, "int32")})
 rhadd = _op("rhadd", {("int32", "int32"): (lambda x, y: (x.astype(np.int64) + y + 1) >> 1,
                                             "int32")})
+
+
+def _byte_perm(x, y, sel):
+    """__byte_perm: byte n of the result is byte (sel >> 4n) & 7 of the 8 bytes y:x."""
+    pool = (y.view(np.uint32).astype(np.uint64) << np.uint64(32)) | x.view(np.uint32)
+    s = sel.view(np.uint32).astype(np.uint64)
+    out = np.zeros(pool.shape, np.uint64)
+    for n in range(4):
+        pick = (s >> np.uint64(4 * n)) & np.uint64(7)
+        out |= ((pool >> (pick * np.uint64(8))) & np.uint64(0xFF)) << np.uint64(8 * n)
+    return out.astype(np.uint32).view(np.int32)
+
+
+def _mul24(x, y):
+    """mul24.lo: the low 32 bits of the product of the low 24 bits (sign-extended for int32)."""
+    if x.dtype == np.int32:
+        lo24 = [((v.astype(np.int64) << 40) >> 40) for v in (x, y)]
+    else:
+        lo24 = [v.astype(np.int64) & 0xFFFFFF for v in (x, y)]
+    return (lo24[0] * lo24[1]).astype(np.uint64).astype(np.uint32).view(x.dtype)
+
+
+def _sad(x, y, z):
+    """|x - y| + z, in 32-bit arithmetic (wrapping, as the instruction)."""
+    d = np.abs(x.astype(np.int64) - y.astype(np.int64))
+    return (d + z.astype(np.int64)).astype(np.uint64).astype(np.uint32).view(x.dtype)
+
+
+mul24 = _op("mul24", {("int32", "int32"): (_mul24, "int32"),
+                      ("uint32", "uint32"): (_mul24, "uint32")})
+sad = _op("sad", {("int32", "int32", "uint32"): (_sad, "int32"),
+                  ("uint32", "uint32", "uint32"): (_sad, "uint32")})
+byte_perm = _op("byte_perm", {("int32", "int32", "int32"): (_byte_perm, "int32")})
 min = _op("min", {(d, d): (np.minimum, d) for d in ("int32", "uint32", "int64", "uint64")})  # noqa: A001
 max = _op("max", {(d, d): (np.maximum, d) for d in ("int32", "uint32", "int64", "uint64")})  # noqa: A001
 
@@ -244,5 +390,31 @@ for _src, _fname in (("fp32", "float"), ("fp64", "double")):
         for _mode, _fn in _INT_ROUND.items():
             globals()[f"{_fname}2{_short}_{_mode}"] = _op(
                 f"{_fname}2{_short}_{_mode}", {(_src,): (lambda x, _f=_fn: _f(x), _dst)})
+for _src, _short in (("uint32", "uint"), ("int64", "ll"), ("uint64", "ull")):
+    for _dst, _fname in (("fp32", "float"), ("fp64", "double")):
+        if _src == "uint32" and _dst == "fp64":
+            continue  # exact: uint2double_rn below
+        for _mode, _table in _mode_family(exact_int, 1, (_src,), _dst):
+            globals()[f"{_short}2{_fname}_{_mode}"] = _op(f"{_short}2{_fname}_{_mode}", _table)
+llrint = _op("llrint", {(d,): (np.rint, "int64") for d in ("fp32", "fp64")})
+llround = _op("llround", {(d,): (_round_half_away, "int64") for d in ("fp32", "fp64")})
+
+
+def _rcp64h(x):
+    """rcp.approx.ftz.f64: the reciprocal of x with the low 32 bits of its mantissa ignored,
+    the low 32 bits of the result zero (the approximation's own error is not modelled)."""
+    bits = x.view(np.int64) & np.int64(-(1 << 32))
+    r = 1.0 / bits.view(F64)
+    return (r.view(np.int64) & np.int64(-(1 << 32))).view(F64)
+
+
+rcp64h = _op("rcp64h", {("fp64",): (_rcp64h, "fp64")})
 int2double_rn = _op("int2double_rn", {("int32",): (lambda x: x.astype(F64), "fp64")})
 uint2double_rn = _op("uint2double_rn", {("uint32",): (lambda x: x.astype(F64), "fp64")})
+
+__all__ = sorted(n for n, v in globals().items() if getattr(v, "__module__", None) == __name__
+                 and callable(v) and not n.startswith("_"))
+
+
+def __getattr__(name):
+    raise missing_name("triton.language.extra.libdevice", name)

@@ -15,7 +15,7 @@ import numpy as np
 from .... import types as _t
 from ....context import current
 from ...core import literal, tensor
-from .. import libdevice  # noqa: F401 - triton.language.extra.cuda.libdevice
+from . import libdevice  # noqa: F401 - triton.language.extra.cuda.libdevice
 
 NUM_SMS = 132  # H100 SXM and H200: the emulated target
 
