@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from . import language, tools
 from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUFaultError,
-                     LaunchError, MiniTritonError, OrderError, OutOfBoundsError, PaddingError,
-                     RaceError, SanitizerError, UninitializedReadError)
+                     LaunchError, MiniTritonError, OrderError, OutOfBoundsError,
+                     OutsideViewWarning, PaddingError, PartialWriteWarning, RaceError,
+                     SanitizerError, UninitializedReadError)
 from .errors import missing
 from .memory import register_memory
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
@@ -42,7 +43,7 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
            "GPUFaultError", "set_allocator", "register_memory", "install_as_triton",
-           "reinterpret", "TensorWrapper"]
+           "reinterpret", "TensorWrapper", "OutsideViewWarning", "PartialWriteWarning"]
 
 
 def __getattr__(name):

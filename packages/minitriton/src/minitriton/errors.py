@@ -86,3 +86,14 @@ def missing(module, name):
         f"{module}.{name} is not in minitriton (yet): docs/limitations.md lists what is "
         f"supported and what is not. If it exists in Triton, the kernel runs on a GPU or under "
         f"TRITON_INTERPRET=1; a report of what you needed is welcome")
+
+
+class OutsideViewWarning(UserWarning):
+    """An access outside the view an argument was passed as, inside its storage: legal on a
+    GPU (it reads or writes the storage there), often a bug (Settings.view_bounds makes it an
+    OutOfBoundsError)."""
+
+
+class PartialWriteWarning(UserWarning):
+    """A launch stored to an argument but left some elements of it unwritten
+    (Settings.coverage)."""

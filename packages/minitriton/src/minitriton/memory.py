@@ -33,18 +33,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import types as _t
-from .errors import LaunchError, OutOfBoundsError
+from .errors import LaunchError, OutOfBoundsError, OutsideViewWarning
 
 _REGION_SHIFT = 36  # 2**36 elements between two buffers' base addresses
 # where pointers made from integers that no known memory holds go: below every buffer, so that
 # dereferencing them fails ("outside every buffer"), while arithmetic on them stays exact
 _UNKNOWN = -(1 << 62)
-
-
-class OutsideViewWarning(UserWarning):
-    """An access outside the view an argument was passed as, inside its storage: legal on a
-    GPU (it reads or writes the storage there), often a bug (Settings.view_bounds makes it an
-    OutOfBoundsError)."""
 
 
 @dataclass

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import enum
 
-from ..errors import missing
 
 from ..types import (bfloat16, block_type, constexpr, dtype, float8e4nv, float8e5, float16,
                      float32, float64, int1, int8, int16, int32, int64, pointer_type, uint8,
                      uint16, uint32, uint64)
 from . import extra, math  # tl.extra.libdevice, tl.math.exp and friends
+from .extra._extern import missing_name
 from .arith import maximum, minimum, where
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                       atomic_xchg, atomic_xor)
@@ -47,4 +47,4 @@ class PropagateNan(enum.Enum):
 
 
 def __getattr__(name):
-    raise missing("triton.language", name)
+    raise missing_name("triton.language", name)  # an ImportError inside `from ... import`

@@ -16,13 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..context import Observer
+from ..errors import PartialWriteWarning
 from .journal import Journal
 
 _RANGES = 4  # unwritten ranges kept and shown
-
-
-class PartialWriteWarning(UserWarning):
-    """A launch stored to an argument but left some elements of it unwritten."""
 
 
 @dataclass

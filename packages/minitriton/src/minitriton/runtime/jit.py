@@ -31,6 +31,7 @@ from ..types import _unwrap, constexpr
 from . import rules
 from .launch import launch
 from .launch import warmup as compile_only
+from .reinterpret import TensorWrapper, reinterpret  # noqa: F401 - triton.runtime.jit's names
 
 _RT = "_minitriton_rt_"
 _BOOL_OP_WARNING = ("Logical operators 'and' and 'or' are deprecated for non-scalar tensors; "
