@@ -160,6 +160,13 @@ def mma_chain(x, y, acc, step):
            np.broadcast_to(np.asarray(acc, np.float32), (*lead, M, N)).reshape(-1, M, N)
            .copy())
     per = max(1, _STEP_BYTES // (8 * M * N * max(step, 1)))
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and inf - inf: NaN, as on
+        _chain_slices(x, y, out, per, step, M, N, K)      # the GPU, without NumPy's warnings
+    return out.reshape((*lead, M, N))
+
+
+def _chain_slices(x, y, out, per, step, M, N, K):
+    """The chain of mma_chain over slices of `per` programs, into `out`."""
     for lo in range(0, x.shape[0], per):
         part = slice(lo, lo + per)
         if step == 0:
@@ -182,7 +189,6 @@ def mma_chain(x, y, acc, step):
             products *= scale[..., None]
             total = np.trunc(products, out=products).sum(axis=3) + np.trunc(accum * scale)
             out[part] = _round_toward_zero(total / scale, _t.float32)
-    return out.reshape((*lead, M, N))
 
 
 INT_STEP = 32  # int8 products per integer MMA step (mma.sync m16n8k32, wgmma k32)
