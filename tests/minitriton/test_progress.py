@@ -194,3 +194,33 @@ def test_order_check_reports_a_schedule_dependent_handoff(executor):
     flag[:], out[:] = 0, 0
     with pytest.raises(OrderError, match="depends on the order"):
         launch(first_setter_wins, (6,), flag, out, executor=executor, checks=dict(order=True))
+
+
+@triton.jit
+def volatile_handoff(flag, data, out):
+    if tl.program_id(0) == 0:
+        while tl.load(flag, volatile=True) != 1:  # a spin on a plain (volatile) load
+            pass
+        tl.store(out, tl.load(data))
+    else:
+        tl.store(data, 42.0)
+        tl.atomic_xchg(flag, 1)
+
+
+def test_a_spin_on_a_volatile_load_waits_for_the_other_program(executor):
+    flag, data, out = np.zeros(1, np.int32), np.zeros(1, np.float32), np.zeros(1, np.float32)
+    launch(volatile_handoff, (2,), flag, data, out, executor=executor)
+    assert out.tolist() == [42.0]
+
+
+@triton.jit
+def volatile_forever(flag):
+    while tl.load(flag, volatile=True) != 1:  # nobody sets it
+        pass
+
+
+def test_a_volatile_spin_nobody_ends_is_a_deadlock(executor):
+    flag = np.zeros(1, np.int32)
+    with pytest.raises(DeadlockError) as info:
+        launch(volatile_forever, (2,), flag, executor=executor)
+    assert "`flag`[0] holds 0" in str(info.value)

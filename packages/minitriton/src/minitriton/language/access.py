@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import Access
+from ..context import Access, Wait
 from ..errors import CompilationError
+from ..source import kernel_location
 from .core import broadcast_to, expand_to_rank, tensor, to_tensor
 
 
@@ -59,12 +60,16 @@ class Lanes:
                                                           ctx.settings.bounds)]
 
 
-def gather(ctx, lanes, other, op="load"):
-    """Read the active lanes (`other`, or 0, elsewhere) into a tensor."""
+def gather(ctx, lanes, other, op="load", accesses=None):
+    """Read the active lanes (`other`, or 0, elsewhere) into a tensor; `accesses`: a list
+    that receives the accesses made."""
     result = None
     if other is not None:
         result = np.array(full(other, lanes.lanes, lanes.shape), dtype=lanes.elt.np)
-    accesses = lanes.accesses(ctx, op)
+    made = lanes.accesses(ctx, op)
+    if accesses is not None:
+        accesses.extend(made)
+    accesses = made
     for acc in accesses:
         for hook in ctx.hooks["on_load"]:
             hook(acc)
@@ -94,3 +99,36 @@ def scatter(ctx, lanes, value):
             hook(acc)
         ctx.memory.before_write(acc.buf, acc.idx)
         acc.buf.flat[acc.idx] = vals.reshape(-1) if acc.lanes is None else vals[acc.lanes]
+
+
+def poll(ctx, buf, idx, old, cmp):
+    """Note what the programs running saw at this site (an atomic, or a volatile load). If they see again, changing nothing,
+    what they saw at their last poll of it, they wait (`Wait`: raised, or the coroutine
+    suspended by `ctx.waiter`) for the sites they polled since (the body of their spin loop)."""
+    key, site = ctx.pids.tobytes(), (buf.index, idx.tobytes())
+    record = ctx.spins.get(key)
+    if record is None:
+        record = ctx.spins[key] = [0, {}]
+    polls = record[1]
+    if not _same(buf.flat[idx], old):  # this atomic changed memory: an update, not a poll
+        polls.pop(site, None)
+        return
+    record[0] += 1
+    entry = polls.get(site)
+    if entry is None or not _same(entry[2], old):
+        polls[site] = [buf, idx.copy(), old.copy(), None if cmp is None else cmp.copy(),
+                       kernel_location(2), 0, record[0]]
+        return
+    since, entry[6] = entry[6], record[0]
+    entry[5] += 1
+    if entry[5] < ctx.patience:
+        return
+    entry[5] = 0
+    wait = Wait([e[:5] for e in polls.values() if e[6] >= since])
+    if ctx.waiter is None:
+        raise wait
+    ctx.waiter(wait)
+
+
+def _same(a, b):
+    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")

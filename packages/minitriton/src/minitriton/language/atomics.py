@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import Wait, current
+from ..context import current
 from ..errors import CompilationError
-from ..source import kernel_location
 from ..types import _unwrap
-from .access import Lanes, check_mask
+from .access import Lanes, check_mask, poll
 from .block_pointers import block_pointer
 from .core import broadcast_to, cast, expand_to_rank, tensor, to_tensor
 from .pointers import validate_pointer
@@ -89,7 +88,7 @@ def _atomic(op, pointer, val, mask, sem, scope):
         result[active] = old.reshape(idx.shape)
         for hook in ctx.hooks["after_atomic"]:
             hook(acc, op, old, None, v.ravel())
-        _poll(ctx, acc.buf, idx.ravel(), old, None)
+        poll(ctx, acc.buf, idx.ravel(), old, None)
     return tensor(result, elt, shape)
 
 
@@ -151,38 +150,5 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
         result[active] = old.reshape(idx.shape)
         for hook in ctx.hooks["after_atomic"]:
             hook(acc, "cas", old, cl, vl)
-        _poll(ctx, acc.buf, flat_idx, old, cl)
+        poll(ctx, acc.buf, flat_idx, old, cl)
     return tensor(result, elt, shape)
-
-
-def _poll(ctx, buf, idx, old, cmp):
-    """Note what the programs running saw at this site. If they see again, changing nothing,
-    what they saw at their last poll of it, they wait (`Wait`: raised, or the coroutine
-    suspended by `ctx.waiter`) for the sites they polled since (the body of their spin loop)."""
-    key, site = ctx.pids.tobytes(), (buf.index, idx.tobytes())
-    record = ctx.spins.get(key)
-    if record is None:
-        record = ctx.spins[key] = [0, {}]
-    polls = record[1]
-    if not _same(buf.flat[idx], old):  # this atomic changed memory: an update, not a poll
-        polls.pop(site, None)
-        return
-    record[0] += 1
-    entry = polls.get(site)
-    if entry is None or not _same(entry[2], old):
-        polls[site] = [buf, idx.copy(), old.copy(), None if cmp is None else cmp.copy(),
-                       kernel_location(2), 0, record[0]]
-        return
-    since, entry[6] = entry[6], record[0]
-    entry[5] += 1
-    if entry[5] < ctx.patience:
-        return
-    entry[5] = 0
-    wait = Wait([e[:5] for e in polls.values() if e[6] >= since])
-    if ctx.waiter is None:
-        raise wait
-    ctx.waiter(wait)
-
-
-def _same(a, b):
-    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..context import current
 from ..errors import CompilationError
 from ..types import _unwrap
-from .access import Lanes, check_mask, gather, scatter
+from .access import Lanes, check_mask, gather, poll, scatter
 from .block_pointers import block_pointer
 from .core import broadcast_to, cast, to_tensor
 
@@ -40,7 +40,16 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
         other = broadcast_to(cast(check_mask(other, shape, "Other"), pointer.dtype.element_ty),
                              shape)
     lanes = Lanes(ctx, pointer, mask, (other,) if other is not None else (), shared_ok=True)
-    return gather(ctx, lanes, other)
+    if not _unwrap(volatile):
+        return gather(ctx, lanes, other)
+    # a volatile load is how a program polls a flag another program sets: a spin on it is a
+    # wait, as a spin on an atomic (access.poll), so the executors let the others run
+    accesses = []
+    out = gather(ctx, lanes, other, accesses=accesses)
+    for acc in accesses:
+        idx = acc.offsets().ravel()
+        poll(ctx, acc.buf, idx, acc.buf.flat[idx].copy(), None)
+    return out
 
 
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
