@@ -15,10 +15,14 @@ def launch(kernel, grid, *args, executor, **kwargs):
 
 
 @triton.jit
-def handoff(flag, data, out):
+def handoff(flag, data, out, VOLATILE: tl.constexpr = False):
     if tl.program_id(0) == 0:
-        while tl.atomic_cas(flag, 1, 1) != 1:
-            pass
+        if VOLATILE:  # a spin on a plain (volatile) load
+            while tl.load(flag, volatile=True) != 1:
+                pass
+        else:
+            while tl.atomic_cas(flag, 1, 1) != 1:
+                pass
         tl.store(out, tl.load(data))
     else:
         tl.store(data, 42.0)
@@ -196,20 +200,9 @@ def test_order_check_reports_a_schedule_dependent_handoff(executor):
         launch(first_setter_wins, (6,), flag, out, executor=executor, checks=dict(order=True))
 
 
-@triton.jit
-def volatile_handoff(flag, data, out):
-    if tl.program_id(0) == 0:
-        while tl.load(flag, volatile=True) != 1:  # a spin on a plain (volatile) load
-            pass
-        tl.store(out, tl.load(data))
-    else:
-        tl.store(data, 42.0)
-        tl.atomic_xchg(flag, 1)
-
-
 def test_a_spin_on_a_volatile_load_waits_for_the_other_program(executor):
     flag, data, out = np.zeros(1, np.int32), np.zeros(1, np.float32), np.zeros(1, np.float32)
-    launch(volatile_handoff, (2,), flag, data, out, executor=executor)
+    launch(handoff, (2,), flag, data, out, VOLATILE=True, executor=executor)
     assert out.tolist() == [42.0]
 
 
