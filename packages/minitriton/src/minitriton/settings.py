@@ -3,7 +3,7 @@
 Three ways to set them, the later winning:
   * the environment: `MINITRITON_EXECUTOR=sequential`, `MINITRITON_SANITIZE=races,order`
     (any check that is off by default, by its field name: races, order, padding, footprint,
-    view_bounds, coverage;
+    view_bounds, coverage, trace, sectors;
     `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`,
     `MINITRITON_STRICT_GLOBALS=0`, `MINITRITON_EXACT_DOT=0`, `MINITRITON_AUTOTUNE_GPU=H200`;
   * for a block of code, or from now on: `minitriton.configure(races=True)` (a context manager,
@@ -44,6 +44,14 @@ class Settings:
         view were written and where the unwritten ones are (`LaunchRecord.args[name].coverage`),
         and warn (PartialWriteWarning) when an argument was written only partly; costs a
         bitmap per written argument.
+    trace: record who touched what (observe/trace.py): per argument, which program read and
+        wrote each element, at which kernel line and step, masked-off lanes, atomics; the
+        record is `LaunchRecord.trace`, drawn by `minitriton.viz`. Bounded by `trace_limit`.
+    trace_limit: the most element accesses one launch's trace keeps; a bigger launch raises a
+        clear error (or samples, and says so: see observe/trace.py).
+    sectors: memory insight per kernel line (observe/sectors.py): for each load and store line,
+        elements requested, bytes moved, distinct 32-byte sectors per program (coalescing
+        efficiency) and unique against total bytes across programs (`LaunchRecord.lines`).
     races: raise RaceError when one program writes an address that another program of the same
         launch reads or writes without atomics.
     order: run the launch a second time, sequentially in a shuffled order (seeded by `seed`),
@@ -81,6 +89,9 @@ class Settings:
     padding: bool = False
     footprint: bool = False
     coverage: bool = False
+    trace: bool = False
+    trace_limit: int = 1 << 24
+    sectors: bool = False
     strict_globals: bool = True
     autotune_gpu: str = "H100"
     exact_dot: bool = True
