@@ -1,6 +1,8 @@
 """`tritonlab occupancy`, `waves` and `roofline`: the hardware model on the command line."""
 from __future__ import annotations
 
+import warnings
+
 from ..hardware import GPUS, occupancy, roofline, waves
 from .options import DTYPES, UserError, add_dtype, add_gpu, parse_shape, positive_int
 
@@ -43,14 +45,34 @@ def run_roofline(args):
         raise UserError("matmul takes --shape MxKxN")
     dtype = torch.float32 if args.dtype == "tfloat32" else getattr(torch, args.dtype)
     sim = backend.with_backend(module_name, "sim")
-    with minitriton.configure(footprint=True), minitriton.record() as rec:
+    # The report's coverage lines say what a PartialWriteWarning would: not both.
+    with minitriton.configure(footprint=True, coverage=True), minitriton.record() as rec, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", minitriton.PartialWriteWarning)
         call(sim, shape, lambda s: torch.randn(*s, dtype=dtype))
     for launch in rec:
-        print(f"{launch.kernel}: grid {launch.grid}, read {launch.bytes_read:,} B, written "
-              f"{launch.bytes_written:,} B, unique {launch.unique_bytes:,} B, "
-              f"{launch.dot_flops:,} FLOP (simulated)")
-        print("  " + str(roofline(launch, args.gpu, PEAK_RATE_KEYS[args.dtype])))
+        print(launch_report(launch, args.gpu, PEAK_RATE_KEYS[args.dtype]))
     return 0
+
+
+def launch_report(launch, gpu, dtype):
+    """One simulated launch: its traffic, its roofline bound, and one `coverage` line per
+    argument it wrote (recorded with Settings(coverage=True)): how many elements of the view
+    were written, and where the unwritten ones are when it wrote only part of an output."""
+    unique = "" if launch.unique_bytes is None else f", unique {launch.unique_bytes:,} B"
+    lines = [f"{launch.kernel}: grid {launch.grid}, read {launch.bytes_read:,} B, written "
+             f"{launch.bytes_written:,} B{unique}, {launch.dot_flops:,} FLOP (simulated)",
+             "  " + str(roofline(launch, gpu, dtype))]
+    for arg in launch.args.values():
+        coverage = getattr(arg, "coverage", None)
+        if coverage is None:
+            continue
+        note = "" if coverage.complete else " (PARTIAL: the rest keeps what memory held)"
+        where = ("" if coverage.complete or not coverage.first_unwritten
+                 or len(coverage.first_unwritten) < 2
+                 else f"; the first at index {coverage.first_unwritten}")
+        lines.append(f"  coverage of {arg.name}: {coverage}{where}{note}")
+    return "\n".join(lines)
 
 
 def register(subparsers):
