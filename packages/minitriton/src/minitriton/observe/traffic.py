@@ -57,6 +57,8 @@ class LaunchRecord:
     args: dict = field(default_factory=dict)  # parameter name -> ArgTraffic
     dot_flops: int = 0
     seconds: float = 0.0
+    lines: list = None  # memory insight per kernel line (Settings.sectors): observe/sectors.py
+
 
     @property
     def num_programs(self):
@@ -101,10 +103,28 @@ class LaunchRecord:
         for a in self.args.values():
             if a.coverage is not None:
                 lines.append(f"  coverage of {a.name}: {a.coverage}")
+        if self.lines:
+            lines.append(lines_table(self.lines))
         return "\n".join(lines)
 
     def __str__(self):
         return self.table()
+
+
+def lines_table(rows, width=44):
+    """Plain text of `LaunchRecord.lines`: one row per load, store and atomic line."""
+    out = [f"  {'line':>5} {'kind':<6} {'arg':<10}{'elements':>12}{'sectors':>11}{'eff':>6}"
+           f"{'req eff':>8}{'sec/req':>8}{'unique B':>13}{'reuse':>7}  source"]
+    for r in rows:
+        source = r["source"] if len(r["source"]) <= width else r["source"][:width - 3] + "..."
+        out.append(f"  {r['line']:>5} {r['kind']:<6} {r['arg'][:10]:<10}{r['elements']:>12,}"
+                   f"{r['sectors']:>11,}{r['efficiency']:>6.2f}{r['request_efficiency']:>8.2f}"
+                   f"{r['sectors_per_request']:>8.1f}{r['unique_bytes']:>13,}"
+                   f"{r['reuse']:>7.1f}  {source}")
+    out.append("  (eff: bytes / (sectors x 32 B), sectors per program access; req eff and "
+               "sec/req: warp requests along the block's last axis; reuse: total / unique "
+               "bytes)")
+    return "\n".join(out)
 
 
 class Traffic(Observer):
