@@ -1,0 +1,534 @@
+"""The access recorder (`Settings(trace=True)`, `with minitriton.trace() as t:`): who touched
+what, for the pictures and the HTML report of `minitriton.viz`.
+
+For every memory operation of a launch it keeps, per argument and per element access: the
+program (linear id), the step (the program's how-manieth memory operation it was: the k-th
+load of a loop is a later step than the (k-1)-th), the kernel line, the kind (load, store,
+atomic) and the element, plus the lanes a mask switched off and the offsets they would have
+addressed. The record is exact, never sampled: a launch whose trace would hold more than
+`Settings.trace_limit` element accesses (masked lanes included) stops with a TraceLimitError
+that says so; shrink the problem (a smaller grid shows the same pattern) or raise the limit.
+Memory is about 24 bytes per element access while recording.
+
+While the launch runs the recorder only keeps references to each access's offsets (the hooks
+cost a few microseconds each); `finish` turns them into columns (`ArgTrace`). The lockstep
+executor's re-runs of diverged programs undo what they had recorded, so both executors give
+the same record, program by program.
+
+The result is a `Trace`, set on the launch record as `record.trace`.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import linecache
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..context import Observer
+from ..errors import MiniTritonError
+from ..memory import offsets_array
+from ..settings import configure
+from ..source import KERNEL_CODES
+from .traffic import record
+
+LOAD, STORE, ATOMIC = 0, 1, 2
+KINDS = ("load", "store", "atomic")
+
+
+class TraceLimitError(MiniTritonError):
+    """A launch would record more element accesses than `Settings.trace_limit`."""
+
+
+@dataclass
+class Site:
+    """A kernel line that accessed memory."""
+
+    file: str
+    line: int
+    text: str
+    function: str
+
+    def __str__(self):
+        return f"{self.file}:{self.line}: {self.text}"
+
+
+@dataclass
+class SourceBlock:
+    """The source of one @jit function the launch ran (the kernel, and the ones it calls)."""
+
+    file: str
+    first_line: int
+    lines: list
+    function: str
+
+
+class ArgTrace:
+    """The element accesses of one argument, as columns (one entry per element access).
+
+    program, step, site, kind: who, when (the program's step), where (an index into
+    `Trace.sites`) and how (LOAD, STORE, ATOMIC); offset: the element's offset in the
+    argument's storage; index: its position in the view, C order over `shape` (-1 when it lies
+    outside the view but inside the storage). `masked_*`: the same for the lanes a mask
+    switched off (`masked_offset` what they would have addressed, possibly outside the
+    storage); `masked_unknown`: masked lanes whose addresses could not be told (a pointer
+    spanning several arguments).
+    """
+
+    def __init__(self, name, dtype, shape, values, columns, masked, masked_unknown):
+        self.name, self.dtype, self.shape, self.values = name, dtype, tuple(shape), values
+        (self.program, self.step, self.site, self.kind, self.offset, self.index) = columns
+        (self.masked_program, self.masked_step, self.masked_site, self.masked_kind,
+         self.masked_offset, self.masked_index) = masked
+        self.masked_unknown = masked_unknown
+        self._summary = None
+
+    @property
+    def numel(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self):
+        return int(self.program.size)
+
+    def _summarise(self):
+        """Per element of the view: the last writer, the first reader, how many distinct
+        programs wrote and read it, and whether it raced."""
+        if self._summary is not None:
+            return self._summary
+        n = self.numel
+        inside = self.index >= 0
+        idx, prog, kind = self.index[inside], self.program[inside], self.kind[inside]
+        wrote = kind != LOAD
+        writer = np.full(n, -1, np.int64)
+        writer[idx[wrote]] = prog[wrote]  # in record order: the last write wins
+        reader = np.full(n, -1, np.int64)
+        read = kind != STORE
+        reader[idx[read][::-1]] = prog[read][::-1]  # the first read wins
+        lo = np.full(n, np.iinfo(np.int64).max)
+        hi = np.full(n, -1, np.int64)
+        np.minimum.at(lo, idx, prog)
+        np.maximum.at(hi, idx, prog)
+        plain = np.zeros(n, bool)
+        plain[idx[kind == STORE]] = True
+        self._summary = {
+            "writer": writer, "reader": reader,
+            "writers": _distinct_per_element(n, idx[wrote], prog[wrote]),
+            "readers": _distinct_per_element(n, idx[read], prog[read]),
+            # a plain store, and some other program touched the element too
+            "race": plain & (hi >= 0) & (lo != hi)}
+        return self._summary
+
+    def writer(self):
+        """The program that wrote each element last (C order over the view; -1: none)."""
+        return self._summarise()["writer"]
+
+    def reader(self):
+        """The first program that read each element (-1: none)."""
+        return self._summarise()["reader"]
+
+    def writers(self):
+        """How many distinct programs wrote each element."""
+        return self._summarise()["writers"]
+
+    def readers(self):
+        """How many distinct programs read each element."""
+        return self._summarise()["readers"]
+
+    def races(self):
+        """Bool per element: a plain store by one program, and an access by another (atomics
+        among themselves do not race). Locks are not considered: the race sanitizer is."""
+        return self._summarise()["race"]
+
+    @property
+    def written(self):
+        return bool((self.kind != LOAD).any())
+
+    @property
+    def read(self):
+        return bool((self.kind != STORE).any())
+
+    def touched(self, index):
+        """Who touched one element (an int index in C order, or a tuple in the view's shape):
+        {"read": [programs], "wrote": [...], "atomic": [...]}."""
+        if isinstance(index, tuple):
+            index = int(np.ravel_multi_index(index, self.shape))
+        hit = self.index == index
+        return {name: sorted({int(p) for p in self.program[hit & (self.kind == k)]})
+                for k, name in ((LOAD, "read"), (STORE, "wrote"), (ATOMIC, "atomic"))}
+
+    def masked_count(self):
+        return int(self.masked_program.size) + self.masked_unknown
+
+
+def _distinct_per_element(n, idx, prog):
+    if not idx.size:
+        return np.zeros(n, np.int64)
+    pairs = np.unique(idx.astype(np.int64) * (int(prog.max()) + 1) + prog)
+    return np.bincount(pairs // (int(prog.max()) + 1), minlength=n)
+
+
+@dataclass
+class Step:
+    """One memory operation of one program: `indices` the view elements it touched (C order),
+    `masked` the view elements its masked lanes would have addressed, `outside` masked lanes
+    that would have addressed no element of the view; `visit` how many times the program had
+    run this kernel line before (the k-step of a loop)."""
+
+    step: int
+    site: Site
+    arg: str
+    kind: str
+    indices: np.ndarray
+    masked: np.ndarray
+    outside: int
+    visit: int = 0
+
+
+@dataclass
+class ProgramView:
+    """What one program read and wrote, step by step."""
+
+    program: int
+    pid: tuple
+    steps: list
+
+    def cells(self):
+        """(argument, element index) pairs the program read or wrote."""
+        return {(s.arg, int(i)) for s in self.steps for i in s.indices}
+
+    def of(self, arg, kind=None):
+        return [s for s in self.steps if s.arg == arg and (kind is None or s.kind == kind)]
+
+
+@dataclass
+class Trace:
+    """The access record of one launch: `args` (name -> ArgTrace), the kernel `sites` and the
+    `source` of the @jit functions it ran."""
+
+    kernel: str
+    grid: tuple
+    executor: str
+    args: dict
+    sites: list
+    source: list
+    constexprs: dict = field(default_factory=dict)
+    record: object = field(default=None, repr=False)
+
+    @property
+    def num_programs(self):
+        n = 1
+        for g in self.grid:
+            n *= g
+        return n
+
+    def pid_of(self, linear):
+        gx = self.grid[0]
+        gy = self.grid[1] if len(self.grid) > 1 else 1
+        linear = int(linear)
+        pid = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+        return pid[:len(self.grid)]
+
+    def linear(self, pid):
+        if isinstance(pid, (int, np.integer)):
+            return int(pid)
+        pid = tuple(pid) + (0,) * (3 - len(pid))
+        gx = self.grid[0]
+        gy = self.grid[1] if len(self.grid) > 1 else 1
+        return pid[0] + gx * (pid[1] + gy * pid[2])
+
+    def races(self):
+        """name -> element indices (C order) that raced, for the arguments that have some."""
+        out = {}
+        for name, arg in self.args.items():
+            hit = np.nonzero(arg.races())[0]
+            if hit.size:
+                out[name] = hit
+        return out
+
+    def program(self, pid):
+        """The `ProgramView` of one program (a linear id or a program id tuple)."""
+        p = self.linear(pid)
+        rows = []
+        for name, arg in self.args.items():
+            for kind_col, step_col, site_col, index_col, masked in (
+                    (arg.kind, arg.step, arg.site, arg.index, False),
+                    (arg.masked_kind, arg.masked_step, arg.masked_site, arg.masked_index, True)):
+                mine = np.nonzero((arg.masked_program if masked else arg.program) == p)[0]
+                for s in np.unique(step_col[mine]):
+                    at = mine[step_col[mine] == s]
+                    rows.append((int(s), name, int(kind_col[at[0]]), int(site_col[at[0]]),
+                                 masked, index_col[at]))
+        steps = {}
+        for s, name, kind, site, masked, idx in sorted(rows, key=lambda r: (r[0], r[4])):
+            key = (s, name)
+            st = steps.get(key)
+            if st is None:
+                st = steps[key] = Step(s, self.sites[site], name, KINDS[kind],
+                                       np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
+            if masked:
+                st.masked = idx[idx >= 0]
+                st.outside = int((idx < 0).sum())
+            else:
+                st.indices = idx[idx >= 0]
+        ordered = sorted(steps.values(), key=lambda st: st.step)
+        visits: dict = {}
+        for st in ordered:
+            key = (st.site.file, st.site.line, st.arg)
+            st.visit = visits.get(key, 0)
+            visits[key] = st.visit + 1
+        return ProgramView(p, self.pid_of(p), ordered)
+
+    def summary(self):
+        """A few lines of text: per argument, accesses, programs, masked lanes, races."""
+        lines = [f"trace of {self.kernel}: grid {self.grid} = {self.num_programs} programs "
+                 f"({self.executor})"]
+        for name, a in self.args.items():
+            if not len(a) and not a.masked_count():
+                continue
+            lines.append(f"  {name:<16} shape {a.shape}: {len(a):,} element accesses "
+                         f"({int((a.kind == LOAD).sum()):,} loads, "
+                         f"{int((a.kind == STORE).sum()):,} stores, "
+                         f"{int((a.kind == ATOMIC).sum()):,} atomics), {a.masked_count():,} "
+                         f"masked lanes, {int(a.races().sum()):,} raced elements")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.summary()
+
+
+class Tracer(Observer):
+    """Records every access of the launch (see the module's docstring)."""
+
+    setting = "trace"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.events = []  # (kind, buffer index, site, programs, lanes, idx, repeat, masked)
+        self.count = 0
+        self.sites: list = []
+        self.site_ids: dict = {}  # (code, line) -> index into sites
+        self.codes: dict = {}  # code objects of the @jit functions seen -> None (ordered)
+        self.limit = ctx.settings.trace_limit
+
+    # ----- recording
+    def _site(self):
+        frame, outer = sys._getframe(2), None
+        inner = None
+        while frame is not None:
+            if frame.f_code in KERNEL_CODES:
+                if inner is None:
+                    inner = frame
+                outer = frame
+            frame = frame.f_back
+        if inner is None:
+            return -1
+        key = (inner.f_code, inner.f_lineno)
+        sid = self.site_ids.get(key)
+        if sid is None:
+            code = inner.f_code
+            self.codes.setdefault(outer.f_code)
+            self.codes.setdefault(code)
+            text = linecache.getline(code.co_filename, inner.f_lineno).strip()
+            sid = self.site_ids[key] = len(self.sites)
+            self.sites.append(Site(code.co_filename, inner.f_lineno, text, code.co_name))
+        return sid
+
+    def _record(self, access, kind):
+        ctx = self.ctx
+        masked = _masked_lanes(access)
+        n = access.count + (0 if masked is None else masked[1].size * access.repeat)
+        self.count += n
+        if self.count > self.limit:
+            raise TraceLimitError(
+                f"kernel `{ctx.kernel_name}` (grid {ctx.record.grid}): its trace would hold more "
+                f"than Settings.trace_limit = {self.limit:,} element accesses (masked lanes "
+                f"included; about 24 bytes each); the record is exact, never sampled.\nhint: "
+                f"trace a smaller problem (fewer programs show the same pattern), or raise the "
+                f"limit: minitriton.trace(limit=...) or Settings(trace_limit=...).")
+        gx, gy, _ = ctx.grid
+        pids = ctx.pids.astype(np.int64)
+        linear = pids[:, 0] + gx * (pids[:, 1] + gy * pids[:, 2])
+        self.events.append((kind, access.buf.index, self._site(), linear, access.lanes,
+                            access.idx, access.shape, access.repeat, masked))
+
+    def on_load(self, access):
+        self._record(access, LOAD)
+
+    def on_store(self, access):
+        self._record(access, STORE)
+
+    def on_atomic(self, access):
+        self._record(access, ATOMIC)
+
+    def mark(self):
+        return len(self.events), self.count
+
+    def undo(self, token):
+        del self.events[token[0]:]
+        self.count = token[1]
+
+    # ----- the record
+    def finish(self, rerun):
+        ctx = self.ctx
+        n_programs = ctx.record.num_programs
+        counter = np.zeros(max(1, n_programs), np.int64)
+        cols: dict = {}
+        masked_cols: dict = {}
+        unknown: dict = {}
+        for kind, b, site, linear, lanes, idx, shape, repeat, masked in self.events:
+            steps = counter[linear].copy()
+            counter[linear] += 1
+            offs = offsets_array(idx)
+            block = int(np.prod(shape[1:], dtype=np.int64))
+            if repeat > 1 or len(linear) != shape[0]:  # one shared access for every program
+                progs = np.repeat(linear, offs.size)
+                st = np.repeat(steps, offs.size)
+                offs = np.tile(offs, linear.size)
+            else:
+                rows = np.repeat(np.arange(shape[0]), block) if lanes is None else \
+                    np.nonzero(lanes.reshape(shape[0], -1))[0]
+                progs, st = linear[rows], steps[rows]
+            cols.setdefault(b, []).append((progs, st, np.full(progs.size, site, np.int32),
+                                           np.full(progs.size, kind, np.int8), offs))
+            if masked is None:
+                continue
+            if masked is _UNKNOWN:
+                unknown[b] = unknown.get(b, 0) + 1
+                continue
+            mrows, moffs = masked
+            if repeat > 1 or len(linear) != shape[0]:
+                mprogs, mst = np.repeat(linear, moffs.size), np.repeat(steps, moffs.size)
+                moffs = np.tile(moffs, linear.size)
+            else:
+                mprogs, mst = linear[mrows], steps[mrows]
+            masked_cols.setdefault(b, []).append(
+                (mprogs, mst, np.full(mprogs.size, site, np.int32),
+                 np.full(mprogs.size, kind, np.int8), moffs))
+        args = {}
+        for buf in ctx.memory.buffers:
+            args[buf.name] = _arg_trace(buf, cols.get(buf.index), masked_cols.get(buf.index),
+                                        unknown.get(buf.index, 0))
+        trace = Trace(ctx.kernel_name, tuple(ctx.record.grid), ctx.settings.executor, args,
+                      self.sites, [_source(code) for code in self.codes],
+                      dict(ctx.record.constexprs), ctx.record)
+        ctx.record.trace = trace
+
+
+_UNKNOWN = object()
+
+
+def _masked_lanes(access):
+    """(rows, storage offsets) of the lanes of this access that a mask switched off, None if
+    none were, `_UNKNOWN` if their addresses cannot be told.
+
+    The hook sees the `Access` (active lanes only); the addresses of the masked-off lanes are
+    in the memory operation's `Lanes` (language/access.py), a local of the function that calls
+    the hooks (gather, scatter, the atomics), found up the stack."""
+    frame = sys._getframe(3)
+    for _ in range(3):
+        if frame is None:
+            break
+        lanes = frame.f_locals.get("lanes")
+        if lanes is not None and hasattr(lanes, "active") and hasattr(lanes, "ptr"):
+            break
+        frame = frame.f_back
+    else:
+        return None
+    if frame is None or lanes.active is None:
+        return None
+    off = ~lanes.active
+    if not off.any():
+        return None
+    buf = access.buf
+    if lanes.ptr.origin != buf.index:
+        return _UNKNOWN if not isinstance(lanes.ptr.origin, int) else None
+    rows = np.nonzero(off.reshape(off.shape[0], -1))[0]
+    return rows, lanes.ptr.data[off].astype(np.int64) - buf.base
+
+
+def _view_positions(buf, offs):
+    """C-order position in the view of each storage offset (-1: not in the view)."""
+    if buf.shape is None:
+        pos = offs - buf.view_lo
+        return np.where((offs >= buf.view_lo) & (offs < buf.view_hi), pos, -1)
+    where = buf.view_index()
+    if isinstance(where, slice):
+        pos = offs - where.start
+        return np.where((offs >= where.start) & (offs < where.stop), pos, -1)
+    inverse = np.full(buf.size, -1, np.int64)
+    inverse[where] = np.arange(where.size)
+    ok = (offs >= 0) & (offs < buf.size)
+    return np.where(ok, inverse[np.clip(offs, 0, buf.size - 1)], -1)
+
+
+def _columns(parts, buf):
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return (empty, empty, np.zeros(0, np.int32), np.zeros(0, np.int8), empty, empty)
+    progs, steps, sites, kinds, offs = (np.concatenate(c) for c in zip(*parts))
+    offs = offs.astype(np.int64, copy=False)
+    return progs, steps, sites, kinds, offs, _view_positions(buf, offs)
+
+
+def _arg_trace(buf, parts, masked_parts, unknown):
+    shape = buf.shape if buf.shape is not None else (buf.view_hi - buf.view_lo,)
+    values = buf.flat[buf.view_index()].reshape(-1).copy()
+    return ArgTrace(buf.name, str(buf.dtype), shape, values, _columns(parts, buf),
+                    _columns(masked_parts, buf), unknown)
+
+
+def _source(code):
+    lines = linecache.getlines(code.co_filename)
+    first = code.co_firstlineno
+    try:
+        block = inspect.getblock(lines[first - 1:])
+    except (IndexError, SyntaxError, inspect.EndOfBlock):
+        block = lines[first - 1:first]
+    return SourceBlock(code.co_filename, first, [line.rstrip("\n") for line in block],
+                       code.co_name)
+
+
+class Tracing:
+    """The traces of the launches made inside a `minitriton.trace()` block."""
+
+    def __init__(self, recording):
+        self._recording = recording
+
+    @property
+    def launches(self):
+        return [r.trace for r in self._recording.launches if getattr(r, "trace", None)]
+
+    @property
+    def last(self):
+        launches = self.launches
+        if not launches:
+            raise LookupError("no launch was traced in this block")
+        return launches[-1]
+
+    def __len__(self):
+        return len(self.launches)
+
+    def __getitem__(self, i):
+        return self.launches[i]
+
+    def __iter__(self):
+        return iter(self.launches)
+
+
+@contextlib.contextmanager
+def trace(limit=None):
+    """Record who touched what in every minitriton launch inside the block (launches that pass
+    their own `minitriton_settings` follow those instead):
+
+        with minitriton.trace() as t:
+            kernel[grid](...)
+        minitriton.viz.save(t.last, "out/")
+
+    `limit`: Settings.trace_limit for the block (element accesses per launch)."""
+    changes = {"trace": True}
+    if limit is not None:
+        changes["trace_limit"] = int(limit)
+    with configure(**changes), record() as rec:
+        yield Tracing(rec)
