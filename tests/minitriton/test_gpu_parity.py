@@ -3,13 +3,15 @@
 Runs only on a machine with a CUDA GPU and triton (`gpu` marker). Each corpus case runs once on
 minitriton with NumPy arrays and once on Triton with CUDA tensors, from the same inputs.
 """
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import minitriton
 import minitriton.language as mtl
-from corpus import arrays, expected_error, load, make_rng, names, run_case
+from corpus import PATH, SEMANTICS, arrays, expected_error, load, make_rng, names, run_case
 
 pytestmark = pytest.mark.gpu
 
@@ -22,13 +24,14 @@ TOLERANCE = {"case_promote": (8e-3, 4e-3), "case_math": (1e-5, 1e-6), "case_soft
              "case_reduce": (1e-6, 1e-5), "case_misc": (1e-6, 1e-5),
              "case_gelu": (1e-5, 1e-6), "case_row_sum": (1e-5, 1e-4),
              "case_rmsnorm_fwd": (1e-5, 1e-6),
-             "case_randn": (2e-5, 2e-6)}  # Box-Muller's log and cos: approximate on the GPU
+             "case_randn": (2e-5, 2e-6),  # Box-Muller's log and cos: approximate on the GPU
+             "case_none_and_float_args": (2.4e-7, 0)}  # fp32 `/` is div.full.f32: 2 ulp
 
 
-def _real():
+def _real(path=PATH):
     import triton
     import triton.language as tl
-    return triton, load(triton, tl)
+    return triton, load(triton, tl, path)
 
 
 @pytest.mark.usefixtures("executor")  # the simulator's side, under each executor
@@ -36,6 +39,22 @@ def _real():
 def test_same_values(name):
     sim = run_case(load(minitriton, mtl), name, arrays())
     gpu = run_case(_real()[1], name, arrays("cuda"))
+    assert_same(name, sim, gpu)
+
+
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("name", names("case_", SEMANTICS))
+def test_same_semantics(name):
+    """Python's boolean operators, programs that wait for each other, reads outside the view,
+    None and float arguments (corpus/semantics.py): the simulator against the H200."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # block `and` warns in both; outside-view reads here
+        sim = run_case(load(minitriton, mtl, SEMANTICS), name, arrays())
+        gpu = run_case(_real(SEMANTICS)[1], name, arrays("cuda"))
+    assert_same(name, sim, gpu)
+
+
+def assert_same(name, sim, gpu):
     assert sim.keys() == gpu.keys()
     rtol, atol = TOLERANCE.get(name, (0, 0))
     for key in sim:
@@ -48,12 +67,13 @@ def test_same_values(name):
                                        rtol=rtol, atol=atol, err_msg=f"{name}: {key}")
 
 
-@pytest.mark.parametrize("name", names("bad_"))
-def test_same_rejections(name):
+@pytest.mark.parametrize("path,name", [(PATH, n) for n in names("bad_")] +
+                         [(SEMANTICS, n) for n in names("bad_", SEMANTICS)])
+def test_same_rejections(path, name):
     import torch
     with pytest.raises(expected_error(minitriton, name)):
-        getattr(load(minitriton, mtl), name)(arrays(), make_rng())
-    triton, corpus = _real()
+        getattr(load(minitriton, mtl, path), name)(arrays(), make_rng())
+    triton, corpus = _real(path)
     with pytest.raises(expected_error(triton, name)):
         getattr(corpus, name)(arrays("cuda"), make_rng())
         torch.cuda.synchronize()

@@ -6,7 +6,10 @@ import pytest
 
 import minitriton as triton
 import minitriton.language as tl
+from corpus import SEMANTICS, load
 from minitriton import DeadlockError, OrderError, Settings
+
+K = load(triton, tl, SEMANTICS)  # the kernels, shared with the GPU parity test
 
 
 def launch(kernel, grid, *args, executor, **kwargs):
@@ -14,75 +17,29 @@ def launch(kernel, grid, *args, executor, **kwargs):
     return kernel[grid](*args, **kwargs, minitriton_settings=settings)
 
 
-@triton.jit
-def handoff(flag, data, out, VOLATILE: tl.constexpr = False):
-    if tl.program_id(0) == 0:
-        if VOLATILE:  # a spin on a plain (volatile) load
-            while tl.load(flag, volatile=True) != 1:
-                pass
-        else:
-            while tl.atomic_cas(flag, 1, 1) != 1:
-                pass
-        tl.store(out, tl.load(data))
-    else:
-        tl.store(data, 42.0)
-        tl.atomic_xchg(flag, 1)
-
 
 def test_issue_handoff(executor):
     flag, data, out = np.zeros(1, np.int32), np.zeros(1, np.float32), np.zeros(1, np.float32)
-    launch(handoff, (2,), flag, data, out, executor=executor,
+    launch(K.handoff, (2,), flag, data, out, executor=executor,
            checks=dict(order=True, uninitialized=("out",)))
     assert out.tolist() == [42.0] and flag.tolist() == [1]  # the GPU's result
 
-
-@triton.jit
-def chain_kernel(flags, out, N: tl.constexpr):
-    # program p waits for program p + 1 (the last one starts): the reverse of program-id order
-    pid = tl.program_id(0)
-    if pid < N - 1:
-        while tl.atomic_add(flags + pid + 1, 0) == 0:
-            pass
-    tl.store(out + pid, tl.load(out + pid + 1) + 1)  # out[N] is 0
-    tl.atomic_xchg(flags + pid, 1)
 
 
 def test_chain_in_reverse_program_order(executor):
     n = 6
     flags, out = np.zeros(n, np.int32), np.zeros(n + 1, np.int32)
-    launch(chain_kernel, (n,), flags, out, N=n, executor=executor)
+    launch(K.wait_chain, (n,), flags, out, N=n, executor=executor)
     assert out[:n].tolist() == [6, 5, 4, 3, 2, 1]
 
 
-@triton.jit
-def ticket_lock(next_ticket, serving, order, out, B: tl.constexpr):
-    pid = tl.program_id(0)
-    ticket = tl.atomic_add(next_ticket, 1)
-    while tl.atomic_add(serving, 0) != ticket:  # wait for our turn
-        pass
-    offs = tl.arange(0, B)
-    tl.store(out + offs, tl.load(out + offs) * 2 + pid)  # the critical section
-    tl.store(order + ticket, pid)
-    tl.atomic_add(serving, 1)  # the next ticket's turn
-
-
-@triton.jit
-def reverse_tickets(next_ticket, serving, order, N: tl.constexpr):
-    # tickets handed out in reverse: program N-1 goes first, program 0 waits for all others
-    pid = tl.program_id(0)
-    ticket = N - 1 - pid
-    while tl.atomic_cas(serving, ticket, ticket) != ticket:
-        pass
-    tl.store(order + ticket, pid)
-    tl.atomic_add(next_ticket, 1)
-    tl.atomic_xchg(serving, ticket + 1)
 
 
 def test_ticket_lock(executor):
     n, b = 5, 4
     next_ticket, serving = np.zeros(1, np.int32), np.zeros(1, np.int32)
     order, out = np.full(n, -1, np.int32), np.zeros(b, np.int32)
-    launch(ticket_lock, (n,), next_ticket, serving, order, out, B=b, executor=executor)
+    launch(K.ticket_lock, (n,), next_ticket, serving, order, out, B=b, executor=executor)
     assert sorted(order.tolist()) == list(range(n)) and serving.tolist() == [n]
     expected = 0
     for pid in order:  # the critical sections ran one at a time, in ticket order
@@ -91,18 +48,9 @@ def test_ticket_lock(executor):
 
     order = np.full(n, -1, np.int32)
     next_ticket[:], serving[:] = 0, 0
-    launch(reverse_tickets, (n,), next_ticket, serving, order, N=n, executor=executor)
+    launch(K.reverse_tickets, (n,), next_ticket, serving, order, N=n, executor=executor)
     assert order.tolist() == [4, 3, 2, 1, 0] and next_ticket.tolist() == [n]
 
-
-@triton.jit
-def last_program_reduces(x, partial, counter, out, N: tl.constexpr, B: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = tl.arange(0, B)
-    tl.store(partial + pid, tl.sum(tl.load(x + pid * B + offs)))
-    if tl.atomic_add(counter, 1, sem="acq_rel") == N - 1:  # the last one to arrive
-        tl.store(out, tl.sum(tl.load(partial + tl.arange(0, N))))
-        tl.atomic_xchg(counter, 0)  # ready for the next launch
 
 
 def test_last_program_reduces(executor):
@@ -110,44 +58,23 @@ def test_last_program_reduces(executor):
     x = np.arange(n * b, dtype=np.float32)
     partial, counter, out = np.zeros(n, np.float32), np.zeros(1, np.int32), np.zeros(1, np.float32)
     for _ in range(2):
-        launch(last_program_reduces, (n,), x, partial, counter, out, N=n, B=b,
+        launch(K.last_program_reduces, (n,), x, partial, counter, out, N=n, B=b,
                executor=executor, checks=dict(order=True))
         assert out.tolist() == [x.sum()] and counter.tolist() == [0]
 
-
-@triton.jit
-def waits_for_last(flag, out, N: tl.constexpr):
-    # every program but the last waits for the last one's flag: a barrier released at the end
-    pid = tl.program_id(0)
-    if pid == N - 1:
-        tl.atomic_xchg(flag, 1)
-    else:
-        while tl.atomic_or(flag, 0) == 0:
-            pass
-    tl.atomic_add(out, 1)
 
 
 @pytest.mark.parametrize("n", [3, 9])  # 9: more programs than lockstep's first chunk
 def test_everyone_waits_for_the_last_program(executor, n):
     flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
-    launch(waits_for_last, (n,), flag, out, N=n, executor=executor)
+    launch(K.waits_for_last, (n,), flag, out, N=n, executor=executor)
     assert out.tolist() == [n]
 
-
-@triton.jit
-def bounded_retry(lock, out, TRIES: tl.constexpr):
-    # gives up after TRIES failed attempts: a program that waits only for a while
-    got = 0
-    for _ in range(TRIES):
-        if got == 0:
-            if tl.atomic_cas(lock, 0, 1) == 0:
-                got = 1
-    tl.atomic_add(out + got, 1)
 
 
 def test_bounded_retry_is_not_a_deadlock(executor):
     lock, out = np.zeros(1, np.int32), np.zeros(2, np.int32)
-    launch(bounded_retry, (3,), lock, out, TRIES=20, executor=executor)
+    launch(K.bounded_retry, (3,), lock, out, TRIES=20, executor=executor)
     assert out.tolist() == [2, 1]  # one program took the lock (never released), two gave up
 
 
@@ -178,31 +105,19 @@ def test_true_deadlock_names_every_waiting_program(executor):
     assert a.tolist() == [0] and b.tolist() == [0]  # the launch's writes are undone
 
 
-@triton.jit
-def first_setter_wins(flag, out):
-    # program 0 waits for a flag that any other program may set: who sets it depends on the
-    # schedule, which the order check reports
-    pid = tl.program_id(0)
-    if pid == 0:
-        while tl.atomic_cas(flag, 0, 0) == 0:
-            pass
-        tl.store(out, tl.atomic_add(flag, 0))
-    else:
-        tl.atomic_cas(flag, 0, pid)
-
 
 def test_order_check_reports_a_schedule_dependent_handoff(executor):
     flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
-    launch(first_setter_wins, (6,), flag, out, executor=executor)
+    launch(K.first_setter_wins, (6,), flag, out, executor=executor)
     assert out.tolist() == flag.tolist() and flag.tolist() != [0]
     flag[:], out[:] = 0, 0
     with pytest.raises(OrderError, match="depends on the order"):
-        launch(first_setter_wins, (6,), flag, out, executor=executor, checks=dict(order=True))
+        launch(K.first_setter_wins, (6,), flag, out, executor=executor, checks=dict(order=True))
 
 
 def test_a_spin_on_a_volatile_load_waits_for_the_other_program(executor):
     flag, data, out = np.zeros(1, np.int32), np.zeros(1, np.float32), np.zeros(1, np.float32)
-    launch(handoff, (2,), flag, data, out, VOLATILE=True, executor=executor)
+    launch(K.handoff, (2,), flag, data, out, VOLATILE=True, executor=executor)
     assert out.tolist() == [42.0]
 
 

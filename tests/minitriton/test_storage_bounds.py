@@ -16,11 +16,10 @@ import minitriton.language as tl
 from minitriton import LaunchError, OutOfBoundsError, Settings
 from minitriton.memory import OutsideViewWarning
 
+from corpus import SEMANTICS, load
 
-@triton.jit
-def prev(x, y, B: tl.constexpr):
-    o = tl.arange(0, B)
-    tl.store(y + o, tl.load(x + o - 1))
+K = load(triton, tl, SEMANTICS)  # `prev` and `rows`, shared with the GPU parity test
+
 
 
 @triton.jit
@@ -28,13 +27,6 @@ def copy(x, y, n, B: tl.constexpr):
     o = tl.arange(0, B)
     tl.store(y + o, tl.load(x + o, mask=o < n), mask=o < n)
 
-
-@triton.jit
-def rows(x, y, stride, C: tl.constexpr):
-    # reads C columns of row `pid` of a matrix whose rows are `stride` apart
-    r = tl.program_id(0)
-    c = tl.arange(0, C)
-    tl.store(y + r * C + c, tl.load(x + r * stride + c))
 
 
 @triton.jit
@@ -70,8 +62,8 @@ def test_slice_read_before_its_start_reads_the_storage(executor):
     y = torch.empty(8)
     with pytest.warns(OutsideViewWarning, match=r"load outside the view of argument `x`.*"
                       r"offsets \[-1\].*the view spans \[0, 7\], its storage \[-1, 7\].*"
-                      r"kernel `prev`, program \(0, 0, 0\), at .*test_storage_bounds.py:\d+"):
-        prev[(1,)](base[1:], y, B=8)
+                      r"kernel `prev`, program \(0, 0, 0\), at .*semantics.py:\d+"):
+        K.prev[(1,)](base[1:], y, B=8)
     assert y.tolist() == base[:8].tolist()  # what the H200 gives
 
 
@@ -80,7 +72,7 @@ def test_view_bounds_turns_the_warning_into_an_error(executor):
     base = torch.arange(9.)
     y = torch.zeros(8)
     with pytest.raises(OutOfBoundsError) as e:
-        prev[(1,)](base[1:], y, B=8, minitriton_settings=strict(executor))
+        K.prev[(1,)](base[1:], y, B=8, minitriton_settings=strict(executor))
     msg = str(e.value)
     for part in ("kernel `prev`", "program (0, 0, 0)", "tl.load(x + o - 1)", "argument `x`",
                  "offsets [-1]", "the view spans [0, 7], its storage [-1, 7]",
@@ -93,7 +85,7 @@ def test_outside_the_storage_stays_an_error_with_both_ranges(executor):
     torch = pytest.importorskip("torch")
     base = torch.arange(9.)
     with pytest.raises(OutOfBoundsError) as e:
-        prev[(1,)](base[:8], torch.empty(8), B=8)
+        K.prev[(1,)](base[:8], torch.empty(8), B=8)
     msg = str(e.value)
     assert "load out of bounds on argument `x`" in msg and "program (0, 0, 0)" in msg
     assert "offsets [-1]" in msg
@@ -109,11 +101,11 @@ def test_column_block_read_past_its_last_column(executor):
     block = m[:, 2:4]  # (4, 2), strides (8, 1): the last row's span ends at element 27
     y = torch.empty(4, 4)
     with pytest.warns(OutsideViewWarning, match=r"offsets \[26, 27\]"):  # row 3, columns 4, 5
-        rows[(4,)](block, y, 8, C=4)
+        K.rows[(4,)](block, y, 8, C=4)
     assert y.tolist() == m[:, 2:6].tolist()
     with pytest.raises(OutOfBoundsError, match=r"offsets \[26, 27\].*valid offsets are "
                        r"\[-6, 25\]"):  # m[:, 6:8] read 4 columns: past the storage
-        rows[(4,)](m[:, 6:8], y, 8, C=4)
+        K.rows[(4,)](m[:, 6:8], y, 8, C=4)
 
 
 def test_narrow_and_as_strided_views(executor):
@@ -135,7 +127,7 @@ def test_numpy_views_are_bounded_by_their_base_array(executor):
     base = np.arange(12, dtype=np.float32)
     y = np.zeros(8, np.float32)
     with pytest.warns(OutsideViewWarning, match=r"its storage \[-1, 10\]"):
-        prev[(1,)](base[1:], y, B=8)
+        K.prev[(1,)](base[1:], y, B=8)
     np.testing.assert_array_equal(y, base[:8])
     strided = np.lib.stride_tricks.as_strided(base[2:], shape=(3,), strides=(8,))
     with pytest.warns(OutsideViewWarning, match=r"offsets \[5, 6, 7\]"):
@@ -162,7 +154,7 @@ def test_expanded_tensor_read_as_contiguous_names_the_expansion(executor):
         copy[(1,)](e, torch.empty(16), 12, B=16)
     y = torch.empty(3, 4)
     with quiet():
-        rows[(3,)](e, y, 0, C=4)  # read with its strides: fine
+        K.rows[(3,)](e, y, 0, C=4)  # read with its strides: fine
     assert y.tolist() == [[0., 1., 2., 3.]] * 3
 
 
@@ -191,7 +183,7 @@ def test_a_failing_launch_restores_the_storage_outside_the_view(executor):
 def test_bounds_off_drops_lanes_outside_the_storage_only(executor):
     base = np.arange(9, dtype=np.float32)
     y = np.full(8, -1.0, np.float32)
-    prev[(1,)](base[:8], y, B=8, minitriton_settings=Settings(executor=executor, bounds=False))
+    K.prev[(1,)](base[:8], y, B=8, minitriton_settings=Settings(executor=executor, bounds=False))
     np.testing.assert_array_equal(y, np.r_[0, np.arange(7)].astype(np.float32))  # lane 0: 0
 
 
@@ -224,10 +216,10 @@ def test_objects_with_data_ptr_pass_as_pointers(executor):
     m = torch.arange(32.).reshape(4, 8)
     y = torch.empty(4, 4)
     with quiet():
-        rows[(4,)](Strided(m, (4, 4), (8, 1), offset=2), y, 8, C=4)
+        K.rows[(4,)](Strided(m, (4, 4), (8, 1), offset=2), y, 8, C=4)
     assert y.tolist() == m[:, 2:6].tolist()
     with pytest.raises(OutOfBoundsError, match=r"argument `x` \(Strided of fp32 at data_ptr"):
-        rows[(4,)](Strided(m, (4, 4), (8, 1), offset=6), y, 8, C=4)  # past the storage
+        K.rows[(4,)](Strided(m, (4, 4), (8, 1), offset=6), y, 8, C=4)  # past the storage
     out = torch.zeros(8)
     copy[(1,)](m, Strided(out, (8,), (1,)), 8, B=8)  # stores through a carrier reach `out`
     assert out.tolist() == list(range(8))
