@@ -8,13 +8,14 @@ C integer division) and exact traffic counts (`minitriton.record()`).
 """
 from __future__ import annotations
 
-from . import language, tools
+from . import language, tools, viz
 from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUFaultError,
                      LaunchError, MiniTritonError, OrderError, OutOfBoundsError,
                      OutsideViewWarning, PaddingError, PartialWriteWarning, RaceError,
                      SanitizerError, UninitializedReadError)
 from .errors import missing
 from .memory import register_memory
+from .observe.trace import Trace, TraceLimitError, Tracing, trace
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.allocation import set_allocator
 from .runtime.autotune import Config, autotune, heuristics
@@ -43,7 +44,8 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
            "GPUFaultError", "set_allocator", "register_memory", "install_as_triton",
-           "reinterpret", "TensorWrapper", "OutsideViewWarning", "PartialWriteWarning"]
+           "reinterpret", "TensorWrapper", "OutsideViewWarning", "PartialWriteWarning", "trace",
+           "Trace", "Tracing", "TraceLimitError", "viz"]
 
 
 def __getattr__(name):

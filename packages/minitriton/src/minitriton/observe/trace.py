@@ -77,8 +77,11 @@ class ArgTrace:
     spanning several arguments).
     """
 
-    def __init__(self, name, dtype, shape, values, columns, masked, masked_unknown):
+    def __init__(self, name, dtype, shape, values, columns, masked, masked_unknown, view_lo=0,
+                 strides=None):
         self.name, self.dtype, self.shape, self.values = name, dtype, tuple(shape), values
+        self.view_lo = view_lo  # storage offset of the view's first element
+        self.strides = tuple(strides) if strides is not None else (1,)
         (self.program, self.step, self.site, self.kind, self.offset, self.index) = columns
         (self.masked_program, self.masked_step, self.masked_site, self.masked_kind,
          self.masked_offset, self.masked_index) = masked
@@ -476,7 +479,7 @@ def _arg_trace(buf, parts, masked_parts, unknown):
     shape = buf.shape if buf.shape is not None else (buf.view_hi - buf.view_lo,)
     values = buf.flat[buf.view_index()].reshape(-1).copy()
     return ArgTrace(buf.name, str(buf.dtype), shape, values, _columns(parts, buf),
-                    _columns(masked_parts, buf), unknown)
+                    _columns(masked_parts, buf), unknown, buf.view_lo, buf.strides)
 
 
 def _source(code):
