@@ -1,9 +1,12 @@
 """Lecture 6 §8: tiled matmul with a fused ReLU. The read table of §8.3 (bigger tiles, less
-traffic), exercise 4's grid, the transposed-input check; on a GPU, timings against cuBLAS.
+traffic) with each load's coalescing and reuse, exercise 4's grid, the transposed-input check
+and what a transposed A or a column-wise load does to the 32-byte sectors a GPU fetches; on a
+GPU, timings against cuBLAS.
 """
 import torch
 
 import minitriton
+import minitriton.language as mtl
 from tritonlab import backend
 
 sim = backend.with_backend("tritonlab.kernels.matmul", "sim")
@@ -12,16 +15,31 @@ print(f"kernels run on: {backend.describe()}\n")
 n = 256
 a, b = torch.randn(n, n), torch.randn(n, n)
 ref = torch.relu(a.double() @ b.double())
-print(f"n = {n}: elements read and written by the lecture's kernel (BLOCK_K = 16)")
-print(f"  {'tile':<9}{'programs':>9}{'read':>12}{'written':>10}{'max rel err':>13}")
+
+
+def line(record, text):
+    """The memory-insight row (Settings.sectors, LaunchRecord.lines) of a kernel line."""
+    return next(r for r in record.lines if text in r["source"])
+
+
+print(f"n = {n}: elements read and written by the lecture's kernel (BLOCK_K = 16);")
+print("  A eff, B eff: useful bytes / bytes of the 32-byte sectors each program access fetches")
+print(f"  {'tile':<9}{'programs':>9}{'read':>12}{'written':>10}{'max rel err':>13}{'A eff':>7}"
+      f"{'B eff':>7}{'unique/total read':>22}")
 for tile in (16, 32, 64, 128):
-    with minitriton.record() as rec:
+    with minitriton.configure(sectors=True), minitriton.record() as rec:
         c = sim.matmul_relu_lecture(a, b, tile, tile, 16)
     r = rec[0]
     err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+    la, lb = line(r, "a = tl.load"), line(r, "b = tl.load")
+    unique = (la["unique_bytes"] + lb["unique_bytes"]) / 2**10
+    total = (la["total_bytes"] + lb["total_bytes"]) / 2**10
     print(f"  {f'{tile}x{tile}':<9}{r.num_programs:>9}{r.elements_read:>12,}"
-          f"{r.elements_written:>10,}{err:>13.1e}")
-print("  bigger tiles reuse each input element more: reads = n^3 (1/BM + 1/BN); writes = n^2\n")
+          f"{r.elements_written:>10,}{err:>13.1e}{la['efficiency']:>7.2f}{lb['efficiency']:>7.2f}"
+          f"{f'{unique:,.0f}/{total:,.0f} KiB':>22}")
+print("  bigger tiles reuse each input element more: reads = n^3 (1/BM + 1/BN); writes = n^2;")
+print("  every load is coalesced (rows of whole sectors); unique/total: an L2 big enough to keep")
+print("  A and B would serve all but the first read of each element\n")
 
 M, K, N = 1000, 512, 700
 a, b = torch.randn(M, K), torch.randn(K, N)
@@ -39,6 +57,41 @@ ref = torch.relu(at.double() @ b.double())
 err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
 print(f"transposed A (strides {at.stride()}): max relative error vs float64 = {err:.1e} "
       f"(fp32 inputs use TF32 tensor-core precision, ~1e-3)\n")
+
+
+@minitriton.jit
+def column_copy_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK: mtl.constexpr):
+    col = mtl.program_id(0)  # one column of a row-major matrix per program
+    rows = mtl.arange(0, BLOCK)
+    column = mtl.load(x_ptr + rows * n_cols + col, mask=rows < n_rows)  # read n_rows, strided
+    mtl.store(y_ptr + col * n_rows + rows, column, mask=rows < n_rows)  # write n_rows, contiguous
+
+
+n = 256
+a, b, at = torch.randn(n, n), torch.randn(n, n), torch.randn(n, n).t()
+x = torch.randn(n, n)
+with minitriton.configure(sectors=True, exact_dot=False), minitriton.record() as rec:
+    sim.matmul_relu_lecture(a, b)
+    sim.matmul_relu_lecture(at, b)
+    column_copy_kernel[(n,)](x, torch.empty(n, n), n, n, BLOCK=n)
+rows = [("A, row-major", line(rec[0], "a = tl.load")),
+        ("B, row-major", line(rec[0], "b = tl.load")),
+        (f"A, transposed (strides {at.stride()})", line(rec[1], "a = tl.load")),
+        ("x[:, j] of a row-major x", line(rec[2], "column = mtl.load")),
+        ("its store, contiguous", line(rec[2], "mtl.store"))]
+print(f"coalescing, n = {n}, fp32, 64x64x32 tiles (a sector is 32 bytes, 8 fp32):")
+print(f"  {'load':<32}{'sectors/access':>15}{'eff block':>11}{'eff warp':>10}"
+      f"{'sectors/request':>17}")
+for name, r in rows:
+    print(f"  {name:<32}{r['sectors_per_access']:>15,.0f}{r['efficiency']:>11.3f}"
+          f"{r['request_efficiency']:>10.3f}{r['sectors_per_request']:>17.1f}")
+print("  eff block: distinct sectors of each program's access, what Triton's coalescing gets when")
+print("  it sees a contiguous axis (a stride of 1 is specialised, so a transposed A gets threads")
+print("  along M); eff warp: warps of 32 threads along the tile's last axis (K for A), like a CUDA")
+print("  kernel with threadIdx.x on the column: a transposed A then fetches a sector per element.")
+print("  A column of a row-major matrix has no contiguous axis: 4 useful bytes of each 32-byte")
+print("  sector, whatever the layout. benchmarks/sectors_ncu.py measures them with Nsight "
+      "Compute.\n")
 
 if backend.NAME == "triton":
     from tritonlab.kernels import matmul as mm
