@@ -92,12 +92,13 @@ def test_row_major_copy_moves_full_sectors(executor):
     rec = run(copy_kernel, (8,), x, np.zeros_like(x), 1024, BLOCK=128)
     load, = by_line(rec, "tl.load")
     store, = by_line(rec, "tl.store")
-    # 128 fp32 = 512 bytes = 16 sectors per program; one warp request of 32 threads x 4 fp32
+    # 128 fp32 = 512 bytes = 16 sectors per program; 4 warps of 32 threads hold one fp32
+    # each: 4 requests of 128 bytes
     assert (load["kind"], load["arg"], load["elements"], load["bytes"]) == \
         ("load", "x_ptr", 1024, 4096)
     assert (load["sectors"], load["sectors_per_access"], load["efficiency"]) == (128, 16.0, 1.0)
     assert (load["requests"], load["sectors_per_request"], load["request_efficiency"]) == \
-        (8, 16.0, 1.0)
+        (32, 4.0, 1.0)
     assert (load["programs"], load["accesses"], load["sectors_per_program"]) == (8, 8, 16.0)
     assert (load["unique_bytes"], load["total_bytes"], load["reuse"], load["unique_sectors"]) \
         == (4096, 4096, 1.0, 128)
@@ -114,8 +115,16 @@ def test_masked_lanes_move_nothing(executor):
     assert (load["elements"], load["bytes"], load["sectors"], load["efficiency"]) == \
         (1000, 4000, 7 * 16 + 13, 1.0)
     assert (load["programs"], load["accesses"], load["unique_bytes"]) == (8, 8, 4000)
-    # one request of 32 threads x 4 fp32 per program that has an active lane
-    assert (load["requests"], load["request_sectors"]) == (8, 125)
+    # requests of 32 lanes that hold an active lane: 4 per program, program 7's last has 8
+    assert (load["requests"], load["request_sectors"]) == (7 * 4 + 4, 7 * 16 + 4 + 4 + 4 + 1)
+
+
+def test_one_warp_loads_16_byte_vectors():
+    x = np.arange(1024, dtype=np.float32)
+    load, = by_line(run(copy_kernel, (8,), x, np.zeros_like(x), 1024, BLOCK=128, num_warps=1),
+                    "tl.load")
+    # 128 fp32 for 32 threads: 4 each, one 16-byte vector: a request covers the program
+    assert (load["sectors"], load["requests"], load["sectors_per_request"]) == (128, 8, 16.0)
 
 
 def test_column_load_of_a_row_major_matrix_uses_an_eighth_of_each_sector(executor):
@@ -131,7 +140,7 @@ def test_column_load_of_a_row_major_matrix_uses_an_eighth_of_each_sector(executo
         (128, 32.0, 0.125)
     assert load["unique_sectors"] == 64 * 64 * 4 // 32  # every sector read 8 times in all
     assert (store["sectors"], store["efficiency"], store["sectors_per_request"]) == \
-        (64 * 8, 1.0, 8.0)  # 64 contiguous fp32 per program: 8 sectors, 1 request
+        (64 * 8, 1.0, 4.0)  # 64 contiguous fp32 per program: 8 sectors, 2 scalar requests
 
 
 def test_matmul_reuse_of_shared_row_and_column_panels(executor):
@@ -149,7 +158,8 @@ def test_matmul_reuse_of_shared_row_and_column_panels(executor):
     assert (load_b["elements"], load_b["total_bytes"], load_b["unique_bytes"],
             load_b["reuse"]) == (8 * 64 * 32, 65536, 64 * 128 * 4, 2.0)
     assert (load_a["unique_sectors"], load_b["unique_sectors"]) == (512, 1024)
-    # a (32 x 32) fp32 tile: 32 rows of 128 aligned bytes = 128 sectors, 16 accesses
+    # a (32 x 32) fp32 tile: 32 rows of 128 aligned bytes = 128 sectors, 16 accesses; 8 fp32
+    # per thread (4 warps), in 16-byte vectors
     for load in (load_a, load_b):
         assert (load["sectors"], load["efficiency"], load["accesses"],
                 load["sectors_per_access"], load["sectors_per_program"]) == \
@@ -177,11 +187,12 @@ def test_transposed_a_loses_coalescing_along_the_last_axis(executor):
 
 
 def test_fp16_vectors_are_eight_lanes():
-    x = np.arange(1024, dtype=np.float16)
-    load, = by_line(run(copy_kernel, (4,), x, np.zeros_like(x), 1024, BLOCK=256), "tl.load")
-    # 256 fp16 = 512 bytes = 16 sectors; 32 threads x 8 fp16 = one request
+    x = np.arange(4096, dtype=np.float16)
+    load, = by_line(run(copy_kernel, (4,), x, np.zeros_like(x), 4096, BLOCK=1024), "tl.load")
+    # 1024 fp16 = 2 KiB = 64 sectors per program; 8 fp16 per thread, one 16-byte vector: a
+    # request of 32 threads covers 256 lanes, 512 bytes, 16 sectors
     assert (load["sectors"], load["requests"], load["sectors_per_request"], load["bytes"]) == \
-        (64, 4, 16.0, 2048)
+        (256, 16, 16.0, 8192)
 
 
 def test_misaligned_start_costs_a_sector():

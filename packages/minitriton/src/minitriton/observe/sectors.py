@@ -20,7 +20,9 @@ over the whole launch:
                     the lane-order warp model: threads follow the block's lanes in C order (the
                     last axis fastest), each taking a vector of v consecutive lanes, v the
                     widest the addresses allow (up to 16 bytes, aligned, all lanes of a vector
-                    active or none); one warp request covers 32 * v consecutive lanes, and
+                    active or none) and at most the block's elements per thread (block size /
+                    (32 * num_warps), num_warps 4 unless the launch says); one warp request
+                    (an instruction of one warp) covers 32 * v consecutive lanes, and
                     fetches the distinct sectors of its active lanes. This is Triton's blocked
                     layout when the last axis is the contiguous one (or none is), and a CUDA
                     kernel with threadIdx.x along the last index: a transposed A (contiguous
@@ -53,6 +55,7 @@ from .journal import Journal
 SECTOR = 32  # bytes
 VECTOR = 16  # bytes: the widest load or store one thread issues (128 bits)
 WARP = 32  # threads
+DEFAULT_WARPS = 4  # Triton's num_warps when the launch does not say
 KINDS = ("load", "store", "atomic")
 _COUNTS = ("elements", "sectors", "requests", "request_sectors", "accesses")
 
@@ -81,13 +84,16 @@ def _pair_counts(major, minor):
     return int(new_pair.sum()), int(new_major.sum())
 
 
-def vector_width(addr, active, itemsize):
+def vector_width(addr, active, itemsize, per_thread):
     """Elements per thread vector (lane-order model): the widest power of two up to 16 bytes
-    that divides the block's last axis, such that every group of that many lanes along it is
-    all inactive, or all active with consecutive, vector-aligned element addresses.
+    and up to `per_thread` (the block's elements per thread) that divides the block's last
+    axis, such that every group of that many lanes along it is all inactive, or all active with
+    consecutive, vector-aligned element addresses.
     `addr`, `active`: (programs, *block) element addresses (in the storage) and active lanes."""
     last = addr.shape[-1] if addr.ndim > 1 else 1
     v = VECTOR // itemsize
+    while v > per_thread:
+        v //= 2
     while v > 1:
         if last % v == 0:
             a = addr.reshape(-1, v)
@@ -111,6 +117,7 @@ class Sectors(Journal, Observer):
         self.counts = {}  # (file, line, kind, argument) -> [elements, sectors, ...] (_COUNTS)
         self.bitmaps = {}  # same key -> (elements, sectors, programs) bool bitmaps
         self.itemsize = {}  # same key -> item size of the argument
+        self.warps = int(ctx.record.options.get("num_warps") or DEFAULT_WARPS)
 
     def on_load(self, access):
         self._count(access, "load")
@@ -144,7 +151,8 @@ class Sectors(Journal, Observer):
         shape = (rows_total, *block) if block else (rows_total, 1)
         addr = np.zeros((rows_total, numel), np.int64)
         addr[rows, lane] = offs
-        v = vector_width(addr.reshape(shape), active.reshape(shape), itemsize)
+        v = vector_width(addr.reshape(shape), active.reshape(shape), itemsize,
+                         max(1, numel // (WARP * self.warps)))
         per_request = WARP * v
         requests_per_row = -(-numel // per_request)
         request = rows * requests_per_row + lane // per_request
