@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, compile_report, hardware, info, lecture
+from . import bench, compile_report, hardware, info, lecture, viz
 from .options import Parser, UserError
 
 DESCRIPTION = """\
@@ -19,7 +19,7 @@ tritonlab: learn, check and measure Triton kernels (CS336 lecture 6).
 Kernels run on real Triton when a CUDA GPU and triton are present, else on minitriton, the
 NumPy simulator (override with TRITONLAB_BACKEND=triton|sim|interpret)."""
 
-SUBCOMMANDS = (lecture, info, bench, compile_report, hardware)  # in the order --help lists them
+SUBCOMMANDS = (lecture, info, bench, compile_report, hardware, viz)  # in the order --help lists them
 
 
 def build_parser():

@@ -1,0 +1,71 @@
+"""`tritonlab viz KERNEL_SCRIPT`: run a script on minitriton with every launch traced, and draw
+who touched what (docs/visualization.md): per launch, a PNG per argument, one program's view
+and the self-contained HTML report."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .options import UserError
+
+DEFAULT_OUT = "tritonlab-viz"
+
+
+def run_viz(args):
+    import minitriton
+    import minitriton.viz
+    from minitriton.runner import run
+
+    script = Path(args.script)
+    if not script.is_file():
+        raise UserError(f"no such script: {script}")
+    os.environ["TRITONLAB_BACKEND"] = "sim"  # tritonlab's kernels on minitriton, traced
+    with minitriton.trace(limit=args.limit) as traced:
+        status = run(str(script), args.args)
+    launches = traced.launches
+    if not launches:
+        raise UserError(f"{script} launched no minitriton kernel (exit status {status})")
+    out = Path(args.out)
+    shown = launches[:args.max_launches]
+    written = []
+    for i, trace in enumerate(shown):
+        folder = out / f"{i:02d}_{trace.kernel}"
+        written += minitriton.viz.save(trace, folder, html=not args.no_html,
+                                       program=args.program)
+    print(f"{len(shown)} of {len(launches)} traced launches drawn into {out}/ "
+          f"({len(written)} files)" + ("" if len(shown) == len(launches) else
+                                       f"; --max-launches {len(launches)} draws them all"))
+    for trace in shown:
+        print(trace.summary())
+    if status:
+        print(f"tritonlab viz: {script} exited with status {status}; the launches traced before "
+              "that are drawn (a TraceLimitError: --limit raises the limit, or shrink the sizes)")
+    return status
+
+
+def _program(text):
+    parts = [int(p) for p in text.split(",")]
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        "viz", help="draw which program touched what, for every launch of a script",
+        description="Run KERNEL_SCRIPT on minitriton (the NumPy simulator) with every launch "
+                    "traced (minitriton.trace()), and save per launch: a PNG per argument "
+                    "(each element coloured by the program that wrote or read it, masked lanes "
+                    "hatched, races marked), one program's view step by step, and an HTML "
+                    "report that opens from disk. See docs/visualization.md.")
+    p.add_argument("script", metavar="KERNEL_SCRIPT")
+    p.add_argument("args", nargs="*", metavar="ARG", help="arguments for the script")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                   help=f"folder for the pictures (default ./{DEFAULT_OUT})")
+    p.add_argument("--program", type=_program, default=None, metavar="PID",
+                   help="whose view to draw: a linear id or x,y (default: program 0, or the "
+                        "middle of a 2-D grid)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="element accesses one launch may record (Settings.trace_limit)")
+    p.add_argument("--max-launches", type=int, default=20, metavar="N",
+                   help="draw at most the first N launches (default 20)")
+    p.add_argument("--no-html", action="store_true", help="pictures only")
+    p.set_defaults(func=run_viz)
