@@ -5,6 +5,11 @@
 and to a Chrome trace (chrome://tracing or Perfetto). `count_ops` answers "how many kernels?":
 the manual GeLU launches 6 aten::mul, 2 aten::add and 1 aten::tanh, the built-in one aten::gelu.
 Both keep the profiler's own `USDT: ... profiler_start/stop` lines off stderr.
+
+`memory_lines(fn)` runs Triton kernels on minitriton with `Settings(sectors=True)` and returns
+their launch records: for every load and store line, the 32-byte sectors it fetches, its
+coalescing efficiency and the reuse across programs (`record.lines`, minitriton's
+observe/sectors.py); `lines_table(record)` shows one as a table.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 
+import minitriton
 import torch
 from rich.table import Table
 from torch.profiler import ProfilerActivity
@@ -181,3 +187,33 @@ def _is_top_level(evt, prefix):
             return False
         parent = parent.cpu_parent
     return True
+
+
+def memory_lines(fn):
+    """The minitriton launch records of `fn()`, each with its memory insight per kernel line
+    (`record.lines`); `tl.dot` sums with NumPy (Settings.exact_dot off): only the memory counts."""
+    with minitriton.configure(sectors=True, exact_dot=False), minitriton.record() as rec:
+        fn()
+    return list(rec)
+
+
+def lines_table(record, width=40):
+    """A table of one launch's memory insight per kernel line (`width`: of the source)."""
+    t = Table(title=f"{record.kernel}: grid {record.grid} = {record.num_programs} programs, "
+                    "memory per kernel line",
+              caption="eff: useful bytes / (sectors x 32 B), the distinct sectors of each "
+                      "program's access; warp: requests of 32 threads along the block's last "
+                      "axis, a vector of up to 16 B each; reuse: total / unique bytes (what an "
+                      "L2 could serve again)")
+    for col in ("line", "kind", "arg", "elements", "sectors", "sec/access", "eff", "sec/req",
+                "warp eff", "unique B", "reuse", "source"):
+        t.add_column(col, justify="left" if col in ("kind", "arg", "source") else "right",
+                     no_wrap=True, overflow="ellipsis",
+                     max_width=width if col == "source" else None)
+    for r in record.lines or ():
+        t.add_row(str(r["line"]), r["kind"], r["arg"], f"{r['elements']:,}",
+                  f"{r['sectors']:,}", f"{r['sectors_per_access']:.1f}",
+                  f"{r['efficiency']:.3f}", f"{r['sectors_per_request']:.1f}",
+                  f"{r['request_efficiency']:.3f}", f"{r['unique_bytes']:,}",
+                  f"{r['reuse']:.1f}", r["source"])
+    return t

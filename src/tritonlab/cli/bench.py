@@ -80,12 +80,44 @@ def run_profile(args):
                                  title=f"{args.workload}, n = {args.size}, on {device}"))
     counts = count_ops(fn)
     print(f"operators per call: {sum(counts.values())} ({describe_ops(counts)})")
+    if args.lines:
+        _print_lines(args)
     if args.csv:
         report.to_csv(args.csv)
     if args.trace:
         report.export_chrome_trace(args.trace)
         print(f"Chrome trace: {args.trace} (open in chrome://tracing or ui.perfetto.dev)")
     return 0
+
+
+def _lines_call(workload, n, dtype):
+    """A call of tritonlab's Triton kernel for a workload, on minitriton (CPU tensors)."""
+    import torch
+
+    from .. import backend
+    x = torch.randn(n, n, dtype=dtype)
+    if workload == "matmul":
+        mm = backend.with_backend("tritonlab.kernels.matmul", "sim")
+        y = torch.randn(n, n, dtype=dtype)
+        return "matmul_relu_lecture (the lecture's kernel, 64x64x32 tiles)", \
+            lambda: mm.matmul_relu_lecture(x, y)
+    if workload == "softmax":
+        sm = backend.with_backend("tritonlab.kernels.softmax", "sim")
+        return "softmax", lambda: sm.softmax(x)
+    ew = backend.with_backend("tritonlab.kernels.elementwise", "sim")
+    return "gelu (one fused kernel)", lambda: ew.gelu(x)
+
+
+def _print_lines(args):
+    import torch
+
+    from ..profile import lines_table, memory_lines
+    what, call = _lines_call(args.workload, args.size, getattr(torch, args.dtype))
+    console = Console(width=max(Console().width, 150))  # a wide table: not cut at 80 columns
+    console.print(f"\ntritonlab's Triton kernel for {args.workload}: {what}, n = {args.size}, "
+                  "on minitriton (memory per kernel line, as a GPU's 32-byte sectors see it)")
+    for record in memory_lines(call):
+        console.print(lines_table(record))
 
 
 def _profile_options(p):
@@ -103,6 +135,10 @@ def _profile_options(p):
     p.add_argument("--limit", type=int, default=15, help="rows to show (default 15)")
     p.add_argument("--csv", metavar="FILE", help="save all rows as CSV")
     p.add_argument("--trace", metavar="FILE", help="save a Chrome trace (JSON)")
+    p.add_argument("--lines", action="store_true",
+                   help="also run tritonlab's Triton kernel for the workload on minitriton and "
+                        "print, per load and store line, the 32-byte sectors it fetches, its "
+                        "coalescing efficiency and the reuse across programs")
 
 
 def register(subparsers):
