@@ -3,12 +3,15 @@
 What it shows: a grid of programs each handling one block; the mask on the last program; that
 the fused GeLU reads x once and writes y once (counted by the simulator, whatever the machine);
 and GeLU's agreement with PyTorch's tanh approximation. On a GPU it also times the kernels.
+`--out DIR` (or `tritonlab lecture 02 --out DIR`): where the pictures of the add go (which
+program wrote which element, the masked lanes; DIR/pictures/add.*).
 """
 import torch
 import torch.nn.functional as F
 
 import minitriton
 from tritonlab import backend
+from tritonlab.cli.lecture import save_pictures
 from tritonlab.units import format_time
 
 sim = backend.with_backend("tritonlab.kernels.elementwise", "sim")  # counts need the simulator
@@ -17,7 +20,7 @@ print(f"kernels run on: {backend.describe()}\n")
 # --- vector add, n = 1000, BLOCK_SIZE = 256 (counted on the simulator)
 n, block = 1000, 256
 x, y = torch.randn(n), torch.randn(n)
-with minitriton.record() as rec:
+with minitriton.record() as rec, minitriton.trace() as traced:
     out = sim.add(x, y, block_size=block)
 assert torch.equal(out, x + y)
 launch = rec[0]
@@ -27,6 +30,7 @@ print(f"add: n = {n}, BLOCK_SIZE = {block} -> grid {launch.grid} = {launch.num_p
 print(f"     elements read {launch.elements_read:,}, written {launch.elements_written:,} "
       f"(masked lanes are neither read nor written)")
 print(launch.table())
+save_pictures(traced, "add")
 
 # --- fused GeLU: x * sigmoid(2a) == 0.5 x (1 + tanh(a))
 x = torch.randn(1 << 16)

@@ -1,13 +1,15 @@
 """Lecture 6 §8: tiled matmul with a fused ReLU. The read table of §8.3 (bigger tiles, less
 traffic) with each load's coalescing and reuse, exercise 4's grid, the transposed-input check
 and what a transposed A or a column-wise load does to the 32-byte sectors a GPU fetches; on a
-GPU, timings against cuBLAS.
+GPU, timings against cuBLAS. `--out DIR` (or `tritonlab lecture 04 --out DIR`): where the
+pictures of one program's A row-panel and B column-panel tiles along K go (DIR/pictures/matmul.*).
 """
 import torch
 
 import minitriton
 import minitriton.language as mtl
 from tritonlab import backend
+from tritonlab.cli.lecture import save_pictures
 
 sim = backend.with_backend("tritonlab.kernels.matmul", "sim")
 print(f"kernels run on: {backend.describe()}\n")
@@ -92,6 +94,14 @@ print("  kernel with threadIdx.x on the column: a transposed A then fetches a se
 print("  A column of a row-major matrix has no contiguous axis: 4 useful bytes of each 32-byte")
 print("  sector, whatever the layout. benchmarks/sectors_ncu.py measures them with Nsight "
       "Compute.\n")
+
+# the tiles one program walks along K, drawn (n = 96, 32x32 tiles, BLOCK_K = 16: 3 x 3 programs)
+a, b = torch.randn(96, 96), torch.randn(96, 96)
+with minitriton.configure(sectors=True, exact_dot=False), minitriton.trace() as traced:
+    sim.matmul_relu_lecture(a, b, 32, 32, 16)
+print("one program's tiles (n = 96, 32x32 tiles, BLOCK_K = 16):")
+save_pictures(traced, "matmul", program=(1, 1))
+print()
 
 if backend.NAME == "triton":
     from tritonlab.kernels import matmul as mm

@@ -1,8 +1,10 @@
 """`tritonlab lecture`: run the lecture scripts, which print the lecture's tables."""
 from __future__ import annotations
 
+import argparse
 import os
 import runpy
+import sys
 from pathlib import Path
 
 from .options import UserError
@@ -46,6 +48,33 @@ def output_dir():
     return path
 
 
+def _own_out_option():
+    """A lecture script run directly (`python lectures/02_triton_elementwise.py --out DIR`)
+    takes --out itself; under `tritonlab lecture` the command's --out has set $TRITONLAB_OUT."""
+    if not Path(sys.argv[0]).name[:2].isdigit():
+        return
+    parser = argparse.ArgumentParser(prog=Path(sys.argv[0]).name, add_help=False)
+    parser.add_argument("--out")
+    known, _ = parser.parse_known_args(sys.argv[1:])
+    if known.out:
+        os.environ[OUT_ENV] = known.out
+
+
+def save_pictures(traced, name, program=None):
+    """Draw the traced launches of a lecture (`with minitriton.trace() as t:`) into
+    <output_dir()>/pictures: a PNG per argument, one program's view and the HTML report, named
+    after `name`; prints where, and returns the paths."""
+    import minitriton.viz
+
+    _own_out_option()
+    folder = output_dir() / "pictures"
+    paths = minitriton.viz.save(traced, folder, html=True, program=program, name=name)
+    pngs = [p for p in paths if p.suffix == ".png"]
+    print(f"  pictures: {len(pngs)} PNGs and {len(paths) - len(pngs)} HTML report"
+          f"{'s' if len(paths) - len(pngs) != 1 else ''} in {folder}/{name}.*")
+    return paths
+
+
 def run_lecture(args):
     lectures = available_lectures()
     if not lectures:
@@ -74,8 +103,9 @@ def register(subparsers):
                                           "tables. NAME is a number (2 or 02), the script's name "
                                           "(02_triton_elementwise or 02_triton_elementwise.py), "
                                           "a word of it (elementwise), 'all' (the default) or "
-                                          "'list'. Lectures 01 and 06 write files (plots, CSV, a "
-                                          f"trace, generated code) into ./{DEFAULT_OUT}/ or the "
+                                          "'list'. The lectures write files (plots, CSV, a "
+                                          f"trace, generated code, the pictures of 02-05's "
+                                          f"kernels) into ./{DEFAULT_OUT}/ or the "
                                           f"folder --out or ${OUT_ENV} names.")
     p.add_argument("name", nargs="?", metavar="NAME|all|list")
     p.add_argument("--out", metavar="DIR", help=f"folder for the files the lectures write "
