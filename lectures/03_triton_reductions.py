@@ -2,12 +2,15 @@
 program), the -inf padding of exercise 3, and the row sum's in-program loop.
 
 Counts come from the simulator whatever the machine; on a GPU the kernels are also timed.
+`--out DIR` (or `tritonlab lecture 03 --out DIR`): where the pictures of the rows-per-program
+softmax go (DIR/pictures/softmax_rows.*).
 """
 import torch
 
 import minitriton
 import minitriton.language as mtl
 from tritonlab import backend
+from tritonlab.cli.lecture import save_pictures
 from tritonlab.units import format_time
 
 sim = backend.with_backend("tritonlab.kernels.softmax", "sim")
@@ -38,7 +41,11 @@ print(f"  elements read {launch.elements_read:,} = M*N = {M * N:,}: "
 with minitriton.record() as rec:
     sim.softmax(x, variant="rows", rows_per_program=4)
 print(f"  4 rows per program (exercise 8b): {rec[0].num_programs} programs instead of {M}, "
-      f"same traffic ({rec[0].elements_read:,} read)\n")
+      f"same traffic ({rec[0].elements_read:,} read)")
+with minitriton.trace() as traced:  # small, so that every element shows in the pictures
+    sim.softmax(torch.randn(16, 100), variant="rows", rows_per_program=4)
+save_pictures(traced, "softmax_rows")
+print()
 
 
 # --- exercise 3: pad with -inf, not 0

@@ -1,10 +1,13 @@
 """Lecture 6 §9: fused RMSNorm, forward and backward, in autograd; exercise 6's data race and
 exercise 8c's partial-dg buffer. On a GPU the forward and backward are also timed.
+`--out DIR` (or `tritonlab lecture 05 --out DIR`): where the pictures of the backward go (which
+program wrote which row of the partial-dg buffer: DIR/pictures/rmsnorm_backward.*).
 """
 import torch
 
 import minitriton
 from tritonlab import backend
+from tritonlab.cli.lecture import save_pictures
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.units import format_time
 
@@ -45,6 +48,11 @@ for rows in (1, 16, 128):
     partial = rec[0].args["dg_partial_ptr"].stored
     print(f"ROWS_PER_PROGRAM = {rows:>3}: {rec[0].num_programs:>4} programs, partial dg buffer "
           f"{partial // 256:>4} x 256 = {partial:,} floats")
+x, g, dy = torch.randn(128, 64), torch.randn(64), torch.randn(128, 64)
+_, rstd = sim.rmsnorm_forward(x, g)
+with minitriton.trace() as traced:  # small, so that every element shows in the pictures
+    sim.rmsnorm_backward(dy, x, g, rstd, rows_per_program=16)
+save_pictures(traced, "rmsnorm_backward")
 print()
 
 # --- exercise 6: the racy backward
