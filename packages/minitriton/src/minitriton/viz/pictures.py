@@ -3,8 +3,9 @@ global state changes).
 
   * `draw_argument`: one argument in its own shape (1-D a strip, 2-D a grid, higher dims
     slices of the last two), each element coloured by the program that wrote it (by the
-    program that read it, for an argument only read); hatched: what masked-off lanes would
-    have addressed (past the end of a 1-D tensor as extra cells); red cross-hatch: races.
+    program that read it, for an argument only read); hatched: elements that only masked-off
+    lanes would have addressed (past the end of a 1-D tensor as extra cells; the title counts
+    the others); red cross-hatch: races.
   * `draw_program`: one program's view: what it read and wrote, coloured and numbered by the
     k-step (how many times it had run that kernel line before: the matmul's A row-panel and
     B column-panel tiles along K).
@@ -135,6 +136,9 @@ def draw_argument(trace, name, path):
     race = arg.races()
     masked = np.zeros(arg.numel, bool)
     masked[arg.masked_index[arg.masked_index >= 0]] = True
+    # an element that an active lane also touched is drawn as accessed: a row's masked tail
+    # (softmax's columns past n_cols) addresses the next row's first elements, which are real
+    masked &= (arg.writer() < 0) & (arg.reader() < 0)
     ghosts = _ghosts(arg)
     layout = panels(arg.shape)
     if ghosts.size and len(layout) == 1 and layout[0][1].shape[0] == 1:
@@ -164,7 +168,9 @@ def draw_argument(trace, name, path):
              f"{what} each element ({'last writer' if written else 'first reader'})")
     notes = []
     if arg.masked_count():
-        notes.append(f"{arg.masked_count():,} masked lanes")
+        outside = int((arg.masked_index < 0).sum()) + arg.masked_unknown
+        notes.append(f"{arg.masked_count():,} masked lanes ({outside:,} pointing outside the "
+                     f"tensor, {int(masked.sum()):,} elements addressed only by masked lanes)")
     if race.any():
         notes.append(f"{int(race.sum()):,} elements raced")
     several = (arg.writers() if written else arg.readers()) > 1
