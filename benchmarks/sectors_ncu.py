@@ -30,6 +30,7 @@ NVreg_RestrictProfilingToAdminUsers=0); the predictions are written anyway.
 """
 import argparse
 import csv
+import functools
 import importlib
 import io
 import json
@@ -181,9 +182,10 @@ def _permission(text):
             "(https://developer.nvidia.com/ERR_NVGPUCTRPERM).")
 
 
+@functools.lru_cache(maxsize=None)
 def known_metrics(ncu, wanted):
-    """The wanted metrics this ncu knows (by `ncu --query-metrics`); all of them when the query
-    fails (the profile run then drops any it rejects)."""
+    """The wanted metrics (a tuple) this ncu knows (by `ncu --query-metrics`); all of them when
+    the query fails (the profile run then drops any it rejects)."""
     try:
         run = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True,
                              timeout=300)
@@ -228,7 +230,7 @@ def _number(text):
 def measure(case, ncu):
     """ncu's metrics of one launch of a case, run in a child process."""
     kernel = CASES[case][0]
-    wanted = known_metrics(ncu, metrics_for())
+    wanted = known_metrics(ncu, tuple(metrics_for()))
     for _ in range(4):
         cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics",
                ",".join(wanted), "--kernel-name", f"regex:{kernel}", "--launch-count", "1",
