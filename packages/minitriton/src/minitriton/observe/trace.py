@@ -8,7 +8,7 @@ atomic) and the element, plus the lanes a mask switched off and the offsets they
 addressed. The record is exact, never sampled: a launch whose trace would hold more than
 `Settings.trace_limit` element accesses (masked lanes included) stops with a TraceLimitError
 that says so; shrink the problem (a smaller grid shows the same pattern) or raise the limit.
-Memory is about 24 bytes per element access while recording.
+Memory is about 24 bytes per element access.
 
 While the launch runs the recorder only keeps references to each access's offsets (the hooks
 cost a few microseconds each); `finish` turns them into columns (`ArgTrace`). The lockstep
@@ -96,31 +96,29 @@ class ArgTrace:
         return int(self.program.size)
 
     def _summarise(self):
-        """Per element of the view: the last writer, the first reader, how many distinct
-        programs wrote and read it, and whether it raced."""
+        """Per element of the view: the last writer, the first reader, whether several
+        programs wrote or read it, and whether it raced (linear time: no sort)."""
         if self._summary is not None:
             return self._summary
         n = self.numel
         inside = self.index >= 0
         idx, prog, kind = self.index[inside], self.program[inside], self.kind[inside]
+        if inside.all():
+            idx, prog, kind = self.index, self.program, self.kind
         wrote = kind != LOAD
+        read = kind != STORE
         writer = np.full(n, -1, np.int64)
         writer[idx[wrote]] = prog[wrote]  # in record order: the last write wins
         reader = np.full(n, -1, np.int64)
-        read = kind != STORE
         reader[idx[read][::-1]] = prog[read][::-1]  # the first read wins
-        lo = np.full(n, np.iinfo(np.int64).max)
-        hi = np.full(n, -1, np.int64)
-        np.minimum.at(lo, idx, prog)
-        np.maximum.at(hi, idx, prog)
+        self._summary = {"writer": writer, "reader": reader,
+                         "several_writers": _several(n, idx[wrote], prog[wrote], writer),
+                         "several_readers": _several(n, idx[read], prog[read], reader)}
+        anyone = np.where(writer >= 0, writer, reader)
+        other = _several(n, idx, prog, anyone)  # touched by two programs or more
         plain = np.zeros(n, bool)
         plain[idx[kind == STORE]] = True
-        self._summary = {
-            "writer": writer, "reader": reader,
-            "writers": _distinct_per_element(n, idx[wrote], prog[wrote]),
-            "readers": _distinct_per_element(n, idx[read], prog[read]),
-            # a plain store, and some other program touched the element too
-            "race": plain & (hi >= 0) & (lo != hi)}
+        self._summary["race"] = plain & other  # a plain store, and another program
         return self._summary
 
     def writer(self):
@@ -132,12 +130,22 @@ class ArgTrace:
         return self._summarise()["reader"]
 
     def writers(self):
-        """How many distinct programs wrote each element."""
-        return self._summarise()["writers"]
+        """How many distinct programs wrote each element (sorts: for tests and reports)."""
+        keep = (self.index >= 0) & (self.kind != LOAD)
+        return _distinct_per_element(self.numel, self.index[keep], self.program[keep])
 
     def readers(self):
         """How many distinct programs read each element."""
-        return self._summarise()["readers"]
+        keep = (self.index >= 0) & (self.kind != STORE)
+        return _distinct_per_element(self.numel, self.index[keep], self.program[keep])
+
+    def several_writers(self):
+        """Bool per element: written by two programs or more."""
+        return self._summarise()["several_writers"]
+
+    def several_readers(self):
+        """Bool per element: read by two programs or more."""
+        return self._summarise()["several_readers"]
 
     def races(self):
         """Bool per element: a plain store by one program, and an access by another (atomics
@@ -163,6 +171,14 @@ class ArgTrace:
 
     def masked_count(self):
         return int(self.masked_program.size) + self.masked_unknown
+
+
+def _several(n, idx, prog, ref):
+    """Bool per element: some access by a program other than `ref[element]` (one program
+    that accessed it)."""
+    out = np.zeros(n, bool)
+    out[idx[prog != ref[idx]]] = True
+    return out
 
 
 def _distinct_per_element(n, idx, prog):
@@ -351,8 +367,8 @@ class Tracer(Observer):
                 f"trace a smaller problem (fewer programs show the same pattern), or raise the "
                 f"limit: minitriton.trace(limit=...) or Settings(trace_limit=...).")
         gx, gy, _ = ctx.grid
-        pids = ctx.pids.astype(np.int64)
-        linear = pids[:, 0] + gx * (pids[:, 1] + gy * pids[:, 2])
+        pids = ctx.pids
+        linear = (pids[:, 0] + gx * (pids[:, 1] + gy * pids[:, 2])).astype(np.int32)
         self.events.append((kind, access.buf.index, self._site(), linear, access.lanes,
                             access.idx, access.shape, access.repeat, masked))
 
@@ -375,40 +391,29 @@ class Tracer(Observer):
     # ----- the record
     def finish(self, rerun):
         ctx = self.ctx
-        n_programs = ctx.record.num_programs
-        counter = np.zeros(max(1, n_programs), np.int64)
+        counter = np.zeros(max(1, ctx.record.num_programs), np.int32)
         cols: dict = {}
         masked_cols: dict = {}
         unknown: dict = {}
         for kind, b, site, linear, lanes, idx, shape, repeat, masked in self.events:
-            steps = counter[linear].copy()
+            steps = counter[linear]
             counter[linear] += 1
             offs = offsets_array(idx)
-            block = int(np.prod(shape[1:], dtype=np.int64))
-            if repeat > 1 or len(linear) != shape[0]:  # one shared access for every program
-                progs = np.repeat(linear, offs.size)
-                st = np.repeat(steps, offs.size)
-                offs = np.tile(offs, linear.size)
-            else:
-                rows = np.repeat(np.arange(shape[0]), block) if lanes is None else \
-                    np.nonzero(lanes.reshape(shape[0], -1))[0]
-                progs, st = linear[rows], steps[rows]
-            cols.setdefault(b, []).append((progs, st, np.full(progs.size, site, np.int32),
-                                           np.full(progs.size, kind, np.int8), offs))
+            shared = repeat > 1 or len(linear) != shape[0]  # one access for every program
+            cols.setdefault(b, []).append((*_expand(linear, steps, offs, lanes, shape, shared),
+                                           site, kind))
             if masked is None:
                 continue
             if masked is _UNKNOWN:
                 unknown[b] = unknown.get(b, 0) + 1
                 continue
             mrows, moffs = masked
-            if repeat > 1 or len(linear) != shape[0]:
-                mprogs, mst = np.repeat(linear, moffs.size), np.repeat(steps, moffs.size)
+            if shared:
+                progs, st = np.repeat(linear, moffs.size), np.repeat(steps, moffs.size)
                 moffs = np.tile(moffs, linear.size)
             else:
-                mprogs, mst = linear[mrows], steps[mrows]
-            masked_cols.setdefault(b, []).append(
-                (mprogs, mst, np.full(mprogs.size, site, np.int32),
-                 np.full(mprogs.size, kind, np.int8), moffs))
+                progs, st = linear[mrows], steps[mrows]
+            masked_cols.setdefault(b, []).append((progs, st, moffs, site, kind))
         args = {}
         for buf in ctx.memory.buffers:
             args[buf.name] = _arg_trace(buf, cols.get(buf.index), masked_cols.get(buf.index),
@@ -417,6 +422,18 @@ class Tracer(Observer):
                       self.sites, [_source(code) for code in self.codes],
                       dict(ctx.record.constexprs), ctx.record)
         ctx.record.trace = trace
+
+
+def _expand(linear, steps, offs, lanes, shape, shared):
+    """Program and step of every element access of one event (offsets in lane order)."""
+    if shared:
+        n = offs.size
+        return np.repeat(linear, n), np.repeat(steps, n), np.tile(offs, linear.size)
+    block = offs.size // shape[0] if lanes is None else None
+    if lanes is None:
+        return np.repeat(linear, block), np.repeat(steps, block), offs
+    per_row = np.count_nonzero(lanes.reshape(shape[0], -1), axis=1)
+    return np.repeat(linear, per_row), np.repeat(steps, per_row), offs
 
 
 _UNKNOWN = object()
@@ -453,11 +470,10 @@ def _masked_lanes(access):
 
 def _view_positions(buf, offs):
     """C-order position in the view of each storage offset (-1: not in the view)."""
-    if buf.shape is None:
-        pos = offs - buf.view_lo
-        return np.where((offs >= buf.view_lo) & (offs < buf.view_hi), pos, -1)
-    where = buf.view_index()
+    where = buf.view_index() if buf.shape is not None else slice(buf.view_lo, buf.view_hi)
     if isinstance(where, slice):
+        if not offs.size or (offs.min() >= where.start and offs.max() < where.stop):
+            return offs - where.start if where.start else offs  # the common case: no copy
         pos = offs - where.start
         return np.where((offs >= where.start) & (offs < where.stop), pos, -1)
     inverse = np.full(buf.size, -1, np.int64)
@@ -466,13 +482,21 @@ def _view_positions(buf, offs):
     return np.where(ok, inverse[np.clip(offs, 0, buf.size - 1)], -1)
 
 
+def _join(arrays):
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
 def _columns(parts, buf):
     if not parts:
         empty = np.zeros(0, np.int64)
-        return (empty, empty, np.zeros(0, np.int32), np.zeros(0, np.int8), empty, empty)
-    progs, steps, sites, kinds, offs = (np.concatenate(c) for c in zip(*parts))
-    offs = offs.astype(np.int64, copy=False)
-    return progs, steps, sites, kinds, offs, _view_positions(buf, offs)
+        return (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32),
+                np.zeros(0, np.int8), empty, empty)
+    progs, steps, offs, sites, kinds = zip(*parts)
+    sizes = [o.size for o in offs]
+    offs = _join(offs).astype(np.int64, copy=False)
+    return (_join(progs).astype(np.int32, copy=False), _join(steps),
+            np.repeat(np.array(sites, np.int32), sizes), np.repeat(np.array(kinds, np.int8), sizes),
+            offs, _view_positions(buf, offs))
 
 
 def _arg_trace(buf, parts, masked_parts, unknown):

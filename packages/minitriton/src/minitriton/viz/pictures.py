@@ -173,7 +173,7 @@ def draw_argument(trace, name, path):
                      f"tensor, {int(masked.sum()):,} elements addressed only by masked lanes)")
     if race.any():
         notes.append(f"{int(race.sum()):,} elements raced")
-    several = (arg.writers() if written else arg.readers()) > 1
+    several = arg.several_writers() if written else arg.several_readers()
     if several.any():
         notes.append(f"{int(several.sum()):,} elements {what} by several programs")
     fig.suptitle(title + ("\n" + "; ".join(notes) if notes else ""), fontsize=10)
