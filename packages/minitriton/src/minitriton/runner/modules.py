@@ -411,6 +411,26 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__spec__ = module.__spec__.loader_state  # the import system set the alias's spec
 
 
+def _link_submodules(installed):
+    """Each installed module as an attribute of its parent, as the import system leaves a
+    package after importing a submodule: `import triton.compiler.compiler` finds the module in
+    sys.modules and binds only `triton`, so `triton.compiler.compiler.X` (torch's inductor
+    probes it) needs the attribute. A parent that is minitriton's own module (triton.language)
+    gets only the names it lacks, and loses them again on exit: returns those (module, name)."""
+    linked = []
+    for name, module in installed.items():
+        parent_name, _, child = name.rpartition(".")
+        parent = installed.get(parent_name)
+        if parent is None or child in vars(parent):
+            continue
+        if parent.__name__.startswith("minitriton"):
+            if hasattr(parent, child):
+                continue
+            linked.append((parent, child))
+        setattr(parent, child, module)
+    return linked
+
+
 @contextlib.contextmanager
 def aliases(triton_version=TRITON_VERSION, driver=None):
     """minitriton installed as `triton` for the duration (see the module's docstring)."""
@@ -420,13 +440,18 @@ def aliases(triton_version=TRITON_VERSION, driver=None):
              if name == "triton" or name.startswith("triton.")}
     for name in saved:
         del sys.modules[name]
-    sys.modules.update(stand_ins(triton_version, driver_config))
+    installed = stand_ins(triton_version, driver_config)
+    sys.modules.update(installed)
+    linked = _link_submodules(installed)
     finder = _AliasFinder()
     sys.meta_path.insert(0, finder)
     try:
         yield sys.modules["triton"]
     finally:
         sys.meta_path.remove(finder)
+        for parent, child in linked:
+            with contextlib.suppress(AttributeError):
+                delattr(parent, child)
         for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
             del sys.modules[name]
         sys.modules.update(saved)
