@@ -105,6 +105,11 @@ def _setup_axis(ax, pos, title):
     ax.set_aspect("equal" if rows > 1 and cols <= 8 * rows else "auto")
 
 
+def _panel_height(shape_2d, width=10.0):
+    rows, cols = shape_2d
+    return 0.8 if rows == 1 else float(np.clip(width * rows / cols, 1.5, 5.0))
+
+
 def _figure(n_panels, shape_2d):
     _, Figure, FigureCanvasAgg = _matplotlib()
     rows, cols = shape_2d
@@ -214,10 +219,13 @@ def draw_program(trace, pid, path):
         fig = Figure(figsize=(max(8.0, 4.2 * len(names)), 5.6), dpi=100)
         FigureCanvasAgg(fig)
         axes = fig.subplots(1, len(names), squeeze=False)[0]
-    else:
-        fig = _figure(len(names), max((p.shape for p in layouts.values()),
-                                      key=lambda s: s[0] / s[1]))
-        axes = fig.subplots(len(names), 1, squeeze=False)[:, 0]
+    else:  # one above the other, a strip low, a grid as high as its shape wants
+        _, Figure, FigureCanvasAgg = _matplotlib()
+        heights = [_panel_height(p.shape) for p in layouts.values()]
+        fig = Figure(figsize=(10.0, sum(heights) + 0.5 * len(names) + 1.6), dpi=100)
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(len(names), 1, squeeze=False,
+                            gridspec_kw={"height_ratios": heights})[:, 0]
     cmap = matplotlib.colormaps["viridis"]
     for ax, name in zip(axes, names):
         pos = layouts[name]
@@ -252,14 +260,17 @@ def draw_program(trace, pid, path):
         if len(steps) <= 64:
             for s in steps:
                 where = np.isin(pos, s.indices)
-                if where.sum():
-                    r, c = np.nonzero(where)
+                if not where.any():
+                    continue
+                r, c = np.nonzero(where)
+                # a number only where the step's cells leave room for it
+                if np.ptp(r) + 1 >= pos.shape[0] / 30 and np.ptp(c) + 1 >= pos.shape[1] / 30:
                     ax.text(c.mean() + 0.5, r.mean() + 0.5, str(s.visit), ha="center",
                             va="center", fontsize=8, color="white" if s.visit < visits / 2
                             else "black", fontweight="bold")
     fig.suptitle(f"{trace.kernel}: what {_program_label(trace, view.program)} read and wrote, "
-                 f"step by step ({len(view.steps)} memory operations; colour and number: the k-step, "
-                 f"the how-manieth time it ran that line)", fontsize=10)
+                 f"step by step ({len(view.steps)} memory operations)\ncolour and number: the k-step, "
+                 f"the how-manieth time it ran that line", fontsize=10)
     entries = [("k-step 0", cmap(0.0)[:3], "none", None),
                (f"k-step {max(s.visit for s in view.steps)}", cmap(1.0)[:3], "none", None),
                ("written (stored)", "white", "black", ".."),
