@@ -44,11 +44,13 @@ class Settings:
         view were written and where the unwritten ones are (`LaunchRecord.args[name].coverage`),
         and warn (PartialWriteWarning) when an argument was written only partly; costs a
         bitmap per written argument.
-    trace: record who touched what (observe/trace.py): per argument, which program read and
-        wrote each element, at which kernel line and step, masked-off lanes, atomics; the
-        record is `LaunchRecord.trace`, drawn by `minitriton.viz`. Bounded by `trace_limit`.
-    trace_limit: the most element accesses one launch's trace keeps; a bigger launch raises a
-        clear error (or samples, and says so: see observe/trace.py).
+    trace: record who touched what (observe/trace.py; `with minitriton.trace() as t:`): per
+        argument, which program read and wrote each element, at which kernel line and step,
+        masked-off lanes and the offsets they would have addressed, atomics; the record is
+        `LaunchRecord.trace`, drawn by `minitriton.viz` (docs/visualization.md).
+    trace_limit: the most element accesses (masked lanes included, about 24 bytes each) one
+        launch's trace may hold; the record is exact, never sampled: a bigger launch raises
+        TraceLimitError, its writes undone.
     sectors: memory insight per kernel line (observe/sectors.py): for each load and store line,
         elements requested, bytes moved, distinct 32-byte sectors per program (coalescing
         efficiency) and unique against total bytes across programs (`LaunchRecord.lines`).
