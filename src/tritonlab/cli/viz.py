@@ -23,8 +23,12 @@ def run_viz(args):
     with minitriton.trace(limit=args.limit) as traced:
         status = run(str(script), args.args)
     launches = traced.launches
+    if not launches and status:
+        raise UserError(f"{script} failed (exit status {status}) before a launch was traced to "
+                        "its end; after a TraceLimitError, --limit N raises the limit (or shrink "
+                        "the sizes)")
     if not launches:
-        raise UserError(f"{script} launched no minitriton kernel (exit status {status})")
+        raise UserError(f"{script} launched no minitriton kernel")
     out = Path(args.out)
     shown = launches[:args.max_launches]
     written = []
