@@ -234,7 +234,7 @@ def measure(case, ncu):
     for _ in range(4):
         cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics",
                ",".join(wanted), "--kernel-name", f"regex:{kernel}", "--launch-count", "1",
-               "--target-processes", "all",
+               "--target-processes", "all", "--clock-control", "none",  # leave the clocks alone
                sys.executable, str(Path(__file__).resolve()), "--run-kernel", case]
         try:
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT,
