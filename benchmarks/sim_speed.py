@@ -1,6 +1,6 @@
 """Simulator speed: minitriton (lockstep and sequential) against Triton's own interpreter.
 
-    python benchmarks/sim_speed.py [--repeats N] [--json FILE]
+    python benchmarks/sim_speed.py [--repeats N] [--json FILE] [--only TEXT] [--no-sequential]
 
 Same kernels (the lecture's, from tests/minitriton/corpus/kernels.py, loaded once per implementation),
 same inputs, one process. Triton's interpreter (TRITON_INTERPRET=1) is timed where `triton` is
@@ -75,8 +75,21 @@ def cases():
             ("row-sum 256x4096, BLOCK 1024", row_sum),
             ("matmul+relu 256^3, 64x64x32", matmul(256)),
             ("matmul+relu 512^3, 64x64x32", matmul(512)),
+            ("matmul+relu 256^3, A transposed", matmul(256, True)),
             ("matmul+relu 512^3, A transposed", matmul(512, True)),
             ("rmsnorm fwd 1024x1024", rmsnorm)]
+
+
+def patch_interpreter_index(interpreter):
+    """Triton 3.6's interpreter turns a scalar argument into a 1-element array and its
+    `__index__` calls int() on it, which NumPy >= 2.3 rejects (`range(0, n_cols, BLOCK)` with a
+    runtime n_cols fails). Take the one element instead; nothing else changes."""
+    original = interpreter._patch_lang_tensor
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+    interpreter._patch_lang_tensor = patched
 
 
 def timed(fn, repeats):
@@ -93,13 +106,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--only", help="run only the kernels whose label contains this text")
+    parser.add_argument("--no-sequential", action="store_true", help="skip the sequential executor")
     args = parser.parse_args()
     sim = load(minitriton, mtl)
-    impls = {"lockstep": (sim, minitriton.Settings(executor="lockstep")),
-             "sequential": (sim, minitriton.Settings(executor="sequential"))}
+    impls = {"lockstep": (sim, minitriton.Settings(executor="lockstep"))}
+    if not args.no_sequential:
+        impls["sequential"] = (sim, minitriton.Settings(executor="sequential"))
     try:
         import triton
         import triton.language as tl
+        from triton.runtime import interpreter
+        patch_interpreter_index(interpreter)
         impls["interpreter"] = (load(triton, tl), None)
         interp = f"triton {triton.__version__} interpreter"
     except ImportError:
@@ -110,9 +128,11 @@ def main():
     rows = []
     header = f"{'kernel':<36}" + "".join(f"{n:>13}" for n in impls)
     if "interpreter" in impls:
-        header += f"{'lock/interp':>13}{'seq/interp':>12}"
+        header += f"{'lock/interp':>13}" + (f"{'seq/interp':>12}" if "sequential" in impls else "")
     print(header)
     for label, make in cases():
+        if args.only and args.only not in label:
+            continue
         row = {"kernel": label}
         for name, (module, settings) in impls.items():
             fn = make(module)
@@ -124,12 +144,14 @@ def main():
         line = f"{label:<36}" + "".join(f"{row[n]:>12.3f}s" for n in impls)
         if "interpreter" in impls:
             row["speedup_lockstep"] = row["interpreter"] / row["lockstep"]
-            row["speedup_sequential"] = row["interpreter"] / row["sequential"]
-            line += f"{row['speedup_lockstep']:>12.1f}x{row['speedup_sequential']:>11.1f}x"
+            line += f"{row['speedup_lockstep']:>12.1f}x"
+            if "sequential" in impls:
+                row["speedup_sequential"] = row["interpreter"] / row["sequential"]
+                line += f"{row['speedup_sequential']:>11.1f}x"
         print(line, flush=True)
         rows.append(row)
     if "interpreter" in impls:
-        for key in ("lockstep", "sequential"):
+        for key in [k for k in ("lockstep", "sequential") if k in impls]:
             g = math.exp(statistics.mean(math.log(r[f"speedup_{key}"]) for r in rows))
             print(f"geometric mean speed-up, {key}: {g:.1f}x")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
