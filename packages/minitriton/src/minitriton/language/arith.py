@@ -194,23 +194,25 @@ def add(a, b):
         a, b = b, a
     if a.dtype.is_ptr():
         return _pointer_offset(a, b, shape)
-    x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
-        chained = _dot_accumulating(a, b, x, y, shape)
+        chained = _dot_accumulating(a, b, shape)
         if chained is not None:
             return chained
+        x, y = _arrays(a, b, shape)
         fused = _contracted(a, b, x, y, shape, 1) if _fusing(a.dtype) else None
         return _finish(x + y if fused is None else fused, a.dtype, shape)
 
 
-def _dot_accumulating(a, b, x, y, shape):
+def _dot_accumulating(a, b, shape):
     """`d + tl.dot(p, q)` (or `tl.dot(p, q) + d`) as Triton compiles it: its combine pass makes d
     the dot's accumulator, so the tensor cores' chain continues from d instead of the sum
     being rounded on its own (`acc += tl.dot(p, q)` is `acc = tl.dot(p, q, acc)`, bit for bit).
-    None where no operand is such a dot."""
-    for dot_result, other in ((b, x), (a, y)):
+    None where no operand is such a dot. The dot's own sum (from zero) is never computed here:
+    its data is deferred until something reads it."""
+    for dot_result, d in ((b, a), (a, b)):
         if dot_result.chain is not None and list(dot_result.shape) == list(shape) and \
                 a.dtype == b.dtype and a.dtype in (_t.float32, _t.int32):
+            other = _expand(compute_array(d), d, len(shape))
             p, q, step = dot_result.chain
             if step == "int":
                 return tensor(int_mma_chain(p, q, other), _t.int32, shape)

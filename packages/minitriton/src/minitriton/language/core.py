@@ -110,6 +110,31 @@ class tensor:
         return cast(self, dtype, fp_downcast_rounding, bitcast)
 
 
+_DATA = tensor.__dict__["data"]  # the slot, under deferred's property
+
+
+class deferred(tensor):
+    """A tensor whose data is computed when first read: `tl.dot(a, b)` without an accumulator,
+    whose own sum is not needed when a later `acc + tl.dot(a, b)` continues its chain."""
+    __slots__ = ("make",)
+
+    def __init__(self, data, dtype, shape=None, origin=None, make=None):
+        self.make = make
+        tensor.__init__(self, data, dtype, shape, origin)
+
+    @property
+    def data(self):
+        data = _DATA.__get__(self)
+        if data is None and self.make is not None:
+            data, self.make = self.make(), None
+            _DATA.__set__(self, data)
+        return data
+
+    @data.setter
+    def data(self, value):
+        _DATA.__set__(self, value)
+
+
 def tensor_member(fn=None, *, name=None, reflected=None, as_property=False):
     """Attach a `tl` function to the tensor type: `x.name(...)` calls `fn(x, ...)`.
 

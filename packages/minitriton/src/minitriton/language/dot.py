@@ -27,7 +27,7 @@ from .. import types as _t
 from ..context import current
 from ..errors import CompilationError
 from ..types import _unwrap
-from .core import _round_toward_zero, cast, expand_to_rank, tensor, to_tensor
+from .core import _round_toward_zero, cast, deferred, expand_to_rank, tensor, to_tensor
 
 PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 1, MIN_K)
@@ -106,11 +106,12 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     x, y = _operand_arrays(a, b, precision)
     steps = _mma_steps(a.dtype, precision, ret) if ctx.settings.exact_dot else None
     if steps is not None:
-        start = None if acc is None else expand_to_rank(acc, len(shape))
-        out = tensor(mma_chain(x, y, start, steps), _t.float32, shape)
-        if acc is None:
-            out.chain = (x, y, steps)  # `d + tl.dot(a, b)` continues the chain from d
-        return out
+        if acc is None:  # `d + tl.dot(a, b)` continues the chain from d: the sum from 0 waits
+            out = deferred(None, _t.float32, shape, make=lambda: mma_chain(x, y, None, steps))
+            out.chain = (x, y, steps)
+            return out
+        return tensor(mma_chain(x, y, expand_to_rank(acc, len(shape)), steps), _t.float32,
+                      shape)
     if a.dtype.is_int():  # the integer MMA saturates: one step of 32 products at a time
         start = None if acc is None else expand_to_rank(acc, len(shape))
         out = tensor(int_mma_chain(x, y, start), _t.int32, shape)
@@ -150,18 +151,19 @@ def _exponents(v):
 def mma_chain(x, y, acc, step):
     """x (..., M, K) @ y (..., K, N) in the GPU's order, from the fp32 accumulator `acc` (or
     zeros): `step` products per tensor-core step (0: one fused multiply-add per k)."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    lead = np.broadcast_shapes(x.shape[:-2], y.shape[:-2],
+    lead = np.broadcast_shapes(np.shape(x)[:-2], np.shape(y)[:-2],
                                () if acc is None else np.shape(acc)[:-2])
-    M, K, N = x.shape[-2], x.shape[-1], y.shape[-1]
+    M, K, N = np.shape(x)[-2], np.shape(x)[-1], np.shape(y)[-1]
     x = np.broadcast_to(x, (*lead, M, K)).reshape(-1, M, K)
     y = np.broadcast_to(y, (*lead, K, N)).reshape(-1, K, N)
     out = (np.zeros((x.shape[0], M, N), np.float32) if acc is None else
            np.broadcast_to(np.asarray(acc, np.float32), (*lead, M, N)).reshape(-1, M, N)
            .copy())
-    per = max(1, _STEP_BYTES // (8 * M * N * max(step, 1)))
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and inf - inf: NaN, as on
-        _chain_slices(x, y, out, per, step, M, N, K)      # the GPU, without NumPy's warnings
+        if not (step and _fast_chain(x, y, out, step)):  # the GPU, without NumPy's warnings
+            x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+            per = max(1, _STEP_BYTES // (8 * M * N * max(step, 1)))
+            _chain_slices(x, y, out, per, step, M, N, K)
     return out.reshape((*lead, M, N))
 
 
@@ -189,6 +191,134 @@ def _chain_slices(x, y, out, per, step, M, N, K):
             products *= scale[..., None]
             total = np.trunc(products, out=products).sum(axis=3) + np.trunc(accum * scale)
             out[part] = _round_toward_zero(total / scale, _t.float32)
+
+
+# The fast chain (_fast_chain): the same sums as _chain_slices, bit for bit, in fp32 and int32
+# where the operands allow it. Operands of at most 12 significant bits (fp16, bf16, TF32) whose
+# nonzero exponents lie in [_OPERAND_EXP[0], _OPERAND_EXP[1]] have products exact in fp32 and
+# at least 2**-74; an accumulator whose nonzero exponents lie in _ACC_EXP then keeps every
+# nonzero partial sum at 2**-99 or more and below 2**110, so the step's scale 2**(25 - top) and
+# its inverse are normal fp32 numbers, a scaled term is below 2**27 and the step's sum below
+# 2**31 (int32), and the sum's rounding toward zero is its float64 value with the low 29
+# mantissa bits cleared. A zero accumulator lane that is -0.0 (whose sign survives only where
+# every term is -0.0) goes the float64 way.
+_OPERAND_EXP = (-37, 40)
+_ACC_EXP = (-99, 100)
+_LOW_BITS = np.uint32(0xFFF)  # a 12-bit significand leaves the low 12 fp32 mantissa bits 0
+_FAST_ELEMENTS = 1 << 17  # outputs per slice of programs: the step's arrays stay in cache
+_TOP_FLOOR = -100  # the scale of lanes whose terms are all zero (any finite one will do)
+_RTZ_MASK = np.uint64((1 << 64) - (1 << 29))
+
+
+def _in_range(bits, exps):
+    """Whether every nonzero fp32 value (as uint32 `bits`) has its exponent in `exps`."""
+    mag = bits & np.uint32(0x7FFFFFFF)
+    lo, hi = np.uint32((exps[0] + 127) << 23), np.uint32((exps[1] + 128) << 23)
+    return bool(np.all(((mag - lo) < (hi - lo)) | (mag == 0)))
+
+
+def _fast_operand(v):
+    """`v` as fp32 when the fast chain can take it, else None."""
+    f = np.asarray(v, np.float32)
+    if f.dtype != np.asarray(v).dtype and not np.array_equal(f, v):
+        return None
+    bits = f.view(np.uint32)
+    if np.any(bits & _LOW_BITS) or not _in_range(bits, _OPERAND_EXP):
+        return None
+    return f
+
+
+def _fast_chain(x, y, out, step):
+    """mma_chain's sums into `out` (P, M, N), fp32, from x (P, M, K) and y (P, K, N), when the
+    operands and the accumulator are in the fast chain's range; False (nothing done) if not."""
+    base_bits = 4 if step <= 8 else 5  # a sum of `step` powers of the base stays below the next
+    xf, yf = _fast_operand(x), _fast_operand(y)
+    if xf is None or yf is None:
+        return False
+    obits = out.view(np.uint32)
+    if not _in_range(obits, _ACC_EXP) or np.any(obits == np.uint32(0x80000000)):
+        return False
+    P, M, K = xf.shape
+    N = yf.shape[-1]
+    if K % step:  # zero products fill the last step: they change neither sums nor tops
+        pad = step - K % step
+        xf = np.concatenate([xf, np.zeros((P, M, pad), np.float32)], axis=2)
+        yf = np.concatenate([yf, np.zeros((P, pad, N), np.float32)], axis=1)
+        K += pad
+    per = max(1, _FAST_ELEMENTS // (M * N))
+    for lo in range(0, P, per):
+        part = slice(lo, lo + per)
+        _fast_slices(xf[part], yf[part], out[part], step, base_bits)
+    return True
+
+
+def _pow_exponents(bits, base_bits):
+    """b**e (float64, b = 2**base_bits) of the fp32 values' exponents e, 0 for zeros."""
+    e = ((bits >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64) - 127
+    out = (base_bits * e + 1023) << 52
+    out *= (bits & np.uint32(0x7FFFFFFF)) != 0
+    return out.view(np.float64)
+
+
+def _log_base_table(base_bits):
+    """For each biased float64 exponent E of a sum of b**(ex + ey), b = 2**base_bits: the fp32
+    exponent field of top = floor((E - 1023) / base_bits), shifted into place (`(top + 127) <<
+    23`); that of -127 (below every accumulator's) for E = 0, a sum of zeros."""
+    top = (np.arange(2048, dtype=np.int32) - 1023) // base_bits
+    top[0] = -127
+    return np.maximum(top + 127, 0) << 23
+
+
+_LOG_BASE = {4: _log_base_table(4), 5: _log_base_table(5)}
+_EXPONENT_FIELD = np.int32(0x7F800000)
+_FLOOR_FIELD = np.int32((_TOP_FLOOR + 127) << 23)
+_SCALE_FIELD = np.uint32((ALIGN_BITS + 254) << 23)  # minus top's field: that of 2**(25 - top)
+
+
+def _fast_slices(xf, yf, out, step, base_bits):
+    """The fast chain for one slice of programs, into `out` (P, M, N) fp32, in place. The
+    exponents are handled as fp32 exponent fields (`(e + 127) << 23`), so that the scale
+    2**(25 - top) and its inverse are one integer subtraction away from the step's top.
+
+    A step's top among its products comes from one batched float64 matmul of b**e values,
+    b = 2**base_bits: the step's sum of b**(ex + ey) lies in [b**top, step * b**top], below
+    b**(top + 1) (and float64 rounds that sum by far less than the margin)."""
+    P, M, K = xf.shape
+    N = yf.shape[-1]
+    steps = K // step
+    ex = np.ascontiguousarray(_pow_exponents(xf.view(np.uint32), base_bits)
+                              .reshape(P, M, steps, step).transpose(2, 0, 1, 3))  # (S, P, M, step)
+    ey = np.ascontiguousarray(_pow_exponents(yf.view(np.uint32), base_bits)
+                              .reshape(P, steps, step, N).transpose(1, 0, 2, 3))  # (S, P, step, N)
+    xk = np.ascontiguousarray(np.moveaxis(xf, 2, 0))  # (K, P, M)
+    yk = np.ascontiguousarray(np.moveaxis(yf, 1, 0))  # (K, P, N)
+    table = _LOG_BASE[base_bits]
+    sums, wide = np.empty((P, M, N), np.float64), np.empty((P, M, N), np.float64)
+    biased = sums.view(np.int64)
+    top, field, total, iterm = (np.empty((P, M, N), np.int32) for _ in range(4))
+    term = np.empty((P, M, N), np.float32)
+    bits = out.view(np.int32)
+    for s in range(steps):
+        np.matmul(ex[s], ey[s], out=sums)
+        np.right_shift(biased, 52, out=biased)
+        np.take(table, biased, out=top, mode="clip")  # the products' top
+        np.bitwise_and(bits, _EXPONENT_FIELD, out=field)  # the accumulator's exponent
+        np.maximum(top, field, out=top)
+        np.maximum(top, _FLOOR_FIELD, out=top)
+        np.subtract(_SCALE_FIELD, top.view(np.uint32), out=field.view(np.uint32))  # 2**(25 - top)
+        scale = field.view(np.float32)
+        np.multiply(out, scale, out=term)
+        total[...] = term  # toward zero
+        for k in range(s * step, (s + 1) * step):
+            np.multiply(xk[k][:, :, None], yk[k][:, None, :], out=term)  # exact in fp32
+            np.multiply(term, scale, out=term)
+            iterm[...] = term  # toward zero
+            np.add(total, iterm, out=total)
+        wide[...] = total
+        np.bitwise_and(wide.view(np.uint64), _RTZ_MASK, out=wide.view(np.uint64))  # toward
+        term[...] = wide  # zero, to fp32's 24 bits: exact
+        np.subtract(top, ALIGN_BITS << 23, out=top)  # 2**(top - 25)
+        np.multiply(term, top.view(np.float32), out=out)
 
 
 INT_STEP = 32  # int8 products per integer MMA step (mma.sync m16n8k32, wgmma k32)
