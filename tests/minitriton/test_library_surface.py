@@ -4,9 +4,11 @@ pytest`): the module tree as attributes, and the host helpers and language its k
 The kernels here are the project's own."""
 import importlib
 
+import numpy as np
 import pytest
 
 import minitriton
+import minitriton.language as tl
 
 from tests.minitriton.test_module_surface import TRITON_36_MODULES
 
@@ -40,3 +42,37 @@ def test_linking_leaves_minitriton_language_as_it_was():
         assert triton.language.semantic.__name__ == "triton.language.semantic"
         assert triton.language is minitriton.language
     assert set(vars(minitriton.language)) == before
+
+
+@minitriton.jit
+def _members(x, y, counter, idx, BLOCK: tl.constexpr):
+    """Tensor methods Triton attaches with `_tensor_member_fn`: cast, cdiv, ravel, sort, store,
+    atomic_*."""
+    pid = tl.program_id(0).cast(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + pid * BLOCK + offs)
+    (y + pid * BLOCK + offs).store(v.sort(descending=True).cast(tl.float16).to(tl.float32))
+    counter.atomic_add(1)
+    cell = tl.reshape(offs, (2, BLOCK // 2)).ravel()
+    (idx + pid * BLOCK + offs).store(cell.cdiv(2).cast(tl.int32))
+    counter.atomic_max(0)
+
+
+@pytest.mark.parametrize("executor", ["lockstep", "sequential"])
+def test_tensor_member_functions(executor):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(2 * 8).astype(np.float32)
+    y = np.zeros_like(x)
+    counter = np.zeros(1, np.int32)
+    idx = np.zeros(16, np.int32)
+    with minitriton.configure(executor=executor):
+        _members[(2,)](x, y, counter, idx, BLOCK=8)
+    want = -np.sort(-x.reshape(2, 8), axis=1)
+    np.testing.assert_array_equal(y.reshape(2, 8), want.astype(np.float16).astype(np.float32))
+    assert counter[0] == 2
+    np.testing.assert_array_equal(idx, np.tile((np.arange(8) + 1) // 2, 2))
+
+
+def test_members_are_the_language_functions():
+    assert tl.tensor.cast is tl.cast and tl.tensor.store is tl.store
+    assert tl.tensor.atomic_cas is tl.atomic_cas and tl.tensor.atomic_add is tl.atomic_add

@@ -464,6 +464,7 @@ for _name, _fn in {"eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "
                    "invert": invert}.items():
     tensor_member(_fn, name=f"__{_name}__")
 tensor_member(lambda self: self, name="__pos__")
+tensor_member(cast)  # x.cast(tl.int64), as Triton's `_tensor_member_fn` gives tl.cast
 
 
 @tensor_member(name="__pow__")

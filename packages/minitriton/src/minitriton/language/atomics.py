@@ -18,7 +18,7 @@ from ..errors import CompilationError
 from ..types import _unwrap
 from .access import Lanes, check_mask, poll
 from .block_pointers import block_pointer
-from .core import broadcast_to, cast, expand_to_rank, tensor, to_tensor
+from .core import broadcast_to, cast, expand_to_rank, tensor, tensor_member, to_tensor
 from .pointers import validate_pointer
 
 
@@ -121,8 +121,11 @@ atomic_and = _make_atomic("and")
 atomic_or = _make_atomic("or")
 atomic_xor = _make_atomic("xor")
 atomic_xchg = _make_atomic("xchg")
+for _fn in (atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg):
+    tensor_member(_fn)  # ptr.atomic_add(val, mask=m), as in Triton
 
 
+@tensor_member
 def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     """Compare-and-swap: where memory equals `cmp`, write `val`; returns the old value."""
     ctx = current()

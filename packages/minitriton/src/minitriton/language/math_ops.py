@@ -127,6 +127,7 @@ def fma(x, y, z):
     return _finish(out, x.dtype, shape)
 
 
+@tensor_member
 def cdiv(x, div):
     x, div = _unwrap(x), _unwrap(div)
     return (x + div - 1) // div

@@ -6,7 +6,7 @@ from ..errors import CompilationError
 from ..types import _unwrap
 from .access import Lanes, check_mask, gather, poll, scatter
 from .block_pointers import block_pointer
-from .core import broadcast_to, cast, to_tensor
+from .core import broadcast_to, cast, tensor_member, to_tensor
 
 
 def validate_pointer(pointer, op):
@@ -52,6 +52,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
     return out
 
 
+@tensor_member
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     ctx = current()
     pointer = validate_pointer(_unwrap(pointer), "store")

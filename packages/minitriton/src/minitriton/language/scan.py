@@ -104,6 +104,7 @@ def _sort_impl(x, k=None, dim=None, descending=False):
     return tensor(np.ascontiguousarray(h).reshape((h.shape[0], *shape)), dtype, shape)
 
 
+@tensor_member
 def sort(x, dim=None, descending=False):
     """Sort along the last dimension (the only one Triton supports)."""
     return _sort_impl(x, dim=dim, descending=descending)

@@ -54,6 +54,13 @@ def view(input, *shape):
 
 
 @tensor_member
+def ravel(x, can_reorder=False):
+    """`x.ravel()`: x as one dimension, in C order (Triton's tl.ravel)."""
+    x = to_tensor(_unwrap(x))
+    return reshape(x, [x.numel], can_reorder=can_reorder)
+
+
+@tensor_member
 @reshaping
 def expand_dims(input, axis):
     x = to_tensor(_unwrap(input))
