@@ -87,8 +87,8 @@ def main():
     parser.add_argument("--json", help="write the rows to this file")
     args = parser.parse_args()
     rows = []
-    print(f"{'lecture':<8}{'launch':<38}{'executor':<11}{'accesses':>11}{'plain ms':>20}"
-          f"{'traced ms':>20}{'ratio':>7}{'+ summary':>10}")
+    print(f"{'lecture':<8}{'launch':<38}{'executor':<11}{'accesses':>12}{'plain ms':>24}"
+          f"{'traced ms':>24}{'ratio':>7}{'+ summary':>10}")
     for executor in args.executor or ("lockstep", "sequential"):
         with minitriton.configure(executor=executor):
             for lecture, name, fn in cases():
@@ -108,9 +108,9 @@ def main():
                        "traced_p80": t[2], "summary_s": s[0], "ratio": t[0] / p[0],
                        "ratio_summary": s[0] / p[0]}
                 rows.append(row)
-                print(f"{lecture:<8}{name:<38}{executor:<11}{accesses:>11,}"
-                      f"{f'{p[0] * 1e3:.1f} [{p[1] * 1e3:.1f}-{p[2] * 1e3:.1f}]':>20}"
-                      f"{f'{t[0] * 1e3:.1f} [{t[1] * 1e3:.1f}-{t[2] * 1e3:.1f}]':>20}"
+                print(f"{lecture:<8}{name:<38}{executor:<11}{accesses:>12,}"
+                      f"{f'{p[0] * 1e3:.1f} [{p[1] * 1e3:.1f}-{p[2] * 1e3:.1f}]':>24}"
+                      f"{f'{t[0] * 1e3:.1f} [{t[1] * 1e3:.1f}-{t[2] * 1e3:.1f}]':>24}"
                       f"{row['ratio']:>7.2f}{row['ratio_summary']:>10.2f}", flush=True)
     if args.json:
         meta = {"date": datetime.date.today().isoformat(), "python": sys.version.split()[0],

@@ -400,20 +400,22 @@ class Tracer(Observer):
             counter[linear] += 1
             offs = offsets_array(idx)
             shared = repeat > 1 or len(linear) != shape[0]  # one access for every program
-            cols.setdefault(b, []).append((*_expand(linear, steps, offs, lanes, shape, shared),
-                                           site, kind))
+            if shared:
+                counts = offs.size  # every program the same offsets
+            elif lanes is None:
+                counts = offs.size // shape[0]
+            else:
+                counts = np.count_nonzero(lanes.reshape(shape[0], -1), axis=1)
+            cols.setdefault(b, []).append((linear, steps, counts, offs, shared, site, kind))
             if masked is None:
                 continue
             if masked is _UNKNOWN:
                 unknown[b] = unknown.get(b, 0) + 1
                 continue
             mrows, moffs = masked
-            if shared:
-                progs, st = np.repeat(linear, moffs.size), np.repeat(steps, moffs.size)
-                moffs = np.tile(moffs, linear.size)
-            else:
-                progs, st = linear[mrows], steps[mrows]
-            masked_cols.setdefault(b, []).append((progs, st, moffs, site, kind))
+            counts = moffs.size if shared else np.bincount(mrows, minlength=len(linear))
+            masked_cols.setdefault(b, []).append((linear, steps, counts, moffs, shared, site,
+                                                  kind))
         args = {}
         for buf in ctx.memory.buffers:
             args[buf.name] = _arg_trace(buf, cols.get(buf.index), masked_cols.get(buf.index),
@@ -422,18 +424,6 @@ class Tracer(Observer):
                       self.sites, [_source(code) for code in self.codes],
                       dict(ctx.record.constexprs), ctx.record)
         ctx.record.trace = trace
-
-
-def _expand(linear, steps, offs, lanes, shape, shared):
-    """Program and step of every element access of one event (offsets in lane order)."""
-    if shared:
-        n = offs.size
-        return np.repeat(linear, n), np.repeat(steps, n), np.tile(offs, linear.size)
-    block = offs.size // shape[0] if lanes is None else None
-    if lanes is None:
-        return np.repeat(linear, block), np.repeat(steps, block), offs
-    per_row = np.count_nonzero(lanes.reshape(shape[0], -1), axis=1)
-    return np.repeat(linear, per_row), np.repeat(steps, per_row), offs
 
 
 _UNKNOWN = object()
@@ -482,21 +472,33 @@ def _view_positions(buf, offs):
     return np.where(ok, inverse[np.clip(offs, 0, buf.size - 1)], -1)
 
 
-def _join(arrays):
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-
-
 def _columns(parts, buf):
-    if not parts:
-        empty = np.zeros(0, np.int64)
-        return (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32),
-                np.zeros(0, np.int8), empty, empty)
-    progs, steps, offs, sites, kinds = zip(*parts)
-    sizes = [o.size for o in offs]
-    offs = _join(offs).astype(np.int64, copy=False)
-    return (_join(progs).astype(np.int32, copy=False), _join(steps),
-            np.repeat(np.array(sites, np.int32), sizes), np.repeat(np.array(kinds, np.int8), sizes),
-            offs, _view_positions(buf, offs))
+    """The columns of one argument from its events, written in place (no concatenation):
+    part = (programs, their steps, accesses per program (an int, or one per program),
+    offsets, shared (the same offsets for every program), site, kind)."""
+    sizes = [c * len(lin) if isinstance(c, int) else int(c.sum())
+             for lin, _, c, _, _, _, _ in parts or ()]
+    total = sum(sizes)
+    progs, steps = np.empty(total, np.int32), np.empty(total, np.int32)
+    offsets, sites, kinds = np.empty(total, np.int64), np.empty(total, np.int32), \
+        np.empty(total, np.int8)
+    a = 0
+    for (lin, st, c, offs, shared, site, kind), n in zip(parts or (), sizes):
+        b = a + n
+        if isinstance(c, int):
+            progs[a:b].reshape(len(lin), c)[:] = lin[:, None]
+            steps[a:b].reshape(len(lin), c)[:] = st[:, None]
+        else:
+            progs[a:b] = np.repeat(lin, c)
+            steps[a:b] = np.repeat(st, c)
+        if shared:
+            offsets[a:b].reshape(len(lin), c)[:] = offs
+        else:
+            offsets[a:b] = offs
+        sites[a:b] = site
+        kinds[a:b] = kind
+        a = b
+    return progs, steps, sites, kinds, offsets, _view_positions(buf, offsets)
 
 
 def _arg_trace(buf, parts, masked_parts, unknown):
