@@ -31,6 +31,10 @@ from ..errors import DeadlockError
 
 BYTES_PER_LANE = 8 * 32  # per element of the largest block: float64/int64, ~32 live temporaries
 FIRST_CHUNK = 4  # programs run together before the block size is known
+# lanes of the largest block run together at most, whatever the memory budget allows: a
+# chunk's temporaries (a few MiB each) then stay in cache and off fresh pages; bigger chunks
+# were 1.5-3x slower on element-wise kernels (benchmarks/sim_speed.py, docs/performance.md)
+CHUNK_LANES = 1 << 17
 # polls that see nothing change, shared by the waiters when all wait, before a deadlock is
 # reported: a bounded retry loop of up to this many attempts still ends
 SPIN_LIMIT = 1_000
@@ -118,8 +122,9 @@ def run_lockstep(ctx, fn, values, ids):
     queue, chunk = _Queue(ids), FIRST_CHUNK
     while (group := queue.take(chunk)) is not None:
         _attempt(ctx, fn, values, group, queue)
-        per_program = max(ctx.max_block, 1) * BYTES_PER_LANE
-        chunk = int(max(1, min(len(ids), ctx.settings.chunk_bytes // per_program)))
+        block = max(ctx.max_block, 1)
+        chunk = int(max(1, min(len(ids), ctx.settings.chunk_bytes // (block * BYTES_PER_LANE),
+                               CHUNK_LANES // block)))
 
 
 class _Cancelled(BaseException):
