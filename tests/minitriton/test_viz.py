@@ -2,6 +2,7 @@
 HTML report (one self-contained file with the kernel source and the data)."""
 import json
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -10,8 +11,7 @@ import pytest
 import minitriton
 from minitriton import viz
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from test_trace import add_kernel, matmul_kernel, racy_sum  # noqa: E402
+from test_trace import add_kernel, matmul_kernel, racy_sum
 
 
 def _add_trace():
@@ -31,7 +31,6 @@ def _matmul_trace():
 
 
 def test_import_minitriton_does_not_import_matplotlib():
-    import subprocess
     code = "import sys, minitriton, minitriton.viz; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
