@@ -333,25 +333,25 @@ class Tracer(Observer):
 
     # ----- recording
     def _site(self):
-        frame, outer = sys._getframe(2), None
-        inner = None
-        while frame is not None:
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code not in KERNEL_CODES:
+            frame = frame.f_back
+        if frame is None:
+            return -1
+        key = (frame.f_code, frame.f_lineno)
+        sid = self.site_ids.get(key)
+        if sid is not None:
+            return sid
+        code, outer = frame.f_code, frame
+        while frame is not None:  # the outermost @jit frame: the kernel itself
             if frame.f_code in KERNEL_CODES:
-                if inner is None:
-                    inner = frame
                 outer = frame
             frame = frame.f_back
-        if inner is None:
-            return -1
-        key = (inner.f_code, inner.f_lineno)
-        sid = self.site_ids.get(key)
-        if sid is None:
-            code = inner.f_code
-            self.codes.setdefault(outer.f_code)
-            self.codes.setdefault(code)
-            text = linecache.getline(code.co_filename, inner.f_lineno).strip()
-            sid = self.site_ids[key] = len(self.sites)
-            self.sites.append(Site(code.co_filename, inner.f_lineno, text, code.co_name))
+        self.codes.setdefault(outer.f_code)
+        self.codes.setdefault(code)
+        text = linecache.getline(code.co_filename, key[1]).strip()
+        sid = self.site_ids[key] = len(self.sites)
+        self.sites.append(Site(code.co_filename, key[1], text, code.co_name))
         return sid
 
     def _record(self, access, kind):
