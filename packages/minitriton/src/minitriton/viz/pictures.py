@@ -100,6 +100,9 @@ def _setup_axis(ax, pos, title):
     ax.set_ylim(rows, 0)
     ax.set_title(title, fontsize=9, loc="left")
     ax.tick_params(labelsize=7)
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if rows == 1:
         ax.set_yticks([])
     ax.set_aspect("equal" if rows > 1 and cols <= 8 * rows else "auto")
@@ -151,8 +154,16 @@ def draw_argument(trace, name, path):
         extra = int(ghosts.max()) - arg.numel + 1
         layout = [(layout[0][0], np.concatenate([layout[0][1],
                                                  np.full((1, extra), -2)], axis=1))]
-    fig = _figure(len(layout), layout[0][1].shape)
-    axes = fig.subplots(len(layout), 1, squeeze=False)[:, 0]
+    if len(layout) > 1:  # slices of a 3-D or higher tensor, side by side
+        _, Figure, FigureCanvasAgg = _matplotlib()
+        rows, cols = layout[0][1].shape
+        fig = Figure(figsize=(10.0, float(np.clip(10.0 / len(layout) * rows / cols, 1.5, 6.0))
+                              + 2.0), dpi=100)
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, len(layout), squeeze=False)[0]
+    else:
+        fig = _figure(1, layout[0][1].shape)
+        axes = fig.subplots(1, 1, squeeze=False)[:, 0]
     for ax, (title, pos) in zip(axes, layout):
         inside = pos >= 0
         image = np.empty(pos.shape + (3,))
