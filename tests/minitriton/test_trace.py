@@ -235,3 +235,17 @@ def test_tracing_is_off_by_default_and_only_inside_the_block():
         with minitriton.trace() as empty:
             pass
         empty.last
+
+
+def test_elements_are_indexed_in_the_view_passed_not_the_storage():
+    base = np.arange(20, dtype=np.float32)
+    out = np.zeros(20, np.float32)
+    with minitriton.trace() as t:
+        add_kernel[(2,)](base[3:13], base[3:13], out[5:15], 10, BLOCK_SIZE=8)
+    o = t.last.args["out_ptr"]
+    assert o.shape == (10,) and o.view_lo == 5
+    assert sorted(o.offset.tolist()) == list(range(5, 15))  # storage offsets
+    np.testing.assert_array_equal(o.writer(), [0] * 8 + [1] * 2)  # positions in the view
+    np.testing.assert_array_equal(o.values, 2 * base[3:13])
+    assert o.masked_offset.tolist() == [15, 16, 17, 18, 19, 20]
+    assert o.masked_index.tolist() == [-1] * 6

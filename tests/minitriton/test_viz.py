@@ -103,3 +103,15 @@ def test_save_refuses_what_is_not_a_trace(tmp_path):
     record = add_kernel[(2,)](x, x, np.zeros(8, np.float32), 8, BLOCK_SIZE=4)
     with pytest.raises(TypeError, match="minitriton.trace"):
         viz.save(record, tmp_path)
+
+
+def test_layouts_follow_the_tensors_shape():
+    (title, strip), = viz.pictures.panels((10,))
+    assert strip.tolist() == [list(range(10))] and title == ""
+    (_, wrapped), = viz.pictures.panels((5000,))
+    assert wrapped.shape == (5, 1024) and wrapped[4, 903] == 4999 and wrapped[4, 904] == -1
+    (_, grid), = viz.pictures.panels((3, 4))
+    assert grid[2, 1] == 9
+    slices = viz.pictures.panels((6, 3, 4))
+    assert len(slices) == 4 and slices[1][0] == "[1, :, :]" and slices[1][1][0, 0] == 12
+    assert "first 4 of 6 slices" in slices[-1][0]
