@@ -523,6 +523,8 @@ class AddressSpace:
         `check_bounds=False`, out-of-range lanes are dropped (read as 0 / not written).
         """
         addrs = ptr.data
+        if active is not None and active.all():
+            active = None  # an all-true mask is no mask: no boolean gathers
         if isinstance(ptr.origin, int):
             groups = [(self.buffers[ptr.origin], active)]
         else:
@@ -542,13 +544,18 @@ class AddressSpace:
                     f"{op}: pointer to {ptr.dtype.element_ty} used on argument `{buf.name}` of "
                     f"type {buf.dtype}; minitriton only supports pointers of the argument's type")
             a = addrs.reshape(-1) if lanes is None else addrs[lanes]
-            idx = a - buf.base
-            if idx.size:
-                low, high = idx.min(), idx.max()
-                if low < buf.view_lo or high >= buf.view_hi:
-                    lanes, idx = self._outside_view(buf, addrs, lanes, idx, op, check_bounds,
-                                                    low < 0 or high >= buf.size)
-            out.append((buf, lanes, _as_slice(idx)))
+            if not a.size:
+                out.append((buf, lanes, a - buf.base))
+                continue
+            low, high = int(a.min()) - buf.base, int(a.max()) - buf.base
+            if low < buf.view_lo or high >= buf.view_hi:
+                lanes, idx = self._outside_view(buf, addrs, lanes, a - buf.base, op,
+                                                check_bounds, low < 0 or high >= buf.size)
+                out.append((buf, lanes, _as_slice(idx)))
+            elif _consecutive(a, low + buf.base, high + buf.base):
+                out.append((buf, lanes, slice(low, high + 1)))  # a view instead of a gather
+            else:
+                out.append((buf, lanes, a - buf.base))
         return out
 
     def _outside_view(self, buf, addrs, lanes, idx, op, check_bounds, outside_storage):
@@ -579,6 +586,14 @@ class AddressSpace:
                 bad &= rows == row
                 self.on_outside_view(buf, idx[bad], op, int(bad.sum()), int(row))
         return lanes, idx
+
+
+def _consecutive(a, low, high):
+    """Whether the addresses `a` (1-D, of minimum `low` and maximum `high`) are consecutive and
+    ascending, as _as_slice decides: the endpoints first, one comparison pass only if need be."""
+    n = a.size
+    return n > 16 and high - low == n - 1 and a[0] == low and a[-1] == high and \
+        bool(np.all(a[1:] > a[:-1]))
 
 
 def _as_slice(idx):

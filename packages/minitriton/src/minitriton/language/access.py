@@ -47,8 +47,9 @@ class Lanes:
         else:
             self.lanes, self.repeat = programs, 1
         self.ptr = tensor(full(ptr, self.lanes, self.shape), ptr.dtype, self.shape, ptr.origin)
-        self.active = None if mask is None else np.array(full(mask, self.lanes, self.shape),
-                                                         dtype=bool)
+        # an all-true mask (a full block) is no mask: no boolean gathers or scatters
+        self.active = None if mask is None or mask.data.all() else \
+            np.array(full(mask, self.lanes, self.shape), dtype=bool)
         self.elt = ptr.dtype.element_ty
 
     def accesses(self, ctx, op):
@@ -64,8 +65,6 @@ def gather(ctx, lanes, other, op="load", accesses=None):
     """Read the active lanes (`other`, or 0, elsewhere) into a tensor; `accesses`: a list
     that receives the accesses made."""
     result = None
-    if other is not None:
-        result = np.array(full(other, lanes.lanes, lanes.shape), dtype=lanes.elt.np)
     made = lanes.accesses(ctx, op)
     if accesses is not None:
         accesses.extend(made)
@@ -80,14 +79,21 @@ def gather(ctx, lanes, other, op="load", accesses=None):
                 result = result.copy()  # a load is a snapshot, not a view of memory
         else:
             if result is None:
-                result = np.zeros((lanes.lanes, *lanes.shape), dtype=lanes.elt.np)
+                result = _fill(other, lanes)
             result[acc.lanes] = values
     if result is None:
-        result = np.zeros((lanes.lanes, *lanes.shape), dtype=lanes.elt.np)
+        result = _fill(other, lanes)
     out = tensor(result, lanes.elt, lanes.shape)
     for hook in ctx.hooks["after_load"]:
         hook(accesses, out)
     return out
+
+
+def _fill(other, lanes):
+    """The lanes a masked load does not read: `other`, or zeros."""
+    if other is None:
+        return np.zeros((lanes.lanes, *lanes.shape), dtype=lanes.elt.np)
+    return np.array(full(other, lanes.lanes, lanes.shape), dtype=lanes.elt.np)
 
 
 def scatter(ctx, lanes, value):
