@@ -137,6 +137,24 @@ def _round_to_odd(s, e):
     return np.where(nudge, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
 
 
+# per narrow type: the float64 fraction bits below its own, and its smallest normal number
+_NARROW = {"fp32": (29, 2.0 ** -126), "fp16": (42, 2.0 ** -14), "bf16": (45, 2.0 ** -126)}
+_MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+def _rounds_alike(s, ty):
+    """Whether the float64 sums `s` (each the rounding of an exact a * b + c) round to `ty` as
+    the exact sums do: rounding is monotonic and `ty`'s rounding boundaries (the midpoints
+    between its neighbours) are float64 numbers, so only an `s` on a midpoint can differ; below
+    the type's normal range the midpoints lie elsewhere, so such lanes say no too."""
+    low, tiny = _NARROW[ty.name]
+    mag = s.view(np.uint64) & _MAGNITUDE
+    if np.any((mag & np.uint64((1 << low) - 1)) == np.uint64(1 << (low - 1))):
+        return False
+    tiny_bits = np.array(tiny).view(np.uint64)
+    return not np.any(mag - np.uint64(1) < tiny_bits - np.uint64(1))  # 0 < |s| < tiny
+
+
 def fma_exact(a, b, c, ty):
     """a * b + c with one rounding to the float type `ty`, as a float64 array whose conversion
     to `ty` is that rounding: correctly rounded for fp64 (Boldo and Melquiond's emulated fma,
@@ -145,6 +163,9 @@ def fma_exact(a, b, c, ty):
     a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
     with np.errstate(all="ignore"):
         if ty.name != "fp64":
+            s = a * b + c
+            if _rounds_alike(s, ty):
+                return s
             s, e = _two_sum(a * b, c)
             return _round_to_odd(s, e)
         plain = a * b + c
