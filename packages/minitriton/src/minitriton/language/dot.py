@@ -159,8 +159,9 @@ def mma_chain(x, y, acc, step):
     out = (np.zeros((x.shape[0], M, N), np.float32) if acc is None else
            np.broadcast_to(np.asarray(acc, np.float32), (*lead, M, N)).reshape(-1, M, N)
            .copy())
-    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and inf - inf: NaN, as on
-        if not (step and _fast_chain(x, y, out, step)):  # the GPU, without NumPy's warnings
+    # inf * 0 and inf - inf: NaN, as on the GPU, without NumPy's warnings
+    with np.errstate(invalid="ignore", over="ignore"):
+        if not (step and _fast_chain(x, y, out, step, acc is None)):
             x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
             per = max(1, _STEP_BYTES // (8 * M * N * max(step, 1)))
             _chain_slices(x, y, out, per, step, M, N, K)
@@ -206,15 +207,18 @@ _OPERAND_EXP = (-37, 40)
 _ACC_EXP = (-99, 100)
 _LOW_BITS = np.uint32(0xFFF)  # a 12-bit significand leaves the low 12 fp32 mantissa bits 0
 _FAST_ELEMENTS = 1 << 17  # outputs per slice of programs: the step's arrays stay in cache
-_TOP_FLOOR = -100  # the scale of lanes whose terms are all zero (any finite one will do)
+_TOP_FLOOR = -100  # below every top of a nonzero term (see _log_base_table)
 _RTZ_MASK = np.uint64((1 << 64) - (1 << 29))
 
 
 def _in_range(bits, exps):
-    """Whether every nonzero fp32 value (as uint32 `bits`) has its exponent in `exps`."""
+    """Whether every nonzero fp32 value (as uint32 `bits`) has its exponent in `exps`: two
+    reductions over the magnitudes (a zero's, less one, wraps above every bound)."""
+    if not bits.size:
+        return False
     mag = bits & np.uint32(0x7FFFFFFF)
     lo, hi = np.uint32((exps[0] + 127) << 23), np.uint32((exps[1] + 128) << 23)
-    return bool(np.all(((mag - lo) < (hi - lo)) | (mag == 0)))
+    return bool(mag.max() < hi) and bool((mag - np.uint32(1)).min() >= lo - np.uint32(1))
 
 
 def _fast_operand(v):
@@ -223,20 +227,21 @@ def _fast_operand(v):
     if f.dtype != np.asarray(v).dtype and not np.array_equal(f, v):
         return None
     bits = f.view(np.uint32)
-    if np.any(bits & _LOW_BITS) or not _in_range(bits, _OPERAND_EXP):
+    if (bits & _LOW_BITS).any() or not _in_range(bits, _OPERAND_EXP):
         return None
     return f
 
 
-def _fast_chain(x, y, out, step):
+def _fast_chain(x, y, out, step, zero=False):
     """mma_chain's sums into `out` (P, M, N), fp32, from x (P, M, K) and y (P, K, N), when the
-    operands and the accumulator are in the fast chain's range; False (nothing done) if not."""
+    operands and the accumulator are in the fast chain's range (`zero`: `out` is all +0.0);
+    False (nothing done) if not."""
     base_bits = 4 if step <= 8 else 5  # a sum of `step` powers of the base stays below the next
     xf, yf = _fast_operand(x), _fast_operand(y)
     if xf is None or yf is None:
         return False
     obits = out.view(np.uint32)
-    if not _in_range(obits, _ACC_EXP) or np.any(obits == np.uint32(0x80000000)):
+    if not zero and (not _in_range(obits, _ACC_EXP) or (obits == np.uint32(0x80000000)).any()):
         return False
     P, M, K = xf.shape
     N = yf.shape[-1]
@@ -252,26 +257,27 @@ def _fast_chain(x, y, out, step):
     return True
 
 
-def _pow_exponents(bits, base_bits):
-    """b**e (float64, b = 2**base_bits) of the fp32 values' exponents e, 0 for zeros."""
-    e = ((bits >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64) - 127
-    out = (base_bits * e + 1023) << 52
-    out *= (bits & np.uint32(0x7FFFFFFF)) != 0
-    return out.view(np.float64)
+def _pow_exponents(f, base_bits):
+    """b**e (float64, b = 2**base_bits) of the fp32 values' exponents e (normal values), 0 for
+    zeros: 2**e is the value with its mantissa bits cleared, then powers of it (exact)."""
+    p = (f.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32).astype(np.float64)
+    p2 = p * p
+    p4 = np.multiply(p2, p2, out=p2)
+    return p4 if base_bits == 4 else np.multiply(p4, p, out=p4)
 
 
 def _log_base_table(base_bits):
     """For each biased float64 exponent E of a sum of b**(ex + ey), b = 2**base_bits: the fp32
     exponent field of top = floor((E - 1023) / base_bits), shifted into place (`(top + 127) <<
-    23`); that of -127 (below every accumulator's) for E = 0, a sum of zeros."""
+    23`); that of _TOP_FLOOR for E = 0, a sum of zeros (the scale of lanes whose terms are all
+    zero: any finite one will do)."""
     top = (np.arange(2048, dtype=np.int32) - 1023) // base_bits
-    top[0] = -127
+    top[0] = _TOP_FLOOR  # (an accumulator of 0 has the field of -127, below it)
     return np.maximum(top + 127, 0) << 23
 
 
 _LOG_BASE = {4: _log_base_table(4), 5: _log_base_table(5)}
 _EXPONENT_FIELD = np.int32(0x7F800000)
-_FLOOR_FIELD = np.int32((_TOP_FLOOR + 127) << 23)
 _SCALE_FIELD = np.uint32((ALIGN_BITS + 254) << 23)  # minus top's field: that of 2**(25 - top)
 
 
@@ -286,9 +292,9 @@ def _fast_slices(xf, yf, out, step, base_bits):
     P, M, K = xf.shape
     N = yf.shape[-1]
     steps = K // step
-    ex = np.ascontiguousarray(_pow_exponents(xf.view(np.uint32), base_bits)
+    ex = np.ascontiguousarray(_pow_exponents(xf, base_bits)
                               .reshape(P, M, steps, step).transpose(2, 0, 1, 3))  # (S, P, M, step)
-    ey = np.ascontiguousarray(_pow_exponents(yf.view(np.uint32), base_bits)
+    ey = np.ascontiguousarray(_pow_exponents(yf, base_bits)
                               .reshape(P, steps, step, N).transpose(1, 0, 2, 3))  # (S, P, step, N)
     xk = np.ascontiguousarray(np.moveaxis(xf, 2, 0))  # (K, P, M)
     yk = np.ascontiguousarray(np.moveaxis(yf, 1, 0))  # (K, P, N)
@@ -304,7 +310,6 @@ def _fast_slices(xf, yf, out, step, base_bits):
         np.take(table, biased, out=top, mode="clip")  # the products' top
         np.bitwise_and(bits, _EXPONENT_FIELD, out=field)  # the accumulator's exponent
         np.maximum(top, field, out=top)
-        np.maximum(top, _FLOOR_FIELD, out=top)
         np.subtract(_SCALE_FIELD, top.view(np.uint32), out=field.view(np.uint32))  # 2**(25 - top)
         scale = field.view(np.float32)
         np.multiply(out, scale, out=term)
