@@ -327,28 +327,31 @@ class Tracer(Observer):
         self.events = []  # (kind, buffer index, site, programs, lanes, idx, repeat, masked)
         self.count = 0
         self.sites: list = []
-        self.site_ids: dict = {}  # (code, line) -> index into sites
-        self.codes: dict = {}  # code objects of the @jit functions seen -> None (ordered)
+        self.site_ids: dict = {}  # (id of the code, line) -> index into sites
+        self.codes: dict = {}  # id -> code object of the @jit functions seen (ordered)
         self.limit = ctx.settings.trace_limit
 
     # ----- recording
     def _site(self):
+        kernel = _kernel_code_ids()
         frame = sys._getframe(2)
-        while frame is not None and frame.f_code not in KERNEL_CODES:
+        while frame is not None and id(frame.f_code) not in kernel:
             frame = frame.f_back
         if frame is None:
             return -1
-        key = (frame.f_code, frame.f_lineno)
+        key = (id(frame.f_code), frame.f_lineno)  # ids: hashing a code object is slow
         sid = self.site_ids.get(key)
         if sid is not None:
             return sid
-        code, outer = frame.f_code, frame
-        while frame is not None:  # the outermost @jit frame: the kernel itself
-            if frame.f_code in KERNEL_CODES:
-                outer = frame
+        code, outer, gap = frame.f_code, frame, 0
+        while frame is not None and gap < 8:  # the outermost @jit frame: the kernel itself
+            if id(frame.f_code) in kernel:
+                outer, gap = frame, 0
+            else:
+                gap += 1  # nested @jit calls are a few frames apart; the executors beyond
             frame = frame.f_back
-        self.codes.setdefault(outer.f_code)
-        self.codes.setdefault(code)
+        self.codes.setdefault(id(outer.f_code), outer.f_code)
+        self.codes.setdefault(id(code), code)
         text = linecache.getline(code.co_filename, key[1]).strip()
         sid = self.site_ids[key] = len(self.sites)
         self.sites.append(Site(code.co_filename, key[1], text, code.co_name))
@@ -421,12 +424,21 @@ class Tracer(Observer):
             args[buf.name] = _arg_trace(buf, cols.get(buf.index), masked_cols.get(buf.index),
                                         unknown.get(buf.index, 0))
         trace = Trace(ctx.kernel_name, tuple(ctx.record.grid), ctx.settings.executor, args,
-                      self.sites, [_source(code) for code in self.codes],
+                      self.sites, [_source(code) for code in self.codes.values()],
                       dict(ctx.record.constexprs), ctx.record)
         ctx.record.trace = trace
 
 
 _UNKNOWN = object()
+_KERNEL_IDS = [0, frozenset()]  # len(KERNEL_CODES) when made, the ids of its code objects
+
+
+def _kernel_code_ids():
+    """The ids of the kernels' code objects (they live in KERNEL_CODES): hashing a code object
+    hashes its bytecode and constants, 100 us a lookup on a kernel frame."""
+    if _KERNEL_IDS[0] != len(KERNEL_CODES):
+        _KERNEL_IDS[:] = [len(KERNEL_CODES), frozenset(map(id, KERNEL_CODES))]
+    return _KERNEL_IDS[1]
 
 
 def _masked_lanes(access):
@@ -508,7 +520,17 @@ def _arg_trace(buf, parts, masked_parts, unknown):
                     _columns(masked_parts, buf), unknown, buf.view_lo, buf.strides)
 
 
+_SOURCES: dict = {}  # id of a kernel's code object -> SourceBlock (getblock tokenizes: 2 ms)
+
+
 def _source(code):
+    block = _SOURCES.get(id(code))  # the code objects live in KERNEL_CODES: ids stay theirs
+    if block is None:
+        block = _SOURCES[id(code)] = _read_source(code)
+    return block
+
+
+def _read_source(code):
     lines = linecache.getlines(code.co_filename)
     first = code.co_firstlineno
     try:
