@@ -249,3 +249,24 @@ def test_elements_are_indexed_in_the_view_passed_not_the_storage():
     np.testing.assert_array_equal(o.values, 2 * base[3:13])
     assert o.masked_offset.tolist() == [15, 16, 17, 18, 19, 20]
     assert o.masked_index.tolist() == [-1] * 6
+
+
+@minitriton.jit
+def pick(a_ptr, b_ptr, out_ptr, USE_B: tl.constexpr):
+    offs = tl.arange(0, 4)
+    base = b_ptr if USE_B else a_ptr
+    # a pointer into `a` or `b` lane by lane: a masked lane's address could be either's
+    ptrs = tl.where(offs % 2 == 0, a_ptr + offs, b_ptr + offs)
+    tl.store(out_ptr + offs, tl.load(ptrs, mask=offs < 3) + tl.load(base + offs))
+
+
+def test_masked_lanes_of_a_pointer_into_two_arguments_are_counted():
+    a, b = np.ones(4, np.float32), np.full(4, 2, np.float32)
+    out = np.zeros(4, np.float32)
+    with minitriton.trace() as t:
+        pick[(1,)](a, b, out, USE_B=False)
+    trace = t.last
+    assert sorted(trace.args["a_ptr"].index[trace.args["a_ptr"].step == 0].tolist()) == [0, 2]
+    assert trace.args["b_ptr"].index.tolist() == [1]
+    assert trace.args["a_ptr"].masked_unknown + trace.args["b_ptr"].masked_unknown >= 1
+    np.testing.assert_array_equal(out, [2, 3, 2, 1])

@@ -360,7 +360,7 @@ class Tracer(Observer):
     def _record(self, access, kind):
         ctx = self.ctx
         masked = _masked_lanes(access)
-        n = access.count + (0 if masked is None else masked[1].size * access.repeat)
+        n = access.count + (masked[1].size * access.repeat if isinstance(masked, tuple) else 0)
         self.count += n
         if self.count > self.limit:
             raise TraceLimitError(
