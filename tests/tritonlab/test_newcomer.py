@@ -77,9 +77,10 @@ def test_roofline_command_prints_the_compute_bound(capsys):
 
 def test_roofline_of_a_tiny_shape_prints_units_that_fit(capsys):
     assert main(["roofline", "add", "--shape", "8"]) == 0
-    line = capsys.readouterr().out.splitlines()[-1]
-    assert line == ("  H100-SXM5-80GB, fp32: 96 B moved, 96 B unique, no tl.dot FLOPs (ridge 20): "
-                    "memory-bound, at least 0.0287 ns (bytes / bandwidth)")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == ["  H100-SXM5-80GB, fp32: 96 B moved, 96 B unique, no tl.dot FLOPs (ridge "
+                         "20): memory-bound, at least 0.0287 ns (bytes / bandwidth)",
+                         "  coverage of out_ptr: 8 of 8 written"]
 
 
 # --- 2. compile-report counts the kernels Inductor generated, by kind
