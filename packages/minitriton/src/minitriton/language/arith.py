@@ -77,8 +77,10 @@ def _pointer_offset(ptr, off, shape):
         o = o.astype(np.uint64)
     rank = len(shape)
     p = _expand(ptr.data, ptr, rank)
-    o = _expand(o if o.dtype == np.int64 else o.astype(np.int64), off, rank)
-    return tensor(p + o, ptr.dtype, shape, ptr.origin)  # addresses count elements (memory.py)
+    o = _expand(o, off, rank)
+    # addresses count elements (memory.py); signed offsets widen to int64 inside the add
+    total = np.add(p, o) if o.dtype.kind == "i" else np.add(p, o.astype(np.int64))
+    return tensor(total, ptr.dtype, shape, ptr.origin)
 
 
 # Float types whose `a * b + c` the GPU contracts into one fused multiply-add (one rounding):
@@ -148,11 +150,12 @@ def _rounds_alike(s, ty):
     between its neighbours) are float64 numbers, so only an `s` on a midpoint can differ; below
     the type's normal range the midpoints lie elsewhere, so such lanes say no too."""
     low, tiny = _NARROW[ty.name]
-    mag = s.view(np.uint64) & _MAGNITUDE
-    if np.any((mag & np.uint64((1 << low) - 1)) == np.uint64(1 << (low - 1))):
+    bits = s.view(np.uint64)
+    if (np.bitwise_and(bits, np.uint64((1 << low) - 1)) == np.uint64(1 << (low - 1))).any():
         return False
+    mag = np.bitwise_and(bits, _MAGNITUDE)
     tiny_bits = np.array(tiny).view(np.uint64)
-    return not np.any(mag - np.uint64(1) < tiny_bits - np.uint64(1))  # 0 < |s| < tiny
+    return bool(np.subtract(mag, np.uint64(1), out=mag).min() >= tiny_bits - np.uint64(1))
 
 
 def fma_exact(a, b, c, ty):
@@ -160,14 +163,18 @@ def fma_exact(a, b, c, ty):
     to `ty` is that rounding: correctly rounded for fp64 (Boldo and Melquiond's emulated fma,
     a TwoProduct, a TwoSum and a sum rounded to odd), rounded to odd for the narrower types
     (whose products are exact in float64)."""
-    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
     with np.errstate(all="ignore"):
         if ty.name != "fp64":
-            s = a * b + c
+            s = np.multiply(a, b, dtype=np.float64)  # exact: no conversions to float64 first
+            s = np.add(s, c, dtype=np.float64,
+                       out=s if s.shape == np.broadcast_shapes(s.shape, np.shape(c)) else None)
             if _rounds_alike(s, ty):
                 return s
+            a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
             s, e = _two_sum(a * b, c)
             return _round_to_odd(s, e)
+    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+    with np.errstate(all="ignore"):
         plain = a * b + c
         fa = np.where(np.isfinite(a) & (np.abs(a) >= 2.0 ** 995), 2.0 ** -200, 1.0)
         fb = np.where(np.isfinite(b) & (np.abs(b) >= 2.0 ** 995), 2.0 ** -200, 1.0)
