@@ -20,6 +20,7 @@ What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -250,11 +251,39 @@ def _fast_chain(x, y, out, step, zero=False):
         xf = np.concatenate([xf, np.zeros((P, M, pad), np.float32)], axis=2)
         yf = np.concatenate([yf, np.zeros((P, pad, N), np.float32)], axis=1)
         K += pad
-    per = max(1, _FAST_ELEMENTS // (M * N))
-    for lo in range(0, P, per):
-        part = slice(lo, lo + per)
-        _fast_slices(xf[part], yf[part], out[part], step, base_bits)
+    parts = max(-(-P * M * N // _FAST_ELEMENTS), min(_WORKERS, P * M * N // _MIN_PART))
+    per = -(-P // max(parts, 1))
+    slices = [slice(lo, lo + per) for lo in range(0, P, per)]
+    if len(slices) == 1 or _WORKERS == 1:
+        for part in slices:
+            _fast_slices(xf[part], yf[part], out[part], step, base_bits)
+        return True
+    done = [_pool().submit(_fast_slices_quiet, xf[part], yf[part], out[part], step, base_bits)
+            for part in slices]
+    for future in done:
+        future.result()
     return True
+
+
+# The fast chain's slices of programs run on up to _WORKERS threads (NumPy releases the GIL in
+# its loops): disjoint slices of `out`, so the bits do not depend on the threads. One pool for
+# the process, made at the first dot big enough to be split (at least _MIN_PART outputs a part).
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+_MIN_PART = 1 << 14
+_POOL = {}  # pid -> pool: a forked child makes its own (the parent's threads are not in it)
+
+
+def _pool():
+    pool = _POOL.get(os.getpid())
+    if pool is None:
+        pool = _POOL[os.getpid()] = ThreadPoolExecutor(_WORKERS,
+                                                       thread_name_prefix="minitriton dot")
+    return pool
+
+
+def _fast_slices_quiet(*args):
+    with np.errstate(invalid="ignore", over="ignore"):  # a thread's own NumPy error state
+        _fast_slices(*args)
 
 
 def _pow_exponents(f, base_bits):
