@@ -10,6 +10,7 @@ import pytest
 import minitriton
 import minitriton.language as tl
 from corpus import SEMANTICS, arrays, load, make_rng, names, run_case
+from minitriton import CompilationError
 
 pytestmark = pytest.mark.usefixtures("executor")
 K = load(minitriton, tl, SEMANTICS)
@@ -24,7 +25,8 @@ def outputs(name):
 def test_every_case_runs():
     assert set(names("case_", SEMANTICS)) == {
         "case_bool_block", "case_bool_scalars", "case_wait_handoff", "case_wait_tickets",
-        "case_wait_counters", "case_storage_not_view", "case_none_and_float_args"}
+        "case_wait_counters", "case_storage_not_view", "case_none_and_float_args",
+        "case_assigned_constexpr"}
     out = outputs("case_bool_block")
     assert out["out"].reshape(4, 4).tolist() == [[1, 1, 1, 0], [1, 1, 1, 0], [0] * 4, [0] * 4]
     out = outputs("case_bool_scalars")
@@ -51,3 +53,35 @@ def test_none_pointer_and_python_float():
     out = outputs("case_none_and_float_args")
     np.testing.assert_array_equal(out["with_bias"], (x + bias) / np.float32(1.5))
     np.testing.assert_array_equal(out["without"], x / (np.float32(1e-6) + np.float32(1)))
+
+
+def test_a_constexpr_assigned_to_a_name_is_a_tensor():
+    # the H200 rejects these four (Triton 3.6's visit_Assign makes the value a tensor), and
+    # runs the annotated `B2: tl.constexpr = B * 2`
+    assert outputs("case_assigned_constexpr")["out"].tolist() == [2.0] * 8 + [0.0] * 8
+    messages = {"arange": "arange's arguments must be of type tl.constexpr",
+                "static_range": "static_range", "tuple": "arange's arguments must be",
+                "static_assert": "static_assert needs a compile-time condition"}
+    for use, message in messages.items():
+        with pytest.raises(CompilationError, match=message):
+            getattr(K, f"bad_assigned_constexpr_{use}")(arrays(), make_rng())
+
+
+@minitriton.jit
+def scalar_to(out, eps):
+    tl.store(out, eps.to(tl.float32) + 0.5)
+
+
+scalar_to_unspecialized = minitriton.jit(do_not_specialize=["eps"])(scalar_to.fn)
+
+
+def test_an_int_argument_equal_to_1_is_the_constexpr_1():
+    # the H200 (Triton 3.6): 7 gives 7.5; 1 fails to compile, "'int' object has no attribute
+    # 'to'" (1 is specialised as a constexpr); do_not_specialize keeps it a tensor
+    out = np.zeros(1, np.float32)
+    scalar_to[(1,)](out, 7)
+    assert out.tolist() == [7.5]
+    with pytest.raises(AttributeError, match="'int' object has no attribute 'to'"):
+        scalar_to[(1,)](out, 1)
+    scalar_to_unspecialized[(1,)](out, 1)
+    assert out.tolist() == [1.5]

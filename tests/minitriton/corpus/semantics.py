@@ -274,3 +274,51 @@ def case_none_and_float_args(xp, rng):
     optional_bias[(1,)](x, bias, with_bias, 0.5, B=16)
     optional_bias[(1,)](x, None, without, 1e-6, B=16)
     return {"with_bias": with_bias, "without": without}
+
+
+# A name bound by `x = ...` holds a tensor, even when the value is a constexpr (Triton's
+# visit_Assign): `x: tl.constexpr = ...` keeps it a constexpr
+@triton.jit
+def assigned_kernel(out, B: tl.constexpr, USE: tl.constexpr):
+    if USE == "arange":
+        B2 = B * 2
+        tl.store(out + tl.arange(0, B2), 1.0)
+    elif USE == "static_range":
+        n = B
+        acc = 0.0
+        for i in tl.static_range(n):
+            acc += i
+        tl.store(out, acc)
+    elif USE == "tuple":
+        s = (B, B)
+        tl.store(out + tl.arange(0, s[0]), 4.0)
+    elif USE == "static_assert":
+        w = True and B == 4
+        tl.static_assert(w)
+    else:
+        B2: tl.constexpr = B * 2
+        n = B
+        if n == 4:  # a runtime condition on the tensor n: fine
+            tl.store(out + tl.arange(0, B2), 2.0)
+
+
+def case_assigned_constexpr(xp, rng):
+    out = xp.full(16, 0.0)
+    assigned_kernel[(1,)](out, B=4, USE="annotated")
+    return {"out": out}
+
+
+def bad_assigned_constexpr_arange(xp, rng):
+    assigned_kernel[(1,)](xp.full(16, 0.0), B=4, USE="arange")
+
+
+def bad_assigned_constexpr_static_range(xp, rng):
+    assigned_kernel[(1,)](xp.full(16, 0.0), B=4, USE="static_range")
+
+
+def bad_assigned_constexpr_tuple(xp, rng):
+    assigned_kernel[(1,)](xp.full(16, 0.0), B=4, USE="tuple")
+
+
+def bad_assigned_constexpr_static_assert(xp, rng):
+    assigned_kernel[(1,)](xp.full(16, 0.0), B=4, USE="static_assert")

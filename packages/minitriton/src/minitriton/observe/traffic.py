@@ -58,7 +58,7 @@ class LaunchRecord:
     dot_flops: int = 0
     seconds: float = 0.0
     lines: list = None  # memory insight per kernel line (Settings.sectors): observe/sectors.py
-
+    trace: object = None  # who touched what (Settings.trace): observe/trace.py's Trace
 
     @property
     def num_programs(self):

@@ -20,11 +20,13 @@ import textwrap
 import types
 import warnings
 
+import numpy as np
+
 from .. import context, source
 from ..errors import CompilationError, LaunchError
 from ..language import arith
 from ..language.control import kernel_range
-from ..language.core import cast, is_tensor
+from ..language.core import cast, is_tensor, to_tensor
 from ..language.debug import device_assert, kernel_print
 from .. import types as _t
 from ..types import _unwrap, constexpr
@@ -62,6 +64,10 @@ class _KernelBuiltins:
     @staticmethod
     def bool_op(op, where, first, *rest):
         return _bool_op(op, where, first, rest)
+
+    @staticmethod
+    def assign(value):
+        return _assigned(value)
 
     @staticmethod
     def not_(value):
@@ -117,6 +123,23 @@ def _bool_op(op, where, first, rest):
     return nontrivial[0]
 
 
+_SCALARS = (bool, int, float)
+
+
+def _assigned(value):
+    """What a name bound by `x = value` holds inside @jit code: Triton's code generator
+    (visit_Assign) makes a constexpr or a Python number a tensor (bool int1, int int32 or
+    int64, float fp32), element by element in tuples; None, dtypes, tensors and other objects
+    stay as they are. So `B2 = B * 2; tl.arange(0, B2)` fails as on the GPU ("arange's
+    arguments must be of type tl.constexpr"), and `B2: tl.constexpr = B * 2` is the way."""
+    raw = value.value if isinstance(value, constexpr) else value
+    if type(raw) in _SCALARS or isinstance(raw, (np.bool_, np.integer, np.floating)):
+        return to_tensor(raw.item() if isinstance(raw, np.generic) else raw)
+    if type(raw) is tuple:
+        return tuple(_assigned(v) for v in raw)
+    return value
+
+
 def _to_int1(x):
     """Triton's `bitcast(x, tl.int1)` in logical_and/logical_or/not_: int1 stays, a pointer
     becomes `x != 0`, anything wider is the error Triton gives."""
@@ -163,6 +186,23 @@ class _Rewriter(ast.NodeTransformer):
             node.func = ast.copy_location(
                 ast.Attribute(value=ast.Name(_RT, ast.Load()), attr=f.id, ctx=ast.Load()), f)
         return node
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        node.value = ast.copy_location(
+            ast.Call(func=self._rt("assign"), args=[node.value], keywords=[]), node.value)
+        return node
+
+    def visit_AugAssign(self, node):
+        # `n += 1` is `n = n + 1` in Triton's code generator: the result is assigned, so made a
+        # tensor; subscripted and attribute targets are left alone
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name):
+            return node
+        value = ast.BinOp(left=ast.Name(node.target.id, ast.Load()), op=node.op,
+                          right=node.value)
+        call = ast.Call(func=self._rt("assign"), args=[value], keywords=[])
+        return ast.copy_location(ast.Assign(targets=[node.target], value=call), node)
 
     def visit_Assert(self, node):
         self.generic_visit(node)
@@ -253,6 +293,9 @@ class JITFunction(KernelInterface):
         self.arg_names = list(self.signature.parameters)
         self.constexprs = [i for i, p in enumerate(self.signature.parameters.values())
                            if is_constexpr_annotation(p.annotation)]
+        # parameters not specialised on the value 1 (by name or position, as in Triton)
+        self.unspecialized = {self.arg_names[i] if isinstance(i, int) else i
+                              for i in do_not_specialize}
         self._compiled = None
         self._violation = False  # not checked yet
 

@@ -146,6 +146,13 @@ def _resolve_grid(kernel, grid, named):
     return grid
 
 
+def _specialized_one(kernel, name, value):
+    """Triton specialises an int argument equal to 1 as the constexpr 1 (strides of 1, sizes
+    of 1), unless `do_not_specialize` names it: inside the kernel it is a Python int, so
+    `n.to(tl.float32)` fails there as on the GPU ("'int' object has no attribute 'to'")."""
+    return type(value) is int and value == 1 and name not in getattr(kernel, "unspecialized", ())
+
+
 def _kernel_value(kernel, name, value, is_constexpr, memory):
     """What a launch argument becomes inside the kernel."""
     if is_constexpr:
@@ -190,7 +197,8 @@ def _prepare(kernel, grid, args, kwargs):
     watchers = context.observer_classes(settings)
     memory = AddressSpace(float("inf") if any(w.needs_snapshots for w in watchers)
                           else settings.rollback_limit)
-    values = [_kernel_value(kernel, n, v, n in constexpr_names, memory) for n, v in named.items()]
+    values = [_kernel_value(kernel, n, v, n in constexpr_names or _specialized_one(kernel, n, v),
+                            memory) for n, v in named.items()]
     record = LaunchRecord(kernel.__name__, user_grid,
                           {n: named[n] for n in kernel.arg_names if n in constexpr_names},
                           options, settings.executor)
