@@ -23,10 +23,22 @@ def _literal_operand(value, ty):
         if value < 0 and ty.is_int_unsigned() and not ty.is_bool():
             raise CompilationError("Cannot perform a binary operation between an unsigned tensor "
                                    "and a negative scalar. Perform a explicit cast on one of them.")
-        info = np.iinfo(ty.np) if not ty.is_bool() else None
-        if info is not None and not (info.min <= value <= info.max):
+        info = None if ty.is_bool() else _int_range(ty.np)
+        if info is not None and not (info[0] <= value <= info[1]):
             raise CompilationError(f"Scalar {value} is out of range for type {ty}")
     return constant(value, ty)
+
+
+_INT_RANGES = {}
+
+
+def _int_range(np_type):
+    """(min, max) of a NumPy integer type (np.iinfo is slow to build at every literal)."""
+    found = _INT_RANGES.get(np_type)
+    if found is None:
+        info = np.iinfo(np_type)
+        found = _INT_RANGES[np_type] = (int(info.min), int(info.max))
+    return found
 
 
 def _check_ptr(a, b, allow_ptr):
