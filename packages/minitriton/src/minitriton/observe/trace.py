@@ -65,6 +65,10 @@ class SourceBlock:
     function: str
 
 
+_COLUMNS = frozenset(prefix + name for prefix in ("", "masked_")
+                    for name in ("program", "step", "site", "kind", "offset", "index"))
+
+
 class ArgTrace:
     """The element accesses of one argument, as columns (one entry per element access).
 
@@ -82,11 +86,24 @@ class ArgTrace:
         self.name, self.dtype, self.shape, self.values = name, dtype, tuple(shape), values
         self.view_lo = view_lo  # storage offset of the view's first element
         self.strides = tuple(strides) if strides is not None else (1,)
+        self.masked_unknown = masked_unknown
+        self._summary = None
+        if callable(columns):  # built on first use (the launch only keeps its events)
+            self._build = lambda: (columns(), masked())
+        else:
+            self._set(columns, masked)
+
+    def _set(self, columns, masked):
         (self.program, self.step, self.site, self.kind, self.offset, self.index) = columns
         (self.masked_program, self.masked_step, self.masked_site, self.masked_kind,
          self.masked_offset, self.masked_index) = masked
-        self.masked_unknown = masked_unknown
-        self._summary = None
+
+    def __getattr__(self, name):
+        # only for attributes not set yet: the columns of a record whose columns are lazy
+        if name in _COLUMNS and "_build" in self.__dict__:
+            self._set(*self.__dict__.pop("_build")())
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def numel(self):
@@ -470,21 +487,27 @@ def _masked_lanes(access):
     return rows, lanes.ptr.data[off].astype(np.int64) - buf.base
 
 
-def _view_positions(buf, offs):
+def _view_where(buf):
+    """(the view's storage offsets: a slice or an index array, the storage's size)."""
+    return (buf.view_index() if buf.shape is not None else slice(buf.view_lo, buf.view_hi),
+            buf.size)
+
+
+def _view_positions(view, offs):
     """C-order position in the view of each storage offset (-1: not in the view)."""
-    where = buf.view_index() if buf.shape is not None else slice(buf.view_lo, buf.view_hi)
+    where, size = view
     if isinstance(where, slice):
         if not offs.size or (offs.min() >= where.start and offs.max() < where.stop):
             return offs - where.start if where.start else offs  # the common case: no copy
         pos = offs - where.start
         return np.where((offs >= where.start) & (offs < where.stop), pos, -1)
-    inverse = np.full(buf.size, -1, np.int64)
+    inverse = np.full(size, -1, np.int64)
     inverse[where] = np.arange(where.size)
-    ok = (offs >= 0) & (offs < buf.size)
-    return np.where(ok, inverse[np.clip(offs, 0, buf.size - 1)], -1)
+    ok = (offs >= 0) & (offs < size)
+    return np.where(ok, inverse[np.clip(offs, 0, size - 1)], -1)
 
 
-def _columns(parts, buf):
+def _columns(parts, view):
     """The columns of one argument from its events, written in place (no concatenation):
     part = (programs, their steps, accesses per program (an int, or one per program),
     offsets, shared (the same offsets for every program), site, kind)."""
@@ -510,14 +533,15 @@ def _columns(parts, buf):
         sites[a:b] = site
         kinds[a:b] = kind
         a = b
-    return progs, steps, sites, kinds, offsets, _view_positions(buf, offsets)
+    return progs, steps, sites, kinds, offsets, _view_positions(view, offsets)
 
 
 def _arg_trace(buf, parts, masked_parts, unknown):
     shape = buf.shape if buf.shape is not None else (buf.view_hi - buf.view_lo,)
     values = buf.flat[buf.view_index()].reshape(-1).copy()
-    return ArgTrace(buf.name, str(buf.dtype), shape, values, _columns(parts, buf),
-                    _columns(masked_parts, buf), unknown, buf.view_lo, buf.strides)
+    view = _view_where(buf)  # the columns are built on first use, from the events kept
+    return ArgTrace(buf.name, str(buf.dtype), shape, values, lambda: _columns(parts, view),
+                    lambda: _columns(masked_parts, view), unknown, buf.view_lo, buf.strides)
 
 
 _SOURCES: dict = {}  # id of a kernel's code object -> SourceBlock (getblock tokenizes: 2 ms)
