@@ -19,6 +19,8 @@ The result is a `Trace`, set on the launch record as `record.trace`.
 """
 from __future__ import annotations
 
+import math
+
 import contextlib
 import inspect
 import linecache
@@ -254,10 +256,7 @@ class Trace:
 
     @property
     def num_programs(self):
-        n = 1
-        for g in self.grid:
-            n *= g
-        return n
+        return math.prod(self.grid)
 
     def pid_of(self, linear):
         gx = self.grid[0]

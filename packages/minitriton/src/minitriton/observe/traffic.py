@@ -7,6 +7,8 @@ per program. The counting is an observer that every launch has.
 """
 from __future__ import annotations
 
+import math
+
 import contextlib
 import contextvars
 from dataclasses import dataclass, field
@@ -62,10 +64,7 @@ class LaunchRecord:
 
     @property
     def num_programs(self):
-        n = 1
-        for g in self.grid:
-            n *= g
-        return n
+        return math.prod(self.grid)
 
     def add_argument(self, buf):
         """List a tensor argument, so that arguments with no traffic show too."""
