@@ -572,7 +572,7 @@ class Tracing:
 
     @property
     def launches(self):
-        return [r.trace for r in self._recording.launches if getattr(r, "trace", None)]
+        return [r.trace for r in self._recording.launches if r.trace is not None]
 
     @property
     def last(self):

@@ -132,6 +132,8 @@ def _assigned(value):
     int64, float fp32), element by element in tuples; None, dtypes, tensors and other objects
     stay as they are. So `B2 = B * 2; tl.arange(0, B2)` fails as on the GPU ("arange's
     arguments must be of type tl.constexpr"), and `B2: tl.constexpr = B * 2` is the way."""
+    if is_tensor(value):  # the common case: nothing to do
+        return value
     raw = value.value if isinstance(value, constexpr) else value
     if type(raw) in _SCALARS or isinstance(raw, (np.bool_, np.integer, np.floating)):
         return to_tensor(raw.item() if isinstance(raw, np.generic) else raw)
