@@ -16,7 +16,8 @@ takes longer than one 10-minute command: split it with --dtypes / --seqs / --dim
 
 Every configuration is first checked against SDPA (O and dQ, dK, dV, tolerances per dtype)
 and only then timed, with triton.testing.do_bench (25 ms warm-up, 100 ms of repetitions, L2
-flushed; median with p20/p80). FLOPs: 4*B*H*N^2*D forward (half when causal), 2.5x that for
+flushed; median with p20/p80; --warmup/--rep shorten both for the long table). FLOPs:
+4*B*H*N^2*D forward (half when causal), 2.5x that for
 the backward, 3.5x for forward+backward. Writes DIR/attention.json (every row, with the GPU,
 versions, date and commit) and DIR/attention.md (the tables), and prints the markdown.
 """
@@ -84,9 +85,13 @@ def implementations(names):
     return {n: impls[n] for n in names}
 
 
+# do_bench's warm-up and repetition budgets in ms (--warmup / --rep)
+TIMING = {"warmup": 25, "rep": 100}
+
+
 def _bench(fn):
     from triton.testing import do_bench
-    median, p20, p80 = do_bench(fn, quantiles=[0.5, 0.2, 0.8])
+    median, p20, p80 = do_bench(fn, quantiles=[0.5, 0.2, 0.8], **TIMING)
     return median, p20, p80
 
 
@@ -263,6 +268,8 @@ def parse_args(argv=None):
     p.add_argument("--impls", default="ours,eager,sdpa-cudnn,sdpa-flash,sdpa-efficient")
     p.add_argument("--eager-max-seq", type=int, default=32768,
                    help="longest sequence eager attention is run at (S and P: 2 N^2 elements)")
+    p.add_argument("--warmup", type=int, default=25, help="do_bench warm-up per timing, ms")
+    p.add_argument("--rep", type=int, default=100, help="do_bench repetitions per timing, ms")
     p.add_argument("--no-speed", action="store_true", help="skip the speed rows")
     p.add_argument("--no-table", action="store_true", help="skip the assignment's table")
     args = p.parse_args(argv)
@@ -279,6 +286,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    TIMING.update(warmup=args.warmup, rep=args.rep)
     if not torch.cuda.is_available():
         print("benchmarks/attention.py needs a CUDA GPU", file=sys.stderr)
         return 1
@@ -304,7 +312,8 @@ def main(argv=None):
                     label = f"1x{n}x{d} {str(dtype)[6:]} causal"
                     keep(run_shape(label, (1, 1, n, d), dtype, True, args.impls,
                                    args.eager_max_seq, "assignment"))
-    meta = dict(export.environment("cuda"), commit=export.git_commit(ROOT), run=export.run_label())
+    meta = dict(export.environment("cuda"), commit=export.git_commit(ROOT), run=export.run_label(),
+                timing_ms=dict(TIMING))
     parts = []
     if not args.no_speed:
         summary = speed_summary([r for r in rows if r.get("table") == "speed"])

@@ -4,6 +4,7 @@ GPU machine), plus the assignment's saved-tensor contract, torch.compile, the ra
 the dQ variants, and the traffic the tiles imply. GPU-only cases (bigger shapes, against SDPA)
 carry the `gpu` marker."""
 import math
+import types
 
 import pytest
 import torch
@@ -302,3 +303,38 @@ def test_gpu_torch_compile_inductor():
     o.backward(do)
     assert_matches((o, fa.attention_forward(q, k, v, True)[1], q.grad, k.grad, v.grad),
                    reference(q, k, v, do, True), torch.bfloat16)
+
+
+def test_untuned_gpu_launch_skips_configs_that_do_not_fit(monkeypatch):
+    """The untuned GPU path (small problems) takes the first config of the head-dim class
+    that fits the SM's shared memory: fp32 at d=128 overflows with the first 16-bit config
+    (262144 > 232448 bytes on an H200). Emulated here: configs raising OutOfResources are
+    skipped, the fitting one is remembered per (kernel, BLOCK_D, dtype), none fitting raises."""
+    class OutOfResources(Exception):
+        pass
+
+    tried = []
+
+    def fake_launch(kernel, grid_rows, n_zh, along, args, tiles, constexprs):
+        tried.append(tiles)
+        if tiles[0] * tiles[1] * tiles[3] > limit[0]:  # BM * BN * stages as the "bytes"
+            raise OutOfResources()
+
+    monkeypatch.setattr(fa, "_launch_tiles", fake_launch)
+    monkeypatch.setattr(fa, "_FITS", {})
+    errors = types.SimpleNamespace(OutOfResources=OutOfResources)
+    monkeypatch.setattr(fa, "triton", types.SimpleNamespace(
+        runtime=types.SimpleNamespace(errors=errors)))
+    configs = fa.HOPPER.configs("fwd", 128)
+    limit = [configs[2][0] * configs[2][1] * configs[2][3]]
+    args = (torch.empty(1, dtype=torch.float32),)
+    fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128})
+    fits = [c for c in configs if c[0] * c[1] * c[3] <= limit[0]][0]
+    assert tried[-1] == fits and fa._FITS[("fwd", 128, torch.float32)] == configs.index(fits)
+    tried.clear()
+    fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128})
+    assert tried == [fits]  # remembered: no retry of the configs that did not fit
+    limit[0] = 0
+    monkeypatch.setattr(fa, "_FITS", {})
+    with pytest.raises(RuntimeError, match="no fwd config"):
+        fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128})

@@ -429,8 +429,8 @@ def _tuned(kernel_name, block_d):
 
 def _run(kernel_name, kernel, grid_rows, n_zh, work, args, tiles, on_gpu, **constexprs):
     """Launch one tiled kernel: `tiles` (BLOCK_M, BLOCK_N, warps, stages) if given, else the
-    simulator's config on a CPU, and on a GPU the first config for `work` = batch*heads*Nq*Nk
-    up to HOPPER.tune_above, the autotuner above. grid = (cdiv(grid_rows, row block), n_zh)
+    simulator's config on a CPU, and on a GPU the first config that fits (_first_fitting) for
+    `work` = batch*heads*Nq*Nk up to HOPPER.tune_above, the autotuner above. grid = (cdiv(grid_rows, row block), n_zh)
     where the row block is BLOCK_M (fwd, dq) or BLOCK_N (dkdv)."""
     along = "BLOCK_N" if kernel_name == "dkdv" else "BLOCK_M"
     if tiles is None and on_gpu:
@@ -438,11 +438,39 @@ def _run(kernel_name, kernel, grid_rows, n_zh, work, args, tiles, on_gpu, **cons
             tuned = _tuned(kernel_name, constexprs["BLOCK_D"])
             tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args, **constexprs)
             return
-        tiles = HOPPER.configs(kernel_name, constexprs["BLOCK_D"])[0]
-    bm, bn, warps, stages = tiles or SIMULATOR[kernel_name]
+        _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs)
+        return
+    _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles or SIMULATOR[kernel_name],
+                  constexprs)
+
+
+def _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles, constexprs):
+    bm, bn, warps, stages = tiles
     block = bn if along == "BLOCK_N" else bm
     launch(kernel, (triton.cdiv(grid_rows, block), n_zh), *args, BLOCK_M=bm, BLOCK_N=bn,
            num_warps=warps, num_stages=stages, **constexprs)
+
+
+# (kernel, BLOCK_D, dtype) -> index of the first HOPPER config whose shared memory fits
+_FITS = {}
+
+
+def _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs):
+    """Untuned GPU launch: the first config of the head-dim class that fits the SM's shared
+    memory (fp32 operands need twice the bytes of 16-bit ones: the first 16-bit config can
+    be too large), as the autotuner skips configs that raise OutOfResources. Nothing runs
+    before a config compiles and fits, so trying the next one is safe."""
+    configs = HOPPER.configs(kernel_name, constexprs["BLOCK_D"])
+    key = (kernel_name, constexprs["BLOCK_D"], args[0].dtype)
+    for i in range(_FITS.get(key, 0), len(configs)):
+        try:
+            _launch_tiles(kernel, grid_rows, n_zh, along, args, configs[i], constexprs)
+        except triton.runtime.errors.OutOfResources:
+            continue
+        _FITS[key] = i
+        return
+    raise RuntimeError(f"flash_attention: no {kernel_name} config of {configs} fits this GPU "
+                       f"for head dim block {constexprs['BLOCK_D']} and {args[0].dtype}")
 
 
 # --------------------------------------------------------------------------------------------
