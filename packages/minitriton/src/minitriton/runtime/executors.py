@@ -115,16 +115,25 @@ def run_sequential(ctx, fn, values, ids):
         memory.journaling = keep
 
 
-def run_lockstep(ctx, fn, values, ids):
+def run_lockstep(ctx, fn, values, ids, known_block=None):
+    """`known_block`: the largest block of an earlier launch of the same kernel and constexprs,
+    which sizes the first chunk (without it, FIRST_CHUNK programs run first to see it)."""
     ctx.memory.journaling = True
     # the first chunk sizes the next ones; it holds more than one program so that two
     # programs racing on the same memory lose updates together, as on a GPU
-    queue, chunk = _Queue(ids), FIRST_CHUNK
+    queue = _Queue(ids)
+    chunk = FIRST_CHUNK if known_block is None else max(FIRST_CHUNK, _chunk(ctx, known_block,
+                                                                            len(ids)))
     while (group := queue.take(chunk)) is not None:
         _attempt(ctx, fn, values, group, queue)
-        block = max(ctx.max_block, 1)
-        chunk = int(max(1, min(len(ids), ctx.settings.chunk_bytes // (block * BYTES_PER_LANE),
-                               CHUNK_LANES // block)))
+        chunk = _chunk(ctx, ctx.max_block, len(ids))
+
+
+def _chunk(ctx, block, programs):
+    """Programs per lockstep chunk when the largest block has `block` elements."""
+    block = max(block, 1)
+    return int(max(1, min(programs, ctx.settings.chunk_bytes // (block * BYTES_PER_LANE),
+                          CHUNK_LANES // block)))
 
 
 class _Cancelled(BaseException):

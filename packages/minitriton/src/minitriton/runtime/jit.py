@@ -300,6 +300,9 @@ class JITFunction(KernelInterface):
                               for i in do_not_specialize}
         self._compiled = None
         self._violation = False  # not checked yet
+        # constexpr values -> the largest block a lockstep launch of them accessed: the next
+        # launch sizes its first chunk from it (runtime/executors.py, run_lockstep)
+        self.block_sizes = {}
 
     @property
     def src(self):

@@ -266,7 +266,10 @@ def launch(kernel, grid, args, kwargs):
         if settings.executor == "sequential":
             run_sequential(ctx, fn, values, ids)
         else:
-            run_lockstep(ctx, fn, values, ids)
+            key = _block_key(record.constexprs)
+            run_lockstep(ctx, fn, values, ids, kernel.block_sizes.get(key))
+            if key is not None:
+                kernel.block_sizes[key] = ctx.max_block
         rerun = _Rerun(ctx, fn, values, ids)
         for observer in ctx.observers:
             observer.finish(rerun)
@@ -286,6 +289,16 @@ def launch(kernel, grid, args, kwargs):
     record.seconds = time.perf_counter() - start
     publish(record)
     return record
+
+
+def _block_key(constexprs):
+    """The constexpr values that fix a launch's block shapes, as a key (None: unhashable)."""
+    key = tuple(sorted(constexprs.items(), key=lambda item: item[0]))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def warmup(kernel, grid, args, kwargs):
