@@ -84,7 +84,7 @@ def test_rmsnorm_reads_its_tuning(monkeypatch):
     g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
     assert set(launched) == {rn.rmsnorm_fwd_wide_kernel, rn.rmsnorm_bwd_dot_kernel,
-                             rn.rmsnorm_bwd_tiled_kernel}
+                             rn.rmsnorm_bwd_tiled_kernel, rn.rmsnorm_dg_sum_kernel}
 
 
 def test_softmax_reads_its_tuning(monkeypatch):

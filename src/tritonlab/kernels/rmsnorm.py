@@ -7,8 +7,9 @@ number per row) for the backward. Backward, per row:
 dg sums over every row, so programs must not all add into one dg (exercise 6's data race).
 Each program handles `rows_per_program` rows (exercise 8c's ROWS_PER_PROGRAM, passed at run time
 so that new shapes do not compile new kernels), accumulates their dg in registers and writes one
-row of a partial buffer, (programs, N), summed afterwards: the buffer has as many rows as
-programs, not as input rows (exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for
+row of a partial buffer, (programs, N), summed afterwards by `rmsnorm_dg_sum_kernel` (which
+stores dg in g's dtype): the buffer has as many rows as programs, not as input rows
+(exercise 8c). `rmsnorm_bwd_racy_kernel` keeps the race, for
 teaching: the simulator's race sanitizer names it. Statistics are fp32 (fp64 for fp64 inputs).
 
 Rows of any length: rows wider than what the forward keeps in registers run a chunked forward,
@@ -32,6 +33,10 @@ from . import ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
 from ._launch import launch
 from .tuning import tuning_for
+
+# the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
+# BLOCK_N columns (4096 columns: 128 programs)
+DG_BLOCK_P, DG_BLOCK_N = 64, 32
 
 
 @triton.jit
@@ -67,6 +72,22 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n
         tl.store(dx_ptr + row * n_cols + cols, dx, mask=mask)  # write N
         dg += dy * x * rstd
     tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
+
+
+@triton.jit
+def rmsnorm_dg_sum_kernel(partial_ptr, dg_ptr, n_partial, n_cols, BLOCK_P: tl.constexpr,
+                          BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+    # dg = the partial buffer's rows summed, stored in g's dtype: one launch where
+    # partial.sum(0).to(g.dtype) took two (a reduction and, for 16-bit g, a cast)
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    acc = tl.zeros([BLOCK_P, BLOCK_N], dtype=ACC)
+    for start in range(0, n_partial, BLOCK_P):
+        rows = start + tl.arange(0, BLOCK_P)
+        mask = (rows < n_partial)[:, None] & col_mask[None, :]
+        acc += tl.load(partial_ptr + rows[:, None].to(tl.int64) * n_cols + cols[None, :],
+                       mask=mask, other=0.0)
+    tl.store(dg_ptr + cols, tl.sum(acc, axis=0).to(dg_ptr.dtype.element_ty), mask=col_mask)
 
 
 @triton.jit
@@ -167,7 +188,12 @@ def _check(x, g, contiguous=False):
 def _flatten(x, g):
     """x as contiguous (rows, N) and g, checked."""
     x, g = _check(x, g, contiguous=True)
-    return (x if x.dim() == 2 else x.reshape(-1, x.shape[-1])), g
+    return _rows(x), g
+
+
+def _rows(t):
+    """A contiguous t as (rows, N)."""
+    return t if t.dim() == 2 else t.view(math.prod(t.shape[:-1]), t.shape[-1])
 
 
 def _rstd_dtype(x):
@@ -247,8 +273,16 @@ def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None, tile=None):
         launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
                rows, BLOCK_SIZE=block, ACC=acc,
                num_warps=_bwd_warps(block, x2.element_size(), t))
-    dg = partial.sum(0)
-    return dx, (dg if dg.dtype == g.dtype else dg.to(g.dtype))
+    return dx, _sum_partial(partial, g, acc)
+
+
+def _sum_partial(partial, g, acc):
+    """dg in g's dtype: the (programs, N) partial buffer summed over its rows."""
+    dg = torch.empty(g.shape, dtype=g.dtype, device=g.device)
+    n_partial, n_cols = partial.shape
+    launch(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),), partial, dg, n_partial,
+           n_cols, BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
+    return dg
 
 
 def rmsnorm_forward(x, g, eps=1e-6):
@@ -299,9 +333,8 @@ def _check_bwd(dy, x, g, rstd):
 
 
 def _op_bwd_impl(dy, x, g, rstd):
-    _check_bwd(dy, x, g, rstd)
-    x2, g2 = _flatten(x, g)
-    dx, dg = _backward(dy.contiguous().view(x2.shape), x2, g2, rstd)
+    _check_bwd(dy, x, g, rstd)  # once: the flattening below checks nothing again
+    dx, dg = _backward(_rows(dy.contiguous()), _rows(x.contiguous()), g.contiguous(), rstd)
     return dx.view(x.shape), dg
 
 
