@@ -478,9 +478,8 @@ def _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs
 
 def _strides4(t):
     """(batch, heads, seq, d) strides of a 3-D or 4-D tensor (heads stride 0 for 3-D)."""
-    if t.dim() == 3:
-        return t.stride(0), 0, t.stride(1), t.stride(2)
-    return tuple(t.stride())
+    s = t.stride()
+    return (s[0], 0, s[1], s[2]) if len(s) == 3 else s
 
 
 def check_attention_inputs(q, k, v, op="flash_attention"):
@@ -545,12 +544,20 @@ def _backward(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tiles=None):
     """(dQ, dK, dV), contiguous, in q's dtype. dq_mode: "kernel" (the dQ kernel), "atomic" or
     "racy" (dQ added inside the dK/dV kernel; the teaching variants). `tiles`: {"dkdv": ...,
     "dq": ...} configs instead of the simulator's or the autotuner's."""
-    batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v, op="flash_attention backward")
+    check_attention_inputs(q, k, v, op="flash_attention backward")
     check_inputs("flash_attention backward", do, o, device=DEVICE, dtypes=(q.dtype,),
                  same_shape=False, contiguous=False)
     if do.shape != q.shape or o.shape != q.shape:
         raise ValueError(f"flash_attention backward: dO {tuple(do.shape)} and O "
                          f"{tuple(o.shape)} must have q's shape {tuple(q.shape)}")
+    return _backward_checked(do, q, k, v, o, lse, causal, scale, dq_mode, tiles)
+
+
+def _backward_checked(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tiles=None):
+    """`_backward` for inputs known good: the autograd Function's saved tensors, checked by
+    its forward, and a dO that autograd gave the output's shape, dtype and device."""
+    n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    batch, heads = q.shape[0], (q.shape[1] if q.dim() == 4 else 1)
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
@@ -764,7 +771,7 @@ class FlashAttentionTriton(torch.autograd.Function):
     def backward(ctx, dO):
         L, Q, K, V, O = ctx.saved_tensors
         dQ, dK, dV = (_bwd_op(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale) if _compiling() else
-                      _backward(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale))
+                      _backward_checked(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale))
         return dQ, dK, dV, None, None
 
 
