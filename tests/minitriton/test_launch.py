@@ -3,9 +3,11 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 import minitriton as triton
 import minitriton.language as tl
+from minitriton import Settings
 import references as ref
 from corpus import load
 
@@ -241,3 +243,32 @@ def test_atomic_read_modify_write_ops(op, fn):
         np.testing.assert_array_equal(old[p * 16:(p + 1) * 16], expect)
         expect = fn(expect, vals[p * 16:(p + 1) * 16])
     np.testing.assert_array_equal(x, expect)
+
+
+@triton.jit
+def _tile_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + pid, tl.sum(x * x, axis=0))
+
+
+def test_lockstep_first_chunk_is_sized_from_the_previous_launch():
+    """A lockstep launch records its largest block per constexpr values; the next launch of the
+    same kernel and constexprs sizes its first chunk from it (no 4-program probe chunk) and
+    gives the same bits as the first launch and as the sequential executor."""
+    lockstep = Settings(executor="lockstep")
+    x = torch.randn(64 * 37 + 5)
+    first, second, seq = (torch.empty(38) for _ in range(3))
+    _tile_sum_kernel.block_sizes.clear()
+    _tile_sum_kernel[(38,)](x, first, x.numel(), BLOCK=64, minitriton_settings=lockstep)
+    assert list(_tile_sum_kernel.block_sizes.values()) and all(
+        size >= 64 for size in _tile_sum_kernel.block_sizes.values())
+    _tile_sum_kernel[(38,)](x, second, x.numel(), BLOCK=64, minitriton_settings=lockstep)
+    _tile_sum_kernel[(38,)](x, seq, x.numel(), BLOCK=64,
+                            minitriton_settings=Settings(executor="sequential"))
+    assert torch.equal(first, second) and torch.equal(first, seq)
+    padded = torch.zeros(38 * 64, dtype=torch.float64)
+    padded[:x.numel()] = x.double()
+    want = (padded.reshape(38, 64) ** 2).sum(1)
+    assert torch.allclose(first.double(), want, rtol=1e-5)
