@@ -3,7 +3,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 import minitriton as triton
 import minitriton.language as tl
@@ -258,17 +257,17 @@ def test_lockstep_first_chunk_is_sized_from_the_previous_launch():
     same kernel and constexprs sizes its first chunk from it (no 4-program probe chunk) and
     gives the same bits as the first launch and as the sequential executor."""
     lockstep = Settings(executor="lockstep")
-    x = torch.randn(64 * 37 + 5)
-    first, second, seq = (torch.empty(38) for _ in range(3))
+    x = ref.rand(64 * 37 + 5)
+    first, second, seq = (np.empty(38, np.float32) for _ in range(3))
     _tile_sum_kernel.block_sizes.clear()
-    _tile_sum_kernel[(38,)](x, first, x.numel(), BLOCK=64, minitriton_settings=lockstep)
+    _tile_sum_kernel[(38,)](x, first, x.size, BLOCK=64, minitriton_settings=lockstep)
     assert list(_tile_sum_kernel.block_sizes.values()) and all(
         size >= 64 for size in _tile_sum_kernel.block_sizes.values())
-    _tile_sum_kernel[(38,)](x, second, x.numel(), BLOCK=64, minitriton_settings=lockstep)
-    _tile_sum_kernel[(38,)](x, seq, x.numel(), BLOCK=64,
+    _tile_sum_kernel[(38,)](x, second, x.size, BLOCK=64, minitriton_settings=lockstep)
+    _tile_sum_kernel[(38,)](x, seq, x.size, BLOCK=64,
                             minitriton_settings=Settings(executor="sequential"))
-    assert torch.equal(first, second) and torch.equal(first, seq)
-    padded = torch.zeros(38 * 64, dtype=torch.float64)
-    padded[:x.numel()] = x.double()
-    want = (padded.reshape(38, 64) ** 2).sum(1)
-    assert torch.allclose(first.double(), want, rtol=1e-5)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(first, seq)
+    padded = np.zeros(38 * 64)
+    padded[:x.size] = x
+    np.testing.assert_allclose(first, (padded.reshape(38, 64) ** 2).sum(1), rtol=1e-5)
