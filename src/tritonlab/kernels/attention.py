@@ -430,8 +430,9 @@ def _tuned(kernel_name, block_d):
 def _run(kernel_name, kernel, grid_rows, n_zh, work, args, tiles, on_gpu, **constexprs):
     """Launch one tiled kernel: `tiles` (BLOCK_M, BLOCK_N, warps, stages) if given, else the
     simulator's config on a CPU, and on a GPU the first config that fits (_first_fitting) for
-    `work` = batch*heads*Nq*Nk up to HOPPER.tune_above, the autotuner above. grid = (cdiv(grid_rows, row block), n_zh)
-    where the row block is BLOCK_M (fwd, dq) or BLOCK_N (dkdv)."""
+    `work` = batch*heads*Nq*Nk up to HOPPER.tune_above, the autotuner above.
+    grid = (cdiv(grid_rows, row block), n_zh) where the row block is BLOCK_M (fwd, dq) or
+    BLOCK_N (dkdv)."""
     along = "BLOCK_N" if kernel_name == "dkdv" else "BLOCK_M"
     if tiles is None and on_gpu:
         if work > HOPPER.tune_above:
@@ -507,8 +508,13 @@ def check_attention_inputs(q, k, v, op="flash_attention"):
                          f"larger heads or use torch.nn.functional.scaled_dot_product_attention")
     if k.shape[-2] == 0 and q.shape[-2] > 0:
         raise ValueError(f"{op}: no keys: the softmax of an empty row is undefined")
-    batch, heads = q.shape[0], (q.shape[1] if q.dim() == 4 else 1)
-    return batch, heads, q.shape[-2], k.shape[-2], d
+    return _dims(q, k)
+
+
+def _dims(q, k):
+    """(batch, heads, n_queries, n_keys, d) of 3-D or 4-D q and k (heads 1 for 3-D)."""
+    return (q.shape[0], q.shape[1] if q.dim() == 4 else 1, q.shape[-2], k.shape[-2],
+            q.shape[-1])
 
 
 def _block_d(d):
@@ -556,8 +562,7 @@ def _backward(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tiles=None):
 def _backward_checked(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tiles=None):
     """`_backward` for inputs known good: the autograd Function's saved tensors, checked by
     its forward, and a dO that autograd gave the output's shape, dtype and device."""
-    n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
-    batch, heads = q.shape[0], (q.shape[1] if q.dim() == 4 else 1)
+    batch, heads, n_q, n_k, d = _dims(q, k)
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
