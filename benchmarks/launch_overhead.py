@@ -184,6 +184,8 @@ def main():
     compiled = rn.rmsnorm_fwd_kernel[(M,)](x, g, y, rstd, N, 1e-6, BLOCK_SIZE=N,
                                            ACC=tl.float32, num_warps=8)
     runner = compiled[(M, 1, 1)]
+    bound = _launch.Bound(rn.rmsnorm_fwd_kernel, (M,), BLOCK_SIZE=N, ACC=tl.float32,
+                          num_warps=8)
     stream = torch.cuda.current_stream().cuda_stream
     rows = [
         ("torch.empty_like", lambda: torch.empty_like(x)),
@@ -198,6 +200,7 @@ def main():
         ("_launch.launch(fwd kernel) (cached)", lambda: _launch.launch(
             rn.rmsnorm_fwd_kernel, (M,), x, g, y, rstd, N, 1e-6, BLOCK_SIZE=N, ACC=tl.float32,
             num_warps=8)),
+        ("_launch.Bound(fwd kernel) (a plan's)", lambda: bound(x, g, y, rstd, N, 1e-6)),
         ("rmsnorm_forward", lambda: rn.rmsnorm_forward(x, g)),
         ("rmsnorm_backward", lambda: rn.rmsnorm_backward(dy, x, g, rstd)),
         ("partial.sum(0)", lambda: y.sum(0)),

@@ -184,6 +184,47 @@ def test_launch_cache_retries_once_and_keeps_driver_errors(monkeypatch):
     assert len(compiled.runner_calls) == 1 and compiled.runs == []
 
 
+def test_bound_launch_looks_only_at_alignment_and_device(monkeypatch):
+    """A launch plan's `Bound`: its first call goes through `launch` (Triton compiles), later
+    calls straight to the compiled kernel with the bound grid and keywords filled in; a
+    misaligned tensor or another current device takes `launch`'s full path for that call, and
+    the plan's launches go straight again once the arguments fit."""
+    from tritonlab.kernels import _launch
+    enter, leave = _fake_triton(monkeypatch, device=2)
+    kernel, t = _FakeKernel(), torch.zeros(64)
+    bound = _launch.Bound(kernel, (4, 2), BLOCK=64)
+    first = bound(t, 32)
+    assert kernel.slow == [((4, 2), (t, 32), {"BLOCK": 64})] and first.runs == []
+    view = t[4:]
+    assert bound(view, 32) is None  # straight to the compiled kernel
+    assert first.runs == [(4, 2, 1, 1002, "function", "packed", None, enter, leave,
+                           view, 32, 64, "none")]
+    bound(t[1:], 32)  # misaligned: launch's path, a new specialisation compiled
+    assert len(kernel.slow) == 2 and len(first.runs) == 1
+    monkeypatch.setattr(_launch, "_current_device", lambda: 3)
+    bound(t, 32)  # another device: launch's path (its own compiled kernel)
+    assert len(kernel.slow) == 3
+    monkeypatch.setattr(_launch, "_current_device", lambda: 2)
+    bound(t, 32)
+    assert len(kernel.slow) == 3 and len(first.runs) == 2
+
+
+def test_bound_launch_falls_back_when_the_direct_call_does_not_fit(monkeypatch):
+    """A `Bound` whose direct call raises a TypeError before the launch hands the call to
+    `launch`, which switches the key to Triton's runner; the call runs once."""
+    from tritonlab.kernels import _launch
+    _fake_triton(monkeypatch, device=0)
+    kernel = _FakeKernel(run_errors=[TypeError("function takes exactly 12 arguments")] * 4)
+    t = torch.zeros(16)
+    bound = _launch.Bound(kernel, (4,), BLOCK=64)
+    compiled = bound(t, 32)
+    bound(t, 32)
+    bound(t, 32)
+    assert compiled.runs == [] and len(compiled.runner_calls) == 2 and len(kernel.slow) == 1
+    assert isinstance(bound.runner, _launch._Runner) and not isinstance(bound.runner,
+                                                                        _launch._Direct)
+
+
 @pytest.mark.gpu
 def test_cached_launches_follow_the_current_stream():
     """A cached launch goes to the stream the caller is on: captured into a CUDA graph on a

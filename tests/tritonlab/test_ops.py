@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 from torch.library import opcheck
 
-from torch_references import DEV, DTYPES, rand
+from torch_references import DEV, DTYPES, rand, rel_err
 from tritonlab.kernels import elementwise as ew
 from tritonlab.kernels import matmul as mm
 from tritonlab.kernels import ops
@@ -252,3 +252,16 @@ def test_eager_path_matches_the_custom_op(op, args, monkeypatch):
     for x1, x2 in zip(a1, a2):
         if isinstance(x1, torch.Tensor):
             torch.testing.assert_close(x1.grad, x2.grad, rtol=0, atol=0)
+
+
+def test_rmsnorm_rstd_output_has_no_gradient():
+    """rmsnorm's op returns rstd for its backward only: not differentiable, on the eager path
+    and through the custom op, and y's gradient is the same either way."""
+    for call in (rn.rmsnorm_op, rn.rmsnorm_op.custom_op):
+        x, g = _req(_x(2, 3, 8), _x(8, seed=1))
+        y, rstd = call(x, g, 1e-6)
+        assert y.requires_grad and not rstd.requires_grad
+        torch.autograd.backward(y, _x(2, 3, 8, seed=2))
+        ref_x, ref_g = _req(x.detach().clone(), g.detach().clone())
+        torch.autograd.backward(F.rms_norm(ref_x, (8,), ref_g, 1e-6), _x(2, 3, 8, seed=2))
+        assert rel_err(x.grad, ref_x.grad) < 1e-5 and rel_err(g.grad, ref_g.grad) < 1e-5

@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 import torch
 
+from tritonlab.kernels import _launch
 from tritonlab.kernels import matmul as mm
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
@@ -79,7 +80,16 @@ def test_rmsnorm_reads_its_tuning(monkeypatch):
     small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=16,
                                 bwd_register_max=16, wide_chunk=8, tile_m=2, tile_n=8)
     monkeypatch.setattr(rn, "tuning_for", lambda kind, device: small)
-    launched = _recording(monkeypatch, rn)
+    monkeypatch.setattr(rn, "_PLANS", {})  # launch plans made from now on read `small`
+    launched = []
+
+    class Recording(_launch.Bound):
+        __slots__ = ()
+
+        def __call__(self, *args):
+            launched.append(self.kernel)
+            return super().__call__(*args)
+    monkeypatch.setattr(rn, "Bound", Recording)
     x = rand(2, 2, 20, dtype=torch.float64).requires_grad_()
     g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))

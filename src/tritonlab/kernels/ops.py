@@ -61,11 +61,15 @@ class Op:
              "backward": staticmethod(backward)})
 
     def __call__(self, *args):
-        if torch.compiler.is_compiling() or not all(
-                type(a) in _PLAIN for a in args if isinstance(a, torch.Tensor)):
-            return self.custom_op(*args)  # tensor subclasses (fake, functional) dispatch
-        if self.function is not None and torch.is_grad_enabled() and any(
-                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        grad = False
+        for a in args:  # a loop, not generators: this runs on every call
+            if isinstance(a, torch.Tensor):
+                if type(a) not in _PLAIN:
+                    return self.custom_op(*args)  # tensor subclasses (fake, functional)
+                grad = grad or a.requires_grad
+        if torch.compiler.is_compiling():
+            return self.custom_op(*args)
+        if grad and self.function is not None and torch.is_grad_enabled():
             return self.function.apply(*args)
         return self.impl(*args)
 

@@ -31,7 +31,7 @@ import torch
 from ..backend import DEVICE, tl, triton
 from . import ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
-from ._launch import launch
+from ._launch import Bound
 from .tuning import tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
@@ -200,10 +200,9 @@ def _rstd_dtype(x):
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _programs_for(x, t):
+def _programs_for(n_rows, n_cols, x, t):
     """Programs of the whole-row backward on a GPU: more per SM for short rows, whose programs
     are latency-bound; a handful on the simulator."""
-    n_rows, n_cols = x.shape
     if x.is_cuda:
         per_sm = min(t.bwd_max_per_sm, max(1, t.bwd_cols_per_sm // max(1, n_cols)))
         return max(1, min(n_rows, per_sm * sm_count(x.get_device())))
@@ -227,69 +226,123 @@ def _tiled_rows(n_rows, n_cols, block_m, block_n, x, t):
     return triton.cdiv(triton.cdiv(n_rows, row_blocks), block_m) * block_m
 
 
-def _forward(x2, g, eps, chunk=None):
-    """(y, rstd); `chunk` forces the chunked kernel with that chunk (tests, probes)."""
-    n_rows, n_cols = x2.shape
-    y = torch.empty_like(x2)
-    rstd = torch.empty(n_rows, dtype=_rstd_dtype(x2), device=x2.device)
-    if n_rows and not n_cols:
-        rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
-    if n_rows and n_cols:
-        acc, t = compute_dtype(x2, tl), tuning_for("rmsnorm", x2.get_device())
+class _Plan:
+    """What a call on inputs of one signature (x's shape, dtype and device, g's the same) needs,
+    worked out once: the checks passed, which kernels run with which grids, blocks and warps,
+    the partial-dg buffer's shape. `_plan` keeps one per signature, so a call that finds its
+    plan makes no checks and no tuning lookups, only its allocations and one `Bound` launch
+    per kernel (the host cost of a small step: docs/ops.md#host-cost). `rows_per_program`,
+    `chunk` and `tile` force the backward's rows per program or the wide-row kernels with
+    those blocks (tests, probes)."""
+
+    def __init__(self, x, g, rows_per_program=None, chunk=None, tile=None):
+        x, g = _check(x, g)
+        self.shape, self.flat = x.shape, x.dim() != 2
+        n_rows, n_cols = self.rows2d = (math.prod(x.shape[:-1]), x.shape[-1])
+        self.rstd_dtype = _rstd_dtype(x)
+        self.fwd = self.dot = self.bwd = self.dg_sum = None
+        if not (n_rows and n_cols):
+            return
+        acc, t = compute_dtype(x, tl), tuning_for("rmsnorm", x.get_device())
         if chunk or n_cols > t.fwd_register_max:
-            launch(rmsnorm_fwd_wide_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps,
-                   CHUNK=chunk or t.wide_chunk, ACC=acc, num_warps=t.wide_warps)
+            self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=chunk or t.wide_chunk,
+                             ACC=acc, num_warps=t.wide_warps)
         else:
             block = triton.next_power_of_2(n_cols)
-            launch(rmsnorm_fwd_kernel, (n_rows,), x2, g, y, rstd, n_cols, eps,
-                   BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
-    return y, rstd
+            self.fwd = Bound(rmsnorm_fwd_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
+                             num_warps=num_warps_for(block))
+        if chunk or tile or n_cols > t.bwd_register_max:
+            block_m, block_n = tile or (t.tile_m, t.tile_n)
+            self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=chunk or t.wide_chunk,
+                             ACC=acc, num_warps=t.wide_warps)
+            rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
+                    _tiled_rows(n_rows, n_cols, block_m, block_n, x, t))
+            grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
+            self.bwd = Bound(rmsnorm_bwd_tiled_kernel, grid, BLOCK_M=block_m, BLOCK_N=block_n,
+                             ACC=acc, num_warps=t.tile_warps)
+        else:
+            rows = rows_per_program or triton.cdiv(n_rows, _programs_for(n_rows, n_cols, x, t))
+            grid = (triton.cdiv(n_rows, rows),)
+            block = triton.next_power_of_2(n_cols)
+            self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
+                             num_warps=_bwd_warps(block, x.element_size(), t))
+        self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
+        self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
+                            BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
+
+    def rows(self, t):
+        """A contiguous t of the plan's shape as (rows, N)."""
+        return t.view(self.rows2d) if self.flat else t
+
+    def forward(self, x2, g, eps):
+        """(y, rstd) for contiguous (rows, N) x2 and contiguous g of the plan's signature."""
+        n_rows, n_cols = self.rows2d
+        y = torch.empty_like(x2)
+        rstd = torch.empty(n_rows, dtype=self.rstd_dtype, device=x2.device)
+        if self.fwd is not None:
+            self.fwd(x2, g, y, rstd, n_cols, eps)
+        elif n_rows:
+            rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
+        return y, rstd
+
+    def backward(self, dy2, x2, g, rstd):
+        """(dx, dg) for contiguous (rows, N) dy2 and x2 and contiguous g of the plan's
+        signature and the forward's rstd."""
+        dx = torch.empty_like(x2)
+        if self.bwd is None:
+            return dx, torch.zeros_like(g)
+        n_rows, n_cols = self.rows2d
+        partial = torch.empty(self.partial_shape, dtype=rstd.dtype, device=x2.device)
+        if self.dot is not None:
+            coef = torch.empty_like(rstd)
+            self.dot(x2, g, dy2, rstd, coef, n_cols)
+            self.bwd(x2, g, rstd, coef, dy2, dx, partial, n_rows, n_cols,
+                     self.rows_per_program)
+        else:
+            self.bwd(x2, g, rstd, dy2, dx, partial, n_rows, n_cols, self.rows_per_program)
+        dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
+        self.dg_sum(partial, dg, self.partial_shape[0], n_cols)
+        return dx, dg
+
+
+_PLANS: dict = {}
+_MAX_PLANS = 4096  # signatures kept; the oldest go first
+
+
+def _plan(x, g):
+    """The cached `_Plan` of x's and g's signature (checked and built on its first call)."""
+    try:
+        key = (x.shape, x.dtype, x.device, g.shape, g.dtype, g.device)
+    except AttributeError:  # not tensors: the check says so
+        _check(x, g)
+        raise
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _Plan(x, g)
+        if len(_PLANS) >= _MAX_PLANS:
+            del _PLANS[next(iter(_PLANS))]
+        _PLANS[key] = plan
+    return plan
+
+
+def _forward(x2, g, eps, chunk=None):
+    """(y, rstd) for contiguous (rows, N) x2; `chunk` forces the chunked kernel with that
+    chunk (tests, probes)."""
+    plan = _Plan(x2, g, chunk=chunk) if chunk else _plan(x2, g)
+    return plan.forward(x2, g.contiguous(), eps)
 
 
 def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None, tile=None):
     """(dx, dg) for checked 2-D contiguous x2 and dy2 of the same shape and dtype. `chunk` or
     `tile` (block_m, block_n) force the wide-row kernels with those blocks (tests, probes)."""
-    n_rows, n_cols = x2.shape
-    dx = torch.empty_like(x2)
-    if x2.numel() == 0:
-        return dx, torch.zeros_like(g)
-    acc, t = compute_dtype(x2, tl), tuning_for("rmsnorm", x2.get_device())
-    if chunk or tile or n_cols > t.bwd_register_max:
-        block_m, block_n = tile or (t.tile_m, t.tile_n)
-        coef = torch.empty_like(rstd)
-        launch(rmsnorm_bwd_dot_kernel, (n_rows,), x2, g, dy2, rstd, coef, n_cols,
-               CHUNK=chunk or t.wide_chunk, ACC=acc, num_warps=t.wide_warps)
-        rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
-                _tiled_rows(n_rows, n_cols, block_m, block_n, x2, t))
-        grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
-        partial = torch.empty(grid[0], n_cols, dtype=rstd.dtype, device=x2.device)
-        launch(rmsnorm_bwd_tiled_kernel, grid, x2, g, rstd, coef, dy2, dx, partial, n_rows,
-               n_cols, rows, BLOCK_M=block_m, BLOCK_N=block_n, ACC=acc, num_warps=t.tile_warps)
-    else:
-        rows = rows_per_program or triton.cdiv(n_rows, _programs_for(x2, t))
-        programs = triton.cdiv(n_rows, rows)
-        partial = torch.empty(programs, n_cols, dtype=rstd.dtype, device=x2.device)
-        block = triton.next_power_of_2(n_cols)
-        launch(rmsnorm_bwd_kernel, (programs,), x2, g, rstd, dy2, dx, partial, n_rows, n_cols,
-               rows, BLOCK_SIZE=block, ACC=acc,
-               num_warps=_bwd_warps(block, x2.element_size(), t))
-    return dx, _sum_partial(partial, g, acc)
-
-
-def _sum_partial(partial, g, acc):
-    """dg in g's dtype: the (programs, N) partial buffer summed over its rows."""
-    dg = torch.empty(g.shape, dtype=g.dtype, device=g.device)
-    n_partial, n_cols = partial.shape
-    launch(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),), partial, dg, n_partial,
-           n_cols, BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
-    return dg
+    plan = (_Plan(x2, g, rows_per_program, chunk, tile) if rows_per_program or chunk or tile
+            else _plan(x2, g))
+    return plan.backward(dy2, x2, g.contiguous(), rstd)
 
 
 def rmsnorm_forward(x, g, eps=1e-6):
     """(y, rstd): y = x / rms(x) * g over the last dimension; rstd is fp32 (fp64), one per row."""
-    x2, g = _flatten(x, g)
-    y, rstd = _forward(x2, g, eps)
-    return y.view(x.shape), rstd
+    return _op_impl(x, g, eps)
 
 
 def rmsnorm_backward(dy, x, g, rstd, rows_per_program=None):
@@ -313,9 +366,9 @@ def rmsnorm_backward_racy(dy, x, g, rstd):
 
 
 def _op_impl(x, g, eps):
-    x2, g2 = _flatten(x, g)
-    y, rstd = _forward(x2, g2, eps)
-    return y.view(x.shape), rstd
+    plan = _plan(x, g)
+    y, rstd = plan.forward(plan.rows(x.contiguous()), g.contiguous(), eps)
+    return y.view(plan.shape) if plan.flat else y, rstd
 
 
 def _op_fake(x, g, eps):
@@ -333,9 +386,13 @@ def _check_bwd(dy, x, g, rstd):
 
 
 def _op_bwd_impl(dy, x, g, rstd):
-    _check_bwd(dy, x, g, rstd)  # once: the flattening below checks nothing again
-    dx, dg = _backward(_rows(dy.contiguous()), _rows(x.contiguous()), g.contiguous(), rstd)
-    return dx.view(x.shape), dg
+    plan = _plan(x, g)  # x and g checked, on their first call
+    if dy.shape != x.shape or dy.dtype != x.dtype or dy.device != x.device:
+        _check_bwd(dy, x, g, rstd)
+        raise ValueError(f"rmsnorm backward: dy is on {dy.device}, x on {x.device}")
+    dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
+                           g.contiguous(), rstd)
+    return dx.view(plan.shape) if plan.flat else dx, dg
 
 
 def _op_bwd_fake(dy, x, g, rstd):
@@ -346,9 +403,15 @@ def _op_bwd_fake(dy, x, g, rstd):
 def _setup(ctx, inputs, output):
     x, g, _ = inputs
     ctx.save_for_backward(x, g, output[1])
+    # rstd is internal: no gradient, and none materialised (autograd would otherwise allocate
+    # and fill a zero tensor for it, a GPU launch, on every backward)
+    ctx.mark_non_differentiable(output[1])
+    ctx.set_materialize_grads(False)
 
 
-def _op_backward(ctx, dy, _drstd):  # rstd is internal: its gradient is dropped
+def _op_backward(ctx, dy, _drstd):
+    if dy is None:  # y's gradient is zero: nothing to launch
+        return None, None, None
     dx, dg = rmsnorm_backward_op(dy, *ctx.saved_tensors)
     return dx, dg, None
 
