@@ -283,3 +283,37 @@ def test_the_installed_triton_takes_the_direct_path():
         torch.testing.assert_close(ew.add(x, x), 2 * x)
     entries = [hit for key, hit in _launch._COMPILED.items() if key[0] == id(ew.add_kernel)]
     assert entries and all(type(hit) is _launch._Direct for hit in entries)
+
+
+@pytest.mark.gpu
+def test_scratch_buffers_are_per_stream_and_fresh_under_graph_capture():
+    """`scratch` hands the same buffer to calls on one stream, another on another stream, and
+    a new one while a CUDA graph is captured; rmsnorm's backward, which uses it, gives the
+    same gradients on two streams and inside a captured graph."""
+    from tritonlab.kernels import _launch
+    from tritonlab.kernels import rmsnorm as rn
+    dev = torch.device("cuda", torch.cuda.current_device())
+    a = _launch.scratch("test", (4, 8), torch.float32, dev)
+    assert _launch.scratch("test", (4, 8), torch.float32, dev) is a
+    assert _launch.scratch("test", (4, 9), torch.float32, dev) is not a
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert _launch.scratch("test", (4, 8), torch.float32, dev) is not a
+    x, g, dy = rand(300, 256), rand(256, seed=1), rand(300, 256, seed=2)
+    y, rstd = rn.rmsnorm_forward(x, g)
+    want = rn.rmsnorm_backward(dy, x, g, rstd)
+    with torch.cuda.stream(side):
+        got = rn.rmsnorm_backward(dy, x, g, rstd)
+    torch.cuda.synchronize()
+    for t, w in zip(got, want):
+        torch.testing.assert_close(t, w, rtol=0, atol=0)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        assert _launch.scratch("test", (4, 8), torch.float32, dev) is not a
+        captured = rn.rmsnorm_backward(dy, x, g, rstd)
+    dy.copy_(rand(300, 256, seed=3))
+    graph.replay()
+    want = rn.rmsnorm_backward(dy, x, g, rstd)
+    torch.cuda.synchronize()
+    for t, w in zip(captured, want):
+        torch.testing.assert_close(t, w, rtol=0, atol=0)

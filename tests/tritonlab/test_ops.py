@@ -265,3 +265,20 @@ def test_rmsnorm_rstd_output_has_no_gradient():
         ref_x, ref_g = _req(x.detach().clone(), g.detach().clone())
         torch.autograd.backward(F.rms_norm(ref_x, (8,), ref_g, 1e-6), _x(2, 3, 8, seed=2))
         assert rel_err(x.grad, ref_x.grad) < 1e-5 and rel_err(g.grad, ref_g.grad) < 1e-5
+
+
+def test_rmsnorm_backward_twice_keeps_the_first_gradients():
+    """The eager backward writes dg into a buffer made in the forward: a second backward of
+    the same graph (retain_graph) must get its own, leaving the first result as it was."""
+    x, g = _req(_x(5, 8), _x(8, seed=1))
+    y = rn.rmsnorm(x, g)
+    dy1, dy2 = _x(5, 8, seed=2), _x(5, 8, seed=3)
+    first = torch.autograd.grad(y, (x, g), dy1, retain_graph=True)
+    kept = [t.clone() for t in first]
+    second = torch.autograd.grad(y, (x, g), dy2)
+    for t, k in zip(first, kept):
+        torch.testing.assert_close(t, k, rtol=0, atol=0)
+    ref_x, ref_g = _req(x.detach().clone(), g.detach().clone())
+    want = torch.autograd.grad(F.rms_norm(ref_x, (8,), ref_g, 1e-6), (ref_x, ref_g), dy2)
+    for t, w in zip(second, want):
+        assert rel_err(t, w) < 1e-5

@@ -11,6 +11,9 @@ take the plain path. What Triton reads from the environment at compile time (TRI
 the other knobs) is not looked at again after the first call of a key.
 TRITONLAB_FAST_LAUNCH=0 turns the cache off.
 
+`scratch(name, shape, dtype, device)` is a reused scratch buffer (a backward's partial sums):
+one per name, shape, dtype, device and stream, so a backward makes no allocation for it.
+
 `Bound(kernel, grid, **kw)` is the same launch with the grid and keywords fixed, for launch
 plans (kernels/rmsnorm.py) whose cache key already holds the arguments' signature: after its
 first call it looks only at the tensors' alignment and the current device.
@@ -187,3 +190,35 @@ class Bound:
                 self.runner, self.device, self.tensors = hit, keyed[1], tensors
                 self.tail = tuple(self.kw.get(name, default) for name, default in hit.tail)
         return compiled
+
+
+_SCRATCH: dict = {}
+_SCRATCH_MAX_BYTES = 256 << 20  # beyond this the kept buffers are dropped and start again
+_scratch_bytes = [0]
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+
+
+def scratch(name, shape, dtype, device):
+    """An uninitialised tensor for a kernel's temporary results (`name` tells the callers'
+    buffers apart), kept and handed out again to later calls with the same name, shape,
+    dtype, device and CUDA stream. Safe because a stream runs its kernels in order: the
+    kernels of one call have read it before the next call's kernels write it, on the same
+    stream; another stream gets its own. On the CPU (the simulator), or while a CUDA graph is
+    being captured (its memory belongs to the graph), a new tensor every call. Costs no
+    allocator call, which on the H200 is the backward's largest host cost when autograd runs
+    it on its worker thread (docs/ops.md#host-cost)."""
+    if device.type != "cuda" or _raw_stream is None or _capturing():
+        return torch.empty(shape, dtype=dtype, device=device)
+    index = device.index if device.index is not None else _current_device()
+    key = (name, shape, dtype, index, _raw_stream(index))
+    buffer = _SCRATCH.get(key)
+    if buffer is None:
+        buffer = torch.empty(shape, dtype=dtype, device=device)
+        nbytes = buffer.numel() * buffer.element_size()
+        if _scratch_bytes[0] + nbytes > _SCRATCH_MAX_BYTES:
+            _SCRATCH.clear()
+            _scratch_bytes[0] = 0
+        _SCRATCH[key] = buffer
+        _scratch_bytes[0] += nbytes
+    return buffer

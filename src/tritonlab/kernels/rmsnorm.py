@@ -31,7 +31,7 @@ import torch
 from ..backend import DEVICE, tl, triton
 from . import ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
-from ._launch import Bound
+from ._launch import Bound, scratch
 from .tuning import tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
@@ -285,22 +285,27 @@ class _Plan:
             rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
         return y, rstd
 
-    def backward(self, dy2, x2, g, rstd):
+    def backward(self, dy2, x2, g, rstd, dg=None):
         """(dx, dg) for contiguous (rows, N) dy2 and x2 and contiguous g of the plan's
-        signature and the forward's rstd."""
+        signature and the forward's rstd; `dg`, where given, is an uninitialised tensor of g's
+        shape and dtype to write dg into. The partial-dg rows (and the wide rows'
+        coefficients) go to reused scratch buffers (`_launch.scratch`): in the backward, on
+        autograd's worker thread, every allocator call costs tens of us on the H200."""
         dx = torch.empty_like(x2)
         if self.bwd is None:
             return dx, torch.zeros_like(g)
         n_rows, n_cols = self.rows2d
-        partial = torch.empty(self.partial_shape, dtype=rstd.dtype, device=x2.device)
+        device = x2.device
+        partial = scratch("rmsnorm.partial", self.partial_shape, rstd.dtype, device)
         if self.dot is not None:
-            coef = torch.empty_like(rstd)
+            coef = scratch("rmsnorm.coef", rstd.shape, rstd.dtype, device)
             self.dot(x2, g, dy2, rstd, coef, n_cols)
             self.bwd(x2, g, rstd, coef, dy2, dx, partial, n_rows, n_cols,
                      self.rows_per_program)
         else:
             self.bwd(x2, g, rstd, dy2, dx, partial, n_rows, n_cols, self.rows_per_program)
-        dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
+        if dg is None:
+            dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
         self.dg_sum(partial, dg, self.partial_shape[0], n_cols)
         return dx, dg
 
@@ -385,13 +390,13 @@ def _check_bwd(dy, x, g, rstd):
                          f"{tuple(x.shape)}")
 
 
-def _op_bwd_impl(dy, x, g, rstd):
+def _op_bwd_impl(dy, x, g, rstd, dg=None):
     plan = _plan(x, g)  # x and g checked, on their first call
     if dy.shape != x.shape or dy.dtype != x.dtype or dy.device != x.device:
         _check_bwd(dy, x, g, rstd)
         raise ValueError(f"rmsnorm backward: dy is on {dy.device}, x on {x.device}")
     dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
-                           g.contiguous(), rstd)
+                           g.contiguous(), rstd, dg)
     return dx.view(plan.shape) if plan.flat else dx, dg
 
 
@@ -409,10 +414,23 @@ def _setup(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
+def _eager_setup(ctx, inputs, output):
+    """The eager path's `_setup`, which also allocates dg here, in the forward: the backward
+    runs on autograd's worker thread, where an allocation costs far more host time (on the
+    H200 about 30 us against 5; docs/ops.md#host-cost). dg is g-sized, a small tensor."""
+    _setup(ctx, inputs, output)
+    g = inputs[1]
+    ctx.dg = torch.empty(g.shape, dtype=g.dtype, device=g.device)
+
+
 def _op_backward(ctx, dy, _drstd):
     if dy is None:  # y's gradient is zero: nothing to launch
         return None, None, None
-    dx, dg = rmsnorm_backward_op(dy, *ctx.saved_tensors)
+    dg, ctx.dg = getattr(ctx, "dg", None), None  # a second backward allocates its own
+    if dg is not None and not torch.is_grad_enabled():  # eager, first order: no dispatch
+        dx, dg = _op_bwd_impl(dy, *ctx.saved_tensors, dg)
+    else:
+        dx, dg = rmsnorm_backward_op(dy, *ctx.saved_tensors)
     return dx, dg, None
 
 
@@ -425,7 +443,8 @@ rmsnorm_backward_op = ops.define(__name__, "rmsnorm_backward",
                                  "(Tensor, Tensor)", _op_bwd_impl, _op_bwd_fake,
                                  ops.no_double_backward("tritonlab rmsnorm"), _no_setup)
 rmsnorm_op = ops.define(__name__, "rmsnorm", "(Tensor x, Tensor g, float eps) -> "
-                        "(Tensor, Tensor)", _op_impl, _op_fake, _op_backward, _setup)
+                        "(Tensor, Tensor)", _op_impl, _op_fake, _op_backward, _setup,
+                        eager_setup_context=_eager_setup)
 
 
 def rmsnorm(x, g, eps=1e-6):
