@@ -283,6 +283,9 @@ def test_the_installed_triton_takes_the_direct_path():
         torch.testing.assert_close(ew.add(x, x), 2 * x)
     entries = [hit for key, hit in _launch._COMPILED.items() if key[0] == id(ew.add_kernel)]
     assert entries and all(type(hit) is _launch._Direct for hit in entries)
+    import triton
+    if triton.__version__.startswith("3.6."):  # and Triton's C launcher itself
+        assert all(hit.inner is not None for hit in entries)
 
 
 @pytest.mark.gpu
@@ -299,21 +302,24 @@ def test_scratch_buffers_are_per_stream_and_fresh_under_graph_capture():
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         assert _launch.scratch("test", (4, 8), torch.float32, dev) is not a
-    x, g, dy = rand(300, 256), rand(256, seed=1), rand(300, 256, seed=2)
-    y, rstd = rn.rmsnorm_forward(x, g)
-    want = rn.rmsnorm_backward(dy, x, g, rstd)
+    x, g = (t.requires_grad_() for t in (rand(300, 256), rand(256, seed=1)))
+    dy = rand(300, 256, seed=2)
+
+    def grads():  # the eager autograd path, which takes its partial-dg rows from `scratch`
+        return torch.autograd.grad(rn.rmsnorm(x, g), (x, g), dy)
+    want = grads()
     with torch.cuda.stream(side):
-        got = rn.rmsnorm_backward(dy, x, g, rstd)
+        got = grads()
     torch.cuda.synchronize()
     for t, w in zip(got, want):
         torch.testing.assert_close(t, w, rtol=0, atol=0)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         assert _launch.scratch("test", (4, 8), torch.float32, dev) is not a
-        captured = rn.rmsnorm_backward(dy, x, g, rstd)
+        captured = grads()
     dy.copy_(rand(300, 256, seed=3))
     graph.replay()
-    want = rn.rmsnorm_backward(dy, x, g, rstd)
+    want = grads()
     torch.cuda.synchronize()
     for t, w in zip(captured, want):
         torch.testing.assert_close(t, w, rtol=0, atol=0)

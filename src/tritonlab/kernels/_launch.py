@@ -90,6 +90,14 @@ class _Direct(_Runner):
         self.packed = compiled.packed_metadata
         self.knobs = triton.knobs.runtime
         self.stream = torch._C._cuda_getCurrentRawStream
+        # Triton 3.6's CudaLauncher.__call__ only adds its scratch buffers (none for most
+        # kernels) and two flags before calling its compiled C launcher: call that directly
+        run, self.inner = self.run, None
+        if (getattr(triton, "__version__", "").startswith("3.6.")
+                and type(run).__name__ == "CudaLauncher"
+                and run.global_scratch_size == 0 and run.profile_scratch_size == 0):
+            self.inner = run.launch
+            self.flags = (run.launch_cooperative_grid, run.launch_pdl, None, None)
 
     def full(self, grid, device, arguments):
         stream = self.stream(device)
@@ -97,8 +105,12 @@ class _Direct(_Runner):
         # A profiler (Proton) listens through the hooks: give it Triton's launch metadata
         meta = (self.compiled.launch_metadata(grid, stream, *arguments)
                 if enter is not None and getattr(enter, "calls", True) else None)
-        self.run(grid[0], grid[1], grid[2], stream, self.function, self.packed, meta, enter,
-                 leave, *arguments)
+        if self.inner is not None:
+            self.inner(grid[0], grid[1], grid[2], stream, self.function, *self.flags,
+                       self.packed, meta, enter, leave, *arguments)
+        else:
+            self.run(grid[0], grid[1], grid[2], stream, self.function, self.packed, meta,
+                     enter, leave, *arguments)
 
 
 def _grid3(grid):

@@ -287,18 +287,21 @@ class _Plan:
 
     def backward(self, dy2, x2, g, rstd, dg=None):
         """(dx, dg) for contiguous (rows, N) dy2 and x2 and contiguous g of the plan's
-        signature and the forward's rstd; `dg`, where given, is an uninitialised tensor of g's
-        shape and dtype to write dg into. The partial-dg rows (and the wide rows'
-        coefficients) go to reused scratch buffers (`_launch.scratch`): in the backward, on
-        autograd's worker thread, every allocator call costs tens of us on the H200."""
+        signature and the forward's rstd. `dg`, where given (the eager autograd path), is an
+        uninitialised tensor of g's shape and dtype to write dg into, and the partial-dg rows
+        (and the wide rows' coefficients) then go to reused scratch buffers
+        (`_launch.scratch`): on autograd's worker thread every allocator call costs tens of us
+        on the H200. Elsewhere (compiled graphs, whose CUDA-graph pools must own every
+        buffer, and the launch functions) they are allocated."""
         dx = torch.empty_like(x2)
         if self.bwd is None:
             return dx, torch.zeros_like(g)
         n_rows, n_cols = self.rows2d
         device = x2.device
-        partial = scratch("rmsnorm.partial", self.partial_shape, rstd.dtype, device)
+        temp = scratch if dg is not None else _allocate
+        partial = temp("rmsnorm.partial", self.partial_shape, rstd.dtype, device)
         if self.dot is not None:
-            coef = scratch("rmsnorm.coef", rstd.shape, rstd.dtype, device)
+            coef = temp("rmsnorm.coef", rstd.shape, rstd.dtype, device)
             self.dot(x2, g, dy2, rstd, coef, n_cols)
             self.bwd(x2, g, rstd, coef, dy2, dx, partial, n_rows, n_cols,
                      self.rows_per_program)
@@ -308,6 +311,10 @@ class _Plan:
             dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
         self.dg_sum(partial, dg, self.partial_shape[0], n_cols)
         return dx, dg
+
+
+def _allocate(name, shape, dtype, device):
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 _PLANS: dict = {}
