@@ -67,10 +67,26 @@ def test_hopper_rules_give_the_measured_choices():
 
 
 def _recording(monkeypatch, module):
+    """The kernels `module` launches from now on, in order: through `launch`, or through the
+    `Bound` launches of its plans (whose cache starts empty, so that new plans read the
+    patched tuning)."""
     launched = []
-    real = module.launch
-    monkeypatch.setattr(module, "launch",
-                        lambda k, *a, **kw: launched.append(k) or real(k, *a, **kw))
+    if hasattr(module, "launch"):
+        real = module.launch
+        monkeypatch.setattr(module, "launch",
+                            lambda k, *a, **kw: launched.append(k) or real(k, *a, **kw))
+        return launched
+
+    class Recording(_launch.Bound):
+        __slots__ = ()
+
+        def __call__(self, *args):
+            launched.append(self.kernel)
+            return super().__call__(*args)
+    monkeypatch.setattr(module, "Bound", Recording)
+    for name in ("_PLANS", "_LAUNCHES"):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, _launch.PlanCache())
     return launched
 
 
@@ -80,16 +96,7 @@ def test_rmsnorm_reads_its_tuning(monkeypatch):
     small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=16,
                                 bwd_register_max=16, wide_chunk=8, tile_m=2, tile_n=8)
     monkeypatch.setattr(rn, "tuning_for", lambda kind, device: small)
-    monkeypatch.setattr(rn, "_PLANS", {})  # launch plans made from now on read `small`
-    launched = []
-
-    class Recording(_launch.Bound):
-        __slots__ = ()
-
-        def __call__(self, *args):
-            launched.append(self.kernel)
-            return super().__call__(*args)
-    monkeypatch.setattr(rn, "Bound", Recording)
+    launched = _recording(monkeypatch, rn)
     x = rand(2, 2, 20, dtype=torch.float64).requires_grad_()
     g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))

@@ -14,6 +14,10 @@ TRITONLAB_FAST_LAUNCH=0 turns the cache off.
 `scratch(name, shape, dtype, device)` is a reused scratch buffer (a backward's partial sums):
 one per name, shape, dtype, device and stream, so a backward makes no allocation for it.
 
+`PlanCache` keeps launch plans by their inputs' signature (kernels/rmsnorm.py, softmax.py,
+rowsum.py): checks, tuning lookups and the `Bound` launches worked out on a signature's first
+call.
+
 `Bound(kernel, grid, **kw)` is the same launch with the grid and keywords fixed, for launch
 plans (kernels/rmsnorm.py) whose cache key already holds the arguments' signature: after its
 first call it looks only at the tensors' alignment and the current device.
@@ -234,3 +238,26 @@ def scratch(name, shape, dtype, device):
         _SCRATCH[key] = buffer
         _scratch_bytes[0] += nbytes
     return buffer
+
+
+class PlanCache:
+    """Launch plans keyed by their inputs' signature (shapes, dtypes, devices, options):
+    `get(key, build, *args)` is the plan `build(*args)` made on the key's first call, which is
+    where the inputs are checked (a bad call raises there and caches nothing). Past `size`
+    plans the oldest go first. A plan holds what was decided from the tuning tables when it
+    was built: tests that change a tuning start with a new cache."""
+
+    def __init__(self, size=4096):
+        self.plans, self.size = {}, size
+
+    def get(self, key, build, *args):
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = build(*args)
+            if len(self.plans) >= self.size:
+                del self.plans[next(iter(self.plans))]
+            self.plans[key] = plan
+        return plan
+
+    def __len__(self):
+        return len(self.plans)

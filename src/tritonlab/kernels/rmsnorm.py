@@ -31,7 +31,7 @@ import torch
 from ..backend import DEVICE, tl, triton
 from . import ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
-from ._launch import Bound, scratch
+from ._launch import Bound, PlanCache, scratch
 from .tuning import tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
@@ -317,8 +317,7 @@ def _allocate(name, shape, dtype, device):
     return torch.empty(shape, dtype=dtype, device=device)
 
 
-_PLANS: dict = {}
-_MAX_PLANS = 4096  # signatures kept; the oldest go first
+_PLANS = PlanCache()
 
 
 def _plan(x, g):
@@ -328,13 +327,7 @@ def _plan(x, g):
     except AttributeError:  # not tensors: the check says so
         _check(x, g)
         raise
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _Plan(x, g)
-        if len(_PLANS) >= _MAX_PLANS:
-            del _PLANS[next(iter(_PLANS))]
-        _PLANS[key] = plan
-    return plan
+    return _PLANS.get(key, _Plan, x, g)
 
 
 def _forward(x2, g, eps, chunk=None):

@@ -16,7 +16,7 @@ import torch
 from ..backend import DEVICE, tl, triton
 from . import ops
 from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype
-from ._launch import launch
+from ._launch import Bound, PlanCache
 
 
 @triton.jit
@@ -34,18 +34,40 @@ def _check(x):
     check_inputs("row_sum", x, device=DEVICE, dtypes=FLOAT64_DTYPES, contiguous=False)
 
 
+class _Plan:
+    """One signature of row_sum's input (shape, dtype, device, block): checked, and its launch
+    bound, once (`_launch.PlanCache`)."""
+
+    def __init__(self, x, block_size):
+        _check(x)
+        n_cols = x.shape[-1] if x.dim() else 1
+        self.rows2d, self.out_shape = (math.prod(x.shape[:-1]), n_cols), x.shape[:-1]
+        self.flat_in, self.flat_out = x.dim() != 2, len(self.out_shape) != 1
+        self.kernel = (Bound(row_sum_kernel, (self.rows2d[0],), BLOCK_SIZE=block_size,
+                             ACC=compute_dtype(x, tl))
+                       if self.rows2d[0] and n_cols else None)
+
+
+_PLANS = PlanCache()
+
+
 def _row_sum_impl(x, block_size):
-    _check(x)
-    n_cols = x.shape[-1] if x.dim() else 1
-    x2 = x.contiguous().reshape(math.prod(x.shape[:-1]), n_cols)
-    out = torch.empty(x2.shape[0], dtype=x.dtype, device=x.device)
-    if x2.shape[0]:
-        if n_cols == 0:
-            out.zero_()  # the sum of nothing, as torch gives it
-        else:
-            launch(row_sum_kernel, (x2.shape[0],), x2, out, n_cols, x2.stride(0),
-                   BLOCK_SIZE=block_size, ACC=compute_dtype(x, tl))
-    return out.reshape(x.shape[:-1])
+    try:
+        key = (x.shape, x.dtype, x.device, block_size)
+    except AttributeError:  # not a tensor: the check says so
+        _check(x)
+        raise
+    plan = _PLANS.get(key, _Plan, x, block_size)
+    x2 = x.contiguous()
+    if plan.flat_in:
+        x2 = x2.reshape(plan.rows2d)
+    out = torch.empty(plan.rows2d[0], dtype=x.dtype, device=x.device)
+    n_cols = plan.rows2d[1]
+    if plan.kernel is not None:
+        plan.kernel(x2, out, n_cols, n_cols)
+    elif plan.rows2d[0]:
+        out.zero_()  # the sum of nothing, as torch gives it
+    return out.reshape(plan.out_shape) if plan.flat_out else out
 
 
 def _row_sum_fake(x, block_size):

@@ -22,7 +22,7 @@ import torch
 from ..backend import DEVICE, tl, triton
 from . import ops
 from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for
-from ._launch import launch
+from ._launch import Bound, PlanCache
 from .tuning import tuning_for
 
 
@@ -148,45 +148,88 @@ def _from_rows(t2, shape, dim):
     return t if dim in (-1, t.dim() - 1) or t.dim() == 0 else t.movedim(-1, dim).contiguous()
 
 
-def _softmax_impl(x, dim, variant, block_size, rows_per_program):
-    shape = _check("softmax", dim, variant, x)
-    x2 = _as_rows(x, dim)
-    y2 = torch.empty_like(x2)
-    n_rows, n_cols = x2.shape
-    if y2.numel():
-        variant, block, rows = _plan(n_cols, x2, variant, block_size, rows_per_program)
-        acc = compute_dtype(x2, tl)
-        if variant == "row":
-            launch(softmax_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0), y2.stride(0),
-                   BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block))
+class _Launch:
+    """One signature of a softmax call or its backward (the tensors' shapes, dtypes and
+    devices, dim and the options): checked, its kernel chosen and bound, once
+    (`_launch.PlanCache`)."""
+
+    def __init__(self, name, dim, variant, block_size, rows_per_program, *tensors):
+        x = tensors[0]
+        self.shape = _check(name, dim, variant, *tensors)  # x's shape with `dim` moved last
+        n_cols = self.shape[-1] if len(self.shape) else 1
+        n_rows = math.prod(self.shape[:-1])
+        self.dim, self.rows2d = dim, (n_rows, n_cols)
+        # x itself is the (rows, N) block where it is 2-D with dim last
+        self.direct = x.dim() == 2 and dim in (-1, 1)
+        self.kernel, self.tail = None, ()
+        if not n_rows * n_cols:
+            return
+        variant, block, rows = _plan(n_cols, x, variant, block_size, rows_per_program)
+        acc = compute_dtype(x, tl)
+        online_warps = tuning_for("softmax", x.get_device()).online_warps
+        if name == "softmax backward":
+            if variant == "online":
+                self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
+                                    ACC=acc, num_warps=online_warps)
+                self.tail = (n_cols, n_cols)
+            else:
+                self.kernel = Bound(softmax_bwd_kernel, (triton.cdiv(n_rows, rows),),
+                                    BLOCK_SIZE=block, ROWS=rows, ACC=acc,
+                                    num_warps=num_warps_for(block * rows))
+                self.tail = (n_rows, n_cols, n_cols)
+        elif variant == "row":
+            self.kernel = Bound(softmax_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
+                                num_warps=num_warps_for(block))
+            self.tail = (n_cols, n_cols, n_cols)
         elif variant == "rows":
-            launch(softmax_rows_kernel, (triton.cdiv(n_rows, rows),), x2, y2, n_rows, n_cols,
-                   x2.stride(0), y2.stride(0), BLOCK_SIZE=block, ROWS=rows, ACC=acc,
-                   num_warps=num_warps_for(block * rows))
+            self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
+                                BLOCK_SIZE=block, ROWS=rows, ACC=acc,
+                                num_warps=num_warps_for(block * rows))
+            self.tail = (n_rows, n_cols, n_cols, n_cols)
         else:
-            launch(softmax_online_kernel, (n_rows,), x2, y2, n_cols, x2.stride(0),
-                   y2.stride(0), BLOCK_SIZE=block, ACC=acc,
-                   num_warps=tuning_for("softmax", x2.get_device()).online_warps)
-    return _from_rows(y2, shape, dim)
+            self.kernel = Bound(softmax_online_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
+                                num_warps=online_warps)
+            self.tail = (n_cols, n_cols, n_cols)
+
+    def rows(self, t):
+        """t as the contiguous (rows, N) block the kernels read."""
+        return t.contiguous() if self.direct else _as_rows(t, self.dim)
+
+    def result(self, t2):
+        """A (rows, N) result in the input's shape and layout."""
+        return t2 if self.direct else _from_rows(t2, self.shape, self.dim)
+
+
+_LAUNCHES = PlanCache()
+
+
+def _launch_for(name, dim, variant, block_size, rows_per_program, *tensors):
+    try:
+        key = (name, dim, variant, block_size, rows_per_program,
+               *[(t.shape, t.dtype, t.device) for t in tensors])
+    except AttributeError:  # not tensors: the check says so
+        _check(name, dim, variant, *tensors)
+        raise
+    return _LAUNCHES.get(key, _Launch, name, dim, variant, block_size, rows_per_program,
+                         *tensors)
+
+
+def _softmax_impl(x, dim, variant, block_size, rows_per_program):
+    plan = _launch_for("softmax", dim, variant, block_size, rows_per_program, x)
+    x2 = plan.rows(x)
+    y2 = torch.empty_like(x2)
+    if plan.kernel is not None:
+        plan.kernel(x2, y2, *plan.tail)
+    return plan.result(y2)
 
 
 def _softmax_bwd_impl(dy, y, dim, variant, block_size, rows_per_program):
-    shape = _check("softmax backward", dim, variant, dy, y)
-    dy2, y2 = _as_rows(dy, dim), _as_rows(y, dim)
+    plan = _launch_for("softmax backward", dim, variant, block_size, rows_per_program, dy, y)
+    dy2, y2 = plan.rows(dy), plan.rows(y)
     dx2 = torch.empty_like(y2)
-    n_rows, n_cols = y2.shape
-    if dx2.numel():
-        variant, block, rows = _plan(n_cols, y2, variant, block_size, rows_per_program)
-        acc = compute_dtype(y2, tl)
-        if variant == "online":
-            launch(softmax_bwd_online_kernel, (n_rows,), dy2, y2, dx2, n_cols, n_cols,
-                   BLOCK_SIZE=block, ACC=acc,
-                   num_warps=tuning_for("softmax", y2.get_device()).online_warps)
-        else:
-            launch(softmax_bwd_kernel, (triton.cdiv(n_rows, rows),), dy2, y2, dx2, n_rows,
-                   n_cols, n_cols, BLOCK_SIZE=block, ROWS=rows, ACC=acc,
-                   num_warps=num_warps_for(block * rows))
-    return _from_rows(dx2, shape, dim)
+    if plan.kernel is not None:
+        plan.kernel(dy2, y2, dx2, *plan.tail)
+    return plan.result(dx2)
 
 
 def _softmax_fake(x, dim, variant, block_size, rows_per_program):
