@@ -390,13 +390,13 @@ def _check_bwd(dy, x, g, rstd):
                          f"{tuple(x.shape)}")
 
 
-def _op_bwd_impl(dy, x, g, rstd, dg=None):
+def _op_bwd_impl(dy, x, g, rstd):
     plan = _plan(x, g)  # x and g checked, on their first call
     if dy.shape != x.shape or dy.dtype != x.dtype or dy.device != x.device:
         _check_bwd(dy, x, g, rstd)
         raise ValueError(f"rmsnorm backward: dy is on {dy.device}, x on {x.device}")
     dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
-                           g.contiguous(), rstd, dg)
+                           g.contiguous(), rstd)
     return dx.view(plan.shape) if plan.flat else dx, dg
 
 
@@ -415,11 +415,13 @@ def _setup(ctx, inputs, output):
 
 
 def _eager_setup(ctx, inputs, output):
-    """The eager path's `_setup`, which also allocates dg here, in the forward: the backward
-    runs on autograd's worker thread, where an allocation costs far more host time (on the
-    H200 about 30 us against 5; docs/ops.md#host-cost). dg is g-sized, a small tensor."""
+    """The eager path's `_setup`, which also keeps the plan and allocates dg here, in the
+    forward: the backward runs on autograd's worker thread, where every Python step and
+    allocation costs more host time (on the H200 an allocation about 30 us against 5 on the
+    main thread; docs/ops.md#host-cost). dg is g-sized, a small tensor."""
     _setup(ctx, inputs, output)
-    g = inputs[1]
+    x, g, _ = inputs
+    ctx.plan = _plan(x, g)
     ctx.dg = torch.empty(g.shape, dtype=g.dtype, device=g.device)
 
 
@@ -427,10 +429,15 @@ def _op_backward(ctx, dy, _drstd):
     if dy is None:  # y's gradient is zero: nothing to launch
         return None, None, None
     dg, ctx.dg = getattr(ctx, "dg", None), None  # a second backward allocates its own
-    if dg is not None and not torch.is_grad_enabled():  # eager, first order: no dispatch
-        dx, dg = _op_bwd_impl(dy, *ctx.saved_tensors, dg)
-    else:
-        dx, dg = rmsnorm_backward_op(dy, *ctx.saved_tensors)
+    if dg is not None and not torch.is_grad_enabled():
+        # eager, first order: the forward's plan, no dispatch and no checks (autograd hands
+        # over dy with y's shape, dtype and device)
+        plan = ctx.plan
+        x, g, rstd = ctx.saved_tensors
+        dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
+                               g.contiguous(), rstd, dg)
+        return dx.view(plan.shape) if plan.flat else dx, dg, None
+    dx, dg = rmsnorm_backward_op(dy, *ctx.saved_tensors)
     return dx, dg, None
 
 
