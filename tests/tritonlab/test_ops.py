@@ -282,3 +282,25 @@ def test_rmsnorm_backward_twice_keeps_the_first_gradients():
     want = torch.autograd.grad(F.rms_norm(ref_x, (8,), ref_g, 1e-6), (ref_x, ref_g), dy2)
     for t, w in zip(second, want):
         assert rel_err(t, w) < 1e-5
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "3d", "transposed"])
+def test_rmsnorm_lean_eager_path_matches_the_custom_op(layout):
+    """`rmsnorm` with a gradient takes its own lean Function (no dispatch, the forward's plan in
+    the backward): the same bits as the registered op, values and gradients."""
+    base = {"contiguous": _x(6, 8), "3d": _x(2, 3, 8), "transposed": _x(8, 6).t()}[layout]
+    g = _x(8, seed=1)
+    x1, g1 = _req(base.detach().clone(), g.clone())
+    x2, g2 = _req(base.detach().clone(), g.clone())
+    if layout == "transposed":
+        x1, x2 = x1.t().contiguous().t(), x2.t().contiguous().t()
+        x1.retain_grad(), x2.retain_grad()
+    y1 = rn.rmsnorm(x1, g1)
+    y2 = rn.rmsnorm_op.custom_op(x2, g2, 1e-6)[0]
+    assert y1.grad_fn is not None and type(y1.grad_fn).__name__.startswith("_EagerRMSNorm")
+    torch.testing.assert_close(y1, y2, rtol=0, atol=0)
+    dy = _x(*base.shape, seed=2)
+    torch.autograd.backward(y1, dy)
+    torch.autograd.backward(y2, dy)
+    torch.testing.assert_close(x1.grad, x2.grad, rtol=0, atol=0)
+    torch.testing.assert_close(g1.grad, g2.grad, rtol=0, atol=0)

@@ -96,20 +96,28 @@ def _forward_with_setup(impl, setup_context):
     return forward
 
 
-def define(module_name, name, schema, impl, fake, backward=None, setup_context=None,
-           eager_setup_context=None):
+def define(module_name, name, schema, impl, fake, backward=None, setup_context=None):
     """Register `impl` as the custom op <namespace>::<name> with `schema` ("(Tensor x, int n)
     -> Tensor"), its fake implementation and, where given, its autograd formula. Returns the
-    `Op` (call it like a function; `.custom_op` is the torch.library op).
-    `eager_setup_context`, where given, replaces `setup_context` on the eager path (a plain
-    autograd.Function): it may keep on ctx what only the eager backward uses (rmsnorm's dg
-    buffer); `backward` must then work with either."""
+    `Op` (call it like a function; `.custom_op` is the torch.library op)."""
     op = torch.library.custom_op(f"{namespace(module_name)}::{name}", impl, mutates_args=(),
                                  schema=schema)
     op.register_fake(fake)
     if backward is not None:
         op.register_autograd(backward, setup_context=setup_context)
-    return Op(op, impl, backward, eager_setup_context or setup_context)
+    return Op(op, impl, backward, setup_context)
+
+
+def eager_grad(*tensors):
+    """Whether a call on these tensors takes the eager autograd path of `Op`: plain tensors
+    (no subclass), one of them requiring a gradient, grad mode on, not under torch.compile.
+    For an op's own leaner eager Function (rmsnorm's)."""
+    grad = False
+    for t in tensors:
+        if type(t) not in _PLAIN:
+            return False
+        grad = grad or t.requires_grad
+    return grad and torch.is_grad_enabled() and not torch.compiler.is_compiling()
 
 
 def no_double_backward(op_name):

@@ -414,29 +414,9 @@ def _setup(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
-def _eager_setup(ctx, inputs, output):
-    """The eager path's `_setup`, which also keeps the plan and allocates dg here, in the
-    forward: the backward runs on autograd's worker thread, where every Python step and
-    allocation costs more host time (on the H200 an allocation about 30 us against 5 on the
-    main thread; docs/ops.md#host-cost). dg is g-sized, a small tensor."""
-    _setup(ctx, inputs, output)
-    x, g, _ = inputs
-    ctx.plan = _plan(x, g)
-    ctx.dg = torch.empty(g.shape, dtype=g.dtype, device=g.device)
-
-
 def _op_backward(ctx, dy, _drstd):
     if dy is None:  # y's gradient is zero: nothing to launch
         return None, None, None
-    dg, ctx.dg = getattr(ctx, "dg", None), None  # a second backward allocates its own
-    if dg is not None and not torch.is_grad_enabled():
-        # eager, first order: the forward's plan, no dispatch and no checks (autograd hands
-        # over dy with y's shape, dtype and device)
-        plan = ctx.plan
-        x, g, rstd = ctx.saved_tensors
-        dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
-                               g.contiguous(), rstd, dg)
-        return dx.view(plan.shape) if plan.flat else dx, dg, None
     dx, dg = rmsnorm_backward_op(dy, *ctx.saved_tensors)
     return dx, dg, None
 
@@ -450,14 +430,46 @@ rmsnorm_backward_op = ops.define(__name__, "rmsnorm_backward",
                                  "(Tensor, Tensor)", _op_bwd_impl, _op_bwd_fake,
                                  ops.no_double_backward("tritonlab rmsnorm"), _no_setup)
 rmsnorm_op = ops.define(__name__, "rmsnorm", "(Tensor x, Tensor g, float eps) -> "
-                        "(Tensor, Tensor)", _op_impl, _op_fake, _op_backward, _setup,
-                        eager_setup_context=_eager_setup)
+                        "(Tensor, Tensor)", _op_impl, _op_fake, _op_backward, _setup)
+
+
+class _EagerRMSNorm(torch.autograd.Function):
+    """`rmsnorm`'s eager path when a gradient is wanted: what `rmsnorm_op`'s eager
+    autograd.Function (ops.Op) does, with the host steps of a training step cut to the fewest,
+    because RMSNorm's step is launch-bound and its backward runs on autograd's worker thread,
+    where each Python step and allocation costs more (docs/ops.md#host-cost): y is the only
+    output (rstd is saved, not returned), the forward keeps its launch plan and allocates dg,
+    and the backward launches straight from the plan, without dispatch or checks (autograd
+    hands it dy with y's shape, dtype and device). A second-order gradient goes through
+    `rmsnorm_backward_op`, whose own gradient raises NotImplementedError."""
+
+    @staticmethod
+    def forward(ctx, x, g, eps):
+        plan = _plan(x, g)
+        y, rstd = plan.forward(plan.rows(x.contiguous()), g.contiguous(), eps)
+        ctx.save_for_backward(x, g, rstd)
+        ctx.plan, ctx.dg = plan, torch.empty(g.shape, dtype=g.dtype, device=g.device)
+        return y.view(plan.shape) if plan.flat else y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, g, rstd = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph: through the op, whose gradient raises
+            dx, dg = rmsnorm_backward_op(dy, x, g, rstd)
+            return dx, dg, None
+        plan, dg = ctx.plan, ctx.dg
+        ctx.dg = None  # a second backward of this graph (retain_graph) allocates its own
+        dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
+                               g.contiguous(), rstd, dg)
+        return dx.view(plan.shape) if plan.flat else dx, dg, None
 
 
 def rmsnorm(x, g, eps=1e-6):
     """Differentiable (first order) fused RMSNorm over the last dimension: y in x's dtype,
     for fp32/fp16/bf16/fp64 x and a weight g of shape (N,)."""
     ops.require_tensors("rmsnorm", x, g)
+    if ops.eager_grad(x, g):
+        return _EagerRMSNorm.apply(x, g, eps)
     return rmsnorm_op(x, g, eps)[0]
 
 
