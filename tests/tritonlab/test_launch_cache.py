@@ -187,8 +187,9 @@ def test_launch_cache_retries_once_and_keeps_driver_errors(monkeypatch):
 def test_bound_launch_looks_only_at_alignment_and_device(monkeypatch):
     """A launch plan's `Bound`: its first call goes through `launch` (Triton compiles), later
     calls straight to the compiled kernel with the bound grid and keywords filled in; a
-    misaligned tensor or another current device takes `launch`'s full path for that call, and
-    the plan's launches go straight again once the arguments fit."""
+    misaligned tensor, another dtype, another argument type or another current device takes
+    `launch`'s full path for that call, and the plan's launches go straight again once the
+    arguments fit."""
     from tritonlab.kernels import _launch
     enter, leave = _fake_triton(monkeypatch, device=2)
     kernel, t = _FakeKernel(), torch.zeros(64)
@@ -201,12 +202,15 @@ def test_bound_launch_looks_only_at_alignment_and_device(monkeypatch):
                            view, 32, 64, "none")]
     bound(t[1:], 32)  # misaligned: launch's path, a new specialisation compiled
     assert len(kernel.slow) == 2 and len(first.runs) == 1
+    bound(t.double(), 32)  # another dtype: launch's path
+    bound(t, 32.0)  # a float where the first call had an int: launch's path
+    assert len(kernel.slow) == 4 and len(first.runs) == 1
     monkeypatch.setattr(_launch, "_current_device", lambda: 3)
     bound(t, 32)  # another device: launch's path (its own compiled kernel)
-    assert len(kernel.slow) == 3
+    assert len(kernel.slow) == 5
     monkeypatch.setattr(_launch, "_current_device", lambda: 2)
     bound(t, 32)
-    assert len(kernel.slow) == 3 and len(first.runs) == 2
+    assert len(kernel.slow) == 5 and len(first.runs) == 2
 
 
 def test_bound_launch_falls_back_when_the_direct_call_does_not_fit(monkeypatch):
@@ -323,3 +327,19 @@ def test_scratch_buffers_are_per_stream_and_fresh_under_graph_capture():
     torch.cuda.synchronize()
     for t, w in zip(captured, want):
         torch.testing.assert_close(t, w, rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_launch_plans_follow_a_changed_dtype_or_argument_type():
+    """A launch plan's key holds x's and g's signature, not that of every tensor its kernels
+    take: an rstd in fp64 where the plan's first call had fp32, or an integer eps, must take
+    Triton's own specialisation, not the bound one."""
+    from tritonlab.kernels import rmsnorm as rn
+    x, g, dy = rand(64, 256), rand(256, seed=1), rand(64, 256, seed=2)
+    y, rstd = rn.rmsnorm_forward(x, g)
+    want = rn.rmsnorm_backward(dy, x, g, rstd)
+    got = rn.rmsnorm_backward(dy, x, g, rstd.double())
+    for t, w in zip(got, want):
+        torch.testing.assert_close(t, w, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(rn.rmsnorm_forward(x, g, 0)[0],
+                               torch.nn.functional.rms_norm(x, (256,), g, 0.0))

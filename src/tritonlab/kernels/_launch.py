@@ -168,42 +168,52 @@ def launch(kernel, grid, *args, **kw):
 
 class Bound:
     """`kernel[grid](*args, **kw)` with the grid and keywords fixed, for a launch plan that
-    calls it again and again with arguments of one signature: tensors of the same dtypes, the
-    same integers (or at least their specialisations) and floats. The plan's cache key holds
-    them, so after the first call only what it cannot hold is looked at: the tensors' 16-byte
-    alignment and the current device. Any change takes `launch`'s full path. Saves `launch`'s
-    per-argument specialisation and key (a few us of host time per launch on the H200)."""
+    calls it again and again with arguments of one signature. After the first call it looks
+    only at what Triton specialises on and a plan cannot always hold: each tensor's dtype and
+    16-byte alignment, each other argument's type, and the current device; any change takes
+    `launch`'s full path for that call. What it does not look at again, the plan's key must
+    hold: the integers' specialisations (equal to 1, divisible by 16, their width), which is
+    why plans pass only integers derived from their key. Saves `launch`'s per-argument
+    specialisation and key (a few us of host time per launch on the H200)."""
 
-    __slots__ = ("kernel", "grid", "grid3", "kw", "runner", "device", "tensors", "tail")
+    __slots__ = ("kernel", "grid", "grid3", "kw", "runner", "device", "tensors", "others",
+                 "tail")
 
     def __init__(self, kernel, grid, **kw):
         self.kernel, self.grid, self.grid3, self.kw = kernel, tuple(grid), _grid3(grid), kw
         self.runner = self.device = None
-        self.tensors, self.tail = (), ()
+        self.tensors, self.others, self.tail = (), (), ()
 
     def __call__(self, *args):
         runner = self.runner
         if runner is not None and _current_device() == self.device:
-            for i in self.tensors:
-                if args[i].data_ptr() % 16:
+            for i, dtype in self.tensors:
+                if args[i].dtype is not dtype or args[i].data_ptr() % 16:
                     break
             else:
-                try:
-                    return runner.full(self.grid3, self.device, args + self.tail)
-                except (TypeError, AttributeError):
-                    if type(runner) is not _Direct:
-                        raise
-                    self.runner = None  # `launch` falls back to Triton's runner
+                for i, kind in self.others:
+                    if type(args[i]) is not kind:
+                        break
+                else:
+                    try:
+                        return runner.full(self.grid3, self.device, args + self.tail)
+                    except (TypeError, AttributeError):
+                        if type(runner) is not _Direct:
+                            raise
+                        self.runner = None  # `launch` falls back to Triton's runner
         return self._through_launch(args)
 
     def _through_launch(self, args):
         compiled = launch(self.kernel, self.grid, *args, **self.kw)
         keyed = _key(self.kernel, args, self.kw)
-        tensors = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
-        if keyed is not None and all(args[i].data_ptr() % 16 == 0 for i in tensors):
+        tensors = tuple((i, a.dtype) for i, a in enumerate(args)
+                        if isinstance(a, torch.Tensor))
+        if keyed is not None and all(args[i].data_ptr() % 16 == 0 for i, _ in tensors):
             hit = _COMPILED.get(keyed[0])
-            if hit is not None:  # later calls of this alignment go straight to it
+            if hit is not None:  # later calls of this signature go straight to it
                 self.runner, self.device, self.tensors = hit, keyed[1], tensors
+                self.others = tuple((i, type(a)) for i, a in enumerate(args)
+                                    if not isinstance(a, torch.Tensor))
                 self.tail = tuple(self.kw.get(name, default) for name, default in hit.tail)
         return compiled
 

@@ -280,7 +280,7 @@ class _Plan:
         y = torch.empty_like(x2)
         rstd = torch.empty(n_rows, dtype=self.rstd_dtype, device=x2.device)
         if self.fwd is not None:
-            self.fwd(x2, g, y, rstd, n_cols, eps)
+            self.fwd(x2, g, y, rstd, n_cols, float(eps))  # one specialisation for any eps
         elif n_rows:
             rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
         return y, rstd
