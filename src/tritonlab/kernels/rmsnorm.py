@@ -20,7 +20,10 @@ and keeps dg for its columns in registers, one partial row per row block. The li
 warps and programs are the device's `RMSNormTuning` (kernels/tuning.py).
 
 `rmsnorm` is a custom operator with autograd (kernels/ops.py); its backward kernels have no
-derivative themselves, so a second-order gradient raises NotImplementedError.
+derivative themselves, so a second-order gradient raises NotImplementedError. Calls check
+their inputs and choose their kernels once per input signature (`_Plan`, cached); the public
+function's eager autograd path is a lean Function of its own (`_EagerRMSNorm`), because an
+RMSNorm training step is launch-bound (docs/ops.md#host-cost).
 """
 from __future__ import annotations
 
