@@ -125,7 +125,8 @@ def test_add_and_row_sum_of_specials():
     same(rowsum.row_sum(rows), rows.sum(-1))
 
 
-@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 4)])
+@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 4),
+                                           ("split", 4)])
 def test_softmax_specials_every_variant_and_backward(variant, block):
     """NaN anywhere, +inf, a row of -inf, -inf in part of a row: torch's values, and torch's
     gradients (NaN rows give NaN gradients)."""

@@ -26,7 +26,8 @@ def test_softmax(shape, dtype):
     assert rel_err(y, ref.softmax(x)) < TOLERANCES[dtype]
 
 
-@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 128)])
+@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 128),
+                                           ("split", 128)])
 def test_softmax_variants_and_invariants(variant, block):
     x = rand(33, 700, scale=5)
     y = sm.softmax(x, variant=variant, block_size=block)
@@ -36,7 +37,8 @@ def test_softmax_variants_and_invariants(variant, block):
                                rtol=1e-5, atol=1e-6)  # shift invariance
 
 
-@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 64)])
+@pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 64),
+                                           ("split", 32)])
 def test_softmax_rows_of_minus_infinity_match_torch(variant, block):
     x = rand(4, 200)
     x[1] = float("-inf")
@@ -242,3 +244,15 @@ def test_matmul_reads_transposed_inputs_in_place(monkeypatch):
     out = mm.matmul(a, b)
     monkeypatch.undo()
     assert rel_err(out, want) < MATMUL_TOLERANCES[torch.float32]
+
+
+def test_softmax_split_cuts_rows_into_chunks_with_no_empty_one():
+    """The split variant: more than one program per row, chunks a multiple of the block, none
+    empty, and the result torch's for rows that end mid-block and mid-chunk."""
+    t = sm.tuning_for("softmax", -1)
+    for n_rows, n_cols, block in ((1, 5000, 128), (3, 700, 128), (2, 64, 64), (5, 1, 2)):
+        chunks, chunk = sm._chunks(n_rows, n_cols, block, rand(1), t)
+        assert chunk % block == 0 and (chunks - 1) * chunk < n_cols <= chunks * chunk
+        x = rand(n_rows, n_cols, scale=4)
+        assert rel_err(sm.softmax(x, variant="split", block_size=block), ref.softmax(x)) < 2e-6
+    assert sm._chunks(1, 5000, 128, rand(1), t)[0] > 1

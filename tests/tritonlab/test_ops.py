@@ -43,6 +43,7 @@ OPCHECKS = {
     "silu_backward": lambda: (ew.silu_backward_op, (_x(7), _x(7, seed=1), 1024)),
     "softmax": lambda: (sm.softmax_op, (*_req(_x(2, 3, 5)), 1, None, None, None)),
     "softmax_online": lambda: (sm.softmax_op, (*_req(_x(3, 9)), -1, "online", 4, None)),
+    "softmax_split": lambda: (sm.softmax_op, (*_req(_x(3, 9)), -1, "split", 4, None)),
     "softmax_backward": lambda: (sm.softmax_backward_op,
                                  (_x(3, 9), _x(3, 9, seed=1), -1, "rows", None, 2)),
     "row_sum": lambda: (rowsum.row_sum_op, (*_req(_x(2, 3, 5)), 1024)),
@@ -194,10 +195,10 @@ def test_property_add_broadcasts(shape, layout, dtype, drop, ones):
 
 @EXAMPLES
 @given(shape=st.lists(SIZES, min_size=1, max_size=3), layout=LAYOUT, dtype=DTYPE,
-       dim=st.integers(-3, 2), variant=st.sampled_from([None, "row", "rows", "online"]))
+       dim=st.integers(-3, 2), variant=st.sampled_from([None, "row", "rows", "online", "split"]))
 def test_property_softmax(shape, layout, dtype, dim, variant):
     dim = dim % len(shape)
-    block = 4 if variant == "online" else None  # several blocks along a row
+    block = 4 if variant in ("online", "split") else None  # several blocks along a row
     x = make(shape, dtype, layout) * 4
     check_against_torch(lambda t: sm.softmax(t, dim, variant, block),
                         lambda t: torch.softmax(t, dim), [x], TOL[dtype])

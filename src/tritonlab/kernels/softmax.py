@@ -4,7 +4,12 @@ Three kernels, one pattern each:
   * `softmax_kernel`: one program per row, the whole row in one block (read MN, write MN);
   * `softmax_rows_kernel`: ROWS rows per program (thread coarsening for short rows);
   * `softmax_online_kernel`: rows longer than a block, in an in-program loop with a running
-    max and sum (online softmax), then a second pass to write (read 2MN, write MN).
+    max and sum (online softmax), then a second pass to write (read 2MN, write MN);
+  * variant="split" (`softmax_split_stats_kernel`, `softmax_split_write_kernel`): long rows
+    cut into chunks, more than one program per row so that a few rows still fill the GPU: each
+    chunk's online max and sum, then a second kernel that combines its row's and writes its
+    chunk (read 2MN, write MN; the rows in reverse, so that the first it reads are in L2).
+    Chosen only when asked for, until docs/decisions.md#softmax-split is measured.
 Masked lanes load -inf, whose exp is 0, so they change neither the max nor the sum. Math is
 fp32 (fp64 for fp64 inputs); the output has the input's dtype. Which kernel a row length
 takes, and its rows, block and warps, are the device's `SoftmaxTuning` (kernels/tuning.py).
@@ -21,7 +26,7 @@ import torch
 
 from ..backend import DEVICE, tl, triton
 from . import ops
-from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for
+from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
 from ._launch import Bound, PlanCache
 from .tuning import tuning_for
 
@@ -77,6 +82,54 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
 
 
 @triton.jit
+def softmax_split_stats_kernel(x_ptr, m_ptr, s_ptr, n_cols, row_stride, chunk,
+                               BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr):
+    # Long rows, more than one program per row (step 1 of 2): program (c, row) runs the online
+    # max and sum over columns [c * chunk, (c + 1) * chunk) and stores them, one pair per
+    # chunk. The grid is (chunks, rows), so programs start row after row.
+    c, row = tl.program_id(0), tl.program_id(1).to(tl.int64)
+    x_row = x_ptr + row * row_stride
+    m = tl.full([BLOCK_SIZE], float("-inf"), dtype=ACC)
+    s = tl.zeros([BLOCK_SIZE], dtype=ACC)
+    for start in range(c * chunk, tl.minimum(c * chunk + chunk, n_cols), BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf")).to(ACC)  # read N
+        m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
+        never = m_new == float("-inf")
+        s = tl.where(never, 0.0, s * tl.exp(m - m_new) + tl.exp(x - m_new))
+        m = m_new
+    # a NaN lane may drop out of the max, but its exp(NaN) makes the sum NaN, which sticks
+    m_chunk = tl.max(m, axis=0)
+    s_chunk = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_chunk)), axis=0)
+    chunks = tl.num_programs(0)
+    tl.store(m_ptr + row * chunks + c, m_chunk)
+    tl.store(s_ptr + row * chunks + c, s_chunk)
+
+
+@triton.jit
+def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_stride, chunk,
+                               BLOCK_SIZE: tl.constexpr, CHUNKS: tl.constexpr,
+                               ACC: tl.constexpr):
+    # Step 2 of 2: program (c, ·) combines its row's chunk statistics into the row's max and
+    # sum, then writes its chunk. Rows run last to first, so that the first rows written are
+    # the last that step 1 read, still in L2.
+    c = tl.program_id(0)
+    row = (n_rows - 1 - tl.program_id(1)).to(tl.int64)
+    chunks = tl.num_programs(0)
+    j = tl.arange(0, CHUNKS)
+    mj = tl.load(m_ptr + row * chunks + j, mask=j < chunks, other=float("-inf"))
+    sj = tl.load(s_ptr + row * chunks + j, mask=j < chunks, other=0.0)
+    m_row = tl.max(mj, axis=0)
+    s_row = tl.sum(tl.where(mj == float("-inf"), 0.0, sj * tl.exp(mj - m_row)), axis=0)
+    x_row = x_ptr + row * row_stride
+    for start in range(c * chunk, tl.minimum(c * chunk + chunk, n_cols), BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(ACC)  # read N again
+        tl.store(y_ptr + row * row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask)
+
+
+@triton.jit
 def softmax_bwd_kernel(dy_ptr, y_ptr, dx_ptr, n_rows, n_cols, row_stride,
                        BLOCK_SIZE: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
@@ -109,7 +162,7 @@ def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
         tl.store(dx_ptr + row * row_stride + cols, y * (dy - dot), mask=mask)  # write N
 
 
-VARIANTS = ("row", "rows", "online")
+VARIANTS = ("row", "rows", "online", "split")
 
 
 def _plan(n_cols, x, variant, block_size, rows_per_program):
@@ -124,14 +177,26 @@ def _plan(n_cols, x, variant, block_size, rows_per_program):
         return variant, block, rows
     if variant == "online":
         return variant, block_size or min(block, t.online_block), 1
+    if variant == "split":
+        return variant, block_size or min(block, t.split_block), 1
     return variant, block, 1
+
+
+def _chunks(n_rows, n_cols, block, x, t):
+    """(chunks per row, chunk length, a multiple of block) of the split variant: about
+    split_programs_per_sm programs per SM in all (a handful on the simulator), no empty
+    chunk."""
+    target = (t.split_programs_per_sm * sm_count(x.get_device()) if x.is_cuda else 4)
+    chunks = max(1, min(triton.cdiv(n_cols, block), triton.cdiv(target, n_rows)))
+    chunk = triton.cdiv(triton.cdiv(n_cols, chunks), block) * block
+    return triton.cdiv(n_cols, chunk), chunk
 
 
 def _check(name, dim, variant, *tensors):
     """Validate; returns the shape of a softmax row block: inputs moved to (..., N)."""
     check_inputs(name, *tensors, device=DEVICE, dtypes=FLOAT64_DTYPES, contiguous=False)
     if variant is not None and variant not in VARIANTS:
-        raise ValueError(f"softmax: unknown variant {variant!r} (row, rows, online)")
+        raise ValueError(f"softmax: unknown variant {variant!r} (row, rows, online, split)")
     return tensors[0].movedim(dim, -1).shape  # IndexError for a bad dim, as in torch
 
 
@@ -161,14 +226,15 @@ class _Launch:
         self.dim, self.rows2d = dim, (n_rows, n_cols)
         # x itself is the (rows, N) block where it is 2-D with dim last
         self.direct = x.dim() == 2 and dim in (-1, 1)
-        self.kernel, self.tail = None, ()
+        self.kernel, self.tail, self.stats = None, (), None
         if not n_rows * n_cols:
             return
         variant, block, rows = _plan(n_cols, x, variant, block_size, rows_per_program)
         acc = compute_dtype(x, tl)
-        online_warps = tuning_for("softmax", x.get_device()).online_warps
+        t = tuning_for("softmax", x.get_device())
+        online_warps = t.online_warps
         if name == "softmax backward":
-            if variant == "online":
+            if variant in ("online", "split"):  # the split forward's rows: the online backward
                 self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
                                     ACC=acc, num_warps=online_warps)
                 self.tail = (n_cols, n_cols)
@@ -181,6 +247,17 @@ class _Launch:
             self.kernel = Bound(softmax_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
                                 num_warps=num_warps_for(block))
             self.tail = (n_cols, n_cols, n_cols)
+        elif variant == "split":
+            chunks, chunk = _chunks(n_rows, n_cols, block, x, t)
+            grid = (chunks, n_rows)
+            self.stats = Bound(softmax_split_stats_kernel, grid, BLOCK_SIZE=block, ACC=acc,
+                               num_warps=t.split_warps)
+            self.kernel = Bound(softmax_split_write_kernel, grid, BLOCK_SIZE=block,
+                                CHUNKS=triton.next_power_of_2(chunks), ACC=acc,
+                                num_warps=t.split_warps)
+            self.partial = ((n_rows, chunks), torch.float64 if acc == tl.float64 else
+                            torch.float32)
+            self.tail = (n_rows, n_cols, n_cols, chunk)
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
                                 BLOCK_SIZE=block, ROWS=rows, ACC=acc,
@@ -190,6 +267,18 @@ class _Launch:
             self.kernel = Bound(softmax_online_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
                                 num_warps=online_warps)
             self.tail = (n_cols, n_cols, n_cols)
+
+    def forward(self, x2, y2):
+        """y2 = softmax of the (rows, N) block x2."""
+        if self.stats is not None:  # split: each chunk's max and sum, then the rows written
+            shape, dtype = self.partial
+            m = torch.empty(shape, dtype=dtype, device=x2.device)
+            s = torch.empty(shape, dtype=dtype, device=x2.device)
+            n_rows, n_cols, stride, chunk = self.tail
+            self.stats(x2, m, s, n_cols, stride, chunk)
+            self.kernel(x2, y2, m, s, *self.tail)
+        elif self.kernel is not None:
+            self.kernel(x2, y2, *self.tail)
 
     def rows(self, t):
         """t as the contiguous (rows, N) block the kernels read."""
@@ -218,8 +307,7 @@ def _softmax_impl(x, dim, variant, block_size, rows_per_program):
     plan = _launch_for("softmax", dim, variant, block_size, rows_per_program, x)
     x2 = plan.rows(x)
     y2 = torch.empty_like(x2)
-    if plan.kernel is not None:
-        plan.kernel(x2, y2, *plan.tail)
+    plan.forward(x2, y2)
     return plan.result(y2)
 
 
@@ -268,8 +356,9 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
     """softmax(x, dim) for fp32/fp16/bf16/fp64 tensors of any shape, in x's dtype;
     differentiable (first order).
 
-    `variant` ("row", "rows", "online") and `block_size` force a kernel (for teaching and
-    tests; the backward takes the same variant); by default rows up to 16384 elements use one
-    program per row (several rows per program below 1024), longer rows the online kernel."""
+    `variant` ("row", "rows", "online", "split") and `block_size` force a kernel (for teaching
+    and tests; the backward takes the same variant, the online one for "split"); by default
+    rows up to 16384 elements use one program per row (several rows per program below 1024),
+    longer rows the online kernel."""
     ops.require_tensors("softmax", x)
     return softmax_op(x, dim, variant, block_size, rows_per_program)
