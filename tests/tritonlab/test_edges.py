@@ -307,3 +307,15 @@ def test_double_backward_not_supported_says_so(name, fn):
                                 create_graph=True)
     with pytest.raises(NotImplementedError, match=f"{name}.*double backward.*not supported"):
         dx.sum().backward()
+
+
+def test_rmsnorm_backward_checks_rstd():
+    """The backward launch function and op take rstd as the forward made it: another dtype,
+    shape or layout is a ValueError that says what rstd must be, not a kernel failure."""
+    x, g, dy = rand(4, 8), rand(8, seed=1), rand(4, 8, seed=2)
+    _, rstd = rn.rmsnorm_forward(x, g)
+    for bad in (rstd.double(), rstd[:3], torch.stack([rstd, rstd], 1)[:, 0]):
+        with pytest.raises(ValueError, match=r"rstd must be the forward's, a contiguous float32"):
+            rn.rmsnorm_backward(dy, x, g, bad)
+        with pytest.raises(ValueError, match="rstd must be"):
+            rn.rmsnorm_backward_op(dy, x, g, bad)

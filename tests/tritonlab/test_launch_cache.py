@@ -330,16 +330,18 @@ def test_scratch_buffers_are_per_stream_and_fresh_under_graph_capture():
 
 
 @pytest.mark.gpu
-def test_launch_plans_follow_a_changed_dtype_or_argument_type():
-    """A launch plan's key holds x's and g's signature, not that of every tensor its kernels
-    take: an rstd in fp64 where the plan's first call had fp32, or an integer eps, must take
-    Triton's own specialisation, not the bound one."""
+def test_bound_launches_follow_a_changed_dtype_or_argument_type():
+    """A `Bound` launch's first call fixes its fast path's signature: tensors of another dtype,
+    or a float where an integer was, take Triton's own specialisation, not the bound one."""
+    from tritonlab.kernels import _launch
+    from tritonlab.kernels import elementwise as ew
     from tritonlab.kernels import rmsnorm as rn
-    x, g, dy = rand(64, 256), rand(256, seed=1), rand(64, 256, seed=2)
-    y, rstd = rn.rmsnorm_forward(x, g)
-    want = rn.rmsnorm_backward(dy, x, g, rstd)
-    got = rn.rmsnorm_backward(dy, x, g, rstd.double())
-    for t, w in zip(got, want):
-        torch.testing.assert_close(t, w, rtol=1e-6, atol=1e-6)
+    bound = _launch.Bound(ew.add_kernel, (4,), BLOCK_SIZE=256)
+    for dtype in (torch.float32, torch.float16, torch.float32, torch.bfloat16):
+        x, y = rand(1024).to(dtype), rand(1024, seed=1).to(dtype)
+        out = torch.empty_like(x)
+        bound(x, y, out, 1024)
+        torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+    x, g = rand(64, 256), rand(256, seed=1)
     torch.testing.assert_close(rn.rmsnorm_forward(x, g, 0)[0],
                                torch.nn.functional.rms_norm(x, (256,), g, 0.0))

@@ -358,6 +358,7 @@ def rmsnorm_backward(dy, x, g, rstd, rows_per_program=None):
     x2, g = _flatten(x, g)
     (dy2,) = check_inputs("rmsnorm backward", dy.reshape(x2.shape), device=DEVICE,
                           dtypes=(x.dtype,))
+    _check_rstd(x2, rstd)
     dx, dg = _backward(dy2, x2, g, rstd, rows_per_program)
     return dx.view(x.shape), dg
 
@@ -393,11 +394,23 @@ def _check_bwd(dy, x, g, rstd):
                          f"{tuple(x.shape)}")
 
 
+def _check_rstd(x, rstd):
+    """rstd as the forward makes it from x: one fp32 (fp64) number per row, contiguous."""
+    rows, dtype = math.prod(x.shape[:-1]), _rstd_dtype(x)
+    if (not isinstance(rstd, torch.Tensor) or rstd.dtype != dtype or rstd.shape != (rows,)
+            or not rstd.is_contiguous()):
+        got = (f"{rstd.dtype} of shape {tuple(rstd.shape)}" if isinstance(rstd, torch.Tensor)
+               else type(rstd).__name__)
+        raise ValueError(f"rmsnorm backward: rstd must be the forward's, a contiguous "
+                         f"{str(dtype)[6:]} tensor of shape ({rows},), got {got}")
+
+
 def _op_bwd_impl(dy, x, g, rstd):
     plan = _plan(x, g)  # x and g checked, on their first call
     if dy.shape != x.shape or dy.dtype != x.dtype or dy.device != x.device:
         _check_bwd(dy, x, g, rstd)
         raise ValueError(f"rmsnorm backward: dy is on {dy.device}, x on {x.device}")
+    _check_rstd(x, rstd)
     dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
                            g.contiguous(), rstd)
     return dx.view(plan.shape) if plan.flat else dx, dg
@@ -405,6 +418,7 @@ def _op_bwd_impl(dy, x, g, rstd):
 
 def _op_bwd_fake(dy, x, g, rstd):
     _check_bwd(dy, x, g, rstd)
+    _check_rstd(x, rstd)
     return torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(g)
 
 

@@ -9,7 +9,7 @@ Three kernels, one pattern each:
     cut into chunks, more than one program per row so that a few rows still fill the GPU: each
     chunk's online max and sum, then a second kernel that combines its row's and writes its
     chunk (read 2MN, write MN; the rows in reverse, so that the first it reads are in L2).
-    Chosen only when asked for, until docs/decisions.md#softmax-split is measured.
+    Chosen only when asked for: it loses to the online kernel (docs/decisions.md#softmax-split).
 Masked lanes load -inf, whose exp is 0, so they change neither the max nor the sum. Math is
 fp32 (fp64 for fp64 inputs); the output has the input's dtype. Which kernel a row length
 takes, and its rows, block and warps, are the device's `SoftmaxTuning` (kernels/tuning.py).
@@ -165,8 +165,9 @@ def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
 VARIANTS = ("row", "rows", "online", "split")
 
 
-def _plan(n_cols, x, variant, block_size, rows_per_program):
-    """(variant, block, rows per program) for rows of n_cols elements."""
+def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
+    """(variant, block, rows per program) for rows of n_cols elements (of the backward's
+    kernels where `backward`)."""
     block = triton.next_power_of_2(n_cols)
     t = tuning_for("softmax", x.get_device())
     if variant is None:
@@ -176,7 +177,8 @@ def _plan(n_cols, x, variant, block_size, rows_per_program):
         rows = rows_per_program or max(1, min(t.max_rows, t.rows_elements // block))
         return variant, block, rows
     if variant == "online":
-        return variant, block_size or min(block, t.online_block), 1
+        return variant, block_size or min(block, t.online_bwd_block if backward else
+                                          t.online_block), 1
     if variant == "split":
         return variant, block_size or min(block, t.split_block), 1
     return variant, block, 1
@@ -229,14 +231,14 @@ class _Launch:
         self.kernel, self.tail, self.stats = None, (), None
         if not n_rows * n_cols:
             return
-        variant, block, rows = _plan(n_cols, x, variant, block_size, rows_per_program)
+        backward = name == "softmax backward"
+        variant, block, rows = _plan(n_cols, x, variant, block_size, rows_per_program, backward)
         acc = compute_dtype(x, tl)
         t = tuning_for("softmax", x.get_device())
-        online_warps = t.online_warps
-        if name == "softmax backward":
+        if backward:
             if variant in ("online", "split"):  # the split forward's rows: the online backward
                 self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
-                                    ACC=acc, num_warps=online_warps)
+                                    ACC=acc, num_warps=t.online_bwd_warps)
                 self.tail = (n_cols, n_cols)
             else:
                 self.kernel = Bound(softmax_bwd_kernel, (triton.cdiv(n_rows, rows),),
@@ -265,7 +267,7 @@ class _Launch:
             self.tail = (n_rows, n_cols, n_cols, n_cols)
         else:
             self.kernel = Bound(softmax_online_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
-                                num_warps=online_warps)
+                                num_warps=t.online_warps)
             self.tail = (n_cols, n_cols, n_cols)
 
     def forward(self, x2, y2):

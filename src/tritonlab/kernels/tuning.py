@@ -78,8 +78,10 @@ class SoftmaxTuning:
     max_rows: int  # at most max_rows
     online_block: int  # the online kernel's block along a row
     online_warps: int
-    # variant="split": rows cut into chunks, about split_programs_per_sm programs per SM in
-    # all, each chunk's statistics combined by a second kernel (docs/decisions.md#softmax-split)
+    online_bwd_block: int  # the same for the online backward (docs/decisions.md#softmax-split)
+    online_bwd_warps: int
+    # variant="split" (asked for only: it loses to the online kernel): rows cut into chunks,
+    # about split_programs_per_sm programs per SM in all (docs/decisions.md#softmax-split)
     split_block: int
     split_warps: int
     split_programs_per_sm: int
@@ -99,8 +101,8 @@ TUNINGS = {
         group_m=8, tune_above=1 << 27, tma_above=1 << 34, simulator_tma_programs=4)},
     "softmax": {9: SoftmaxTuning(
         max_row_block=16384, rows_below=1024, rows_elements=2048, max_rows=16,
-        online_block=4096, online_warps=8, split_block=4096, split_warps=8,
-        split_programs_per_sm=8)},
+        online_block=8192, online_warps=16, online_bwd_block=4096, online_bwd_warps=8,
+        split_block=4096, split_warps=8, split_programs_per_sm=8)},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
