@@ -28,11 +28,11 @@ def split(x, y, block, warps, per_sm):
     s = torch.empty_like(m)
 
     def run():
-        sm.softmax_split_stats_kernel[(chunks, n_rows)](
-            x, m, s, n_cols, n_cols, chunk, BLOCK_SIZE=block, ACC=sm.tl.float32,
+        sm.softmax_split_stats_kernel[(chunks * n_rows,)](
+            x, m, s, n_cols, n_cols, chunk, chunks, BLOCK_SIZE=block, ACC=sm.tl.float32,
             num_warps=warps)
-        sm.softmax_split_write_kernel[(chunks, n_rows)](
-            x, y, m, s, n_rows, n_cols, n_cols, chunk, BLOCK_SIZE=block,
+        sm.softmax_split_write_kernel[(chunks * n_rows,)](
+            x, y, m, s, n_rows, n_cols, n_cols, chunk, chunks, BLOCK_SIZE=block,
             CHUNKS=triton.next_power_of_2(chunks), ACC=sm.tl.float32, num_warps=warps)
     return run, chunks
 

@@ -305,3 +305,25 @@ def test_rmsnorm_lean_eager_path_matches_the_custom_op(layout):
     torch.autograd.backward(y2, dy)
     torch.testing.assert_close(x1.grad, x2.grad, rtol=0, atol=0)
     torch.testing.assert_close(g1.grad, g2.grad, rtol=0, atol=0)
+
+
+def test_rmsnorm_under_compiled_autograd_and_in_place_and_frozen_weight():
+    """The lean eager path's backward under compiled autograd (Dynamo traces it: the op, not
+    the launch), its output a tensor of its own (in-place ops work, 3-D included), and a
+    frozen weight (no dg asked for)."""
+    x, g = _req(_x(2, 3, 8), _x(8, seed=1))
+    ref_x, ref_g = _req(x.detach().clone(), g.detach().clone())
+    with torch._dynamo.compiled_autograd._enable(torch.compile(backend="aot_eager")):
+        (rn.rmsnorm(x, g) ** 2).sum().backward()
+    (F.rms_norm(ref_x, (8,), ref_g, 1e-6) ** 2).sum().backward()
+    assert rel_err(x.grad, ref_x.grad) < 1e-5 and rel_err(g.grad, ref_g.grad) < 1e-5
+    torch._dynamo.reset()
+    y = rn.rmsnorm(x, g)
+    y.mul_(2)  # not a view of an intermediate: autograd allows it
+    y.sum().backward()
+    frozen = _x(8, seed=1)
+    (x2,) = _req(x.detach().clone())
+    rn.rmsnorm(x2, frozen).sum().backward()
+    ref = x2.detach().clone().requires_grad_()
+    F.rms_norm(ref, (8,), frozen, 1e-6).sum().backward()
+    assert frozen.grad is None and rel_err(x2.grad, ref.grad) < 1e-5

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import threading
 
 import torch
 
@@ -211,10 +212,12 @@ class Bound:
         if keyed is not None and all(args[i].data_ptr() % 16 == 0 for i, _ in tensors):
             hit = _COMPILED.get(keyed[0])
             if hit is not None:  # later calls of this signature go straight to it
-                self.runner, self.device, self.tensors = hit, keyed[1], tensors
+                self.runner = None  # `runner` last: another thread sees all or nothing
+                self.device, self.tensors = keyed[1], tensors
                 self.others = tuple((i, type(a)) for i, a in enumerate(args)
                                     if not isinstance(a, torch.Tensor))
                 self.tail = tuple(self.kw.get(name, default) for name, default in hit.tail)
+                self.runner = hit
         return compiled
 
 
@@ -228,16 +231,18 @@ _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
 def scratch(name, shape, dtype, device):
     """An uninitialised tensor for a kernel's temporary results (`name` tells the callers'
     buffers apart), kept and handed out again to later calls with the same name, shape,
-    dtype, device and CUDA stream. Safe because a stream runs its kernels in order: the
-    kernels of one call have read it before the next call's kernels write it, on the same
-    stream; another stream gets its own. On the CPU (the simulator), or while a CUDA graph is
+    dtype, device, CUDA stream and thread. Safe because a stream runs its kernels in order:
+    the kernels of one call have read it before the next call's kernels write it, on the same
+    stream; another stream or thread (whose calls could interleave) gets its own. At most
+    256 MiB are kept, for the process's life. On the CPU (the simulator), or while a CUDA graph is
     being captured (its memory belongs to the graph), a new tensor every call. Costs no
     allocator call, which on the H200 is the backward's largest host cost when autograd runs
     it on its worker thread (docs/ops.md#host-cost)."""
     if device.type != "cuda" or _raw_stream is None or _capturing():
         return torch.empty(shape, dtype=dtype, device=device)
     index = device.index if device.index is not None else _current_device()
-    key = (name, shape, dtype, index, _raw_stream(index))
+    # and per thread: two threads on one stream may interleave their calls' kernels
+    key = (name, shape, dtype, index, _raw_stream(index), threading.get_ident())
     buffer = _SCRATCH.get(key)
     if buffer is None:
         buffer = torch.empty(shape, dtype=dtype, device=device)

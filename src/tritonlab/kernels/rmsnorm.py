@@ -278,38 +278,42 @@ class _Plan:
         return t.view(self.rows2d) if self.flat else t
 
     def forward(self, x2, g, eps):
-        """(y, rstd) for contiguous (rows, N) x2 and contiguous g of the plan's signature."""
+        """(y, rstd) for contiguous (rows, N) x2 and contiguous g of the plan's signature; y
+        in the plan's shape (a tensor of its own, not a view: in-place ops on it work)."""
         n_rows, n_cols = self.rows2d
-        y = torch.empty_like(x2)
+        y = torch.empty(self.shape, dtype=x2.dtype, device=x2.device)
         rstd = torch.empty(n_rows, dtype=self.rstd_dtype, device=x2.device)
         if self.fwd is not None:
-            self.fwd(x2, g, y, rstd, n_cols, float(eps))  # one specialisation for any eps
+            self.fwd(x2, g, self.rows(y), rstd, n_cols, float(eps))  # one specialisation
         elif n_rows:
             rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
         return y, rstd
 
-    def backward(self, dy2, x2, g, rstd, dg=None):
+    def backward(self, dy2, x2, g, rstd, dg=None, want_dg=True):
         """(dx, dg) for contiguous (rows, N) dy2 and x2 and contiguous g of the plan's
-        signature and the forward's rstd. `dg`, where given (the eager autograd path), is an
+        signature and the forward's rstd; dx in the plan's shape, dg None unless `want_dg`
+        (a frozen weight skips its sum). `dg`, where given (the eager autograd path), is an
         uninitialised tensor of g's shape and dtype to write dg into, and the partial-dg rows
         (and the wide rows' coefficients) then go to reused scratch buffers
         (`_launch.scratch`): on autograd's worker thread every allocator call costs tens of us
         on the H200. Elsewhere (compiled graphs, whose CUDA-graph pools must own every
         buffer, and the launch functions) they are allocated."""
-        dx = torch.empty_like(x2)
+        dx = torch.empty(self.shape, dtype=x2.dtype, device=x2.device)
         if self.bwd is None:
-            return dx, torch.zeros_like(g)
+            return dx, torch.zeros_like(g) if want_dg else None
         n_rows, n_cols = self.rows2d
-        device = x2.device
+        device, dx2 = x2.device, self.rows(dx)
         temp = scratch if dg is not None else _allocate
         partial = temp("rmsnorm.partial", self.partial_shape, rstd.dtype, device)
         if self.dot is not None:
             coef = temp("rmsnorm.coef", rstd.shape, rstd.dtype, device)
             self.dot(x2, g, dy2, rstd, coef, n_cols)
-            self.bwd(x2, g, rstd, coef, dy2, dx, partial, n_rows, n_cols,
+            self.bwd(x2, g, rstd, coef, dy2, dx2, partial, n_rows, n_cols,
                      self.rows_per_program)
         else:
-            self.bwd(x2, g, rstd, dy2, dx, partial, n_rows, n_cols, self.rows_per_program)
+            self.bwd(x2, g, rstd, dy2, dx2, partial, n_rows, n_cols, self.rows_per_program)
+        if not want_dg:
+            return dx, None
         if dg is None:
             dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
         self.dg_sum(partial, dg, self.partial_shape[0], n_cols)
@@ -376,8 +380,7 @@ def rmsnorm_backward_racy(dy, x, g, rstd):
 
 def _op_impl(x, g, eps):
     plan = _plan(x, g)
-    y, rstd = plan.forward(plan.rows(x.contiguous()), g.contiguous(), eps)
-    return y.view(plan.shape) if plan.flat else y, rstd
+    return plan.forward(plan.rows(x.contiguous()), g.contiguous(), eps)
 
 
 def _op_fake(x, g, eps):
@@ -398,11 +401,12 @@ def _check_rstd(x, rstd):
     """rstd as the forward makes it from x: one fp32 (fp64) number per row, contiguous."""
     rows, dtype = math.prod(x.shape[:-1]), _rstd_dtype(x)
     if (not isinstance(rstd, torch.Tensor) or rstd.dtype != dtype or rstd.shape != (rows,)
-            or not rstd.is_contiguous()):
-        got = (f"{rstd.dtype} of shape {tuple(rstd.shape)}" if isinstance(rstd, torch.Tensor)
-               else type(rstd).__name__)
+            or not rstd.is_contiguous() or rstd.device != x.device):
+        got = (f"{rstd.dtype} of shape {tuple(rstd.shape)} on {rstd.device}"
+               if isinstance(rstd, torch.Tensor) else type(rstd).__name__)
         raise ValueError(f"rmsnorm backward: rstd must be the forward's, a contiguous "
-                         f"{str(dtype)[6:]} tensor of shape ({rows},), got {got}")
+                         f"{str(dtype)[6:]} tensor of shape ({rows},) on {x.device}, got "
+                         f"{got}")
 
 
 def _op_bwd_impl(dy, x, g, rstd):
@@ -411,9 +415,8 @@ def _op_bwd_impl(dy, x, g, rstd):
         _check_bwd(dy, x, g, rstd)
         raise ValueError(f"rmsnorm backward: dy is on {dy.device}, x on {x.device}")
     _check_rstd(x, rstd)
-    dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
-                           g.contiguous(), rstd)
-    return dx.view(plan.shape) if plan.flat else dx, dg
+    return plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
+                         g.contiguous(), rstd)
 
 
 def _op_bwd_fake(dy, x, g, rstd):
@@ -466,19 +469,21 @@ class _EagerRMSNorm(torch.autograd.Function):
         y, rstd = plan.forward(plan.rows(x.contiguous()), g.contiguous(), eps)
         ctx.save_for_backward(x, g, rstd)
         ctx.plan, ctx.dg = plan, torch.empty(g.shape, dtype=g.dtype, device=g.device)
-        return y.view(plan.shape) if plan.flat else y
+        return y
 
     @staticmethod
     def backward(ctx, dy):
         x, g, rstd = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph: through the op, whose gradient raises
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            # create_graph: through the op, whose gradient raises; compiled autograd: the op
+            # is what Dynamo traces
             dx, dg = rmsnorm_backward_op(dy, x, g, rstd)
             return dx, dg, None
         plan, dg = ctx.plan, ctx.dg
         ctx.dg = None  # a second backward of this graph (retain_graph) allocates its own
         dx, dg = plan.backward(plan.rows(dy.contiguous()), plan.rows(x.contiguous()),
-                               g.contiguous(), rstd, dg)
-        return dx.view(plan.shape) if plan.flat else dx, dg, None
+                               g.contiguous(), rstd, dg, ctx.needs_input_grad[1])
+        return dx, dg, None
 
 
 def rmsnorm(x, g, eps=1e-6):

@@ -82,12 +82,14 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
 
 
 @triton.jit
-def softmax_split_stats_kernel(x_ptr, m_ptr, s_ptr, n_cols, row_stride, chunk,
+def softmax_split_stats_kernel(x_ptr, m_ptr, s_ptr, n_cols, row_stride, chunk, chunks,
                                BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr):
-    # Long rows, more than one program per row (step 1 of 2): program (c, row) runs the online
-    # max and sum over columns [c * chunk, (c + 1) * chunk) and stores them, one pair per
-    # chunk. The grid is (chunks, rows), so programs start row after row.
-    c, row = tl.program_id(0), tl.program_id(1).to(tl.int64)
+    # Long rows, more than one program per row (step 1 of 2): program row * chunks + c runs
+    # the online max and sum over columns [c * chunk, (c + 1) * chunk) of its row and stores
+    # them, one pair per chunk. A 1-D grid (CUDA's second dimension stops at 65535), programs
+    # starting row after row.
+    pid = tl.program_id(0)
+    c, row = pid % chunks, (pid // chunks).to(tl.int64)
     x_row = x_ptr + row * row_stride
     m = tl.full([BLOCK_SIZE], float("-inf"), dtype=ACC)
     s = tl.zeros([BLOCK_SIZE], dtype=ACC)
@@ -101,21 +103,19 @@ def softmax_split_stats_kernel(x_ptr, m_ptr, s_ptr, n_cols, row_stride, chunk,
     # a NaN lane may drop out of the max, but its exp(NaN) makes the sum NaN, which sticks
     m_chunk = tl.max(m, axis=0)
     s_chunk = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_chunk)), axis=0)
-    chunks = tl.num_programs(0)
     tl.store(m_ptr + row * chunks + c, m_chunk)
     tl.store(s_ptr + row * chunks + c, s_chunk)
 
 
 @triton.jit
 def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_stride, chunk,
-                               BLOCK_SIZE: tl.constexpr, CHUNKS: tl.constexpr,
+                               chunks, BLOCK_SIZE: tl.constexpr, CHUNKS: tl.constexpr,
                                ACC: tl.constexpr):
-    # Step 2 of 2: program (c, ·) combines its row's chunk statistics into the row's max and
+    # Step 2 of 2: each program combines its row's chunk statistics into the row's max and
     # sum, then writes its chunk. Rows run last to first, so that the first rows written are
     # the last that step 1 read, still in L2.
-    c = tl.program_id(0)
-    row = (n_rows - 1 - tl.program_id(1)).to(tl.int64)
-    chunks = tl.num_programs(0)
+    pid = tl.program_id(0)
+    c, row = pid % chunks, (n_rows - 1 - pid // chunks).to(tl.int64)
     j = tl.arange(0, CHUNKS)
     mj = tl.load(m_ptr + row * chunks + j, mask=j < chunks, other=float("-inf"))
     sj = tl.load(s_ptr + row * chunks + j, mask=j < chunks, other=0.0)
@@ -251,7 +251,7 @@ class _Launch:
             self.tail = (n_cols, n_cols, n_cols)
         elif variant == "split":
             chunks, chunk = _chunks(n_rows, n_cols, block, x, t)
-            grid = (chunks, n_rows)
+            grid = (chunks * n_rows,)
             self.stats = Bound(softmax_split_stats_kernel, grid, BLOCK_SIZE=block, ACC=acc,
                                num_warps=t.split_warps)
             self.kernel = Bound(softmax_split_write_kernel, grid, BLOCK_SIZE=block,
@@ -259,7 +259,7 @@ class _Launch:
                                 num_warps=t.split_warps)
             self.partial = ((n_rows, chunks), torch.float64 if acc == tl.float64 else
                             torch.float32)
-            self.tail = (n_rows, n_cols, n_cols, chunk)
+            self.tail = (n_rows, n_cols, n_cols, chunk, chunks)
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
                                 BLOCK_SIZE=block, ROWS=rows, ACC=acc,
@@ -276,8 +276,8 @@ class _Launch:
             shape, dtype = self.partial
             m = torch.empty(shape, dtype=dtype, device=x2.device)
             s = torch.empty(shape, dtype=dtype, device=x2.device)
-            n_rows, n_cols, stride, chunk = self.tail
-            self.stats(x2, m, s, n_cols, stride, chunk)
+            n_rows, n_cols, stride, chunk, chunks = self.tail
+            self.stats(x2, m, s, n_cols, stride, chunk, chunks)
             self.kernel(x2, y2, m, s, *self.tail)
         elif self.kernel is not None:
             self.kernel(x2, y2, *self.tail)
