@@ -51,3 +51,24 @@ def test_softmax_variants_report_nothing(executor):
             (dx,) = torch.autograd.grad(y, x, dy)
         assert rel_err(y, want) < 1e-6, variant
         assert rel_err(dx, want * (dy - (dy * want).sum(-1, keepdim=True))) < 1e-5, variant
+
+
+def test_rmsnorm_and_row_sum_report_nothing(executor):
+    """RMSNorm through its lean eager autograd path (plans, the forward's dg buffer, the
+    partial-dg rows) and row_sum, with every sanitizer: no race on dg, the reference's values
+    and gradients."""
+    rn = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
+    rowsum = backend.with_backend("tritonlab.kernels.rowsum", "sim")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 9, 40, generator=g).requires_grad_()
+    w = torch.randn(40, generator=g).requires_grad_()
+    dy = torch.randn(2, 9, 40, generator=g)
+    with minitriton.configure(**ALL_CHECKS):
+        y = rn.rmsnorm(x, w)
+        dx, dw = torch.autograd.grad(y, (x, w), dy)
+        sums = rowsum.row_sum(x.detach())
+    xr, wr = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    yr = F.rms_norm(xr, (40,), wr, 1e-6)
+    dxr, dwr = torch.autograd.grad(yr, (xr, wr), dy.double())
+    assert rel_err(y, yr) < 1e-6 and rel_err(dx, dxr) < 1e-5 and rel_err(dw, dwr) < 1e-5
+    assert rel_err(sums, x.detach().double().sum(-1)) < 1e-6
