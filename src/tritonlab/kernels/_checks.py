@@ -47,6 +47,12 @@ def grid_1d(n, block):
     return ((n + block - 1) // block,)
 
 
+def stats_dtype(x):
+    """The torch dtype of statistics kept between kernels (RMSNorm's rstd, softmax's chunk
+    max and sum): fp64 for fp64 inputs, fp32 otherwise, as `compute_dtype`."""
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
 def compute_dtype(x, tl):
     """The dtype kernels compute in: fp64 for fp64 inputs (gradcheck), fp32 otherwise."""
     return tl.float64 if x.dtype == torch.float64 else tl.float32

@@ -18,9 +18,10 @@ one per name, shape, dtype, device and stream, so a backward makes no allocation
 rowsum.py): checks, tuning lookups and the `Bound` launches worked out on a signature's first
 call.
 
-`Bound(kernel, grid, **kw)` is the same launch with the grid and keywords fixed, for launch
-plans (kernels/rmsnorm.py) whose cache key already holds the arguments' signature: after its
-first call it looks only at the tensors' alignment and the current device.
+`Bound(kernel, grid, **kw)` is the same launch with the grid and keywords fixed, for those
+plans, whose cache key holds the arguments' integer specialisations: after its first call it
+looks only at the tensors' dtypes and alignment, the other arguments' types and the current
+device.
 """
 from __future__ import annotations
 
@@ -145,7 +146,11 @@ def _key(kernel, args, kw):
 
 def launch(kernel, grid, *args, **kw):
     """`kernel[grid](*args, **kw)`, through a cache of compiled kernels on a GPU."""
-    keyed = _key(kernel, args, kw)
+    return _launch_keyed(kernel, grid, args, kw, _key(kernel, args, kw))
+
+
+def _launch_keyed(kernel, grid, args, kw, keyed):
+    """`launch` with the call's `_key` already worked out."""
     if keyed is None:
         return kernel[grid](*args, **kw)
     key, device = keyed
@@ -205,8 +210,8 @@ class Bound:
         return self._through_launch(args)
 
     def _through_launch(self, args):
-        compiled = launch(self.kernel, self.grid, *args, **self.kw)
         keyed = _key(self.kernel, args, self.kw)
+        compiled = _launch_keyed(self.kernel, self.grid, args, self.kw, keyed)
         tensors = tuple((i, a.dtype) for i, a in enumerate(args)
                         if isinstance(a, torch.Tensor))
         if keyed is not None and all(args[i].data_ptr() % 16 == 0 for i, _ in tensors):
@@ -234,10 +239,10 @@ def scratch(name, shape, dtype, device):
     dtype, device, CUDA stream and thread. Safe because a stream runs its kernels in order:
     the kernels of one call have read it before the next call's kernels write it, on the same
     stream; another stream or thread (whose calls could interleave) gets its own. At most
-    256 MiB are kept, for the process's life. On the CPU (the simulator), or while a CUDA graph is
-    being captured (its memory belongs to the graph), a new tensor every call. Costs no
-    allocator call, which on the H200 is the backward's largest host cost when autograd runs
-    it on its worker thread (docs/ops.md#host-cost)."""
+    256 MiB are kept, for the process's life. On the CPU (the simulator), or while a CUDA
+    graph is being captured (its memory belongs to the graph), a new tensor every call.
+    Saves the allocator call, which on the H200 is the backward's largest host cost when
+    autograd runs it on its worker thread (docs/ops.md#host-cost)."""
     if device.type != "cuda" or _raw_stream is None or _capturing():
         return torch.empty(shape, dtype=dtype, device=device)
     index = device.index if device.index is not None else _current_device()
@@ -264,6 +269,15 @@ class PlanCache:
 
     def __init__(self, size=4096):
         self.plans, self.size = {}, size
+
+    def of(self, signature, build, *args):
+        """The plan of `args`, keyed by `signature(*args)`; where that fails on an argument
+        that is not a tensor (AttributeError), `build(*args)`, whose checks say so."""
+        try:
+            key = signature(*args)
+        except AttributeError:
+            return build(*args)
+        return self.get(key, build, *args)
 
     def get(self, key, build, *args):
         plan = self.plans.get(key)

@@ -61,14 +61,9 @@ class Op:
              "backward": staticmethod(backward)})
 
     def __call__(self, *args):
-        grad = False
-        for a in args:  # a loop, not generators: this runs on every call
-            if isinstance(a, torch.Tensor):
-                if type(a) not in _PLAIN:
-                    return self.custom_op(*args)  # tensor subclasses (fake, functional)
-                grad = grad or a.requires_grad
-        if torch.compiler.is_compiling():
-            return self.custom_op(*args)
+        grad = _wants_grad(args)
+        if grad is None or torch.compiler.is_compiling():
+            return self.custom_op(*args)  # tensor subclasses (fake, functional) dispatch
         if grad and self.function is not None and torch.is_grad_enabled():
             return self.function.apply(*args)
         return self.impl(*args)
@@ -108,16 +103,24 @@ def define(module_name, name, schema, impl, fake, backward=None, setup_context=N
     return Op(op, impl, backward, setup_context)
 
 
+def _wants_grad(args):
+    """None where a tensor argument is a subclass (fake, functional: the dispatcher's), else
+    whether one requires a gradient. A loop, not generators: this runs on every call."""
+    grad = False
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if type(a) not in _PLAIN:
+                return None
+            grad = grad or a.requires_grad
+    return grad
+
+
 def eager_grad(*tensors):
     """Whether a call on these tensors takes the eager autograd path of `Op`: plain tensors
     (no subclass), one of them requiring a gradient, grad mode on, not under torch.compile.
     For an op's own leaner eager Function (rmsnorm's)."""
-    grad = False
-    for t in tensors:
-        if type(t) not in _PLAIN:
-            return False
-        grad = grad or t.requires_grad
-    return grad and torch.is_grad_enabled() and not torch.compiler.is_compiling()
+    return (bool(_wants_grad(tensors)) and torch.is_grad_enabled()
+            and not torch.compiler.is_compiling())
 
 
 def no_double_backward(op_name):

@@ -33,7 +33,8 @@ import torch
 
 from ..backend import DEVICE, tl, triton
 from . import ops
-from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
+from ._checks import (FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
+                      stats_dtype)
 from ._launch import Bound, PlanCache, scratch
 from .tuning import tuning_for
 
@@ -199,10 +200,6 @@ def _rows(t):
     return t if t.dim() == 2 else t.view(math.prod(t.shape[:-1]), t.shape[-1])
 
 
-def _rstd_dtype(x):
-    return torch.float64 if x.dtype == torch.float64 else torch.float32
-
-
 def _programs_for(n_rows, n_cols, x, t):
     """Programs of the whole-row backward on a GPU: more per SM for short rows, whose programs
     are latency-bound; a handful on the simulator."""
@@ -242,7 +239,7 @@ class _Plan:
         x, g = _check(x, g)
         self.shape, self.flat = x.shape, x.dim() != 2
         n_rows, n_cols = self.rows2d = (math.prod(x.shape[:-1]), x.shape[-1])
-        self.rstd_dtype = _rstd_dtype(x)
+        self.rstd_dtype = stats_dtype(x)
         self.fwd = self.dot = self.bwd = self.dg_sum = None
         if not (n_rows and n_cols):
             return
@@ -327,14 +324,13 @@ def _allocate(name, shape, dtype, device):
 _PLANS = PlanCache()
 
 
+def _signature(x, g):
+    return x.shape, x.dtype, x.device, g.shape, g.dtype, g.device
+
+
 def _plan(x, g):
     """The cached `_Plan` of x's and g's signature (checked and built on its first call)."""
-    try:
-        key = (x.shape, x.dtype, x.device, g.shape, g.dtype, g.device)
-    except AttributeError:  # not tensors: the check says so
-        _check(x, g)
-        raise
-    return _PLANS.get(key, _Plan, x, g)
+    return _PLANS.of(_signature, _Plan, x, g)
 
 
 def _forward(x2, g, eps, chunk=None):
@@ -386,7 +382,7 @@ def _op_impl(x, g, eps):
 def _op_fake(x, g, eps):
     _check(x, g)
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
-            x.new_empty(math.prod(x.shape[:-1]), dtype=_rstd_dtype(x)))
+            x.new_empty(math.prod(x.shape[:-1]), dtype=stats_dtype(x)))
 
 
 def _check_bwd(dy, x, g, rstd):
@@ -399,7 +395,7 @@ def _check_bwd(dy, x, g, rstd):
 
 def _check_rstd(x, rstd):
     """rstd as the forward makes it from x: one fp32 (fp64) number per row, contiguous."""
-    rows, dtype = math.prod(x.shape[:-1]), _rstd_dtype(x)
+    rows, dtype = math.prod(x.shape[:-1]), stats_dtype(x)
     if (not isinstance(rstd, torch.Tensor) or rstd.dtype != dtype or rstd.shape != (rows,)
             or not rstd.is_contiguous() or rstd.device != x.device):
         got = (f"{rstd.dtype} of shape {tuple(rstd.shape)} on {rstd.device}"

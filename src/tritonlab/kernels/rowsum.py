@@ -51,13 +51,12 @@ class _Plan:
 _PLANS = PlanCache()
 
 
+def _signature(x, block_size):
+    return x.shape, x.dtype, x.device, block_size
+
+
 def _row_sum_impl(x, block_size):
-    try:
-        key = (x.shape, x.dtype, x.device, block_size)
-    except AttributeError:  # not a tensor: the check says so
-        _check(x)
-        raise
-    plan = _PLANS.get(key, _Plan, x, block_size)
+    plan = _PLANS.of(_signature, _Plan, x, block_size)
     x2 = x.contiguous()
     if plan.flat_in:
         x2 = x2.reshape(plan.rows2d)

@@ -26,7 +26,8 @@ import torch
 
 from ..backend import DEVICE, tl, triton
 from . import ops
-from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count
+from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
+                      stats_dtype)
 from ._launch import Bound, PlanCache
 from .tuning import tuning_for
 
@@ -257,8 +258,7 @@ class _Launch:
             self.kernel = Bound(softmax_split_write_kernel, grid, BLOCK_SIZE=block,
                                 CHUNKS=triton.next_power_of_2(chunks), ACC=acc,
                                 num_warps=t.split_warps)
-            self.partial = ((n_rows, chunks), torch.float64 if acc == tl.float64 else
-                            torch.float32)
+            self.partial = ((n_rows, chunks), stats_dtype(x))
             self.tail = (n_rows, n_cols, n_cols, chunk, chunks)
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
@@ -294,15 +294,14 @@ class _Launch:
 _LAUNCHES = PlanCache()
 
 
+def _signature(name, dim, variant, block_size, rows_per_program, *tensors):
+    return (name, dim, variant, block_size, rows_per_program,
+            *[(t.shape, t.dtype, t.device) for t in tensors])
+
+
 def _launch_for(name, dim, variant, block_size, rows_per_program, *tensors):
-    try:
-        key = (name, dim, variant, block_size, rows_per_program,
-               *[(t.shape, t.dtype, t.device) for t in tensors])
-    except AttributeError:  # not tensors: the check says so
-        _check(name, dim, variant, *tensors)
-        raise
-    return _LAUNCHES.get(key, _Launch, name, dim, variant, block_size, rows_per_program,
-                         *tensors)
+    return _LAUNCHES.of(_signature, _Launch, name, dim, variant, block_size, rows_per_program,
+                        *tensors)
 
 
 def _softmax_impl(x, dim, variant, block_size, rows_per_program):
