@@ -102,6 +102,21 @@ def test_matmul_tma(mkn, dtype, activation):
     assert rel_err(out, ref.matmul(a, b, activation)) < MATMUL_TOLERANCES[dtype]
 
 
+def test_matmul_tma_stores_wide_tiles_in_halves():
+    """Tiles of BLOCK_N >= 256 leave in two half-width stores (matmul_tma_kernel's epilogue):
+    3 programs over 2 x 3 tiles, the last column of tiles with its left half clipped at N and
+    its right half past N; C starts as NaN, so an element no store reaches fails."""
+    M, K, N, bm, bn, bk = 70, 40, 600, 64, 256, 32
+    a, b = rand(M, K, dtype=torch.float16, seed=4), rand(K, N, dtype=torch.float16, seed=5)
+    c = torch.full((M, N), float("nan"), device=DEV, dtype=torch.float16)
+    assert mm._c_block(bm, bn) == [bm, bn // 2] and mm._c_block(bm, 128) == [bm, 128]
+    desc = backend.TensorDescriptor.from_tensor
+    mm.matmul_tma_kernel[(3,)](desc(a, [bm, bk]), desc(b, [bk, bn]), desc(c, mm._c_block(bm, bn)),
+                               M, N, K, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                               ACTIVATION="relu", num_warps=4, num_stages=3)
+    assert rel_err(c, ref.matmul(a, b, "relu")) < MATMUL_TOLERANCES[torch.float16]
+
+
 def test_matmul_tma_needs_aligned_rows():
     a, b = rand(64, 96, dtype=torch.float16), rand(96, 40, dtype=torch.float16)
     with pytest.raises(ValueError, match="16-byte aligned"):

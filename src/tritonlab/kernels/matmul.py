@@ -184,7 +184,20 @@ def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr,
         for k in range(0, tl.cdiv(K, BLOCK_K)):
             acc = tl.dot(a_desc.load([off_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, off_n]),
                          acc)
-        c_desc.store([off_m, off_n], _activate(acc, ACTIVATION).to(c_desc.dtype))
+        acc = _activate(acc, ACTIVATION)
+        if BLOCK_N >= 256:  # two halves: half the C staging buffer in shared memory, and
+            # each half's store overlaps the next (docs/decisions.md#matmul-tma-configs)
+            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)),
+                                              (0, 2, 1)))
+            c_desc.store([off_m, off_n], left.to(c_desc.dtype))
+            c_desc.store([off_m, off_n + BLOCK_N // 2], right.to(c_desc.dtype))
+        else:
+            c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+def _c_block(bm, bn):
+    """The C descriptor's block of a BLOCK_M x BLOCK_N tile: its stores (matmul_tma_kernel)."""
+    return [bm, bn // 2 if bn >= 256 else bn]
 
 
 def _set_tma_blocks(nargs):
@@ -192,7 +205,7 @@ def _set_tma_blocks(nargs):
     bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
     nargs["a_desc"].block_shape = [bm, bk]
     nargs["b_desc"].block_shape = [bk, bn]
-    nargs["c_desc"].block_shape = [bm, bn]
+    nargs["c_desc"].block_shape = _c_block(bm, bn)
 
 
 class _Dispatch:
@@ -404,7 +417,7 @@ def _matmul_tma(a, b, c, key, tuning, dispatch):
     blocks = kw or dispatch.first.kwargs  # while tuning, the pre-hook sets each config's blocks
     bm, bn, bk = blocks["BLOCK_M"], blocks["BLOCK_N"], blocks["BLOCK_K"]
     descriptor = TensorDescriptor.from_tensor
-    descs = (descriptor(a, [bm, bk]), descriptor(b, [bk, bn]), descriptor(c, [bm, bn]))
+    descs = (descriptor(a, [bm, bk]), descriptor(b, [bk, bn]), descriptor(c, _c_block(bm, bn)))
     dispatch.run(kw, lambda meta: (min(programs, _tiles(M, N, meta)),), (*descs, M, N, K), key)
     return c
 

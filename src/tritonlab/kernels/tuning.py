@@ -101,7 +101,7 @@ TUNINGS = {
         group_m=8, tune_above=1 << 27, tma_above=1 << 34, simulator_tma_programs=4)},
     "softmax": {9: SoftmaxTuning(
         max_row_block=16384, rows_below=1024, rows_elements=2048, max_rows=16,
-        online_block=8192, online_warps=16, online_bwd_block=4096, online_bwd_warps=8,
+        online_block=8192, online_warps=16, online_bwd_block=8192, online_bwd_warps=16,
         split_block=4096, split_warps=8, split_programs_per_sm=8)},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
