@@ -105,12 +105,17 @@ def test_rmsnorm_reads_its_tuning(monkeypatch):
 
 
 def test_softmax_reads_its_tuning(monkeypatch):
-    small = dataclasses.replace(tuning.DEFAULTS["softmax"], max_row_block=64, online_block=32)
+    small = dataclasses.replace(tuning.DEFAULTS["softmax"], max_row_block=64, online_block=32,
+                                online_block_fp32=64, online_bwd_block=16)
     monkeypatch.setattr(sm, "tuning_for", lambda kind, device: small)
     launched = _recording(monkeypatch, sm)
     x = rand(5, 200, scale=3)
     assert rel_err(sm.softmax(x), torch.softmax(x.double(), -1)) < 2e-6
     assert launched == [sm.softmax_online_kernel]
+    # the online block of float32 rows, of other dtypes, and of the backward
+    assert sm._plan(200, x, None, None, None) == ("online", 64, 1)
+    assert sm._plan(200, x.half(), None, None, None) == ("online", 32, 1)
+    assert sm._plan(200, x, None, None, None, backward=True) == ("online", 16, 1)
 
 
 def test_matmul_tunes_once_then_launches_the_choice(monkeypatch):

@@ -67,7 +67,9 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
     s = tl.zeros([BLOCK_SIZE], dtype=ACC)  # running sum of exp(x - m), per lane
     for start in range(0, n_cols, BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf")).to(ACC)  # read N
+        # read N, kept in L2 for the second pass (docs/decisions.md#softmax-online-hints)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf"),
+                    eviction_policy="evict_last").to(ACC)
         # a NaN sticks (torch's row is all NaN): max.f32 alone would drop it
         m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
         never = m_new == float("-inf")  # nothing finite seen yet: keep exp out of -inf - -inf
@@ -78,8 +80,10 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
     for start in range(0, n_cols, BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(ACC)  # read N again
-        tl.store(y_ptr + row * y_row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask)
+        x = tl.load(x_row + cols, mask=mask, other=float("-inf"),
+                    eviction_policy="evict_first").to(ACC)  # read N again: its last use
+        tl.store(y_ptr + row * y_row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask,
+                 cache_modifier=".cs")  # write N, streamed past L2's kept rows
 
 
 @triton.jit
@@ -151,16 +155,21 @@ def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
     for start in range(0, n_cols, BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
-        y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)  # read N
-        dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)  # read N
+        y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0,
+                    eviction_policy="evict_last").to(ACC)  # read N, kept in L2
+        dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0,
+                     eviction_policy="evict_last").to(ACC)  # read N, kept in L2
         dots += y * dy
     dot = tl.sum(dots, axis=0)
     for start in range(0, n_cols, BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
-        y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)  # again
-        dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0).to(ACC)
-        tl.store(dx_ptr + row * row_stride + cols, y * (dy - dot), mask=mask)  # write N
+        y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(ACC)  # again, the last use
+        dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0,
+                     eviction_policy="evict_first").to(ACC)
+        tl.store(dx_ptr + row * row_stride + cols, y * (dy - dot), mask=mask,
+                 cache_modifier=".cs")  # write N
 
 
 VARIANTS = ("row", "rows", "online", "split")
@@ -178,8 +187,9 @@ def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
         rows = rows_per_program or max(1, min(t.max_rows, t.rows_elements // block))
         return variant, block, rows
     if variant == "online":
-        return variant, block_size or min(block, t.online_bwd_block if backward else
-                                          t.online_block), 1
+        step = (t.online_bwd_block if backward else t.online_block_fp32
+                if x.dtype == torch.float32 else t.online_block)
+        return variant, block_size or min(block, step), 1
     if variant == "split":
         return variant, block_size or min(block, t.split_block), 1
     return variant, block, 1

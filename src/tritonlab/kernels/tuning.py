@@ -76,7 +76,8 @@ class SoftmaxTuning:
     rows_below: int  # row blocks shorter than this put several rows in one program:
     rows_elements: int  # rows_elements // block of them,
     max_rows: int  # at most max_rows
-    online_block: int  # the online kernel's block along a row
+    online_block: int  # the online kernel's block along a row (16- and 64-bit rows)
+    online_block_fp32: int  # the same for float32 rows (docs/decisions.md#softmax-online-hints)
     online_warps: int
     online_bwd_block: int  # the same for the online backward (docs/decisions.md#softmax-split)
     online_bwd_warps: int
@@ -101,7 +102,8 @@ TUNINGS = {
         group_m=8, tune_above=1 << 27, tma_above=1 << 34, simulator_tma_programs=4)},
     "softmax": {9: SoftmaxTuning(
         max_row_block=16384, rows_below=1024, rows_elements=2048, max_rows=16,
-        online_block=8192, online_warps=16, online_bwd_block=8192, online_bwd_warps=16,
+        online_block=8192, online_block_fp32=16384, online_warps=16, online_bwd_block=8192,
+        online_bwd_warps=16,
         split_block=4096, split_warps=8, split_programs_per_sm=8)},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
