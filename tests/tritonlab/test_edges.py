@@ -147,6 +147,18 @@ def test_softmax_specials_every_variant_and_backward(variant, block):
     same(xo.grad, xt.grad)
 
 
+@pytest.mark.parametrize("nan_at", [12, 0, 5])
+def test_softmax_split_nan_alone_in_a_chunk(nan_at):
+    """One row of 16 in 4 chunks of 4 (the split variant cuts a lone row into 4 on either
+    backend): a chunk whose only value other than -inf is NaN keeps the row NaN (max.f32 drops
+    the NaN from the chunk's max on the GPU, so only its sum carries it)."""
+    x = rand(1, 16)
+    x[0, nan_at // 4 * 4:nan_at // 4 * 4 + 4] = -INF
+    x[0, nan_at] = NAN
+    same(sm.softmax(x, -1, "split", 4), torch.softmax(x, -1))
+    assert sm._chunks(1, 16, 4, x, sm.tuning_for("softmax", x.get_device())) == (4, 4)
+
+
 @pytest.mark.parametrize("activation", mm.ACTIVATIONS)
 def test_matmul_epilogues_of_specials(activation):
     a, b = rand(5, 4), rand(4, 6, seed=1)

@@ -125,7 +125,10 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
     mj = tl.load(m_ptr + row * chunks + j, mask=j < chunks, other=float("-inf"))
     sj = tl.load(s_ptr + row * chunks + j, mask=j < chunks, other=0.0)
     m_row = tl.max(mj, axis=0)
-    s_row = tl.sum(tl.where(mj == float("-inf"), 0.0, sj * tl.exp(mj - m_row)), axis=0)
+    # a chunk of -inf only (m -inf, s 0) adds nothing; one whose only other values are NaN
+    # (m -inf after max.f32 drops the NaN, s NaN) must still make the row NaN
+    empty = (mj == float("-inf")) & (sj == 0.0)
+    s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
     x_row = x_ptr + row * row_stride
     for start in range(c * chunk, tl.minimum(c * chunk + chunk, n_cols), BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
