@@ -94,7 +94,8 @@ def test_rmsnorm_reads_its_tuning(monkeypatch):
     """A tuning with small register limits sends the autograd path through the wide-row
     kernels: gradcheck in float64 through them, with chunks and tiles that leave tails."""
     small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=16,
-                                bwd_register_max=16, wide_chunk=8, tile_m=2, tile_n=8)
+                                bwd_register_max=16, wide_chunk=8, wide_fwd_chunk=8, tile_m=2,
+                                tile_n=8)
     monkeypatch.setattr(rn, "tuning_for", lambda kind, device: small)
     launched = _recording(monkeypatch, rn)
     x = rand(2, 2, 20, dtype=torch.float64).requires_grad_()

@@ -98,21 +98,26 @@ def rmsnorm_dg_sum_kernel(partial_ptr, dg_ptr, n_partial, n_cols, BLOCK_P: tl.co
 def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: tl.constexpr,
                             ACC: tl.constexpr):
     # Rows too long for one block of registers: an in-program loop over chunks (lecture §7),
-    # twice: the sum of squares, then y. The second pass finds the row in L2.
+    # twice: the sum of squares, then y. The second pass finds the row in L2: the first
+    # asks L2 to keep it, the second lets it go, y streams past (docs/decisions.md#softmax-
+    # online-hints, where the same hints were measured).
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, CHUNK)
     squares = tl.zeros([CHUNK], dtype=ACC)
     for start in range(0, n_cols, CHUNK):
         mask = start + cols < n_cols
-        x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0).to(ACC)
+        x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0,
+                    eviction_policy="evict_last").to(ACC)
         squares += x * x
     rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
     tl.store(rstd_ptr + row, rstd)
     for start in range(0, n_cols, CHUNK):
         mask = start + cols < n_cols
-        x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0).to(ACC)
+        x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(ACC)
         g = tl.load(g_ptr + start + cols, mask=mask, other=0.0).to(ACC)
-        tl.store(y_ptr + row * n_cols + start + cols, x * rstd * g, mask=mask)
+        tl.store(y_ptr + row * n_cols + start + cols, x * rstd * g, mask=mask,
+                 cache_modifier=".cs")
 
 
 @triton.jit
@@ -245,7 +250,7 @@ class _Plan:
             return
         acc, t = compute_dtype(x, tl), tuning_for("rmsnorm", x.get_device())
         if chunk or n_cols > t.fwd_register_max:
-            self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=chunk or t.wide_chunk,
+            self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=chunk or t.wide_fwd_chunk,
                              ACC=acc, num_warps=t.wide_warps)
         else:
             block = triton.next_power_of_2(n_cols)

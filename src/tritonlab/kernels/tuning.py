@@ -25,8 +25,10 @@ class RMSNormTuning:
     fwd_register_max: int  # widest row the whole-row forward keeps in registers
     bwd_register_max: int  # the same for the backward; wider rows take the wide-row kernels
     # The wide-row kernels' chunk along a row and its warps (forward, backward step 1)
-    # (docs/decisions.md#rmsnorm-wide-forward)
+    # (docs/decisions.md#rmsnorm-wide-forward); the forward's own chunk
+    # (docs/decisions.md#softmax-online-hints)
     wide_chunk: int
+    wide_fwd_chunk: int
     wide_warps: int
     # The wide-row backward's 2-D tiles, their warps, and programs per SM = tiled_bytes_per_sm
     # / element size (docs/decisions.md#rmsnorm-wide-backward-tiles)
@@ -90,7 +92,8 @@ class SoftmaxTuning:
 
 TUNINGS = {
     "rmsnorm": {9: RMSNormTuning(
-        fwd_register_max=32768, bwd_register_max=16384, wide_chunk=4096, wide_warps=16,
+        fwd_register_max=32768, bwd_register_max=16384, wide_chunk=4096, wide_fwd_chunk=16384,
+        wide_warps=16,
         tile_m=4, tile_n=1024, tile_warps=4, tiled_bytes_per_sm=8, bwd_cols_per_sm=8192,
         bwd_max_per_sm=4, bwd_bytes_per_warp=2048, bwd_min_warps=4, bwd_max_warps=32,
         simulator_programs=8)},
