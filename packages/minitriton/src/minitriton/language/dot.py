@@ -258,8 +258,8 @@ def _fast_chain(x, y, out, step, zero=False):
         for part in slices:
             _fast_slices(xf[part], yf[part], out[part], step, base_bits)
         return True
-    done = [_pool().submit(_fast_slices_quiet, xf[part], yf[part], out[part], step, base_bits)
-            for part in slices]
+    done = [_pool().submit(_fast_slices_quiet, xf[part], yf[part], out[part], step, base_bits,
+                           _outer_broadcast) for part in slices]
     for future in done:
         future.result()
     return True
@@ -269,7 +269,7 @@ def _fast_chain(x, y, out, step, zero=False):
 # its loops): disjoint slices of `out`, so the bits do not depend on the threads. One pool for
 # the process, made at the first dot big enough to be split (at least _MIN_PART outputs a part).
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
-_MIN_PART = 1 << 14
+_MIN_PART = 1 << 16  # below that, one thread with einsum beats two (2-core machine)
 _POOL = {}  # pid -> pool: a forked child makes its own (the parent's threads are not in it)
 
 
@@ -310,7 +310,18 @@ _EXPONENT_FIELD = np.int32(0x7F800000)
 _SCALE_FIELD = np.uint32((ALIGN_BITS + 254) << 23)  # minus top's field: that of 2**(25 - top)
 
 
-def _fast_slices(xf, yf, out, step, base_bits):
+def _outer_einsum(x, y, out):
+    """out[p, m, n] = x[p, m] * y[p, n]: einsum's loop, about 1.7x NumPy's broadcast multiply
+    on rows of 64 outputs, but it holds the GIL (docs/performance.md, "Simulator speed")."""
+    np.einsum("pm,pn->pmn", x, y, out=out)
+
+
+def _outer_broadcast(x, y, out):
+    """The same with NumPy's broadcast multiply, which releases the GIL: for worker threads."""
+    np.multiply(x[:, :, None], y[:, None, :], out=out)
+
+
+def _fast_slices(xf, yf, out, step, base_bits, outer=_outer_einsum):
     """The fast chain for one slice of programs, into `out` (P, M, N) fp32, in place. The
     exponents are handled as fp32 exponent fields (`(e + 127) << 23`), so that the scale
     2**(25 - top) and its inverse are one integer subtraction away from the step's top.
@@ -344,7 +355,7 @@ def _fast_slices(xf, yf, out, step, base_bits):
         np.multiply(out, scale, out=term)
         total[...] = term  # toward zero
         for k in range(s * step, (s + 1) * step):
-            np.multiply(xk[k][:, :, None], yk[k][:, None, :], out=term)  # exact in fp32
+            outer(xk[k], yk[k], term)  # exact in fp32
             np.multiply(term, scale, out=term)
             iterm[...] = term  # toward zero
             np.add(total, iterm, out=total)
