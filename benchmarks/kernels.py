@@ -32,6 +32,26 @@ from tritonlab.kernels import rmsnorm as rn  # noqa: E402
 from tritonlab.kernels import rowsum  # noqa: E402
 from tritonlab.kernels import softmax as sm  # noqa: E402
 
+try:  # Liger-Kernel, where installed (docs/gpu.md): its rows join the softmax and RMSNorm groups
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+except ImportError:
+    LigerRMSNormFunction = LigerSoftmaxFunction = None
+
+
+def liger_rms(x, g):
+    """Liger's RMSNorm with our semantics (weight multiplies, no offset, eps 1e-6), its dy left
+    alone in the backward."""
+    return LigerRMSNormFunction.apply(x, g, 1e-6, 0.0, "llama", False)
+
+
+def with_liger(impls, liger):
+    """`impls` with Liger's row added before ours, where Liger is installed."""
+    if LigerSoftmaxFunction is None:
+        return impls
+    mine = impls.pop("triton")
+    return {**impls, "Liger": liger, "triton": mine}
+
 
 def manual_gelu(t):
     return 0.5 * t * (1 + torch.tanh(0.7978845608028654 * (t + 0.044715 * t * t * t)))
@@ -72,10 +92,11 @@ def suites(quick):
         for M, N in shapes:
             x = torch.randn(M, N, device=dev, dtype=dtype)
             e = x.element_size()
-            yield ("softmax", f"{M}x{N}", dtype, {
+            yield ("softmax", f"{M}x{N}", dtype, with_liger({
                 "torch eager": lambda: torch.softmax(x, -1),
                 "torch.compile": lambda: comp("softmax", lambda t: torch.softmax(t, -1))(x),
-                "triton": lambda: sm.softmax(x)}, 2 * M * N * e, "GB/s")
+                "triton": lambda: sm.softmax(x)}, lambda: LigerSoftmaxFunction.apply(x)),
+                2 * M * N * e, "GB/s")
             yield ("row_sum", f"{M}x{N}", dtype, {
                 "torch eager": lambda: x.sum(-1),
                 "torch.compile": lambda: comp("sum", lambda t: t.sum(-1))(x),
@@ -83,15 +104,17 @@ def suites(quick):
             xg = x.clone().requires_grad_()
             g = torch.ones(N, device=dev, dtype=dtype, requires_grad=True)
             dy = torch.randn_like(x)
-            yield ("rmsnorm fwd", f"{M}x{N}", dtype, {
+            yield ("rmsnorm fwd", f"{M}x{N}", dtype, with_liger({
                 "torch eager": lambda: rms_eager(x, g),
                 "F.rms_norm": lambda: F.rms_norm(x, (N,), g, 1e-6),
                 "torch.compile": lambda: comp("rms", rms_eager)(x, g),
-                "triton": lambda: rn.rmsnorm(x, g)}, 2 * M * N * e, "GB/s")
-            yield ("rmsnorm fwd+bwd", f"{M}x{N}", dtype, {
+                "triton": lambda: rn.rmsnorm(x, g)}, lambda: liger_rms(x, g)),
+                2 * M * N * e, "GB/s")
+            yield ("rmsnorm fwd+bwd", f"{M}x{N}", dtype, with_liger({
                 "torch eager": fwd_bwd(rms_eager, xg, g, dy),
                 "torch.compile": fwd_bwd(comp("rms", rms_eager), xg, g, dy),
-                "triton": fwd_bwd(rn.rmsnorm, xg, g, dy)}, 5 * M * N * e, "GB/s")
+                "triton": fwd_bwd(rn.rmsnorm, xg, g, dy)}, fwd_bwd(liger_rms, xg, g, dy)),
+                5 * M * N * e, "GB/s")
     for dtype in (torch.bfloat16, torch.float16):
         for n in ((4096,) if quick else (1024, 4096, 8192)):
             a = torch.randn(n, n, device=dev, dtype=dtype)

@@ -34,6 +34,7 @@ from tritonlab.bench.export import read_ledger  # noqa: E402
 # and cuBLAS bf16 matmul (4096^3).
 CEILING = {"GB/s": 4300.0, "TFLOP/s": 732.0}
 BASELINES = ("torch eager", "torch.compile")
+LIGER = ("Liger",)  # a baseline where the run measured it (benchmarks/kernels.py, docs/gpu.md)
 BLOCK = re.compile(r"^(<!-- ledger (?P<args>[^\n]*?) -->\n)(?P<body>.*?)^(<!-- /ledger -->)$",
                    re.S | re.M)  # markers on lines of their own
 
@@ -63,15 +64,19 @@ def provenance(rows):
 
 
 def summary(rows, impl="triton"):
-    """Our implementation against the baselines of the same run, one line per group."""
-    lines = ["| op | shape | dtype | triton us (graph) | rate | of ceiling | vs torch eager | "
-             "vs torch.compile | vs eager, graph | vs compile, graph |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for (_, op, shape, dtype), impls in _groups(rows).items():
+    """Our implementation against the baselines of the same run, one line per group; Liger's
+    columns where the run has Liger rows."""
+    groups = _groups(rows)
+    baselines = BASELINES + (LIGER if any(LIGER[0] in g for g in groups.values()) else ())
+    short = {"torch eager": "eager", "torch.compile": "compile", "Liger": "Liger"}
+    head = ([f"vs {b}" for b in baselines] + [f"vs {short[b]}, graph" for b in baselines])
+    lines = ["| op | shape | dtype | triton us (graph) | rate | of ceiling | " + " | ".join(head)
+             + " |", "|---|---|---|---|---|---|" + "---|" * len(head)]
+    for (_, op, shape, dtype), impls in groups.items():
         ours = impls.get(impl)
         if ours is None:
             continue
-        base = [impls.get(b) or {} for b in BASELINES]
+        base = [impls.get(b) or {} for b in baselines]
         ratios = ([_ratio(b.get("median_ms"), ours["median_ms"]) for b in base]
                   + [_ratio(b.get("graph_ms"), ours["graph_ms"]) for b in base])
         lines.append(f"| {op} | {shape} | {dtype} | {_us(ours['median_ms'])} "

@@ -12,4 +12,16 @@ if [ -n "$need" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site $files
     export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
+# Liger-Kernel, the alternative issue 17 compares with (benchmarks/kernels.py adds its rows
+# where it imports): optional, from .whl/ when carried there
+if ! python3 -c "import liger_kernel" 2>/dev/null && ls .whl/liger_kernel-*.whl >/dev/null 2>&1
+then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+        .whl/liger_kernel-*.whl
+    case ":$PYTHONPATH:" in
+        *:/tmp/site:*) ;;
+        *) export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" ;;
+    esac
+    need="$need liger_kernel"
+fi
 echo "device: installed [${need# }]"

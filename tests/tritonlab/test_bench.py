@@ -1,6 +1,8 @@
 """The benchmarking harness's semantics (no timing thresholds) and the profiler's op counts."""
+import importlib.util
 import json
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -227,3 +229,28 @@ def test_ledger_commit_says_dirty_and_takes_an_override(tmp_path, monkeypatch):
     assert bench.git_commit(repo) == head + "+dirty"
     monkeypatch.setenv("TRITONLAB_COMMIT", "abc1234")
     assert bench.git_commit(repo) == "abc1234"
+
+
+def _ledger_report():
+    """benchmarks/ledger_report.py, a script, loaded as a module."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "ledger_report.py"
+    spec = importlib.util.spec_from_file_location("ledger_report_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ledger_summary_adds_liger_columns_only_where_the_run_has_liger(tmp_path):
+    report = _ledger_report()
+    path = tmp_path / "ledger.csv"
+    rows = ledger_rows(["torch eager", "torch.compile", "triton"])
+    rows[-1]["median_ms"] = 0.25  # ours: twice as fast as the others
+    bench.append_ledger(path, rows, {**LEDGER_META, "run": "plain"})
+    plain = report.summary(bench.read_ledger(path, run="plain")).splitlines()
+    assert "Liger" not in plain[0] and plain[2].count("2.00x") == 2
+    bench.append_ledger(path, rows[:2] + ledger_rows(["Liger"], 0.4) + rows[2:],
+                        {**LEDGER_META, "run": "liger"})
+    table = report.summary(bench.read_ledger(path, run="liger")).splitlines()
+    assert table[0].endswith("| vs torch eager | vs torch.compile | vs Liger | vs eager, graph "
+                             "| vs compile, graph | vs Liger, graph |")
+    assert table[1].count("---") == 12 and " 1.60x " in table[2]
