@@ -13,7 +13,7 @@ from ..types import (bfloat16, block_type, constexpr, dtype, float8e4nv, float8e
                      uint16, uint32, uint64)
 from . import extra, math  # tl.extra.libdevice, tl.math.exp and friends
 from .extra._extern import missing_name
-from .arith import maximum, minimum, where
+from .arith import add_fn as add, maximum, minimum, mul_fn as mul, sub_fn as sub, where
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                       atomic_xchg, atomic_xor)
 from .block_pointers import advance, make_block_ptr
@@ -28,14 +28,16 @@ from .experimental import *  # noqa: F403  tl._experimental_*, nv_tma_desc_type 
 from .dot import dot
 from .dot_scaled import dot_scaled
 from .math_ops import (abs, cdiv, ceil, clamp, cos, div_rn, erf, exp, exp2, fdiv, floor, fma,
-                       log, log2, rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, umulhi)
+                       log, log2, rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, swizzle2d,
+                       umulhi)
 from .pointers import load, store
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint,
                      randint4x, randn, randn4x, uint_to_uniform_float)
-from .reduce import argmax, argmin, cumprod, cumsum, max, min, reduce, sum, xor_sum
+from .reduce import (argmax, argmin, cumprod, cumsum, max, min, reduce, reduce_or, sum,
+                     xor_sum)
 from .scan import (associative_scan, flip, gather, histogram, interleave, sort, topk)
-from .shape import (broadcast, broadcast_to, expand_dims, join, permute, reshape, split, trans,
-                    view)
+from .shape import (broadcast, broadcast_to, cat, expand_dims, item, join, permute, ravel,
+                    reshape, split, trans, view)
 
 float8e4m3fn = float8e4nv
 float8e5m2 = float8e5

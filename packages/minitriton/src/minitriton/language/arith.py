@@ -372,6 +372,34 @@ or_ = _bitwise(np.bitwise_or, "|")
 xor_ = _bitwise(np.bitwise_xor, "^")
 
 
+def _logical(op, name):
+    """`x.logical_and(y)` / `x.logical_or(y)` (tensor methods only, as in Triton 3.6): each
+    operand bitcast to int1 unless it is one already, which only a 1-bit type survives (an
+    int32 operand is the GPU's compile error, "Cannot bitcast data-type of size 32 ...")."""
+    def method(self, other):
+        a, b = to_tensor(_unwrap(self)), to_tensor(_unwrap(other))
+        a, b = (t if t.dtype == _t.int1 else cast(t, _t.int1, bitcast=True) for t in (a, b))
+        return op(a, b)
+    method.__name__ = name
+    return tensor_member(method, name=name)
+
+
+logical_and = _logical(and_, "logical_and")
+logical_or = _logical(or_, "logical_or")
+
+
+def _named(op, name):
+    """tl.add / tl.sub / tl.mul: `x + y` and so on. `sanitize_overflow` makes Triton check
+    integer overflow where the kernel is compiled with it (debug); minitriton checks none."""
+    def fn(x, y, sanitize_overflow=True):
+        return op(x, y)
+    fn.__name__, fn.__qualname__ = name, name
+    return fn
+
+
+add_fn, sub_fn, mul_fn = _named(add, "add"), _named(sub, "sub"), _named(mul, "mul")
+
+
 def _shift(left):
     @elementwise
     def op(a, b):

@@ -133,6 +133,18 @@ def cdiv(x, div):
     return (x + div - 1) // div
 
 
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """(i, j) of a row-major size_i x size_j grid to the column-major order of its groups of
+    size_g rows (Triton's tl.swizzle2d): for 4 x 4 and groups of 2, row 0 becomes 0, 2, 4, 6
+    and row 1 1, 3, 5, 7. The last group may hold fewer rows. Returns (new_i, new_j)."""
+    linear = i * size_j + j  # the element's index in row-major order
+    per_group = size_g * size_j  # elements in a group of size_g rows
+    first_row = linear // per_group * size_g
+    rows = minimum(size_i - first_row, size_g)  # the group's rows: fewer in the last group
+    within = linear % per_group
+    return first_row + within % rows, within // rows
+
+
 def clamp(x, min, max, propagate_nan=None):  # noqa: A002 - Triton's names
     """Triton's clamp: literals become tensors of their own type and bf16 fp32 (as in
     tl.maximum), the three promoted pairwise. On the H200, clamp(x, -c, c) with literal bounds

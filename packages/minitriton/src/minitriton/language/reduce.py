@@ -465,6 +465,14 @@ def xor_sum(input, axis=None, keep_dims=False):
     return _reduce(x, axis, keep_dims, _unordered(np.bitwise_xor.reduce), x.dtype)
 
 
+@tensor_member
+def reduce_or(input, axis, keep_dims=False):
+    x = to_tensor(_unwrap(input))
+    if not x.dtype.is_int():
+        raise CompilationError("reduce_or only supported for integers")
+    return _reduce(x, axis, keep_dims, _unordered(np.bitwise_or.reduce), x.dtype)
+
+
 def _scan_impl(ufunc, input, axis, reverse, dtype):
     """A cumsum (np.add) or cumprod (np.multiply) of `input` after Triton's type rules: bf16
     is scanned in fp32 (`_promote_bfloat16_to_float32`), then cast to `dtype` if given."""

@@ -110,6 +110,38 @@ def join(a, b):
 
 
 @tensor_member
+def item(input):
+    """A single-element block as a scalar (Triton's tl.item / x.item())."""
+    x = to_tensor(_unwrap(input))
+    if not x.shape:
+        return x
+    if x.numel != 1:
+        raise CompilationError(f"can only unsplat single-element tensors (item() of a block of "
+                               f"shape {x.shape})")
+    return tensor(x.data.reshape(x.data.shape[0]), x.dtype, [])
+
+
+def cat(input, other, can_reorder=False):
+    """Two 1-D blocks of one dtype end to end (Triton's tl.cat). Triton 3.6 only implements
+    can_reorder=True, where the order of the result's elements is the compiler's to choose:
+    this one keeps `input` then `other`, so only a kernel that reduces the result gives the
+    GPU's answer."""
+    a, b = to_tensor(_unwrap(input)), to_tensor(_unwrap(other))
+    if not _unwrap(can_reorder):
+        raise CompilationError("cat: the current implementation of `cat` always may reorder "
+                               "elements: pass can_reorder=True (Triton 3.6 asserts it)")
+    if len(a.shape) != 1 or len(b.shape) != 1:
+        raise CompilationError(f"cat: 1-D blocks only (got shapes {a.shape} and {b.shape})")
+    if a.dtype != b.dtype:
+        raise CompilationError(f"cat: types differ ({a.dtype}, {b.dtype})")
+    shape = validate_block_shape([a.shape[0] + b.shape[0]])
+    lanes = max(a.data.shape[0], b.data.shape[0])
+    return tensor(np.concatenate([np.broadcast_to(a.data, (lanes, *a.shape)),
+                                  np.broadcast_to(b.data, (lanes, *b.shape))], axis=1),
+                  a.dtype, shape)
+
+
+@tensor_member
 def split(a):
     a = to_tensor(_unwrap(a))
     if not a.shape or a.shape[-1] != 2:
