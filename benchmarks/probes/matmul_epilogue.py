@@ -4,7 +4,10 @@ and without Triton's warp specialisation of the tile loop, against cuBLAS + ReLU
 mm.matmul measured in the same run (before and after the variants, to show the drift), at
 4096^3 and 8192^3 in bf16 and fp16; do_bench medians, each variant checked against fp32 first.
 Decided: docs/decisions.md#matmul-tma-configs."""
+from statistics import median
+
 from _common import do_bench, dtype_name, relu_matmul_inputs, tflops, tl, torch, triton, variant
+from tritonlab.backend import TensorDescriptor
 from tritonlab.kernels import matmul as mm
 
 # BM, BN, BK, warps, stages, epilogue sub-tiles, warp specialisation, GROUP_M
@@ -63,8 +66,6 @@ def rel(c, want):
 
 
 def main():
-    from statistics import median
-    from triton.tools.tensor_descriptor import TensorDescriptor
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for n in (8192, 4096):
         for dtype in (torch.float16, torch.bfloat16):

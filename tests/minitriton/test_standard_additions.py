@@ -5,6 +5,7 @@ import pytest
 
 import minitriton
 import minitriton.language as tl
+from minitriton import PaddingError, Settings
 from minitriton.errors import CompilationError
 
 pytestmark = pytest.mark.usefixtures("executor")
@@ -83,6 +84,22 @@ def test_cat_keeps_its_elements():
     assert total[0] == a.sum() + b.sum()
 
 
+@minitriton.jit
+def cat_max_kernel(x_ptr, out_ptr, n):
+    cols = tl.arange(0, 8)
+    x = tl.load(x_ptr + cols, mask=cols < n, other=0.0)  # wrong `other` for a max
+    tl.store(out_ptr, tl.max(tl.cat(x, x, can_reorder=True), axis=0))
+
+
+def test_cat_keeps_padding_marks(executor):
+    """The padding check still sees a masked load's padding through tl.cat (the reduction
+    that cat's reordering is meant for)."""
+    x, out = -np.ones(8, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(PaddingError, match="tl.max"):
+        cat_max_kernel[(1,)](x, out, 5, minitriton_settings=Settings(executor=executor,
+                                                                     padding=True))
+
+
 @pytest.mark.parametrize("case,match", [(0, "can_reorder=True"), (1, "1-D blocks only"),
                                         (2, "types differ")])
 def test_cat_errors(case, match):
@@ -129,15 +146,18 @@ def logical_kernel(x_ptr, y_ptr, and_ptr, or_ptr, BAD: tl.constexpr):
     else:
         tl.store(and_ptr + offs, (x > 0).logical_and(y > 0).to(tl.int32))
         tl.store(or_ptr + offs, (x > 0).logical_or(y > 0).to(tl.int32))
+        # a pointer operand counts as `p != 0`, as in Triton
+        tl.store(or_ptr + 16 + offs, (x_ptr + offs).logical_and(x > 0).to(tl.int32))
 
 
 def test_logical_and_or():
     rng = np.random.default_rng(2)
     x, y = rng.integers(-2, 3, 16).astype(np.int32), rng.integers(-2, 3, 16).astype(np.int32)
-    got_and, got_or = np.zeros(16, np.int32), np.zeros(16, np.int32)
+    got_and, got_or = np.zeros(16, np.int32), np.zeros(32, np.int32)
     logical_kernel[(1,)](x, y, got_and, got_or, BAD=False)
     np.testing.assert_array_equal(got_and, (x > 0) & (y > 0))
-    np.testing.assert_array_equal(got_or, (x > 0) | (y > 0))
+    np.testing.assert_array_equal(got_or[:16], (x > 0) | (y > 0))
+    np.testing.assert_array_equal(got_or[16:], x > 0)
     with pytest.raises(CompilationError, match="Cannot bitcast data-type of size 32"):
         logical_kernel[(1,)](x, y, got_and, got_or, BAD=True)
 

@@ -13,7 +13,7 @@ from ..context import active
 from ..errors import CompilationError
 from ..types import _unwrap
 from .core import (broadcast_shapes, cast, compute_array, constant, is_tensor, literal,
-                   tensor, tensor_member, to_tensor, _convert)
+                   tensor, tensor_member, to_int1, to_tensor, _convert)
 from .dot import int_mma_chain, mma_chain
 from .marks import elementwise
 
@@ -374,11 +374,11 @@ xor_ = _bitwise(np.bitwise_xor, "^")
 
 def _logical(op, name):
     """`x.logical_and(y)` / `x.logical_or(y)` (tensor methods only, as in Triton 3.6): each
-    operand bitcast to int1 unless it is one already, which only a 1-bit type survives (an
-    int32 operand is the GPU's compile error, "Cannot bitcast data-type of size 32 ...")."""
+    operand taken as int1 (`to_int1`: booleans, and pointers as `p != 0`; an int32 operand is
+    the GPU's compile error, "Cannot bitcast data-type of size 32 ...")."""
     def method(self, other):
-        a, b = to_tensor(_unwrap(self)), to_tensor(_unwrap(other))
-        a, b = (t if t.dtype == _t.int1 else cast(t, _t.int1, bitcast=True) for t in (a, b))
+        a, b = (to_int1(to_tensor(_unwrap(t)), f" (in .{name}: compare first, e.g. `x != 0`)")
+                for t in (self, other))
         return op(a, b)
     method.__name__ = name
     return tensor_member(method, name=name)

@@ -110,6 +110,7 @@ def join(a, b):
 
 
 @tensor_member
+@reshaping
 def item(input):
     """A single-element block as a scalar (Triton's tl.item / x.item())."""
     x = to_tensor(_unwrap(input))
@@ -136,9 +137,14 @@ def cat(input, other, can_reorder=False):
         raise CompilationError(f"cat: types differ ({a.dtype}, {b.dtype})")
     shape = validate_block_shape([a.shape[0] + b.shape[0]])
     lanes = max(a.data.shape[0], b.data.shape[0])
-    return tensor(np.concatenate([np.broadcast_to(a.data, (lanes, *a.shape)),
-                                  np.broadcast_to(b.data, (lanes, *b.shape))], axis=1),
-                  a.dtype, shape)
+
+    def ends(x, y):
+        return np.concatenate([np.broadcast_to(x, (lanes, *a.shape)),
+                               np.broadcast_to(y, (lanes, *b.shape))], axis=1)
+    out = tensor(ends(a.data, b.data), a.dtype, shape, a.origin if a.origin == b.origin else None)
+    if a.pad is not None or b.pad is not None:  # padding marks move with their lanes
+        out.pad = ends(False if a.pad is None else a.pad, False if b.pad is None else b.pad)
+    return out
 
 
 @tensor_member

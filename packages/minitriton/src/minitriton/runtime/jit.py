@@ -26,9 +26,8 @@ from .. import context, source
 from ..errors import CompilationError, LaunchError
 from ..language import arith
 from ..language.control import kernel_range
-from ..language.core import cast, is_tensor, to_tensor
+from ..language.core import is_tensor, to_int1, to_tensor
 from ..language.debug import device_assert, kernel_print
-from .. import types as _t
 from ..types import _unwrap, constexpr
 from . import rules
 from .launch import launch
@@ -143,15 +142,9 @@ def _assigned(value):
 
 
 def _to_int1(x):
-    """Triton's `bitcast(x, tl.int1)` in logical_and/logical_or/not_: int1 stays, a pointer
-    becomes `x != 0`, anything wider is the error Triton gives."""
-    if x.dtype.is_bool():
-        return x
-    if x.dtype.is_ptr():
-        return cast(x, _t.int1)
-    raise CompilationError(f"Cannot bitcast data-type of size {x.dtype.primitive_bitwidth} to "
-                           "data-type of size 1 (Python `and`/`or`/`not` on a Triton tensor "
-                           "need booleans: compare first, e.g. `x != 0`)")
+    """The operand of Python's `and`, `or`, `not` on a Triton tensor, as Triton takes it."""
+    return to_int1(x, " (Python `and`/`or`/`not` on a Triton tensor need booleans: compare "
+                      "first, e.g. `x != 0`)")
 
 
 class _Rewriter(ast.NodeTransformer):
