@@ -49,6 +49,38 @@ def test_compile_error_names_the_kernel_and_line():
     assert "arange3_kernel" in str(e.value)
 
 
+@triton.jit
+def python_error_kernel(x_ptr, CASE: tl.constexpr):
+    offs = tl.arange(0, 16)
+    if CASE == 0:
+        x = tl.load(x_ptr + offs, bogus=1)  # no such keyword
+    elif CASE == 1:
+        x = tl.load(x_ptr + offs).no_such_method()
+    else:
+        x = tl.load(x_ptr + offs) + [1, 2][CASE]  # a Python IndexError
+    tl.store(x_ptr + offs, x)
+
+
+@pytest.mark.parametrize("case,kind,text", [
+    (0, TypeError, "load() got an unexpected keyword argument 'bogus'"),
+    (1, AttributeError, "no_such_method"), (2, IndexError, "list index out of range")])
+def test_python_errors_in_a_kernel_line_are_compilation_errors(executor, case, kind, text):
+    """A Python error a kernel line raises is Triton's CompilationError at that line (Triton
+    compiles every line), and still a `kind`, with the original chained."""
+    with pytest.raises(CompilationError) as e:
+        python_error_kernel[(2,)](np.zeros(16, np.float32), CASE=case,
+                                  minitriton_settings=triton.Settings(executor=executor))
+    err = e.value
+    assert isinstance(err, kind) and isinstance(err.__cause__, kind)
+    assert f"{kind.__name__}: " in str(err) and text in str(err)
+    assert "python_error_kernel" in str(err)
+    line = {0: "bogus=1", 1: "no_such_method", 2: "[1, 2][CASE]"}[case]
+    assert _where(python_error_kernel, line) in str(err)
+    # warmup compiles the same way
+    with pytest.raises(kind, match="python_error_kernel"):
+        python_error_kernel.warmup(np.zeros(16, np.float32), CASE=case, grid=(1,))
+
+
 def test_exp_on_bf16():
     with pytest.raises(CompilationError, match=r"Expected dtype \['fp32', 'fp64'\] but got bf16"):
         corpus.exp_half_kernel[(1,)](np.ones(16, ml_dtypes.bfloat16))

@@ -11,7 +11,7 @@ import sys
 import traceback
 import types
 
-from .errors import MiniTritonError
+from .errors import CompilationError, MiniTritonError
 
 KERNEL_CODES: dict = {}  # code object -> name of the @jit function it belongs to
 
@@ -35,9 +35,9 @@ def kernel_location(depth=2):
     return "<unknown line>"
 
 
-def locate(e, ctx):
-    """Point an error raised during a launch at the innermost kernel line that raised it and
-    the program that ran it."""
+def _where(e, ctx):
+    """(program id or None, (file, line, source) of the innermost kernel line or None) of an
+    error raised during a launch."""
     location = None
     for frame, summary in zip((f for f, _ in traceback.walk_tb(e.__traceback__)),
                               traceback.extract_tb(e.__traceback__)):
@@ -50,6 +50,41 @@ def locate(e, ctx):
             pid = ctx.pid_tuple(row)
         elif len(ctx.pids) == 1:
             pid = ctx.pid_tuple(0)
+    return pid, location
+
+
+# Python's own errors raised by a kernel line (a wrong argument to a tl function, an attribute a
+# tensor lacks, a bad index): Triton raises each as a CompilationError when it compiles that
+# line. minitriton raises a CompilationError that is also an instance of the original type.
+PYTHON_ERRORS = (TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError,
+                 OverflowError, NotImplementedError)
+_AS_COMPILATION: dict = {}  # Python error type -> its CompilationError class
+
+
+def as_compilation_error(e, ctx):
+    """The CompilationError (located: kernel, program, line; also a `type(e)`, so `except
+    TypeError` still catches it) that Triton raises where `e` is a Python error a kernel line
+    raised; None for anything else (minitriton's own errors, errors outside kernel code)."""
+    if isinstance(e, MiniTritonError) or not isinstance(e, PYTHON_ERRORS):
+        return None
+    pid, location = _where(e, ctx)
+    if location is None:
+        return None
+    cls = _AS_COMPILATION.get(type(e))
+    if cls is None:
+        cls = _AS_COMPILATION[type(e)] = type(
+            "CompilationError", (CompilationError, type(e)),
+            {"__module__": CompilationError.__module__,
+             "__doc__": f"A {type(e).__name__} raised by a kernel line, as Triton reports it."})
+    err = cls(f"{type(e).__name__}: {e}")
+    err._locate(ctx.kernel_name, pid, location)
+    return err
+
+
+def locate(e, ctx):
+    """Point an error raised during a launch at the innermost kernel line that raised it and
+    the program that ran it."""
+    pid, location = _where(e, ctx)
     if isinstance(e, MiniTritonError):
         e._locate(ctx.kernel_name, pid, location)
     elif location is not None and hasattr(e, "add_note"):

@@ -29,7 +29,7 @@ from ..language.experimental import descriptor_argument
 from ..memory import AddressSpace, OutsideViewWarning, as_numpy, outside_view_message
 from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
-from ..source import KERNEL_CODES, locate
+from ..source import KERNEL_CODES, PYTHON_ERRORS, as_compilation_error, locate
 from .compiled import CompiledKernel
 from .executors import program_ids, run_lockstep, run_sequential
 
@@ -275,13 +275,17 @@ def launch(kernel, grid, args, kwargs):
             observer.finish(rerun)
     except BaseException as e:
         kept = memory.undo_launch()
-        locate(e, ctx)
-        if kept and isinstance(e, MiniTritonError):
-            e.message += (f"\n(memory of {', '.join(kept)} was not restored: larger than "
-                          f"Settings.rollback_limit; writes of programs that ran before the "
-                          f"error remain)")
-            e.args = (e.message,)
-        raise
+        err = as_compilation_error(e, ctx)
+        if err is None:
+            locate(e, ctx)
+        if kept and isinstance(err or e, MiniTritonError):
+            (err or e).message += (f"\n(memory of {', '.join(kept)} was not restored: larger "
+                                   f"than Settings.rollback_limit; writes of programs that ran "
+                                   f"before the error remain)")
+            (err or e).args = ((err or e).message,)
+        if err is None:
+            raise
+        raise err from e
     else:
         memory.commit_launch()
     finally:
@@ -318,6 +322,11 @@ def warmup(kernel, grid, args, kwargs):
         raise
     except MiniTritonError:
         pass
+    except PYTHON_ERRORS as e:
+        err = as_compilation_error(e, ctx)
+        if err is None:
+            raise
+        raise err from e
     finally:
         ctx.memory.undo_launch()
         context.leave(token)
