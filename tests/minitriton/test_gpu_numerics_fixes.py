@@ -295,6 +295,20 @@ def test_fp32_fma_exact_against_fractions():
     bits_equal(got, want)
 
 
+def test_fp32_fma_fixes_only_the_lanes_that_need_it_under_broadcasting():
+    """Rows of x (4, 1) times columns of y (1, 6) plus c (6,): the ties of x * y (24929 * 673
+    = 2**24 + 1) sit in some lanes only, among ordinary ones and one sum below fp32's normal
+    range; every lane is the correctly rounded a * b + c."""
+    x = np.array([[24929.0], [3.0], [-24929.0], [2.0 ** -70]], np.float32)
+    y = np.array([[673.0, 1.5, -673.0, 0.25, 673.0, 2.0 ** -60]], np.float32)
+    c = np.array([2.0 ** -40, 1.0, -2.0 ** -40, 2.0 ** -30, -1.0, 0.0], np.float32)
+    got = fma_exact(x, y, c, mtypes.float32)
+    assert got.shape == (4, 6)
+    want = [[_round_fp32(Fraction(float(p)) * Fraction(float(q)) + Fraction(float(r)))
+             for q, r in zip(y[0], c)] for p in x[:, 0]]
+    bits_equal(got.astype(np.float32), want)
+
+
 # ----- erf
 def test_erf_fp32():  # seed erf_zero
     x = np.array([0.0, 1e-40, 1.0, -0.5, -0.0, 3.0, -1e-3, 10.0], np.float32)

@@ -170,6 +170,16 @@ def _rounds_alike(s, ty):
     return bool(np.subtract(mag, np.uint64(1), out=mag).min() >= tiny_bits - np.uint64(1))
 
 
+def _unlike(s, ty):
+    """The lanes of `s` where _rounds_alike says no: on one of `ty`'s midpoints, or nonzero
+    below its normal range."""
+    low, tiny = _NARROW[ty.name]
+    bits = s.view(np.uint64)
+    mid = np.bitwise_and(bits, np.uint64((1 << low) - 1)) == np.uint64(1 << (low - 1))
+    mag = np.bitwise_and(bits, _MAGNITUDE) - np.uint64(1)  # a zero wraps above every bound
+    return mid | (mag < np.array(tiny).view(np.uint64) - np.uint64(1))
+
+
 def fma_exact(a, b, c, ty):
     """a * b + c with one rounding to the float type `ty`, as a float64 array whose conversion
     to `ty` is that rounding: correctly rounded for fp64 (Boldo and Melquiond's emulated fma,
@@ -182,9 +192,12 @@ def fma_exact(a, b, c, ty):
                        out=s if s.shape == np.broadcast_shapes(s.shape, np.shape(c)) else None)
             if _rounds_alike(s, ty):
                 return s
-            a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
-            s, e = _two_sum(a * b, c)
-            return _round_to_odd(s, e)
+            # the few lanes where the float64 sum may round differently: rounded to odd
+            # from the exact sum there (a TwoSum), the others kept
+            lanes = np.nonzero(_unlike(s, ty))
+            a, b, c = (np.broadcast_to(v, s.shape)[lanes].astype(np.float64) for v in (a, b, c))
+            s[lanes] = _round_to_odd(*_two_sum(a * b, c))
+            return s
     a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
     with np.errstate(all="ignore"):
         plain = a * b + c
