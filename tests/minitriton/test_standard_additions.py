@@ -183,3 +183,73 @@ def test_named_arithmetic_and_item():
     assert it[0] == 2 * x.sum()
     with pytest.raises(CompilationError, match="can only unsplat single-element tensors"):
         named_ops_kernel[(1,)](x, y, out, it, BAD=True)
+
+
+@minitriton.jit
+def selu_scalar(x, alpha):
+    if x > 0:  # differs from element to element
+        return x
+    else:
+        return alpha * (tl.exp(x) - 1)
+
+
+@minitriton.jit
+def halvings(x):  # a loop whose trip count differs per element; two results
+    n = 0
+    while x >= 2.0:
+        x = x / 2.0
+        n += 1
+    return x, n
+
+
+@minitriton.jit
+def swap_pairs(a, b, c, d):  # pack=2: (x0, x1), (y0, y1) in; (out0 x2) out
+    return a + d, b + c
+
+
+@minitriton.jit
+def map_kernel(x_ptr, y_ptr, m_ptr, n_ptr, p_ptr, N: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.map_elementwise(selu_scalar, x, 1.5))
+    m, n = tl.map_elementwise(halvings, tl.abs(x) * 4.0)
+    tl.store(m_ptr + offs, m)
+    tl.store(n_ptr + offs, n)
+    tl.store(p_ptr + offs, tl.map_elementwise(swap_pairs, x, offs.to(tl.float32), pack=2))
+
+
+def test_map_elementwise_with_control_flow_per_element():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(32).astype(np.float32) * 3
+    y, m, p = (np.zeros(32, np.float32) for _ in range(3))
+    n = np.zeros(32, np.int32)
+    map_kernel[(2,)](x, y, m, n, p, N=16)
+    np.testing.assert_allclose(y, np.where(x > 0, x, 1.5 * (np.exp(x) - 1)), rtol=1e-6)
+    a = np.abs(x) * np.float32(4.0)
+    want_n = np.where(a >= 2, np.floor(np.log2(np.maximum(a, 1e-30))).astype(np.int32), 0)
+    np.testing.assert_array_equal(n, want_n)
+    np.testing.assert_allclose(m, a / 2.0 ** want_n, rtol=1e-6)
+    offs = np.arange(32, dtype=np.float32)
+    pairs_x, pairs_o = x.reshape(16, 2), offs.reshape(16, 2)
+    want_p = np.stack([pairs_x[:, 0] + pairs_o[:, 1], pairs_x[:, 1] + pairs_o[:, 0]], 1)
+    np.testing.assert_allclose(p, want_p.reshape(-1), rtol=1e-6)
+
+
+@minitriton.jit
+def map_block_kernel(x_ptr, CASE: tl.constexpr):
+    offs = tl.arange(0, 8)
+    x = tl.load(x_ptr + offs)
+    if CASE == 0:
+        y = tl.map_elementwise(swap_pairs, x, x, pack=3)  # 8 is not a multiple of 3
+    else:
+        y = tl.map_elementwise(swap_pairs, x, x, x, x)  # 2 results, pack 1: a tuple
+        y = y[0]
+    tl.store(x_ptr + offs, y)
+
+
+def test_map_elementwise_errors_and_tuples():
+    with pytest.raises(CompilationError, match="pack=3 does not divide"):
+        map_block_kernel[(1,)](np.zeros(8, np.float32), CASE=0)
+    x = np.arange(8, dtype=np.float32)
+    map_block_kernel[(1,)](x, CASE=1)
+    np.testing.assert_array_equal(x, 2 * np.arange(8))

@@ -35,7 +35,8 @@ from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, 
                      randint4x, randn, randn4x, uint_to_uniform_float)
 from .reduce import (argmax, argmin, cumprod, cumsum, max, min, reduce, reduce_or, sum,
                      xor_sum)
-from .scan import (associative_scan, flip, gather, histogram, interleave, sort, topk)
+from .scan import (associative_scan, flip, gather, histogram, interleave, map_elementwise, sort,
+                   topk)
 from .shape import (broadcast, broadcast_to, cat, expand_dims, item, join, permute, ravel,
                     reshape, split, trans, view)
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as _t
+from ..context import Divergence
 from ..errors import CompilationError, OutOfBoundsError
 from ..types import _unwrap
-from .core import tensor, tensor_member, to_tensor, validate_block_shape
+from .core import (broadcast_shapes, tensor, tensor_member, to_tensor,
+                   validate_block_shape)
 from .reduce import _user_combine, max as _max, min as _min, scan_in_gpu_order
 from .shape import join, reshape
 
@@ -186,3 +188,79 @@ def gather(src, index, axis):
     out = np.take_along_axis(np.broadcast_to(src.data, (lanes, *src.shape)),
                              np.broadcast_to(idx, (lanes, *index.shape)), ax + 1)
     return tensor(out, src.dtype, index.shape)
+
+
+def map_elementwise(scalar_fn, *args, pack=1):
+    """`scalar_fn` (a @jit function of scalars) applied to each element of the broadcast `args`
+    (Triton's tl.map_elementwise): one result tensor, or a tuple. Python control flow in it may
+    differ from element to element, as on the GPU: the elements run together as the lanes of
+    scalars, and where a condition splits them each side runs on its own lanes. With pack=p it
+    takes p consecutive elements of each argument (along the last dimension) per call, and
+    returns p per result: (arg0[0..p), arg1[0..p), ...) in, (out0[0..p), out1[0..p), ...) out."""
+    pack = _unwrap(pack)
+    ts = [to_tensor(_unwrap(a)) for a in args]
+    if not ts:
+        raise CompilationError("map_elementwise needs at least one tensor argument")
+    if not isinstance(pack, int) or pack < 1:
+        raise CompilationError(f"map_elementwise: pack must be an int >= 1, got {pack!r}")
+    shape = []
+    for t in ts:
+        shape = broadcast_shapes(shape, t.shape)
+    lanes = max(t.data.shape[0] for t in ts)
+    n = int(np.prod(shape, dtype=np.int64))
+    if n % pack or (shape and shape[-1] % pack):
+        raise CompilationError(f"map_elementwise: pack={pack} does not divide the last "
+                               f"dimension of the block shape {shape}")
+    groups = lanes * n // pack
+    flat = [np.broadcast_to(t.data.reshape((t.data.shape[0],) + (1,) * (len(shape) -
+                                                                       len(t.shape)) +
+                                           tuple(t.shape)), (lanes, *shape))
+            .reshape(groups, pack) for t in ts]
+    scalars = [tensor(np.ascontiguousarray(f[:, j]), t.dtype, [])
+               for f, t in zip(flat, ts) for j in range(pack)]
+    dtypes, columns = _map_lanes(scalar_fn, scalars, groups)
+    if len(columns) % pack:
+        raise CompilationError(f"map_elementwise: the function returned {len(columns)} values, "
+                               f"not a multiple of pack={pack}")
+    outs = []
+    for k in range(len(columns) // pack):
+        kinds = dtypes[k * pack:(k + 1) * pack]
+        if any(d != kinds[0] for d in kinds):
+            raise CompilationError("type mismatch in unpacked results of map_elementwise")
+        data = np.stack(columns[k * pack:(k + 1) * pack], axis=1).reshape(lanes, *shape)
+        outs.append(tensor(data, kinds[0], list(shape)))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _map_lanes(fn, scalars, count):
+    """(result dtypes, result arrays of `count` lanes) of `fn` on scalar tensors whose lanes are
+    the elements; a Divergence (elements disagreeing on a Python condition) splits the lanes by
+    their decision and runs each part again."""
+    try:
+        out = fn(*scalars)
+    except Divergence as d:
+        decisions = np.asarray(d.decisions)
+        if decisions.shape != (count,):  # the programs', not the elements': the launch's to split
+            raise
+        dtypes, columns = None, None
+        for value in np.unique(decisions):
+            idx = np.nonzero(decisions == value)[0]
+            part = [tensor(s.data[idx] if s.data.shape[0] > 1 else s.data, s.dtype, [])
+                    for s in scalars]
+            kinds, cols = _map_lanes(fn, part, idx.size)
+            if dtypes is None:
+                dtypes = kinds
+                columns = [np.empty(count, c.dtype) for c in cols]
+            elif kinds != dtypes:
+                raise CompilationError(f"map_elementwise: the function's branches return "
+                                       f"different types ({dtypes} and {kinds})")
+            for column, c in zip(columns, cols):
+                column[idx] = c
+        return dtypes, columns
+    out = out if isinstance(out, tuple) else (out,)
+    out = [to_tensor(_unwrap(o)) for o in out]
+    for o in out:
+        if o.shape:
+            raise CompilationError(f"map_elementwise: the function must return scalars, got a "
+                                   f"block of shape {o.shape}")
+    return [o.dtype for o in out], [np.broadcast_to(o.data, (count,)).copy() for o in out]
