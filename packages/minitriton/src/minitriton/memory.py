@@ -547,12 +547,15 @@ class AddressSpace:
             if not a.size:
                 out.append((buf, lanes, a - buf.base))
                 continue
-            low, high = int(a.min()) - buf.base, int(a.max()) - buf.base
+            consecutive = _consecutive(a)  # then its ends are its bounds: no min, no max
+            low, high = ((int(a[0]), int(a[-1])) if consecutive else
+                         (int(a.min()), int(a.max())))
+            low, high = low - buf.base, high - buf.base
             if low < buf.view_lo or high >= buf.view_hi:
                 lanes, idx = self._outside_view(buf, addrs, lanes, a - buf.base, op,
                                                 check_bounds, low < 0 or high >= buf.size)
                 out.append((buf, lanes, _as_slice(idx)))
-            elif _consecutive(a, low + buf.base, high + buf.base):
+            elif consecutive:
                 out.append((buf, lanes, slice(low, high + 1)))  # a view instead of a gather
             else:
                 out.append((buf, lanes, a - buf.base))
@@ -588,12 +591,12 @@ class AddressSpace:
         return lanes, idx
 
 
-def _consecutive(a, low, high):
-    """Whether the addresses `a` (1-D, of minimum `low` and maximum `high`) are consecutive and
-    ascending, as _as_slice decides: the endpoints first, one comparison pass only if need be."""
+def _consecutive(a):
+    """Whether the addresses `a` (1-D, not empty) are consecutive and ascending, as _as_slice
+    decides: the ends first, then one comparison pass (strictly ascending integers whose ends
+    are n - 1 apart are consecutive)."""
     n = a.size
-    return n > 16 and high - low == n - 1 and a[0] == low and a[-1] == high and \
-        bool(np.all(a[1:] > a[:-1]))
+    return n > 16 and int(a[-1]) - int(a[0]) == n - 1 and bool(np.all(a[1:] > a[:-1]))
 
 
 def _as_slice(idx):
