@@ -253,3 +253,18 @@ def test_map_elementwise_errors_and_tuples():
     x = np.arange(8, dtype=np.float32)
     map_block_kernel[(1,)](x, CASE=1)
     np.testing.assert_array_equal(x, 2 * np.arange(8))
+
+
+@minitriton.jit
+def cast_max_kernel(x_ptr, out_ptr, n):
+    cols = tl.arange(0, 8)
+    x = tl.load(x_ptr + cols, mask=cols < n, other=0.0)  # wrong `other` for a max
+    tl.store(out_ptr, tl.max(x.to(tl.float32), axis=0))
+
+
+def test_padding_marks_survive_a_cast(executor):
+    """tl.cast (x.to) carries padding marks like every element-wise op."""
+    x, out = -np.ones(8, np.float16), np.zeros(1, np.float32)
+    with pytest.raises(PaddingError, match="tl.max"):
+        cast_max_kernel[(1,)](x, out, 5, minitriton_settings=Settings(executor=executor,
+                                                                      padding=True))

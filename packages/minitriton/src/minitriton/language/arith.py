@@ -156,23 +156,12 @@ _NARROW = {"fp32": (29, 2.0 ** -126), "fp16": (42, 2.0 ** -14), "bf16": (45, 2.0
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
 
 
-def _rounds_alike(s, ty):
-    """Whether the float64 sums `s` (each the rounding of an exact a * b + c) round to `ty` as
-    the exact sums do: rounding is monotonic and `ty`'s rounding boundaries (the midpoints
-    between its neighbours) are float64 numbers, so only an `s` on a midpoint can differ; below
-    the type's normal range the midpoints lie elsewhere, so such lanes say no too."""
-    low, tiny = _NARROW[ty.name]
-    bits = s.view(np.uint64)
-    if (np.bitwise_and(bits, np.uint64((1 << low) - 1)) == np.uint64(1 << (low - 1))).any():
-        return False
-    mag = np.bitwise_and(bits, _MAGNITUDE)
-    tiny_bits = np.array(tiny).view(np.uint64)
-    return bool(np.subtract(mag, np.uint64(1), out=mag).min() >= tiny_bits - np.uint64(1))
-
-
 def _unlike(s, ty):
-    """The lanes of `s` where _rounds_alike says no: on one of `ty`'s midpoints, or nonzero
-    below its normal range."""
+    """The lanes of the float64 sums `s` (each the rounding of an exact a * b + c) that may round
+    to `ty` otherwise than the exact sums do: rounding is monotonic and `ty`'s rounding
+    boundaries (the midpoints between its neighbours) are float64 numbers, so only an `s` on a
+    midpoint can differ; below the type's normal range the midpoints lie elsewhere, so such
+    lanes count too."""
     low, tiny = _NARROW[ty.name]
     bits = s.view(np.uint64)
     mid = np.bitwise_and(bits, np.uint64((1 << low) - 1)) == np.uint64(1 << (low - 1))
@@ -190,11 +179,11 @@ def fma_exact(a, b, c, ty):
             s = np.multiply(a, b, dtype=np.float64)  # exact: no conversions to float64 first
             s = np.add(s, c, dtype=np.float64,
                        out=s if s.shape == np.broadcast_shapes(s.shape, np.shape(c)) else None)
-            if _rounds_alike(s, ty):
-                return s
             # the few lanes where the float64 sum may round differently: rounded to odd
             # from the exact sum there (a TwoSum), the others kept
             lanes = np.nonzero(_unlike(s, ty))
+            if not lanes[0].size:
+                return s
             a, b, c = (np.broadcast_to(v, s.shape)[lanes].astype(np.float64) for v in (a, b, c))
             s[lanes] = _round_to_odd(*_two_sum(a * b, c))
             return s

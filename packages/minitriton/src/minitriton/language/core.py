@@ -239,18 +239,6 @@ def _convert(arr, dst):
 
 
 @elementwise
-def to_int1(x, advice=""):
-    """Triton's `bitcast(x, tl.int1)` in logical_and / logical_or / not_ (and Python's `and`,
-    `or`, `not` on tensors): int1 stays, a pointer becomes `x != 0`, anything wider is the
-    error Triton gives (`advice` follows it)."""
-    if x.dtype.is_bool():
-        return x
-    if x.dtype.is_ptr():
-        return cast(x, _t.int1)
-    raise CompilationError(f"Cannot bitcast data-type of size {x.dtype.primitive_bitwidth} to "
-                           f"data-type of size 1{advice}")
-
-
 def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
     x = to_tensor(x)
     dst = _unwrap(dst)
@@ -279,6 +267,18 @@ def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
             data = _round_toward_zero(data, dst)
             return tensor(data, dst, x.shape)
         return tensor(_convert(data, dst), dst, x.shape)
+
+
+def to_int1(x, advice=""):
+    """Triton's `bitcast(x, tl.int1)` in logical_and / logical_or / not_ (and Python's `and`,
+    `or`, `not` on tensors): int1 stays, a pointer becomes `x != 0`, anything wider is the
+    error Triton gives (`advice` follows it)."""
+    if x.dtype.is_bool():
+        return x
+    if x.dtype.is_ptr():
+        return cast(x, _t.int1)
+    raise CompilationError(f"Cannot bitcast data-type of size {x.dtype.primitive_bitwidth} to "
+                           f"data-type of size 1{advice}")
 
 
 def _pointer_cast(x, src, dst):

@@ -16,7 +16,7 @@ from .. import types as _t
 from ..context import Divergence
 from ..errors import CompilationError, OutOfBoundsError
 from ..types import _unwrap
-from .core import (broadcast_shapes, tensor, tensor_member, to_tensor,
+from .core import (broadcast_shapes, expand_to_rank, tensor, tensor_member, to_tensor,
                    validate_block_shape)
 from .reduce import _user_combine, max as _max, min as _min, scan_in_gpu_order
 from .shape import join, reshape
@@ -212,10 +212,8 @@ def map_elementwise(scalar_fn, *args, pack=1):
         raise CompilationError(f"map_elementwise: pack={pack} does not divide the last "
                                f"dimension of the block shape {shape}")
     groups = lanes * n // pack
-    flat = [np.broadcast_to(t.data.reshape((t.data.shape[0],) + (1,) * (len(shape) -
-                                                                       len(t.shape)) +
-                                           tuple(t.shape)), (lanes, *shape))
-            .reshape(groups, pack) for t in ts]
+    flat = [np.broadcast_to(expand_to_rank(t, len(shape)), (lanes, *shape)).reshape(groups, pack)
+            for t in ts]
     scalars = [tensor(np.ascontiguousarray(f[:, j]), t.dtype, [])
                for f, t in zip(flat, ts) for j in range(pack)]
     dtypes, columns = _map_lanes(scalar_fn, scalars, groups)

@@ -278,11 +278,12 @@ def launch(kernel, grid, args, kwargs):
         err = as_compilation_error(e, ctx)
         if err is None:
             locate(e, ctx)
-        if kept and isinstance(err or e, MiniTritonError):
-            (err or e).message += (f"\n(memory of {', '.join(kept)} was not restored: larger "
-                                   f"than Settings.rollback_limit; writes of programs that ran "
-                                   f"before the error remain)")
-            (err or e).args = ((err or e).message,)
+        shown = e if err is None else err
+        if kept and isinstance(shown, MiniTritonError):
+            shown.message += (f"\n(memory of {', '.join(kept)} was not restored: larger than "
+                              f"Settings.rollback_limit; writes of programs that ran before the "
+                              f"error remain)")
+            shown.args = (shown.message,)
         if err is None:
             raise
         raise err from e
