@@ -3,7 +3,7 @@
     python benchmarks/probes/run.py [add|autograd_threads|descriptor_atomics|dot_order|
                                      l2_hints|matmul_epilogue|matmul_small|matmul_tiles|
                                      matmul_tma|reduce_order|rms_bwd_wide|rms_wide|
-                                     rms_wide_bwd|rowsum|softmax_long ...]
+                                     rms_wide_bwd|rowsum|softmax_exchange|softmax_long ...]
 
 Each probe is one module here with a `main()`, also runnable on its own. A probe times
 variants of a kernel to choose a default; what each one decided, with its figures and date,

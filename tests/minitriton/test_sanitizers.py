@@ -255,6 +255,47 @@ def test_spin_lock_that_does_not_wait_races():
                settings=Settings(races=True))
 
 
+# --------------------------------------------------------------------------- meeting at a counter
+
+@triton.jit
+def meet_kernel(part_ptr, count_ptr, out_ptr, PIECES: tl.constexpr, BUG: tl.constexpr):
+    """Each program stores a partial, arrives at its row's counter, waits for the row's other
+    programs and sums their partials: release then acquire orders the stores before the
+    loads (a grid-synchronised exchange, as tritonlab's long-row softmax)."""
+    pid = tl.program_id(0)
+    row = pid // PIECES
+    tl.store(part_ptr + pid, pid * 1.0 + 1.0)
+    if BUG == "relaxed":
+        tl.atomic_add(count_ptr + row, 1, sem="relaxed")
+    else:
+        tl.atomic_add(count_ptr + row, 1, sem="release")
+    if BUG != "no_wait":
+        while tl.atomic_cas(count_ptr + row, PIECES, PIECES, sem="acquire") != PIECES:
+            pass
+    j = tl.arange(0, PIECES)
+    tl.store(out_ptr + pid, tl.sum(tl.load(part_ptr + row * PIECES + j), axis=0))
+
+
+def _meet(bug, executor):
+    part, out = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    count = np.zeros(2, np.int32)
+    launch(meet_kernel, (8,), part, count, out, PIECES=4, BUG=bug,
+           settings=checked(executor, races=True))
+    return out, count
+
+
+def test_programs_meeting_at_a_counter_do_not_race(executor):
+    out, count = _meet("none", executor)
+    assert out.tolist() == [10.0] * 4 + [26.0] * 4 and count.tolist() == [4, 4]
+
+
+@pytest.mark.parametrize("bug", ["no_wait", "relaxed"])
+def test_meeting_without_waiting_or_release_races(bug):
+    # lockstep: every program stores before any loads, so only the race sanitizer tells
+    with pytest.raises(RaceError, match="argument `part_ptr`"):
+        _meet(bug, "lockstep")
+
+
 # --------------------------------------------------------------------------- divergence
 
 @triton.jit

@@ -27,7 +27,7 @@ def test_softmax(shape, dtype):
 
 
 @pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 128),
-                                           ("split", 128)])
+                                           ("split", 128), ("exchange", 128)])
 def test_softmax_variants_and_invariants(variant, block):
     x = rand(33, 700, scale=5)
     y = sm.softmax(x, variant=variant, block_size=block)
@@ -38,11 +38,13 @@ def test_softmax_variants_and_invariants(variant, block):
 
 
 @pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 64),
-                                           ("split", 32)])
+                                           ("split", 32), ("exchange", 64)])
 def test_softmax_rows_of_minus_infinity_match_torch(variant, block):
-    x = rand(4, 200)
+    x = rand(5, 200)
     x[1] = float("-inf")
     x[2, :150] = float("-inf")
+    x[3, :128] = float("-inf")  # a NaN alone in its piece (exchange) or chunk (split)
+    x[3, 70] = float("nan")
     y = sm.softmax(x, variant=variant, block_size=block)
     torch.testing.assert_close(y, torch.softmax(x, -1), equal_nan=True)
 
@@ -259,6 +261,28 @@ def test_matmul_reads_transposed_inputs_in_place(monkeypatch):
     out = mm.matmul(a, b)
     monkeypatch.undo()
     assert rel_err(out, want) < MATMUL_TOLERANCES[torch.float32]
+
+
+def test_softmax_exchange_leaves_its_counters_zero_and_refuses_too_many_pieces():
+    """The exchange kernel's programs meet at per-row counters: after a launch every counter
+    is 0 again (the next launch reuses the buffer), whatever the rows' lengths; a row cut into
+    more programs than may be resident at once is refused with the way out."""
+    for n_rows, n_cols, block in ((3, 700, 128), (2, 64, 64), (4, 5, 2)):
+        x = rand(n_rows, n_cols, scale=4)
+        y = torch.empty_like(x)
+        pieces = -(-n_cols // block)
+        stats = torch.full((n_rows, pieces, 2), float("nan"), device=DEV)
+        sync = torch.zeros(2 * n_rows, dtype=torch.int32, device=DEV)
+        for _ in range(2):
+            sm.softmax_exchange_kernel[(n_rows * pieces,)](
+                x, y, stats, sync, n_rows, n_cols, n_cols, pieces, BLOCK_SIZE=block,
+                PIECES=backend.triton.next_power_of_2(pieces), ACC=backend.tl.float32)
+            assert rel_err(y, ref.softmax(x)) < 2e-6
+            assert not sync.any()
+    x = rand(2, 16)
+    too_many = (sm._exchange.max_pieces(x) + 1) * 16
+    with pytest.raises(ValueError, match="resident at once.*larger block_size"):
+        sm.softmax(rand(2, too_many), variant="exchange", block_size=16)
 
 
 def test_softmax_split_cuts_rows_into_chunks_with_no_empty_one():

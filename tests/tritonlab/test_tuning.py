@@ -107,16 +107,24 @@ def test_rmsnorm_reads_its_tuning(monkeypatch):
 
 def test_softmax_reads_its_tuning(monkeypatch):
     small = dataclasses.replace(tuning.DEFAULTS["softmax"], max_row_block=64, online_block=32,
-                                online_block_fp32=64, online_bwd_block=16)
+                                online_block_fp32=64, online_bwd_block=16, exchange_block=32,
+                                max_bwd_row_block=128)
     monkeypatch.setattr(sm, "tuning_for", lambda kind, device: small)
     launched = _recording(monkeypatch, sm)
     x = rand(5, 200, scale=3)
+    # long fp32 rows: the exchange, in pieces of exchange_block; 16-bit rows: online
     assert rel_err(sm.softmax(x), torch.softmax(x.double(), -1)) < 2e-6
-    assert launched == [sm.softmax_online_kernel]
-    # the online block of float32 rows, of other dtypes, and of the backward
-    assert sm._plan(200, x, None, None, None) == ("online", 64, 1)
+    assert rel_err(sm.softmax(x.half()), torch.softmax(x.half().double(), -1)) < 2e-3
+    assert launched == [sm.softmax_exchange_kernel, sm.softmax_online_kernel]
+    assert sm._plan(200, x, None, None, None) == ("exchange", 32, 1)
     assert sm._plan(200, x.half(), None, None, None) == ("online", 32, 1)
+    # the backward's own widest whole row, then the online block
+    assert sm._plan(100, x, None, None, None, backward=True)[:2] == ("rows", 128)
     assert sm._plan(200, x, None, None, None, backward=True) == ("online", 16, 1)
+    assert sm._plan(200, x, "exchange", None, None, backward=True) == ("online", 16, 1)
+    # the online block of fp32 rows where the exchange would need too many programs
+    monkeypatch.setattr(sm._exchange, "max_pieces", lambda x: 4)
+    assert sm._plan(200, x, None, None, None) == ("online", 64, 1)
 
 
 def test_matmul_tunes_once_then_launches_the_choice(monkeypatch):

@@ -233,24 +233,27 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
 
 
-def scratch(name, shape, dtype, device):
+def scratch(name, shape, dtype, device, zeroed=False):
     """An uninitialised tensor for a kernel's temporary results (`name` tells the callers'
     buffers apart), kept and handed out again to later calls with the same name, shape,
-    dtype, device, CUDA stream and thread. Safe because a stream runs its kernels in order:
-    the kernels of one call have read it before the next call's kernels write it, on the same
-    stream; another stream or thread (whose calls could interleave) gets its own. At most
-    256 MiB are kept, for the process's life. On the CPU (the simulator), or while a CUDA
-    graph is being captured (its memory belongs to the graph), a new tensor every call.
-    Saves the allocator call, which on the H200 is the backward's largest host cost when
-    autograd runs it on its worker thread (docs/ops.md#host-cost)."""
+    dtype, device, CUDA stream and thread (`zeroed`: zeros when made, for kernels that leave
+    it zero again when they end, as the exchange counters of kernels/_exchange.py). Safe
+    because a stream runs its kernels in order: the kernels of one call have read it before
+    the next call's kernels write it, on the same stream; another stream or thread (whose
+    calls could interleave) gets its own. At most 256 MiB are kept, for the process's life.
+    On the CPU (the simulator), or while a CUDA graph is being captured (its memory belongs
+    to the graph), a new tensor every call. Saves the allocator call, which on the H200 is
+    the backward's largest host cost when autograd runs it on its worker thread
+    (docs/ops.md#host-cost)."""
+    make = torch.zeros if zeroed else torch.empty
     if device.type != "cuda" or _raw_stream is None or _capturing():
-        return torch.empty(shape, dtype=dtype, device=device)
+        return make(shape, dtype=dtype, device=device)
     index = device.index if device.index is not None else _current_device()
     # and per thread: two threads on one stream may interleave their calls' kernels
-    key = (name, shape, dtype, index, _raw_stream(index), threading.get_ident())
+    key = (name, shape, dtype, index, _raw_stream(index), threading.get_ident(), zeroed)
     buffer = _SCRATCH.get(key)
     if buffer is None:
-        buffer = torch.empty(shape, dtype=dtype, device=device)
+        buffer = make(shape, dtype=dtype, device=device)
         nbytes = buffer.numel() * buffer.element_size()
         if _scratch_bytes[0] + nbytes > _SCRATCH_MAX_BYTES:
             _SCRATCH.clear()

@@ -1,10 +1,14 @@
 """Softmax over the last dimension (lecture §6, exercise 8b, and the online form of §5).
 
-Three kernels, one pattern each:
+Five kernels, one pattern each:
   * `softmax_kernel`: one program per row, the whole row in one block (read MN, write MN);
   * `softmax_rows_kernel`: ROWS rows per program (thread coarsening for short rows);
   * `softmax_online_kernel`: rows longer than a block, in an in-program loop with a running
     max and sum (online softmax), then a second pass to write (read 2MN, write MN);
+  * `softmax_exchange_kernel` (variant="exchange"): long rows read once, cut into pieces of
+    8192 columns, one program each, that keep their piece in registers and combine their
+    maxima and sums through memory (kernels/_exchange.py) before writing (read MN, write MN);
+    the default for fp32 rows longer than 32768 (docs/decisions.md#softmax-exchange);
   * variant="split" (`softmax_split_stats_kernel`, `softmax_split_write_kernel`): long rows
     cut into chunks, more than one program per row so that a few rows still fill the GPU: each
     chunk's online max and sum, then a second kernel that combines its row's and writes its
@@ -16,7 +20,8 @@ takes, and its rows, block and warps, are the device's `SoftmaxTuning` (kernels/
 
 The backward, dx = y * (dy - sum(dy * y)) per row, has the same two shapes: whole rows (ROWS
 of them per program; read 2MN, write MN) and, for long rows, a loop for the sum and a second
-for dx (read 4MN, write MN). `softmax` is a custom operator with autograd (kernels/ops.py).
+for dx (read 4MN, write MN); rows the forward ran by exchange or split take the second.
+`softmax` is a custom operator with autograd (kernels/ops.py).
 """
 from __future__ import annotations
 
@@ -25,10 +30,10 @@ import math
 import torch
 
 from ..backend import DEVICE, tl, triton
-from . import ops
+from . import _exchange, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
-from ._launch import Bound, PlanCache
+from ._launch import Bound, PlanCache, scratch
 from .tuning import tuning_for
 
 
@@ -138,6 +143,41 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 
 
 @triton.jit
+def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
+                            pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
+                            ACC: tl.constexpr):
+    # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
+    # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
+    # maxima and sums, then write their piece (read MN, write MN). A 1-D grid, a row's
+    # programs consecutive.
+    pid = tl.program_id(0)
+    p, row = pid % pieces, (pid // pieces).to(tl.int64)
+    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
+                eviction_policy="evict_first").to(ACC)  # read N, once
+    m = tl.max(x, axis=0)
+    # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
+    # which sticks where max.f32 dropped it from m
+    s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
+    slot = stats_ptr + (row * pieces + p) * 2
+    tl.store(slot, m)
+    tl.store(slot + 1, s)
+    _exchange.arrive_and_wait(sync_ptr + row, pieces)
+    j = tl.arange(0, PIECES)
+    mine = stats_ptr + (row * pieces + j) * 2
+    # the others' statistics, from L2 (.cg: not an L1 line older than their stores)
+    mj = tl.load(mine, mask=j < pieces, other=float("-inf"), cache_modifier=".cg")
+    sj = tl.load(mine + 1, mask=j < pieces, other=0.0, cache_modifier=".cg")
+    m_row = tl.max(mj, axis=0)
+    empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
+    s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
+    tl.store(y_ptr + row * row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask,
+             cache_modifier=".cs")  # write N
+    _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+
+
+@triton.jit
 def softmax_bwd_kernel(dy_ptr, y_ptr, dx_ptr, n_rows, n_cols, row_stride,
                        BLOCK_SIZE: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
@@ -175,7 +215,7 @@ def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
                  cache_modifier=".cs")  # write N
 
 
-VARIANTS = ("row", "rows", "online", "split")
+VARIANTS = ("row", "rows", "online", "split", "exchange")
 
 
 def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
@@ -183,9 +223,12 @@ def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
     kernels where `backward`)."""
     block = triton.next_power_of_2(n_cols)
     t = tuning_for("softmax", x.get_device())
+    if backward and variant in ("split", "exchange"):  # long rows: the online backward
+        variant = "online"
     if variant is None:
-        variant = ("online" if block > t.max_row_block else "rows" if block < t.rows_below
-                   else "row")
+        widest = t.max_bwd_row_block if backward else t.max_row_block
+        variant = (("exchange" if _exchanges(n_cols, x, t, backward) else "online")
+                   if block > widest else "rows" if block < t.rows_below else "row")
     if variant == "rows":
         rows = rows_per_program or max(1, min(t.max_rows, t.rows_elements // block))
         return variant, block, rows
@@ -195,7 +238,17 @@ def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
         return variant, block_size or min(block, step), 1
     if variant == "split":
         return variant, block_size or min(block, t.split_block), 1
+    if variant == "exchange":
+        return variant, block_size or min(block, t.exchange_block), 1
     return variant, block, 1
+
+
+def _exchanges(n_cols, x, t, backward):
+    """Whether a forward over rows too long for one program reads them once, by the exchange:
+    fp32 rows, in no more pieces than may wait for each other (docs/decisions.md#softmax-
+    exchange: 16-bit rows are faster online)."""
+    return (not backward and x.dtype == torch.float32
+            and triton.cdiv(n_cols, t.exchange_block) <= _exchange.max_pieces(x))
 
 
 def _chunks(n_rows, n_cols, block, x, t):
@@ -212,7 +265,7 @@ def _check(name, dim, variant, *tensors):
     """Validate; returns the shape of a softmax row block: inputs moved to (..., N)."""
     check_inputs(name, *tensors, device=DEVICE, dtypes=FLOAT64_DTYPES, contiguous=False)
     if variant is not None and variant not in VARIANTS:
-        raise ValueError(f"softmax: unknown variant {variant!r} (row, rows, online, split)")
+        raise ValueError(f"softmax: unknown variant {variant!r} ({', '.join(VARIANTS)})")
     return tensors[0].movedim(dim, -1).shape  # IndexError for a bad dim, as in torch
 
 
@@ -242,7 +295,7 @@ class _Launch:
         self.dim, self.rows2d = dim, (n_rows, n_cols)
         # x itself is the (rows, N) block where it is 2-D with dim last
         self.direct = x.dim() == 2 and dim in (-1, 1)
-        self.kernel, self.tail, self.stats = None, (), None
+        self.kernel, self.tail, self.stats, self.exchange = None, (), None, None
         if not n_rows * n_cols:
             return
         backward = name == "softmax backward"
@@ -250,7 +303,7 @@ class _Launch:
         acc = compute_dtype(x, tl)
         t = tuning_for("softmax", x.get_device())
         if backward:
-            if variant in ("online", "split"):  # the split forward's rows: the online backward
+            if variant == "online":
                 self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
                                     ACC=acc, num_warps=t.online_bwd_warps)
                 self.tail = (n_cols, n_cols)
@@ -261,7 +314,8 @@ class _Launch:
                 self.tail = (n_rows, n_cols, n_cols)
         elif variant == "row":
             self.kernel = Bound(softmax_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
-                                num_warps=num_warps_for(block))
+                                num_warps=(t.wide_row_warps if block >= t.wide_row_block
+                                           else num_warps_for(block)))
             self.tail = (n_cols, n_cols, n_cols)
         elif variant == "split":
             chunks, chunk = _chunks(n_rows, n_cols, block, x, t)
@@ -273,6 +327,20 @@ class _Launch:
                                 num_warps=t.split_warps)
             self.partial = ((n_rows, chunks), stats_dtype(x))
             self.tail = (n_rows, n_cols, n_cols, chunk, chunks)
+        elif variant == "exchange":
+            pieces = triton.cdiv(n_cols, block)
+            limit = _exchange.max_pieces(x)
+            if pieces > limit:
+                raise ValueError(
+                    f"softmax: variant='exchange' cuts a row of {n_cols} columns into {pieces} "
+                    f"programs of {block}, more than the {limit} that are sure to be resident "
+                    f"at once (they wait for each other); pass a larger block_size or another "
+                    f"variant")
+            self.kernel = Bound(softmax_exchange_kernel, (n_rows * pieces,), BLOCK_SIZE=block,
+                                PIECES=triton.next_power_of_2(pieces), ACC=acc,
+                                num_warps=t.exchange_warps)
+            self.exchange = (((n_rows, pieces, 2), stats_dtype(x)), (2 * n_rows,))
+            self.tail = (n_rows, n_cols, n_cols, pieces)
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
                                 BLOCK_SIZE=block, ROWS=rows, ACC=acc,
@@ -292,6 +360,15 @@ class _Launch:
             n_rows, n_cols, stride, chunk, chunks = self.tail
             self.stats(x2, m, s, n_cols, stride, chunk, chunks)
             self.kernel(x2, y2, m, s, *self.tail)
+        elif self.exchange is not None:  # long rows read once: statistics meet in memory
+            (shape, dtype), count = self.exchange
+            stats = scratch("softmax exchange", shape, dtype, x2.device)
+            sync = scratch("softmax exchange counters", count, torch.int32, x2.device, True)
+            try:
+                self.kernel(x2, y2, stats, sync, *self.tail)
+            except BaseException:
+                sync.zero_()  # a launch that stopped part way may have left counts behind
+                raise
         elif self.kernel is not None:
             self.kernel(x2, y2, *self.tail)
 
@@ -370,9 +447,10 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
     """softmax(x, dim) for fp32/fp16/bf16/fp64 tensors of any shape, in x's dtype;
     differentiable (first order).
 
-    `variant` ("row", "rows", "online", "split") and `block_size` force a kernel (for teaching
-    and tests; the backward takes the same variant, the online one for "split"); by default
-    rows up to 16384 elements use one program per row (several rows per program below 1024),
-    longer rows the online kernel."""
+    `variant` ("row", "rows", "online", "split", "exchange") and `block_size` force a kernel
+    (for teaching and tests; the backward takes the same variant, the online one for "split"
+    and "exchange"); by default rows up to 32768 elements use one program per row (several
+    rows per program below 1024), longer fp32 rows the exchange (pieces of 8192 columns that
+    meet in memory), other long rows the online kernel."""
     ops.require_tensors("softmax", x)
     return softmax_op(x, dim, variant, block_size, rows_per_program)

@@ -74,7 +74,12 @@ class SoftmaxTuning:
     """Which softmax kernel a row length takes, with its rows per program, block and warps
     (docs/decisions.md#softmax-variants)."""
 
-    max_row_block: int  # longest row block of the one-row kernels; longer rows go online
+    # longest row block of the one-row kernels; longer rows go online, or for fp32 forwards
+    # to the exchange (docs/decisions.md#softmax-exchange)
+    max_row_block: int
+    max_bwd_row_block: int  # the same for the backward (not measured past 16384)
+    wide_row_block: int  # one-row blocks from this wide run wide_row_warps (else num_warps_for)
+    wide_row_warps: int
     rows_below: int  # row blocks shorter than this put several rows in one program:
     rows_elements: int  # rows_elements // block of them,
     max_rows: int  # at most max_rows
@@ -88,6 +93,10 @@ class SoftmaxTuning:
     split_block: int
     split_warps: int
     split_programs_per_sm: int
+    # variant="exchange": long rows read once, programs of exchange_block columns meeting in
+    # memory (docs/decisions.md#softmax-exchange)
+    exchange_block: int
+    exchange_warps: int
 
 
 TUNINGS = {
@@ -104,10 +113,12 @@ TUNINGS = {
         tma_configs=((128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3)),
         group_m=8, tune_above=1 << 27, tma_above=1 << 34, simulator_tma_programs=4)},
     "softmax": {9: SoftmaxTuning(
-        max_row_block=16384, rows_below=1024, rows_elements=2048, max_rows=16,
+        max_row_block=32768, max_bwd_row_block=16384, wide_row_block=32768, wide_row_warps=32,
+        rows_below=1024, rows_elements=2048, max_rows=16,
         online_block=8192, online_block_fp32=16384, online_warps=16, online_bwd_block=8192,
         online_bwd_warps=16,
-        split_block=4096, split_warps=8, split_programs_per_sm=8)},
+        split_block=4096, split_warps=8, split_programs_per_sm=8, exchange_block=8192,
+        exchange_warps=8)},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 

@@ -112,7 +112,8 @@ class Observer:
     Hooks (override those you need; the others are never called):
       on_load(access) before a load reads; after_load(accesses, value) once the loaded tensor
       exists; on_store(access) before a store writes; on_atomic(access) before an atomic
-      updates; after_atomic(access, op, old, cmp, val) after it, with the values each lane saw;
+      updates; after_atomic(access, op, old, cmp, val, sem) after it, with the values each
+      lane saw and the memory semantic (None: Triton's default, acq_rel);
       on_dot(a, b, flops); on_reduce(x, axis, kind, result) returns the result.
     Undo (lockstep re-runs diverged programs): mark() -> token, undo(token), commit(token).
     finish(rerun): after every program ran; `rerun(ids)` runs programs again, sequentially,

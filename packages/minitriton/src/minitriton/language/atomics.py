@@ -87,7 +87,7 @@ def _atomic(op, pointer, val, mask, sem, scope):
         old = _atomic_apply(acc.buf, idx.ravel(), v.ravel(), upd)
         result[active] = old.reshape(idx.shape)
         for hook in ctx.hooks["after_atomic"]:
-            hook(acc, op, old, None, v.ravel())
+            hook(acc, op, old, None, v.ravel(), _unwrap(sem))
         poll(ctx, acc.buf, idx.ravel(), old, None)
     return tensor(result, elt, shape)
 
@@ -152,6 +152,6 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
                 acc.buf.flat[flat_idx[i]] = vl[i]
         result[active] = old.reshape(idx.shape)
         for hook in ctx.hooks["after_atomic"]:
-            hook(acc, "cas", old, cl, vl)
+            hook(acc, "cas", old, cl, vl, _unwrap(sem))
         poll(ctx, acc.buf, flat_idx, old, cl)
     return tensor(result, elt, shape)

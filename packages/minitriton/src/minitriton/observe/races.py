@@ -5,6 +5,14 @@ Shadow arrays, one entry per element of a watched buffer, say which program last
 which program(s) read it, and where (kernel line). Accesses made while both programs hold a
 common lock (an `atomic_cas` that took it, until the `atomic_xchg` that gives it back) do not
 race: Eraser's locksets, so that a correct spin lock is clean.
+
+Nor do accesses ordered by an atomic's release and acquire (a counter that a row's programs
+meet at, a flag set after a partial result is stored): a vector clock per program, as in
+FastTrack. A scalar atomic with release semantics (Triton's default, acq_rel, or "release";
+a compare-and-swap only where it swaps) hands what its program has done so far to the
+element's clock; one with acquire semantics (acq_rel, "acquire") takes that clock into its
+program's. A write is then no race with a later access of a program that acquired it. Block
+atomics (a histogram's) are not followed as synchronisation.
 """
 from __future__ import annotations
 
@@ -28,6 +36,8 @@ class Races(Journal, Observer):
         self.shadow: dict = {}
         self.held: dict = {}  # program -> frozenset of lock addresses it holds
         self.locksets = [frozenset()]  # interned: shadow arrays store indices into this list
+        self.clocks: dict = {}  # program -> {program: epoch} it has acquired (its own: now)
+        self.released: dict = {}  # (buffer, element) -> the clock its releases handed over
 
     def _shadow(self, buf):
         s = self.shadow.get(buf.index)
@@ -36,8 +46,48 @@ class Races(Journal, Observer):
             s = self.shadow[buf.index] = {
                 "writer": np.full(n, NOBODY, np.int64), "reader": np.full(n, NOBODY, np.int64),
                 "wloc": np.zeros(n, np.int32), "rloc": np.zeros(n, np.int32), "locs": [""],
-                "wls": np.zeros(n, np.int32), "rls": np.zeros(n, np.int32)}
+                "wls": np.zeros(n, np.int32), "rls": np.zeros(n, np.int32),
+                "wep": np.zeros(n, np.int64), "rep": np.zeros(n, np.int64)}
         return s
+
+    # ----- release and acquire
+    def _epochs(self, progs):
+        """Each lane's program's epoch (how many releases it made)."""
+        if not self.clocks:
+            return np.zeros(progs.size, np.int64)
+        return np.array([self.clocks.get(int(p), {}).get(int(p), 0) for p in progs], np.int64)
+
+    def _ordered(self, bad, progs, others, epochs):
+        """`bad` less the lanes whose other program's access (at `epochs`) this lane's program
+        acquired (happens-before)."""
+        if not self.clocks:
+            return bad
+        for i in np.nonzero(bad)[0]:
+            if self.clocks.get(int(progs[i]), {}).get(int(others[i]), -1) >= epochs[i]:
+                bad[i] = False
+        return bad
+
+    def _synchronise(self, access, op, old, cmp, sem):
+        """The release and acquire of a scalar atomic, lane by lane in the order it ran."""
+        acquire, release = sem in (None, "acquire", "acq_rel"), sem in (None, "release",
+                                                                         "acq_rel")
+        if len(access.shape) != 1 or not (acquire or release):
+            return
+        progs, _ = self.ctx.programs(access.lane_mask())
+        key = access.buf.index
+        for lane, (p, i) in enumerate(zip(progs.tolist(), access.offsets().ravel().tolist())):
+            mine = self.clocks.get(p, {})
+            if acquire and (key, i) in self.released:
+                got = self.released[(key, i)]
+                mine = {q: max(e, mine.get(q, -1)) for q, e in got.items()} | {
+                    q: e for q, e in mine.items() if q not in got}
+            if release and (op != "cas" or old[lane] == cmp[lane]):
+                given = self.released.get((key, i), {})
+                self.set(self.released, (key, i), given | {
+                    q: max(e, given.get(q, -1)) for q, e in mine.items()} | {p: mine.get(p, 0)})
+                mine = mine | {p: mine.get(p, 0) + 1}
+            if mine is not self.clocks.get(p):
+                self.set(self.clocks, p, mine)
 
     # ----- locks
     def _lockset_ids(self, progs):
@@ -58,9 +108,11 @@ class Races(Journal, Observer):
             out[i] = not (self.locksets[ls_a[i]] & self.locksets[ls_b[i]])
         return out
 
-    def after_atomic(self, access, op, old, cmp, val):
+    def after_atomic(self, access, op, old, cmp, val, sem=None):
         """A successful atomic_cas that changes the value acquires a lock at that address;
-        atomic_xchg on a held lock's address releases it."""
+        atomic_xchg on a held lock's address releases it. Then the atomic's release and
+        acquire (_synchronise)."""
+        self._synchronise(access, op, old, cmp, sem)
         if op not in ("cas", "xchg"):
             return
         progs, _ = self.ctx.programs(access.lane_mask())
@@ -126,6 +178,7 @@ class Races(Journal, Observer):
         bad = (w >= 0) & (w != progs)
         if bad.any():
             bad &= self._unprotected(s["wls"][idx], ls)
+            bad = self._ordered(bad, progs, w, s["wep"][idx])
             if bad.any():
                 self._race(buf, s, idx, progs, bad, w, "wrote", s["wloc"][idx], what_now, loc)
 
@@ -140,6 +193,7 @@ class Races(Journal, Observer):
                                             MANY))
         self.set(s["rloc"], idx, loc)
         self.set(s["rls"], idx, ls)
+        self.set(s["rep"], idx, self._epochs(progs))
 
     def on_store(self, access):
         buf = access.buf
@@ -153,8 +207,11 @@ class Races(Journal, Observer):
         bad = (r == MANY) | ((r >= 0) & (r != progs))
         if bad.any():
             bad &= self._unprotected(s["rls"][idx], ls)
+            bad[r >= 0] = self._ordered(bad[r >= 0], progs[r >= 0], r[r >= 0],
+                                        s["rep"][idx][r >= 0])
             if bad.any():
                 self._race(buf, s, idx, progs, bad, r, "read", s["rloc"][idx], "wrote", loc)
         self.set(s["writer"], idx, progs)
         self.set(s["wloc"], idx, loc)
         self.set(s["wls"], idx, ls)
+        self.set(s["wep"], idx, self._epochs(progs))
