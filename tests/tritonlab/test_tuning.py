@@ -9,6 +9,7 @@ import torch
 from tritonlab.kernels import _launch
 from tritonlab.kernels import matmul as mm
 from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels import rowsum
 from tritonlab.kernels import softmax as sm
 from tritonlab.kernels import tuning
 
@@ -125,6 +126,25 @@ def test_softmax_reads_its_tuning(monkeypatch):
     # the online block of fp32 rows where the exchange would need too many programs
     monkeypatch.setattr(sm._exchange, "max_pieces", lambda x: 4)
     assert sm._plan(200, x, None, None, None) == ("online", 64, 1)
+
+
+def test_row_sum_reads_its_tuning_and_a_block_size_runs_the_lecture_kernel(monkeypatch):
+    small = dataclasses.replace(tuning.DEFAULTS["rowsum"], block=64, short_cols=16,
+                                short_rows=4, bytes_per_warp=64, short_bytes_per_warp=128)
+    monkeypatch.setattr(rowsum, "tuning_for", lambda kind, device: small)
+    launched = _recording(monkeypatch, rowsum)
+    for shape in ((7, 300), (9, 13), (5, 64)):  # steps of 64; 4 rows a program; one step
+        x = rand(*shape)
+        assert rel_err(rowsum.row_sum(x), x.double().sum(-1)) < 1e-6
+        assert rel_err(rowsum.row_sum(x, 32), x.double().sum(-1)) < 1e-6
+    assert launched == [rowsum.row_sum_rows_kernel, rowsum.row_sum_kernel] * 3
+    x = rand(2, 300)
+    for n_cols, dtype, want in ((300, torch.float32, (64, 1, 4)), (300, torch.float64, (64, 1, 8)),
+                                (13, torch.float32, (16, 4, 4)), (13, torch.bfloat16, (16, 4, 4)),
+                                (3000, torch.bfloat16, (64, 1, 4))):
+        bound, tiles = rowsum._bound(x.to(dtype), 10, n_cols, None)
+        kw = bound.kw
+        assert tiles and (kw["BLOCK_SIZE"], kw["ROWS"], kw["num_warps"]) == want
 
 
 def test_matmul_tunes_once_then_launches_the_choice(monkeypatch):

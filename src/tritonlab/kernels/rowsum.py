@@ -1,8 +1,13 @@
 """Row sum with an in-program loop over blocks (lecture §7).
 
-One program per row; an accumulator of BLOCK_SIZE lanes lives in registers while the program
-walks the row block by block, then one `tl.sum` folds it. The same skeleton (loop along one
-dimension, partial results in registers) is that of tiled matmul and FlashAttention.
+`row_sum_kernel`, the lecture's: one program per row; an accumulator of BLOCK_SIZE lanes lives
+in registers while the program walks the row block by block, then one `tl.sum` folds it. The
+same skeleton (loop along one dimension, partial results in registers) is that of tiled matmul
+and FlashAttention. It runs when a block_size is given. By default `row_sum_rows_kernel` runs:
+the same loop over ROWS rows at once (2 for rows of up to 1024 columns), blocks of 2048, its
+loads marked evict_first (each element is read once) and one warp per 512 bytes of a block
+(1024 for short rows): 1.1-1.2x the lecture kernel's bandwidth on the H200
+(docs/decisions.md#rowsum-tiles; `RowSumTuning`).
 
 `row_sum` is a custom operator (kernels/ops.py); its gradient is dy broadcast along the row
 (an expand, no kernel), so gradients of any order work.
@@ -17,6 +22,7 @@ from ..backend import DEVICE, tl, triton
 from . import ops
 from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype
 from ._launch import Bound, PlanCache
+from .tuning import tuning_for
 
 
 @triton.jit
@@ -28,6 +34,35 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr,
         cols = start + tl.arange(0, BLOCK_SIZE)
         acc += tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=0.0).to(ACC)
     tl.store(out_ptr + row, tl.sum(acc, axis=0))  # read N per row, write 1
+
+
+@triton.jit
+def row_sum_rows_kernel(x_ptr, out_ptr, n_rows, n_cols, row_stride, BLOCK_SIZE: tl.constexpr,
+                        ROWS: tl.constexpr, ACC: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    acc = tl.zeros([ROWS, BLOCK_SIZE], dtype=ACC)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+        acc += tl.load(x_ptr + rows[:, None] * row_stride + cols[None, :], mask=mask,
+                       other=0.0, eviction_policy="evict_first").to(ACC)  # read once
+    tl.store(out_ptr + rows, tl.sum(acc, axis=1), mask=rows < n_rows)  # write ROWS
+
+
+def _bound(x, n_rows, n_cols, block_size):
+    """The launch of a (rows, N) block: the lecture's kernel with its block where one is given,
+    else the tuned rows kernel."""
+    acc = compute_dtype(x, tl)
+    if block_size is not None:
+        return Bound(row_sum_kernel, (n_rows,), BLOCK_SIZE=block_size, ACC=acc), False
+    t = tuning_for("rowsum", x.get_device())
+    width = triton.next_power_of_2(n_cols)
+    rows = t.short_rows if width <= t.short_cols else 1
+    block = min(width, t.block)
+    per_warp = t.short_bytes_per_warp if rows > 1 else t.bytes_per_warp
+    warps = max(t.min_warps, min(t.max_warps, block * rows * x.element_size() // per_warp))
+    return Bound(row_sum_rows_kernel, (triton.cdiv(n_rows, rows),), BLOCK_SIZE=block,
+                 ROWS=rows, ACC=acc, num_warps=warps), True
 
 
 def _check(x):
@@ -43,9 +78,8 @@ class _Plan:
         n_cols = x.shape[-1] if x.dim() else 1
         self.rows2d, self.out_shape = (math.prod(x.shape[:-1]), n_cols), x.shape[:-1]
         self.flat_in, self.flat_out = x.dim() != 2, len(self.out_shape) != 1
-        self.kernel = (Bound(row_sum_kernel, (self.rows2d[0],), BLOCK_SIZE=block_size,
-                             ACC=compute_dtype(x, tl))
-                       if self.rows2d[0] and n_cols else None)
+        self.kernel, self.tiles = (_bound(x, *self.rows2d, block_size)
+                                   if self.rows2d[0] and n_cols else (None, False))
 
 
 _PLANS = PlanCache()
@@ -62,7 +96,9 @@ def _row_sum_impl(x, block_size):
         x2 = x2.reshape(plan.rows2d)
     out = torch.empty(plan.rows2d[0], dtype=x.dtype, device=x.device)
     n_cols = plan.rows2d[1]
-    if plan.kernel is not None:
+    if plan.tiles:
+        plan.kernel(x2, out, plan.rows2d[0], n_cols, n_cols)
+    elif plan.kernel is not None:
         plan.kernel(x2, out, n_cols, n_cols)
     elif plan.rows2d[0]:
         out.zero_()  # the sum of nothing, as torch gives it
@@ -83,12 +119,13 @@ def _backward(ctx, dy):
     return (dy.unsqueeze(-1).expand(shape) if len(shape) else dy), None
 
 
-row_sum_op = ops.define(__name__, "row_sum", "(Tensor x, int block_size) -> Tensor",
+row_sum_op = ops.define(__name__, "row_sum", "(Tensor x, int? block_size) -> Tensor",
                         _row_sum_impl, _row_sum_fake, _backward, _setup)
 
 
-def row_sum(x, block_size=1024):
+def row_sum(x, block_size=None):
     """x.sum(-1) for fp32/fp16/bf16/fp64, accumulated in fp32 (fp64 for fp64), returned in x's
-    dtype; differentiable (any order)."""
+    dtype; differentiable (any order). `block_size` runs the lecture's one-row kernel with
+    that block (a power of two); by default the tuned kernel runs."""
     ops.require_tensors("row_sum", x)
     return row_sum_op(x, block_size)

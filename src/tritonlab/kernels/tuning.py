@@ -3,11 +3,11 @@ architecture (quack's style): tiles, warps, programs per SM and the sizes at whi
 function switches kernels. Why each value is what it is, with the measurements behind it:
 docs/decisions.md.
 
-`tuning_for(kind, device)` is the config of one op ("rmsnorm", "matmul", "softmax") for a
-device, looked up once per device (it is on the launch path). The tables are keyed by compute
-capability major: 9 (Hopper, sm_90) holds what was measured on the H200. Other GPUs and the CPU
-(the simulator, Triton's interpreter) take DEFAULTS, Hopper's values until they are measured
-elsewhere.
+`tuning_for(kind, device)` is the config of one op ("rmsnorm", "matmul", "softmax", "rowsum")
+for a device, looked up once per device (it is on the launch path). The tables are keyed by
+compute capability major: 9 (Hopper, sm_90) holds what was measured on the H200. Other GPUs and
+the CPU (the simulator, Triton's interpreter) take DEFAULTS, Hopper's values until they are
+measured elsewhere.
 """
 from __future__ import annotations
 
@@ -99,6 +99,20 @@ class SoftmaxTuning:
     exchange_warps: int
 
 
+@dataclasses.dataclass(frozen=True)
+class RowSumTuning:
+    """The default row-sum kernel's rows per program, block and warps
+    (docs/decisions.md#rowsum-tiles)."""
+
+    block: int  # columns per step along a row (fewer for shorter rows)
+    short_cols: int  # rows of up to this many columns (next power of two)
+    short_rows: int  # go this many to a program
+    bytes_per_warp: int  # one warp per this many bytes of a step's block,
+    short_bytes_per_warp: int  # of short rows' blocks,
+    min_warps: int  # within these bounds
+    max_warps: int
+
+
 TUNINGS = {
     "rmsnorm": {9: RMSNormTuning(
         fwd_register_max=32768, bwd_register_max=16384, wide_chunk=4096, wide_fwd_chunk=16384,
@@ -119,6 +133,9 @@ TUNINGS = {
         online_bwd_warps=16,
         split_block=4096, split_warps=8, split_programs_per_sm=8, exchange_block=8192,
         exchange_warps=8)},
+    "rowsum": {9: RowSumTuning(
+        block=2048, short_cols=1024, short_rows=2, bytes_per_warp=512, short_bytes_per_warp=1024,
+        min_warps=4, max_warps=16)},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
