@@ -142,9 +142,10 @@ def test_row_sum_reads_its_tuning_and_a_block_size_runs_the_lecture_kernel(monke
     for n_cols, dtype, want in ((300, torch.float32, (64, 1, 4)), (300, torch.float64, (64, 1, 8)),
                                 (13, torch.float32, (16, 4, 4)), (13, torch.bfloat16, (16, 4, 4)),
                                 (3000, torch.bfloat16, (64, 1, 4))):
-        bound, tiles = rowsum._bound(x.to(dtype), 10, n_cols, None)
+        bound, tail = rowsum._bound(x.to(dtype), 10, n_cols, None)
         kw = bound.kw
-        assert tiles and (kw["BLOCK_SIZE"], kw["ROWS"], kw["num_warps"]) == want
+        assert bound.kernel is rowsum.row_sum_rows_kernel and tail == (10, n_cols, n_cols)
+        assert (kw["BLOCK_SIZE"], kw["ROWS"], kw["num_warps"]) == want
 
 
 def test_matmul_tunes_once_then_launches_the_choice(monkeypatch):

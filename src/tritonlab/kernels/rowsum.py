@@ -50,19 +50,20 @@ def row_sum_rows_kernel(x_ptr, out_ptr, n_rows, n_cols, row_stride, BLOCK_SIZE: 
 
 
 def _bound(x, n_rows, n_cols, block_size):
-    """The launch of a (rows, N) block: the lecture's kernel with its block where one is given,
-    else the tuned rows kernel."""
+    """The launch of a (rows, N) block, and its arguments after x and out: the lecture's kernel
+    with its block where one is given, else the tuned rows kernel."""
     acc = compute_dtype(x, tl)
     if block_size is not None:
-        return Bound(row_sum_kernel, (n_rows,), BLOCK_SIZE=block_size, ACC=acc), False
+        return (Bound(row_sum_kernel, (n_rows,), BLOCK_SIZE=block_size, ACC=acc),
+                (n_cols, n_cols))
     t = tuning_for("rowsum", x.get_device())
     width = triton.next_power_of_2(n_cols)
     rows = t.short_rows if width <= t.short_cols else 1
     block = min(width, t.block)
     per_warp = t.short_bytes_per_warp if rows > 1 else t.bytes_per_warp
     warps = max(t.min_warps, min(t.max_warps, block * rows * x.element_size() // per_warp))
-    return Bound(row_sum_rows_kernel, (triton.cdiv(n_rows, rows),), BLOCK_SIZE=block,
-                 ROWS=rows, ACC=acc, num_warps=warps), True
+    return (Bound(row_sum_rows_kernel, (triton.cdiv(n_rows, rows),), BLOCK_SIZE=block,
+                  ROWS=rows, ACC=acc, num_warps=warps), (n_rows, n_cols, n_cols))
 
 
 def _check(x):
@@ -78,8 +79,8 @@ class _Plan:
         n_cols = x.shape[-1] if x.dim() else 1
         self.rows2d, self.out_shape = (math.prod(x.shape[:-1]), n_cols), x.shape[:-1]
         self.flat_in, self.flat_out = x.dim() != 2, len(self.out_shape) != 1
-        self.kernel, self.tiles = (_bound(x, *self.rows2d, block_size)
-                                   if self.rows2d[0] and n_cols else (None, False))
+        self.kernel, self.tail = (_bound(x, *self.rows2d, block_size)
+                                  if self.rows2d[0] and n_cols else (None, ()))
 
 
 _PLANS = PlanCache()
@@ -95,11 +96,8 @@ def _row_sum_impl(x, block_size):
     if plan.flat_in:
         x2 = x2.reshape(plan.rows2d)
     out = torch.empty(plan.rows2d[0], dtype=x.dtype, device=x.device)
-    n_cols = plan.rows2d[1]
-    if plan.tiles:
-        plan.kernel(x2, out, plan.rows2d[0], n_cols, n_cols)
-    elif plan.kernel is not None:
-        plan.kernel(x2, out, n_cols, n_cols)
+    if plan.kernel is not None:
+        plan.kernel(x2, out, *plan.tail)
     elif plan.rows2d[0]:
         out.zero_()  # the sum of nothing, as torch gives it
     return out.reshape(plan.out_shape) if plan.flat_out else out

@@ -339,7 +339,7 @@ class _Launch:
             self.kernel = Bound(softmax_exchange_kernel, (n_rows * pieces,), BLOCK_SIZE=block,
                                 PIECES=triton.next_power_of_2(pieces), ACC=acc,
                                 num_warps=t.exchange_warps)
-            self.exchange = (((n_rows, pieces, 2), stats_dtype(x)), (2 * n_rows,))
+            self.exchange = ((n_rows, pieces, 2), stats_dtype(x), 2 * n_rows)
             self.tail = (n_rows, n_cols, n_cols, pieces)
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
@@ -361,9 +361,10 @@ class _Launch:
             self.stats(x2, m, s, n_cols, stride, chunk, chunks)
             self.kernel(x2, y2, m, s, *self.tail)
         elif self.exchange is not None:  # long rows read once: statistics meet in memory
-            (shape, dtype), count = self.exchange
+            shape, dtype, counters = self.exchange
             stats = scratch("softmax exchange", shape, dtype, x2.device)
-            sync = scratch("softmax exchange counters", count, torch.int32, x2.device, True)
+            sync = scratch("softmax exchange counters", (counters,), torch.int32, x2.device,
+                           zeroed=True)
             try:
                 self.kernel(x2, y2, stats, sync, *self.tail)
             except BaseException:

@@ -27,6 +27,11 @@ MANY = -2  # reader entry: read by more than one program
 NOBODY = -1
 
 
+def _join(a, b):
+    """The vector clock that knows what either of two clocks knows (a new dict)."""
+    return a | {q: max(e, a.get(q, -1)) for q, e in b.items()}
+
+
 class Races(Journal, Observer):
     setting = "races"
     per_program = True
@@ -78,14 +83,12 @@ class Races(Journal, Observer):
         for lane, (p, i) in enumerate(zip(progs.tolist(), access.offsets().ravel().tolist())):
             mine = self.clocks.get(p, {})
             if acquire and (key, i) in self.released:
-                got = self.released[(key, i)]
-                mine = {q: max(e, mine.get(q, -1)) for q, e in got.items()} | {
-                    q: e for q, e in mine.items() if q not in got}
+                mine = _join(mine, self.released[(key, i)])
             if release and (op != "cas" or old[lane] == cmp[lane]):
-                given = self.released.get((key, i), {})
-                self.set(self.released, (key, i), given | {
-                    q: max(e, given.get(q, -1)) for q, e in mine.items()} | {p: mine.get(p, 0)})
-                mine = mine | {p: mine.get(p, 0) + 1}
+                now = mine.get(p, 0)
+                self.set(self.released, (key, i),
+                         _join(self.released.get((key, i), {}), mine | {p: now}))
+                mine = mine | {p: now + 1}
             if mine is not self.clocks.get(p):
                 self.set(self.clocks, p, mine)
 
@@ -207,8 +210,8 @@ class Races(Journal, Observer):
         bad = (r == MANY) | ((r >= 0) & (r != progs))
         if bad.any():
             bad &= self._unprotected(s["rls"][idx], ls)
-            bad[r >= 0] = self._ordered(bad[r >= 0], progs[r >= 0], r[r >= 0],
-                                        s["rep"][idx][r >= 0])
+            one = r >= 0  # a single reader's epoch is known; several readers' are not kept
+            bad[one] = self._ordered(bad[one], progs[one], r[one], s["rep"][idx][one])
             if bad.any():
                 self._race(buf, s, idx, progs, bad, r, "read", s["rloc"][idx], "wrote", loc)
         self.set(s["writer"], idx, progs)
