@@ -2,7 +2,7 @@
 launcher, the custom-op layer, autograd), to find where small and launch-bound calls lose their
 time.
 
-    python benchmarks/launch_overhead.py [--out DIR] [--small]
+    python benchmarks/launch_overhead.py [--out DIR] [--small | --step]
 
 Each line is microseconds of CPU per call, averaged over many calls of a small problem (the GPU
 keeps up, so the figure is the host's cost). The "layers" table adds one layer per row, from
@@ -12,7 +12,11 @@ autograd.Function (no custom op) and against eager F.rms_norm. Writes
 DIR/launch_overhead.txt and a cProfile of one RMSNorm forward+backward step (autograd
 multithreading off, so the profiler sees the backward) to DIR/launch_overhead_profile.txt.
 `--small` runs only the layers table, a few calls of a tiny problem, on whatever backend is
-active (the simulator on a CPU: a check that the script runs, not a measurement).
+active (the simulator on a CPU: a check that the script runs, not a measurement). `--step`
+runs only the GPU-bound training steps (8192x4096 fp32 and bf16, autograd's worker thread on
+and off): our step with its native C++ backward node (kernels/_native.py), the same with the
+Python Function (TRITONLAB_NATIVE's switch off for those calls), torch.compile and eager
+F.rms_norm, as do_bench medians and as the wall time per step of 200 back-to-back steps.
 """
 import argparse
 import cProfile
@@ -30,7 +34,7 @@ for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installe
 import torch  # noqa: E402
 
 from tritonlab import backend  # noqa: E402
-from tritonlab.kernels import _checks, _launch  # noqa: E402
+from tritonlab.kernels import _checks, _launch, _native  # noqa: E402
 from tritonlab.kernels import matmul as mm  # noqa: E402
 from tritonlab.kernels import rmsnorm as rn  # noqa: E402
 
@@ -151,14 +155,68 @@ class Identity(torch.autograd.Function):
         return dy, None
 
 
+def python_node(fn):
+    """fn with rmsnorm's native node switched off: the Python Function's step."""
+    def run():
+        _native.ENABLED = False
+        try:
+            return fn()
+        finally:
+            _native.ENABLED = True
+    return run
+
+
+def training_steps(compiled_rms):
+    """GPU-bound sizes: do_bench medians and wall per step of 200 back-to-back steps, autograd's
+    worker thread on and off; ours with the native node and with the Python Function."""
+    bench = triton.testing.do_bench
+    for dtype in (torch.float32, torch.bfloat16):
+        xb = torch.randn(8192, 4096, device="cuda", dtype=dtype, requires_grad=True)
+        gb = torch.ones(4096, device="cuda", dtype=dtype, requires_grad=True)
+        dyb = torch.randn(8192, 4096, device="cuda", dtype=dtype)
+
+        def ours():
+            return torch.autograd.grad(rn.rmsnorm(xb, gb), (xb, gb), dyb)
+
+        def eager():
+            return torch.autograd.grad(torch.nn.functional.rms_norm(xb, (4096,), gb, 1e-6),
+                                       (xb, gb), dyb)
+
+        ours(), ours()  # the first step compiles through the Python Function
+        node = rn.rmsnorm(xb, gb).grad_fn.name()
+        say(f"8192x4096 {str(dtype)[6:]}: our node {node} (native: {_native.why() or 'built'})")
+        for multi in (True, False):
+            torch.autograd.set_multithreading_enabled(multi)
+            steps = (("tritonlab", ours), ("tritonlab python node", python_node(ours)),
+                     ("torch.compile", lambda: torch.autograd.grad(compiled_rms(xb, gb),
+                                                                  (xb, gb), dyb)),
+                     ("eager F.rms_norm", eager))
+            timed = {name: bench(fn) * 1e3 for name, fn in steps}
+            wall = {name: wall_per_step(fn) for name, fn in steps if name != "torch.compile"}
+            say(f"8192x4096 {str(dtype)[6:]} fwd+bwd mt={multi}: do_bench us "
+                + ", ".join(f"{k} {v:.1f}" for k, v in timed.items())
+                + "; wall us per step of 200 back-to-back: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in wall.items())
+                + f"; wall ours/eager {wall['tritonlab'] / wall['eager F.rms_norm']:.2f}")
+        torch.autograd.set_multithreading_enabled(True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     parser.add_argument("--small", action="store_true",
                         help="only the layers table, a few calls of a tiny problem (any backend)")
+    parser.add_argument("--step", action="store_true",
+                        help="only the GPU-bound training steps (GPU)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.step:
+        say(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton "
+            f"{triton.__version__}")
+        training_steps(torch.compile(rms_eager))
+        (out / "launch_overhead_step.txt").write_text("\n".join(LINES) + "\n")
+        return
     if args.small:
         CALLS.update(SMALL)
         layers(4, 64, SMALL["calls"])
@@ -219,6 +277,8 @@ def main():
             torch.nn.functional.rms_norm(xg, (N,), gg, 1e-6), (xg, gg), dy),
         "tritonlab rmsnorm fwd+bwd": lambda: torch.autograd.grad(rn.rmsnorm(xg, gg), (xg, gg),
                                                                  dy),
+        "tritonlab rmsnorm python node": python_node(lambda: torch.autograd.grad(
+            rn.rmsnorm(xg, gg), (xg, gg), dy)),
         "torch.compile rmsnorm fwd+bwd": lambda: torch.autograd.grad(compiled_rms(xg, gg),
                                                                      (xg, gg), dy),
     }
@@ -240,27 +300,7 @@ def main():
                      ("torch.relu(a @ a)", lambda: torch.relu(a @ a))):
         say(f"  {name:<40}{per_call(fn, 500):8.1f}")
 
-    # GPU-bound sizes: wall (do_bench) and graph replays, multithreading on/off
-    bench = triton.testing.do_bench
-    for dtype in (torch.float32, torch.bfloat16):
-        xb = torch.randn(8192, 4096, device=dev, dtype=dtype, requires_grad=True)
-        gb = torch.ones(4096, device=dev, dtype=dtype, requires_grad=True)
-        dyb = torch.randn(8192, 4096, device=dev, dtype=dtype)
-        for multi in (True, False):
-            torch.autograd.set_multithreading_enabled(multi)
-            ours = bench(lambda: torch.autograd.grad(rn.rmsnorm(xb, gb), (xb, gb), dyb))
-            comp = bench(lambda: torch.autograd.grad(compiled_rms(xb, gb), (xb, gb), dyb))
-            eager = bench(lambda: torch.autograd.grad(
-                torch.nn.functional.rms_norm(xb, (4096,), gb, 1e-6), (xb, gb), dyb))
-            wall = {name: wall_per_step(fn) for name, fn in (
-                ("tritonlab", lambda: torch.autograd.grad(rn.rmsnorm(xb, gb), (xb, gb), dyb)),
-                ("eager", lambda: torch.autograd.grad(
-                    torch.nn.functional.rms_norm(xb, (4096,), gb, 1e-6), (xb, gb), dyb)))}
-            say(f"8192x4096 {str(dtype)[6:]} fwd+bwd do_bench mt={multi}: tritonlab "
-                f"{ours * 1e3:.1f} us, torch.compile {comp * 1e3:.1f} us, eager F.rms_norm "
-                f"{eager * 1e3:.1f} us; eager/ours {eager / ours:.2f}; wall per step of 200 "
-                f"back-to-back: tritonlab {wall['tritonlab']:.1f} us, eager {wall['eager']:.1f} us")
-        torch.autograd.set_multithreading_enabled(True)
+    training_steps(compiled_rms)
 
     torch.autograd.set_multithreading_enabled(False)
     s = io.StringIO()

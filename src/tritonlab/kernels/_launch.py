@@ -231,6 +231,7 @@ _SCRATCH_MAX_BYTES = 256 << 20  # beyond this the kept buffers are dropped and s
 _scratch_bytes = [0]
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+current_device, raw_stream = _current_device, _raw_stream  # the native path's (rmsnorm.py)
 
 
 def scratch(name, shape, dtype, device, zeroed=False):

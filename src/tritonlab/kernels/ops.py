@@ -32,6 +32,8 @@ tuple output, as rmsnorm returns rstd), and `attention_backward` defined with
 """
 from __future__ import annotations
 
+import sys
+
 import torch
 
 NAMESPACE = "tritonlab"
@@ -121,6 +123,13 @@ def eager_grad(*tensors):
     For an op's own leaner eager Function (rmsnorm's)."""
     return (bool(_wants_grad(tensors)) and torch.is_grad_enabled()
             and not torch.compiler.is_compiling())
+
+
+def compiled_autograd():
+    """Whether compiled autograd is on (it traces a graph's Python autograd nodes, not the
+    native module's C++ node: kernels/_native.py)."""
+    module = sys.modules.get("torch._dynamo.compiled_autograd")
+    return module is not None and bool(getattr(module, "compiled_autograd_enabled", False))
 
 
 def no_double_backward(op_name):

@@ -32,10 +32,10 @@ import math
 import torch
 
 from ..backend import DEVICE, tl, triton
-from . import ops
+from . import _native, ops
 from ._checks import (FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
-from ._launch import Bound, PlanCache, scratch
+from ._launch import Bound, PlanCache, current_device, raw_stream, scratch
 from .tuning import tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
@@ -246,6 +246,7 @@ class _Plan:
         n_rows, n_cols = self.rows2d = (math.prod(x.shape[:-1]), x.shape[-1])
         self.rstd_dtype = stats_dtype(x)
         self.fwd = self.dot = self.bwd = self.dg_sum = None
+        self.native = None  # the native module's plan (`native_plan`): None until made
         if not (n_rows and n_cols):
             return
         acc, t = compute_dtype(x, tl), tuning_for("rmsnorm", x.get_device())
@@ -274,6 +275,39 @@ class _Plan:
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
                             BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
+
+    def native_plan(self):
+        """The native module's RMSNormPlan of these launches (kernels/_native.py), for the
+        eager autograd path: None while some launch has not yet run through Triton (the
+        first training step), False where the module cannot make them."""
+        if self.bwd is None:
+            return False
+        if any(b is not None and b.runner is None
+               for b in (self.fwd, self.dot, self.bwd, self.dg_sum)):
+            return None
+        mod = _native.module()
+        if mod is None:
+            return False
+        s = {name: _native.Slot(i) for name, i in mod.slots()}
+        (n_rows, n_cols), parts = self.rows2d, self.partial_shape[0]
+        fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
+                                        _native.SCALAR))
+        if self.dot is not None:
+            bwd = [_native.launch(self.dot, (s["x"], s["g"], s["dy"], s["rstd"], s["coef"],
+                                             n_cols)),
+                   _native.launch(self.bwd, (s["x"], s["g"], s["rstd"], s["coef"], s["dy"],
+                                             s["dx"], s["partial"], n_rows, n_cols,
+                                             self.rows_per_program))]
+        else:
+            bwd = [_native.launch(self.bwd, (s["x"], s["g"], s["rstd"], s["dy"], s["dx"],
+                                             s["partial"], n_rows, n_cols,
+                                             self.rows_per_program))]
+        dg_sum = _native.launch(self.dg_sum, (s["partial"], s["dg"], parts, n_cols))
+        if fwd is None or dg_sum is None or None in bwd:
+            return False
+        mod.set_create_graph_backward(_create_graph_backward)
+        return mod.RMSNormPlan(fwd, bwd, dg_sum, n_rows, list(self.partial_shape),
+                               self.dot is not None, self.rstd_dtype == torch.float64)
 
     def rows(self, t):
         """A contiguous t of the plan's shape as (rows, N)."""
@@ -487,11 +521,37 @@ class _EagerRMSNorm(torch.autograd.Function):
         return dx, dg, None
 
 
+def _create_graph_backward(dy, x, g, rstd):
+    """The native node's backward under create_graph: the registered op, whose own gradient
+    raises NotImplementedError."""
+    dx, dg = rmsnorm_backward_op(dy, x, g, rstd)
+    return dx, dg
+
+
+def _native_forward(x, g, eps):
+    """y with the native module's C++ autograd node (kernels/_native.py), or None where this
+    call takes the Python Function: before the signature's first training step has run
+    through Triton, where the module or its launches cannot be made, under compiled autograd
+    (which traces Python nodes), with x on another device than the current one, or with
+    tensors the kernels were not compiled for (not 16-byte aligned, forward-mode AD)."""
+    plan = _plan(x, g)
+    native = plan.native
+    if native is None:
+        native = plan.native = plan.native_plan()
+    if not native or ops.compiled_autograd() or current_device() != x.device.index:
+        return None
+    return _native.module().rmsnorm_forward(native, x, g, eps, raw_stream(x.device.index))
+
+
 def rmsnorm(x, g, eps=1e-6):
     """Differentiable (first order) fused RMSNorm over the last dimension: y in x's dtype,
     for fp32/fp16/bf16/fp64 x and a weight g of shape (N,)."""
     ops.require_tensors("rmsnorm", x, g)
     if ops.eager_grad(x, g):
+        if x.is_cuda and _native.ENABLED:
+            y = _native_forward(x, g, eps)
+            if y is not None:
+                return y
         return _EagerRMSNorm.apply(x, g, eps)
     return rmsnorm_op(x, g, eps)[0]
 

@@ -1,0 +1,171 @@
+"""tritonlab's native autograd node (kernels/_native.cpp): RMSNorm's backward in C++.
+
+An RMSNorm training step on the H200 is host-bound: autograd runs a backward node on its CUDA
+worker thread, where a Python node pays the GIL handoff and tens of microseconds for each torch
+call (docs/ops.md#host-cost). The native module makes the forward's outputs and a C++ autograd
+node whose backward allocates its buffers and launches the Triton kernels the Python plan
+compiled, through the driver's cuLaunchKernel, with no Python.
+
+`module()` builds it on first use with the machine's C++ compiler against the installed torch
+(once per torch and Python version, cached under $TRITONLAB_CACHE_DIR or
+~/.cache/tritonlab/native), or returns None where it cannot: TRITONLAB_NATIVE=0, no compiler,
+a failed build (`why()` says which). `launch(bound, args)` describes one of a plan's `Bound`
+launches for the module, or None where that launch is not one it can make (before its first
+call through Triton, a Triton other than 3.6, scratch buffers, clusters, cooperative or PDL
+launches, a profiler hook listening, argument types other than pointers, integers and fp32).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+
+from . import _launch
+
+ENABLED = os.environ.get("TRITONLAB_NATIVE", "1") != "0"
+SOURCE = Path(__file__).with_name("_native.cpp")
+NAME = "_tritonlab_native"
+_lock = threading.Lock()
+_state: dict = {}
+
+
+class Slot:
+    """A launch argument that is one of the call's tensors, by its index in the module's
+    table (`module().slots()`)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+SCALAR = object()  # a launch argument that is the call's float (RMSNorm's eps)
+
+
+def why():
+    """Why `module()` is None (empty while it has not been asked for, or it loaded)."""
+    return _state.get("why", "")
+
+
+def module():
+    """The compiled module, built on first use; None where it cannot be (see `why()`)."""
+    if "module" not in _state:
+        with _lock:
+            if "module" not in _state:
+                _state["module"] = _load()
+    return _state["module"]
+
+
+def _fail(reason):
+    _state["why"] = reason
+    return None
+
+
+def _compiler():
+    return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+
+
+def _command(compiler, output):
+    torch_dir = Path(torch.__file__).parent
+    include = torch_dir / "include"
+    abi = [f"-D{name}=\"{getattr(torch._C, '_' + name)}\""
+           for name in ("PYBIND11_COMPILER_TYPE", "PYBIND11_STDLIB", "PYBIND11_BUILD_ABI")
+           if getattr(torch._C, "_" + name, None)]
+    return [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-w",
+            f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *abi,
+            "-I", str(include), "-I", str(include / "torch" / "csrc" / "api" / "include"),
+            "-I", sysconfig.get_paths()["include"], str(SOURCE), "-o", str(output),
+            "-L", str(torch_dir / "lib"), "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python",
+            f"-Wl,-rpath,{torch_dir / 'lib'}", "-ldl"]
+
+
+def build_dir():
+    root = os.environ.get("TRITONLAB_CACHE_DIR") or Path.home() / ".cache" / "tritonlab"
+    return Path(root) / "native"
+
+
+def _load():
+    if not ENABLED:
+        return _fail("TRITONLAB_NATIVE=0")
+    if not sys.platform.startswith("linux"):
+        return _fail(f"the native module is built on Linux only, not {sys.platform}")
+    compiler = _compiler()
+    if compiler is None:
+        return _fail("no C++ compiler (c++, g++ or $CXX) on PATH")
+    source = SOURCE.read_bytes()
+    key = hashlib.sha256(b"\0".join([source, torch.__version__.encode(),
+                                     sys.version.encode(), compiler.encode()])).hexdigest()
+    target = build_dir() / f"{NAME}-{key[:16]}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        print(f"tritonlab: compiling its native autograd node (once per torch version, about "
+              f"a minute) into {target.parent}; TRITONLAB_NATIVE=0 skips it", file=sys.stderr)
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            built = Path(tmp) / target.name
+            try:
+                done = subprocess.run(_command(compiler, built), capture_output=True,
+                                      text=True)
+            except OSError as e:
+                return _fail(f"{compiler} did not run: {e}")
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-20:]
+                return _fail(f"{compiler} failed ({done.returncode}):\n" + "\n".join(tail))
+            os.replace(built, target)  # atomic: a concurrent build writes the same file
+    spec = importlib.util.spec_from_file_location(NAME, target)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except ImportError as e:
+        return _fail(f"{target} does not load: {e}")
+    _state["why"] = ""
+    return mod
+
+
+_TYPES = {"i32": "i32", "i64": "i64", "fp32": "f32", "f32": "f32"}
+
+
+def launch(bound, args):
+    """A `Launch` for `bound`'s kernel with positional `args` (Slot, SCALAR, int or float
+    each), or None where the module cannot make this launch (see the module's docstring)."""
+    mod, runner = module(), bound.runner
+    if mod is None or type(runner) is not _launch._Direct or runner.inner is None:
+        return None
+    cooperative, pdl = runner.flags[:2]
+    warps, ctas, shared = runner.packed
+    knobs = runner.knobs
+    if (cooperative or pdl or ctas != 1 or knobs.launch_enter_hook is not None
+            or knobs.launch_exit_hook is not None):
+        return None
+    signature = list(runner.compiled.src.signature.values())
+    every = list(args) + list(bound.tail)
+    if len(signature) != len(every):
+        return None
+    kinds, values = [], []
+    for ty, arg in zip(signature, every):
+        if ty == "constexpr":
+            continue
+        if isinstance(ty, str) and ty.startswith("*") and isinstance(arg, Slot):
+            kinds.append(mod.KINDS["slot"]), values.append(arg.index)
+        elif _TYPES.get(ty) == "f32" and arg is SCALAR:
+            kinds.append(mod.KINDS["scalar"]), values.append(0)
+        elif _TYPES.get(ty) == "f32" and isinstance(arg, float):
+            kinds.append(mod.KINDS["f32"])
+            values.append(struct.unpack("<I", struct.pack("<f", arg))[0])
+        elif _TYPES.get(ty) in ("i32", "i64") and type(arg) is int:
+            kinds.append(mod.KINDS[_TYPES[ty]]), values.append(arg)
+        else:
+            return None
+    name = getattr(bound.kernel, "__name__", None) or str(bound.kernel)
+    return mod.Launch(name, runner.function, list(bound.grid3), 32 * warps, shared, kinds,
+                      values)
