@@ -67,17 +67,21 @@ def per_call(fn, n=None):
     return (t1 - t0) / n * 1e6
 
 
-def wall_per_step(fn, n=200):
+def wall_per_step(fn, n=200, windows=5):
     """Wall time per call of n back-to-back calls, synchronised once at the end: what a training
-    loop sees (the host's cost or the GPU's, whichever is larger)."""
+    loop sees (the host's cost or the GPU's, whichever is larger). The median of `windows`
+    such windows, so that one window the host's scheduler interrupted does not decide it."""
     for _ in range(10):
         fn()
     torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
+    times = []
+    for _ in range(windows):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / n * 1e6)
+    return sorted(times)[len(times) // 2]
 
 
 def in_thread(fn):
@@ -195,7 +199,7 @@ def training_steps(compiled_rms):
             wall = {name: wall_per_step(fn) for name, fn in steps if name != "torch.compile"}
             say(f"8192x4096 {str(dtype)[6:]} fwd+bwd mt={multi}: do_bench us "
                 + ", ".join(f"{k} {v:.1f}" for k, v in timed.items())
-                + "; wall us per step of 200 back-to-back: "
+                + "; wall us per step of 200 back-to-back (median of 5): "
                 + ", ".join(f"{k} {v:.1f}" for k, v in wall.items())
                 + f"; wall ours/eager {wall['tritonlab'] / wall['eager F.rms_norm']:.2f}")
         torch.autograd.set_multithreading_enabled(True)

@@ -298,7 +298,9 @@ def test_rmsnorm_lean_eager_path_matches_the_custom_op(layout):
         x1.retain_grad(), x2.retain_grad()
     y1 = rn.rmsnorm(x1, g1)
     y2 = rn.rmsnorm_op.custom_op(x2, g2, 1e-6)[0]
-    assert y1.grad_fn is not None and type(y1.grad_fn).__name__.startswith("_EagerRMSNorm")
+    # the Python Function, or on a GPU after the signature's first step the native C++ node
+    assert y1.grad_fn is not None and y1.grad_fn.name() in ("_EagerRMSNormBackward",
+                                                            "TritonlabRMSNormBackward")
     torch.testing.assert_close(y1, y2, rtol=0, atol=0)
     dy = _x(*base.shape, seed=2)
     torch.autograd.backward(y1, dy)

@@ -10,7 +10,7 @@ compiled, through the driver's cuLaunchKernel, with no Python.
 (once per torch and Python version, cached under $TRITONLAB_CACHE_DIR or
 ~/.cache/tritonlab/native), or returns None where it cannot: TRITONLAB_NATIVE=0, no compiler,
 a failed build (`why()` says which). `launch(bound, args)` describes one of a plan's `Bound`
-launches for the module, or None where that launch is not one it can make (before its first
+launches for the module, or says why that launch is not one it can make (before its first
 call through Triton, a Triton other than 3.6, scratch buffers, clusters, cooperative or PDL
 launches, a profiler hook listening, argument types other than pointers, integers and fp32).
 """
@@ -132,25 +132,37 @@ def _load():
     return mod
 
 
+def listening():
+    """Whether a Triton launch hook (a profiler such as Proton) listens: calls then take the
+    Python path, whose launches Triton reports to it. Asked on every native call."""
+    knobs = _state.get("knobs")
+    return knobs is not None and any(
+        hook is not None and getattr(hook, "calls", True)  # Triton 3.6: a chain, empty or not
+        for hook in (knobs.launch_enter_hook, knobs.launch_exit_hook))
+
+
 _TYPES = {"i32": "i32", "i64": "i64", "fp32": "f32", "f32": "f32"}
 
 
 def launch(bound, args):
     """A `Launch` for `bound`'s kernel with positional `args` (Slot, SCALAR, int or float
-    each), or None where the module cannot make this launch (see the module's docstring)."""
+    each), or a string saying why the module cannot make this launch (see the module's
+    docstring)."""
     mod, runner = module(), bound.runner
-    if mod is None or type(runner) is not _launch._Direct or runner.inner is None:
-        return None
+    name = getattr(bound.kernel, "__name__", None) or str(bound.kernel)
+    if mod is None:
+        return f"no native module: {why()}"
+    if type(runner) is not _launch._Direct or runner.inner is None:
+        return f"{name}: not launched through Triton 3.6's C launcher ({type(runner).__name__})"
     cooperative, pdl = runner.flags[:2]
     warps, ctas, shared = runner.packed
-    knobs = runner.knobs
-    if (cooperative or pdl or ctas != 1 or knobs.launch_enter_hook is not None
-            or knobs.launch_exit_hook is not None):
-        return None
+    _state["knobs"] = runner.knobs
+    if cooperative or pdl or ctas != 1:
+        return f"{name}: a cooperative, PDL or cluster launch"
     signature = list(runner.compiled.src.signature.values())
     every = list(args) + list(bound.tail)
     if len(signature) != len(every):
-        return None
+        return f"{name}: {len(signature)} parameters, {len(every)} arguments"
     kinds, values = [], []
     for ty, arg in zip(signature, every):
         if ty == "constexpr":
@@ -165,7 +177,6 @@ def launch(bound, args):
         elif _TYPES.get(ty) in ("i32", "i64") and type(arg) is int:
             kinds.append(mod.KINDS[_TYPES[ty]]), values.append(arg)
         else:
-            return None
-    name = getattr(bound.kernel, "__name__", None) or str(bound.kernel)
+            return f"{name}: a parameter of type {ty} given {type(arg).__name__}"
     return mod.Launch(name, runner.function, list(bound.grid3), 32 * warps, shared, kinds,
                       values)

@@ -246,7 +246,9 @@ class _Plan:
         n_rows, n_cols = self.rows2d = (math.prod(x.shape[:-1]), x.shape[-1])
         self.rstd_dtype = stats_dtype(x)
         self.fwd = self.dot = self.bwd = self.dg_sum = None
-        self.native = None  # the native module's plan (`native_plan`): None until made
+        # the native module's plan (`native_plan`): None until made, False where it cannot
+        # be, and why not
+        self.native, self.native_why = None, ""
         if not (n_rows and n_cols):
             return
         acc, t = compute_dtype(x, tl), tuning_for("rmsnorm", x.get_device())
@@ -281,12 +283,14 @@ class _Plan:
         eager autograd path: None while some launch has not yet run through Triton (the
         first training step), False where the module cannot make them."""
         if self.bwd is None:
+            self.native_why = "no kernels (an empty input)"
             return False
         if any(b is not None and b.runner is None
                for b in (self.fwd, self.dot, self.bwd, self.dg_sum)):
             return None
         mod = _native.module()
         if mod is None:
+            self.native_why = f"no native module: {_native.why()}"
             return False
         s = {name: _native.Slot(i) for name, i in mod.slots()}
         (n_rows, n_cols), parts = self.rows2d, self.partial_shape[0]
@@ -303,7 +307,9 @@ class _Plan:
                                              s["partial"], n_rows, n_cols,
                                              self.rows_per_program))]
         dg_sum = _native.launch(self.dg_sum, (s["partial"], s["dg"], parts, n_cols))
-        if fwd is None or dg_sum is None or None in bwd:
+        refused = [r for r in (fwd, *bwd, dg_sum) if isinstance(r, str)]
+        if refused:
+            self.native_why = "; ".join(refused)
             return False
         mod.set_create_graph_backward(_create_graph_backward)
         return mod.RMSNormPlan(fwd, bwd, dg_sum, n_rows, list(self.partial_shape),
@@ -532,13 +538,15 @@ def _native_forward(x, g, eps):
     """y with the native module's C++ autograd node (kernels/_native.py), or None where this
     call takes the Python Function: before the signature's first training step has run
     through Triton, where the module or its launches cannot be made, under compiled autograd
-    (which traces Python nodes), with x on another device than the current one, or with
+    (which traces Python nodes), while a profiler listens to Triton's launches, with x on
+    another device than the current one, or with
     tensors the kernels were not compiled for (not 16-byte aligned, forward-mode AD)."""
     plan = _plan(x, g)
     native = plan.native
     if native is None:
         native = plan.native = plan.native_plan()
-    if not native or ops.compiled_autograd() or current_device() != x.device.index:
+    if (not native or ops.compiled_autograd() or current_device() != x.device.index
+            or _native.listening()):
         return None
     return _native.module().rmsnorm_forward(native, x, g, eps, raw_stream(x.device.index))
 
