@@ -5,7 +5,9 @@
 Times with triton.testing.do_bench (warm-up 25 ms, 100 ms of repetitions, L2 flushed, CUDA
 events; median with p20/p80) and do_bench_cudagraph (CUDA-graph replays: the GPU's time without
 Python launch overhead). GB/s counts the fewest bytes the op must move (each input read once,
-each output written once); TFLOP/s counts 2*M*N*K. Appends every row to the results ledger
+each output written once); TFLOP/s counts 2*M*N*K. Each memory-bound row also times a copy of
+the same byte count ("same bytes: copy"; for row_sum a read, x.sum()), the ceiling at that size
+under the same timing. Appends every row to the results ledger
 (docs/results/ledger.csv by default) as soon as its op is measured, so a cut-off run keeps what
 it measured; writes DIR/kernels.json with every repeat's median; prints the summary of
 benchmarks/ledger_report.py (ratios against torch in the same run, fraction of the ceiling).
@@ -53,6 +55,19 @@ def with_liger(impls, liger):
     return {**impls, "Liger": liger, "triton": mine}
 
 
+def same_bytes_copy(like, nbytes):
+    """A copy (read nbytes/2, write nbytes/2) of a contiguous buffer of like's dtype: the
+    ceiling at the op's own byte count, timed as the op is (benchmarks/probes/ceiling.py)."""
+    src = torch.empty(nbytes // 2 // like.element_size(), device=like.device, dtype=like.dtype)
+    return lambda: src.clone()
+
+
+def same_bytes_read(x):
+    """A read of all of x (torch's sum of every element): the ceiling of a reduction that
+    reads x once and writes next to nothing."""
+    return lambda: x.sum()
+
+
 def manual_gelu(t):
     return 0.5 * t * (1 + torch.tanh(0.7978845608028654 * (t + 0.044715 * t * t * t)))
 
@@ -81,12 +96,15 @@ def suites(quick):
         e = a.element_size()
         yield ("add", "2^28", dtype, {"torch eager": lambda: a + b,
                                      "torch.compile": lambda: comp("add", torch.add)(a, b),
-                                     "triton": lambda: ew.add(a, b)}, 3 * n * e, "GB/s")
+                                     "triton": lambda: ew.add(a, b),
+                                     "same bytes: copy": same_bytes_copy(a, 3 * n * e)},
+               3 * n * e, "GB/s")
         yield ("gelu", "2^28", dtype, {
             "torch eager": lambda: manual_gelu(a),
             "F.gelu": lambda: F.gelu(a, approximate="tanh"),
             "torch.compile": lambda: comp("gelu", lambda t: F.gelu(t, approximate="tanh"))(a),
-            "triton": lambda: ew.gelu(a)}, 2 * n * e, "GB/s")
+            "triton": lambda: ew.gelu(a), "same bytes: copy": same_bytes_copy(a, 2 * n * e)},
+            2 * n * e, "GB/s")
         shapes = [(8192, 4096)] if quick else [(8192, 4096), (32768, 1024), (4096, 16384),
                                                (1024, 65536)]
         for M, N in shapes:
@@ -95,12 +113,14 @@ def suites(quick):
             yield ("softmax", f"{M}x{N}", dtype, with_liger({
                 "torch eager": lambda: torch.softmax(x, -1),
                 "torch.compile": lambda: comp("softmax", lambda t: torch.softmax(t, -1))(x),
-                "triton": lambda: sm.softmax(x)}, lambda: LigerSoftmaxFunction.apply(x)),
-                2 * M * N * e, "GB/s")
+                "triton": lambda: sm.softmax(x),
+                "same bytes: copy": same_bytes_copy(x, 2 * M * N * e)},
+                lambda: LigerSoftmaxFunction.apply(x)), 2 * M * N * e, "GB/s")
             yield ("row_sum", f"{M}x{N}", dtype, {
                 "torch eager": lambda: x.sum(-1),
                 "torch.compile": lambda: comp("sum", lambda t: t.sum(-1))(x),
-                "triton": lambda: rowsum.row_sum(x)}, M * N * e, "GB/s")
+                "triton": lambda: rowsum.row_sum(x), "same bytes: read": same_bytes_read(x)},
+                M * N * e, "GB/s")
             xg = x.clone().requires_grad_()
             g = torch.ones(N, device=dev, dtype=dtype, requires_grad=True)
             dy = torch.randn_like(x)
@@ -108,13 +128,15 @@ def suites(quick):
                 "torch eager": lambda: rms_eager(x, g),
                 "F.rms_norm": lambda: F.rms_norm(x, (N,), g, 1e-6),
                 "torch.compile": lambda: comp("rms", rms_eager)(x, g),
-                "triton": lambda: rn.rmsnorm(x, g)}, lambda: liger_rms(x, g)),
-                2 * M * N * e, "GB/s")
+                "triton": lambda: rn.rmsnorm(x, g),
+                "same bytes: copy": same_bytes_copy(x, 2 * M * N * e)},
+                lambda: liger_rms(x, g)), 2 * M * N * e, "GB/s")
             yield ("rmsnorm fwd+bwd", f"{M}x{N}", dtype, with_liger({
                 "torch eager": fwd_bwd(rms_eager, xg, g, dy),
                 "torch.compile": fwd_bwd(comp("rms", rms_eager), xg, g, dy),
-                "triton": fwd_bwd(rn.rmsnorm, xg, g, dy)}, fwd_bwd(liger_rms, xg, g, dy)),
-                5 * M * N * e, "GB/s")
+                "triton": fwd_bwd(rn.rmsnorm, xg, g, dy),
+                "same bytes: copy": same_bytes_copy(x, 5 * M * N * e)},
+                fwd_bwd(liger_rms, xg, g, dy)), 5 * M * N * e, "GB/s")
     for dtype in (torch.bfloat16, torch.float16):
         for n in ((4096,) if quick else (1024, 4096, 8192)):
             a = torch.randn(n, n, device=dev, dtype=dtype)

@@ -35,6 +35,8 @@ from tritonlab.bench.export import read_ledger  # noqa: E402
 CEILING = {"GB/s": 4300.0, "TFLOP/s": 732.0}
 BASELINES = ("torch eager", "torch.compile")
 LIGER = ("Liger",)  # a baseline where the run measured it (benchmarks/kernels.py, docs/gpu.md)
+# the copy (or read) of the op's own byte count, timed as the op is: the ceiling at that size
+SAME_BYTES = ("same bytes: copy", "same bytes: read")
 BLOCK = re.compile(r"^(<!-- ledger (?P<args>[^\n]*?) -->\n)(?P<body>.*?)^(<!-- /ledger -->)$",
                    re.S | re.M)  # markers on lines of their own
 
@@ -45,6 +47,12 @@ def _us(ms):
 
 def _ratio(a, b):
     return "-" if a is None or b is None else f"{a / b:.2f}x"
+
+
+def _frac(ceiling, ours, key):
+    """ceiling's time over ours at `key`: the fraction of the ceiling's rate we reach."""
+    a, b = ceiling.get(key), ours.get(key)
+    return "-" if a is None or b is None else f"{a / b:.2f}"
 
 
 def _groups(rows):
@@ -70,6 +78,9 @@ def summary(rows, impl="triton"):
     baselines = BASELINES + (LIGER if any(LIGER[0] in g for g in groups.values()) else ())
     short = {"torch eager": "eager", "torch.compile": "compile", "Liger": "Liger"}
     head = ([f"vs {b}" for b in baselines] + [f"vs {short[b]}, graph" for b in baselines])
+    same = any(k in g for g in groups.values() for k in SAME_BYTES)
+    if same:  # our time as a fraction of the same-size copy's: do_bench (graph)
+        head.append("of same-bytes copy (graph)")
     lines = ["| op | shape | dtype | triton us (graph) | rate | of ceiling | " + " | ".join(head)
              + " |", "|---|---|---|---|---|---|" + "---|" * len(head)]
     for (_, op, shape, dtype), impls in groups.items():
@@ -79,6 +90,10 @@ def summary(rows, impl="triton"):
         base = [impls.get(b) or {} for b in baselines]
         ratios = ([_ratio(b.get("median_ms"), ours["median_ms"]) for b in base]
                   + [_ratio(b.get("graph_ms"), ours["graph_ms"]) for b in base])
+        if same:
+            c = next((impls[k] for k in SAME_BYTES if k in impls), None)
+            ratios.append("-" if c is None else f"{_frac(c, ours, 'median_ms')} "
+                          f"({_frac(c, ours, 'graph_ms')})")
         lines.append(f"| {op} | {shape} | {dtype} | {_us(ours['median_ms'])} "
                      f"({_us(ours['graph_ms'])}) | {ours['rate']:.0f} {ours['unit']} | "
                      f"{ours['rate'] / CEILING[ours['unit']]:.2f} | " + " | ".join(ratios) + " |")

@@ -254,3 +254,18 @@ def test_ledger_summary_adds_liger_columns_only_where_the_run_has_liger(tmp_path
     assert table[0].endswith("| vs torch eager | vs torch.compile | vs Liger | vs eager, graph "
                              "| vs compile, graph | vs Liger, graph |")
     assert table[1].count("---") == 12 and " 1.60x " in table[2]
+
+
+def test_ledger_summary_gives_the_fraction_of_the_same_bytes_copy(tmp_path):
+    report = _ledger_report()
+    path = tmp_path / "ledger.csv"
+    rows = ledger_rows(["torch eager", "same bytes: copy", "triton"])
+    rows[0]["median_ms"] = 1.0  # eager: no graph time
+    rows[1]["median_ms"], rows[1]["graph_ms"] = 0.45, 0.36  # the copy of the op's bytes
+    rows[2]["median_ms"], rows[2]["graph_ms"] = 0.5, 0.4  # ours: 0.9 of the copy
+    bench.append_ledger(path, rows, {**LEDGER_META, "run": "same"})
+    table = report.summary(bench.read_ledger(path, run="same")).splitlines()
+    assert table[0].endswith("| of same-bytes copy (graph) |")
+    assert table[2].endswith("| 0.90 (0.90) |") and table[1].count("---") == 11
+    plain = report.summary(bench.read_ledger(path, run="same"), impl="torch eager")
+    assert plain.splitlines()[2].endswith("| 0.45 (-) |")  # the copy over eager's 1.0 ms

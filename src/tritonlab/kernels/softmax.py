@@ -46,7 +46,9 @@ def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE:
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=float("-inf")).to(ACC)  # read N
     x = x - tl.max(x, axis=0)
     num = tl.exp(x)
-    tl.store(y_ptr + row * y_row_stride + cols, num / tl.sum(num, axis=0), mask=mask)  # write N
+    # one reciprocal per row, not a division per element (docs/decisions.md#softmax-sfu)
+    tl.store(y_ptr + row * y_row_stride + cols, num * (1.0 / tl.sum(num, axis=0)),
+             mask=mask)  # write N
 
 
 @triton.jit
@@ -59,7 +61,7 @@ def softmax_rows_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride
                 other=float("-inf")).to(ACC)  # read ROWS * N
     x = x - tl.max(x, axis=1, keep_dims=True)
     num = tl.exp(x)
-    y = num / tl.sum(num, axis=1, keep_dims=True)
+    y = num * (1.0 / tl.sum(num, axis=1, keep_dims=True))
     tl.store(y_ptr + rows[:, None] * y_row_stride + cols[None, :], y, mask=mask)  # write ROWS * N
 
 
@@ -78,16 +80,20 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
         # a NaN sticks (torch's row is all NaN): max.f32 alone would drop it
         m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
         never = m_new == float("-inf")  # nothing finite seen yet: keep exp out of -inf - -inf
-        s = tl.where(never, 0.0, s * tl.exp(m - m_new) + tl.exp(x - m_new))
+        # one exp per element: exp(-|x - m|) rescales the sum where x is the new max and is
+        # x's own term where it is not (a NaN x makes d NaN, which sticks in s)
+        d = tl.exp(tl.minimum(m, x) - m_new)
+        s = tl.where(never, 0.0, tl.where(x > m, s * d + 1.0, s + d))
         m = m_new
     m_row = tl.max(m, axis=0)
     s_row = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_row)), axis=0)
+    r_row = 1.0 / s_row
     for start in range(0, n_cols, BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=float("-inf"),
                     eviction_policy="evict_first").to(ACC)  # read N again: its last use
-        tl.store(y_ptr + row * y_row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask,
+        tl.store(y_ptr + row * y_row_stride + cols, tl.exp(x - m_row) * r_row, mask=mask,
                  cache_modifier=".cs")  # write N, streamed past L2's kept rows
 
 
@@ -133,13 +139,13 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
     # a chunk of -inf only (m -inf, s 0) adds nothing; one whose only other values are NaN
     # (m -inf after max.f32 drops the NaN, s NaN) must still make the row NaN
     empty = (mj == float("-inf")) & (sj == 0.0)
-    s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
+    r_row = 1.0 / tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
     x_row = x_ptr + row * row_stride
     for start in range(c * chunk, tl.minimum(c * chunk + chunk, n_cols), BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(ACC)  # read N again
-        tl.store(y_ptr + row * row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask)
+        tl.store(y_ptr + row * row_stride + cols, tl.exp(x - m_row) * r_row, mask=mask)
 
 
 @triton.jit
@@ -158,7 +164,8 @@ def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, r
                 eviction_policy="evict_first").to(ACC)  # read N, once
     m = tl.max(x, axis=0)
     # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
-    # which sticks where max.f32 dropped it from m
+    # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
+    # exp per element, is 20 % slower: docs/decisions.md#softmax-sfu)
     s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
     slot = stats_ptr + (row * pieces + p) * 2
     tl.store(slot, m)
