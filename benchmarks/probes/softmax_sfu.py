@@ -7,6 +7,8 @@ and fp32; the 16-bit long rows also by the new exchange over block and warps. Ea
 against a float64 softmax, then timed by CUDA-graph replays and by do_bench (L2 flushed),
 three interleaved repeats (median).
 Decides: docs/decisions.md#softmax-sfu."""
+import sys
+
 from _common import do_bench, dtype_name, torch, triton
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import softmax as sm
@@ -64,9 +66,9 @@ def default_plan(x):
     return kind, block, t.exchange_warps
 
 
-def main():
+def main(shapes=SHAPES):
     summary = []
-    for M, N in SHAPES:
+    for M, N in shapes:
         for dtype in (torch.bfloat16, torch.float32):
             x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
             y = torch.empty_like(x)
@@ -88,6 +90,11 @@ def main():
             if LigerSoftmaxFunction is not None:
                 impls.append(("Liger", lambda: LigerSoftmaxFunction.apply(x),
                               lambda: check(LigerSoftmaxFunction.apply(x))))
+            if N >= 32768 and dtype != torch.float32:  # 16-bit long rows: online blocks, warps
+                for b in (4096, 8192, 16384):
+                    for w in (8, 16, 32):
+                        impls.append((f"new online {b} w{w}", launcher(sm, "online", x, y, b, w),
+                                      check))
             if N > 32768 and dtype != torch.float32:  # the new exchange for 16-bit long rows
                 for b in (8192, 16384, 32768):
                     for w in (4, 8, 16):
@@ -127,5 +134,5 @@ def main():
     print("\n".join(summary))
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # softmax_sfu.py [MxN ...]: these shapes only
+    main([tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or SHAPES)
