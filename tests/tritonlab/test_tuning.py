@@ -60,6 +60,9 @@ def test_hopper_rules_give_the_measured_choices():
     t = tuning.TUNINGS["rmsnorm"][9]
     assert rn._bwd_warps(16384, 4, t) == 32 and rn._bwd_warps(16384, 2, t) == 16
     assert rn._bwd_warps(256, 2, t) == 4 and rn._bwd_warps(32768, 4, t) == 32
+    # holding the next row too: twice the warps, still at most bwd_max_warps
+    assert rn._bwd_warps(4096, 2, t, prefetch=True) == 8
+    assert rn._bwd_warps(16384, 4, t, prefetch=True) == 32
     assert min(t.bwd_max_per_sm, t.bwd_cols_per_sm // 1024) == 4
     assert min(t.bwd_max_per_sm, t.bwd_cols_per_sm // 16384) == 0  # clamped to 1 per SM
     m = tuning.TUNINGS["matmul"][9]

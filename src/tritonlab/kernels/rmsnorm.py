@@ -58,17 +58,32 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK_SIZE: t
 
 @triton.jit
 def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
-                       rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr):
+                       rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
+                       PREFETCH: tl.constexpr = False):
+    # PREFETCH: the next row's x and dy are loaded before this row is reduced and written, two
+    # rows in flight per program (docs/decisions.md#rmsnorm-backward-prefetch)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
     dg = tl.zeros([BLOCK_SIZE], dtype=ACC)  # this program's share of dg, in registers
+    first = pid.to(tl.int64) * rows_per_program
+    if PREFETCH:
+        mask = col_mask & (first < n_rows)
+        x_next = tl.load(x_ptr + first * n_cols + cols, mask=mask, other=0.0)
+        dy_next = tl.load(dy_ptr + first * n_cols + cols, mask=mask, other=0.0)
     for i in range(0, rows_per_program):
-        row = pid.to(tl.int64) * rows_per_program + i
+        row = first + i
         mask = col_mask & (row < n_rows)
-        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
-        dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
+        if PREFETCH:
+            x = x_next.to(ACC)  # read N, one row ahead
+            dy = dy_next.to(ACC)
+            ahead = col_mask & (row + 1 < n_rows) & (i + 1 < rows_per_program)
+            x_next = tl.load(x_ptr + (row + 1) * n_cols + cols, mask=ahead, other=0.0)
+            dy_next = tl.load(dy_ptr + (row + 1) * n_cols + cols, mask=ahead, other=0.0)
+        else:
+            x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
+            dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
         rstd = tl.load(rstd_ptr + row, mask=row < n_rows, other=0.0).to(ACC)  # read 1
         dyg = dy * g
         dot = tl.sum(dyg * x, axis=0)
@@ -214,11 +229,12 @@ def _programs_for(n_rows, n_cols, x, t):
     return max(1, min(n_rows, t.simulator_programs))
 
 
-def _bwd_warps(block, element_size, t):
+def _bwd_warps(block, element_size, t, prefetch=False):
     """Warps for the backward, which keeps x, dy, g and the dg accumulator of a whole row in
-    registers: enough that they do not spill, no more (more warps cost time)."""
+    registers: enough that they do not spill, no more (more warps cost time); twice as many
+    where it holds the next row's x and dy too."""
     warps = block * element_size // t.bwd_bytes_per_warp
-    return min(t.bwd_max_warps, max(t.bwd_min_warps, warps))
+    return min(t.bwd_max_warps, max(t.bwd_min_warps, warps) * (2 if prefetch else 1))
 
 
 def _tiled_rows(n_rows, n_cols, block_m, block_n, x, t):
@@ -272,8 +288,10 @@ class _Plan:
             rows = rows_per_program or triton.cdiv(n_rows, _programs_for(n_rows, n_cols, x, t))
             grid = (triton.cdiv(n_rows, rows),)
             block = triton.next_power_of_2(n_cols)
+            prefetch = block * x.element_size() <= t.bwd_prefetch_bytes
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
-                             num_warps=_bwd_warps(block, x.element_size(), t))
+                             PREFETCH=prefetch,
+                             num_warps=_bwd_warps(block, x.element_size(), t, prefetch))
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
                             BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)

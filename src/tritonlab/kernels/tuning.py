@@ -45,6 +45,9 @@ class RMSNormTuning:
     bwd_bytes_per_warp: int
     bwd_min_warps: int
     bwd_max_warps: int
+    # rows of at most this many bytes load the next row before reducing this one, with twice
+    # the warps (docs/decisions.md#rmsnorm-backward-prefetch)
+    bwd_prefetch_bytes: int
     simulator_programs: int  # programs of either backward where there are no SMs
 
 
@@ -119,7 +122,7 @@ TUNINGS = {
         wide_warps=16,
         tile_m=4, tile_n=1024, tile_warps=4, tiled_bytes_per_sm=8, bwd_cols_per_sm=8192,
         bwd_max_per_sm=4, bwd_bytes_per_warp=2048, bwd_min_warps=4, bwd_max_warps=32,
-        simulator_programs=8)},
+        bwd_prefetch_bytes=8192, simulator_programs=8)},
     "matmul": {9: MatmulTuning(
         configs=((64, 64, 32, 4, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4),
                  (128, 64, 64, 4, 4), (128, 256, 64, 8, 3), (128, 256, 64, 8, 4),

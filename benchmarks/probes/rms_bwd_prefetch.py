@@ -1,0 +1,93 @@
+"""Probe: the whole-row RMSNorm backward (a program per few SMs' worth of rows, a loop over its
+rows) with the next row's x and dy loaded before the current row is reduced and written
+(PREFETCH: two rows in flight per program), and with Triton's num_stages on the loop,
+against the kernel without, over programs per SM and warps, at 8192x4096 and 32768x1024
+(bf16, fp32) and 4096x16384 bf16; the backward kernel plus the dg sum, checked against
+the kernel without, timed by CUDA-graph replays and do_bench (median of 3 interleaved).
+Decides: docs/decisions.md#rmsnorm-backward-prefetch."""
+from _common import do_bench, dtype_name, tl, torch, triton
+from tritonlab.kernels import rmsnorm as rn
+
+
+def launcher(prefetch, x, g, rstd, dy, dx, dg, per_sm, warps, stages):
+    M, N = x.shape
+    block = triton.next_power_of_2(N)
+    programs = min(M, per_sm * torch.cuda.get_device_properties(0).multi_processor_count)
+    rows = triton.cdiv(M, programs)
+    programs = triton.cdiv(M, rows)
+    partial = torch.empty(programs, N, device="cuda", dtype=torch.float32)
+
+    def run():
+        rn.rmsnorm_bwd_kernel[(programs,)](x, g, rstd, dy, dx, partial, M, N, rows,
+                                           BLOCK_SIZE=block, ACC=tl.float32, PREFETCH=prefetch,
+                                           num_warps=warps, num_stages=stages)
+        rn.rmsnorm_dg_sum_kernel[(triton.cdiv(N, rn.DG_BLOCK_N),)](
+            partial, dg, programs, N, BLOCK_P=rn.DG_BLOCK_P, BLOCK_N=rn.DG_BLOCK_N,
+            ACC=tl.float32)
+    return run
+
+
+def main():
+    summary = []
+    for (M, N), dtype in (((8192, 4096), torch.bfloat16), ((8192, 4096), torch.float32),
+                          ((32768, 1024), torch.bfloat16), ((32768, 1024), torch.float32),
+                          ((4096, 16384), torch.bfloat16)):
+        x = torch.randn(M, N, device="cuda", dtype=dtype)
+        g = torch.randn(N, device="cuda", dtype=dtype)
+        dy = torch.randn_like(x)
+        rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
+        dx, dg = torch.empty_like(x), torch.empty_like(g)
+        ref_dx, ref_dg = torch.empty_like(x), torch.empty_like(g)
+        base_warps = min(32, max(4, triton.next_power_of_2(N) * x.element_size() // 2048))
+        base_per_sm = min(4, max(1, 8192 // N))
+        launcher(False, x, g, rstd, dy, ref_dx, ref_dg, base_per_sm,
+                 base_warps, 1)()
+
+        def check():
+            tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+            torch.testing.assert_close(dx.float(), ref_dx.float(), rtol=tol, atol=tol)
+            torch.testing.assert_close(dg.float(), ref_dg.float(), rtol=tol, atol=tol * 10)
+        impls = [(f"today {base_per_sm}/SM w{base_warps}",
+                  launcher(False, x, g, rstd, dy, dx, dg, base_per_sm,
+                           base_warps, 1))]
+        for per_sm in (1, 2, 4):
+            for warps in sorted({base_warps, 2 * base_warps, 8}):
+                if warps > 32:
+                    continue
+                impls.append((f"prefetch {per_sm}/SM w{warps}",
+                              launcher(True, x, g, rstd, dy, dx, dg, per_sm,
+                                       warps, 1)))
+            for stages in (2, 3):
+                impls.append((f"today {per_sm}/SM w{base_warps} s{stages}",
+                              launcher(False, x, g, rstd, dy, dx, dg, per_sm,
+                                       base_warps, stages)))
+        rows = []
+        for label, fn in impls:
+            try:
+                dx.zero_()
+                fn()
+                check()
+                gr = triton.testing.do_bench_cudagraph(fn, rep=30) * 1e3
+            except Exception as e:  # noqa: BLE001 - a variant may not compile, fit or agree
+                print(f"  {label}: {type(e).__name__} {str(e)[:120]}", flush=True)
+                continue
+            rows.append([label, fn, gr, []])
+        for _ in range(3):
+            for r in rows:
+                r[3].append(do_bench(r[1]) * 1e3)
+        nbytes = 3 * M * N * x.element_size()
+        name = f"{M}x{N} {dtype_name(dtype)}"
+        rows.sort(key=lambda r: r[2])
+        for label, _, gr, cold in rows[:8]:
+            c = sorted(cold)[1]
+            print(f"rms bwd {name:<18} {label:<22} graph {gr:7.1f} us {nbytes / gr / 1e3:6.0f} "
+                  f"GB/s  do_bench {c:7.1f} us {nbytes / c / 1e3:6.0f} GB/s", flush=True)
+        today = rows[[r[0] for r in rows].index(impls[0][0])]
+        summary.append(f"{name:<18} best (graph) {rows[0][0]} {rows[0][2]:.1f} us, "
+                       f"{today[2] / rows[0][2]:.3f}x today ({today[2]:.1f} us)")
+    print("\nsummary (backward + dg sum, 3*MN bytes):")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()
