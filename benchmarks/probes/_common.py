@@ -32,6 +32,43 @@ def variant(label, fn, check=None, graph=True):
         return float("inf"), label, f"{type(e).__name__} {str(e)[:80]}".strip()
 
 
+def interleaved(impls, repeats=3):
+    """[label, fn, check's text, graph us, do_bench us] for each (label, fn, check or None) of
+    `impls` that runs and passes its check: CUDA-graph replays, then the median of `repeats`
+    do_bench medians taken in turn across the variants (the host's drift spread over all);
+    a variant that fails is printed and left out."""
+    rows = []
+    for label, fn, check in impls:
+        try:
+            fn()
+            err = check() if check else ""
+            graph = triton.testing.do_bench_cudagraph(fn, rep=30) * 1e3
+        except Exception as e:  # noqa: BLE001 - a variant may not compile, fit, run or agree
+            print(f"  {label}: {type(e).__name__} {str(e)[:120]}", flush=True)
+            continue
+        rows.append([label, fn, err, graph, []])
+    for _ in range(repeats):
+        for r in rows:
+            r[4].append(do_bench(r[1]) * 1e3)
+    for r in rows:
+        r[4] = sorted(r[4])[len(r[4]) // 2]
+    return rows
+
+
+def softmax_check(x, y):
+    """check(out=None): the relative max error of out (default y) against a float64 softmax of
+    x over its last dimension, as text; raises past bf16's or fp32's tolerance."""
+    want = torch.softmax(x.double(), -1)
+    tol = 1e-5 if x.dtype == torch.float32 else 2e-2
+
+    def check(out=None):
+        got = (y if out is None else out).double()
+        err = ((got - want).abs().max() / want.abs().max()).item()
+        assert err < tol, err
+        return f"{err:.1e}"
+    return check
+
+
 def report(kind, name, rows, nbytes, best=6):
     """The `best` fastest of (us, label, err) rows, then the register-kernel rows among the
     rest; GB/s = nbytes / (us * 1e-6) / 1e9 = nbytes / us / 1e3."""

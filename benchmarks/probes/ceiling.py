@@ -5,7 +5,7 @@ costs at that size: a copy (read B/2, write B/2: torch's copy_ and clone, and a 
 over block and warps) and a read (read B: torch's sum of all elements, and a Triton read that
 stores one partial sum per program). Three interleaved repeats, medians.
 Decides: docs/decisions.md#same-size-ceiling."""
-from _common import do_bench, dtype_name, tl, torch, triton
+from _common import dtype_name, interleaved, tl, torch, triton
 
 SHAPES = (((8192, 4096), torch.bfloat16), ((4096, 16384), torch.bfloat16),
           ((32768, 1024), torch.bfloat16), ((1024, 65536), torch.bfloat16),
@@ -25,24 +25,6 @@ def read_kernel(x_ptr, part_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
     tl.store(part_ptr + tl.program_id(0), tl.sum(x, axis=0))
-
-
-def timed(rows):
-    """rows of [label, fn, nbytes]: each run once, then its graph time and 3 interleaved
-    do_bench medians appended."""
-    kept = []
-    for label, fn, nbytes in rows:
-        try:
-            fn()
-            g = triton.testing.do_bench_cudagraph(fn, rep=30) * 1e3
-        except Exception as e:  # noqa: BLE001 - a configuration may not compile
-            print(f"  {label}: {type(e).__name__} {str(e)[:100]}", flush=True)
-            continue
-        kept.append([label, fn, nbytes, g, []])
-    for _ in range(3):
-        for r in kept:
-            r[4].append(do_bench(r[1]) * 1e3)
-    return kept
 
 
 def main():
@@ -67,11 +49,11 @@ def main():
                                  x, p, n, BLOCK=b, num_warps=w), n * e])
         name = f"{M}x{N} {dtype_name(dtype)}"
         best = {}
-        kept = timed(rows)
+        nbytes = {label: n for label, _, n in rows}
+        kept = interleaved([(label, fn, None) for label, fn, _ in rows])
         assert torch.equal(y, x)  # the copies copied
-        for label, _, nbytes, g, cold in kept:
-            c = sorted(cold)[1]
-            rate, grate = nbytes / c / 1e3, nbytes / g / 1e3
+        for label, _, _, g, c in kept:
+            rate, grate = nbytes[label] / c / 1e3, nbytes[label] / g / 1e3
             print(f"ceiling {name:<18} {label:<24} do_bench {c:7.1f} us {rate:6.0f} GB/s  "
                   f"graph {g:7.1f} us {grate:6.0f} GB/s", flush=True)
             kind = label.split(":")[0]

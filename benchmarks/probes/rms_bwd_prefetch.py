@@ -5,7 +5,7 @@ against the kernel without, over programs per SM and warps, at 8192x4096 and 327
 (bf16, fp32) and 4096x16384 bf16; the backward kernel plus the dg sum, checked against
 the kernel without, timed by CUDA-graph replays and do_bench (median of 3 interleaved).
 Decides: docs/decisions.md#rmsnorm-backward-prefetch."""
-from _common import do_bench, dtype_name, tl, torch, triton
+from _common import dtype_name, interleaved, tl, torch, triton
 from tritonlab.kernels import rmsnorm as rn
 
 
@@ -47,6 +47,7 @@ def main():
             tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
             torch.testing.assert_close(dx.float(), ref_dx.float(), rtol=tol, atol=tol)
             torch.testing.assert_close(dg.float(), ref_dg.float(), rtol=tol, atol=tol * 10)
+            dx.zero_()  # the next variant's check sees its own output
         impls = [(f"today {base_per_sm}/SM w{base_warps}",
                   launcher(False, x, g, rstd, dy, dx, dg, base_per_sm,
                            base_warps, 1))]
@@ -61,30 +62,16 @@ def main():
                 impls.append((f"today {per_sm}/SM w{base_warps} s{stages}",
                               launcher(False, x, g, rstd, dy, dx, dg, per_sm,
                                        base_warps, stages)))
-        rows = []
-        for label, fn in impls:
-            try:
-                dx.zero_()
-                fn()
-                check()
-                gr = triton.testing.do_bench_cudagraph(fn, rep=30) * 1e3
-            except Exception as e:  # noqa: BLE001 - a variant may not compile, fit or agree
-                print(f"  {label}: {type(e).__name__} {str(e)[:120]}", flush=True)
-                continue
-            rows.append([label, fn, gr, []])
-        for _ in range(3):
-            for r in rows:
-                r[3].append(do_bench(r[1]) * 1e3)
+        rows = interleaved([(label, fn, check) for label, fn in impls])
         nbytes = 3 * M * N * x.element_size()
         name = f"{M}x{N} {dtype_name(dtype)}"
-        rows.sort(key=lambda r: r[2])
-        for label, _, gr, cold in rows[:8]:
-            c = sorted(cold)[1]
+        rows.sort(key=lambda r: r[3])
+        for label, _, _, gr, c in rows[:8]:
             print(f"rms bwd {name:<18} {label:<22} graph {gr:7.1f} us {nbytes / gr / 1e3:6.0f} "
                   f"GB/s  do_bench {c:7.1f} us {nbytes / c / 1e3:6.0f} GB/s", flush=True)
         today = rows[[r[0] for r in rows].index(impls[0][0])]
-        summary.append(f"{name:<18} best (graph) {rows[0][0]} {rows[0][2]:.1f} us, "
-                       f"{today[2] / rows[0][2]:.3f}x today ({today[2]:.1f} us)")
+        summary.append(f"{name:<18} best (graph) {rows[0][0]} {rows[0][3]:.1f} us, "
+                       f"{today[3] / rows[0][3]:.3f}x today ({today[3]:.1f} us)")
     print("\nsummary (backward + dg sum, 3*MN bytes):")
     print("\n".join(summary))
 

@@ -8,7 +8,7 @@ float64 softmax first, then timed by CUDA-graph replays (the GPU's time) and by 
 (L2 flushed before each call).
 Decides: docs/decisions.md#softmax-exchange (which rows take the exchange, its block and
 warps)."""
-from _common import do_bench, dtype_name, report, torch, triton, variant
+from _common import do_bench, dtype_name, report, softmax_check, torch, triton, variant
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import softmax as sm
 
@@ -18,12 +18,15 @@ except ImportError:
     LigerSoftmaxFunction = None
 
 
-def exchange(x, y, block, warps):
+def exchange(x, y, block, warps, kernel=None):
+    """A launch of the exchange kernel (`kernel`: a variant of it with the same signature) over
+    x into y in pieces of `block` columns."""
+    kernel = kernel or sm.softmax_exchange_kernel
     n_rows, n_cols = x.shape
     pieces = triton.cdiv(n_cols, block)
     stats = torch.empty(n_rows, pieces, 2, device=x.device)
     sync = torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32)
-    return lambda: sm.softmax_exchange_kernel[(n_rows * pieces,)](
+    return lambda: kernel[(n_rows * pieces,)](
         x, y, stats, sync, n_rows, n_cols, n_cols, pieces, BLOCK_SIZE=block,
         PIECES=triton.next_power_of_2(pieces), ACC=sm.tl.float32, num_warps=warps)
 
@@ -40,13 +43,7 @@ def main():
         for dtype in (torch.bfloat16, torch.float32):
             x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
             y = torch.empty_like(x)
-            want = torch.softmax(x.double(), -1)
-
-            def check(out=None):
-                got = (y if out is None else out).double()
-                err = ((got - want).abs().max() / want.abs().max()).item()
-                assert err < (2e-2 if dtype == torch.bfloat16 else 1e-5), err
-                return f"{err:.1e}"
+            check = softmax_check(x, y)
             impls = [("default (sm.softmax)", lambda: sm.softmax(x), lambda: check(sm.softmax(x))),
                      ("torch.softmax", lambda: torch.softmax(x, -1), None)]
             if LigerSoftmaxFunction is not None:

@@ -5,7 +5,8 @@ today's exchange and the default (online) kernel, over block and warps, at 2048x
 1024x65536 and 256x262144 in bf16 and fp16; checked against a float64 softmax, then timed by
 CUDA-graph replays and do_bench (L2 flushed; median of 3 interleaved).
 Decides: docs/decisions.md#softmax-exchange (16-bit rows)."""
-from _common import do_bench, dtype_name, tl, torch, triton
+from _common import dtype_name, interleaved, softmax_check, tl, torch, triton
+from softmax_exchange import exchange
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import softmax as sm
 
@@ -42,64 +43,39 @@ def exchange16_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_str
     _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
 
 
-def exchange(kernel, x, y, block, warps):
-    n_rows, n_cols = x.shape
-    pieces = triton.cdiv(n_cols, block)
-    stats = torch.empty(n_rows, pieces, 2, device=x.device)
-    sync = torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32)
-    return lambda: kernel[(n_rows * pieces,)](
-        x, y, stats, sync, n_rows, n_cols, n_cols, pieces, BLOCK_SIZE=block,
-        PIECES=triton.next_power_of_2(pieces), ACC=tl.float32, num_warps=warps)
-
-
 def main():
     summary = []
     for M, N in ((2048, 32768), (1024, 65536), (256, 262144)):
         for dtype in (torch.bfloat16, torch.float16):
             x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
             y = torch.empty_like(x)
-            want = torch.softmax(x.double(), -1)
+            compare = softmax_check(x, y)
 
-            def check(out=None):
-                got = (y if out is None else out).double()
-                err = ((got - want).abs().max() / want.abs().max()).item()
-                assert err < 2e-2, err
-                return f"{err:.1e}"
-            impls = [("default", lambda: sm.softmax(x), lambda: check(sm.softmax(x)))]
+            def check():  # and clear y, so that the next variant's check sees its own output
+                err = compare()
+                y.zero_()
+                return err
+            impls = [("default", lambda: sm.softmax(x), lambda: compare(sm.softmax(x)))]
             for block in (8192, 16384, 32768):
                 for warps in (4, 8, 16, 32):
                     pieces = triton.cdiv(N, block)
                     if block > N or pieces > _exchange.max_pieces(x) or pieces < 2:
                         continue
                     impls.append((f"keep16 {block} w{warps}",
-                                  exchange(exchange16_kernel, x, y, block, warps), check))
+                                  exchange(x, y, block, warps, exchange16_kernel), check))
                     if warps in (8, 16):
                         impls.append((f"today {block} w{warps}",
-                                      exchange(sm.softmax_exchange_kernel, x, y, block, warps),
+                                      exchange(x, y, block, warps),
                                       check))
-            rows = []
-            for label, fn, chk in impls:
-                try:
-                    y.zero_()
-                    fn()
-                    err = chk()
-                    g = triton.testing.do_bench_cudagraph(fn, rep=30) * 1e3
-                except Exception as e:  # noqa: BLE001 - a variant may not compile or fit
-                    print(f"  {label}: {type(e).__name__} {str(e)[:100]}", flush=True)
-                    continue
-                rows.append([label, fn, err, g, []])
-            for _ in range(3):
-                for r in rows:
-                    r[4].append(do_bench(r[1]) * 1e3)
+            rows = interleaved(impls)
             nbytes = 2 * M * N * x.element_size()
             name = f"{M}x{N} {dtype_name(dtype)}"
-            rows.sort(key=lambda r: sorted(r[4])[1])
-            for label, _, err, g, cold in rows[:8]:
-                c = sorted(cold)[1]
+            rows.sort(key=lambda r: r[4])
+            for label, _, err, g, c in rows[:8]:
                 print(f"softmax {name:<18} {label:<18} do_bench {c:8.1f} us "
                       f"{nbytes / c / 1e3:6.0f} GB/s  graph {g:8.1f} us "
                       f"{nbytes / g / 1e3:6.0f} GB/s  err {err}", flush=True)
-            by = {r[0]: sorted(r[4])[1] for r in rows}
+            by = {r[0]: r[4] for r in rows}
             best = rows[0]
             summary.append(f"{name:<18} best {best[0]} {nbytes / by[best[0]] / 1e3:5.0f} GB/s "
                            f"({by['default'] / by[best[0]]:.3f}x default "

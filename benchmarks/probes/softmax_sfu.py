@@ -9,7 +9,8 @@ three interleaved repeats (median).
 Decides: docs/decisions.md#softmax-sfu."""
 import sys
 
-from _common import do_bench, dtype_name, torch, triton
+from _common import dtype_name, interleaved, softmax_check, torch, triton
+from softmax_exchange import exchange
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import softmax as sm
 from tritonlab.kernels._checks import num_warps_for
@@ -42,12 +43,7 @@ def launcher(mod, kind, x, y, block, warps):
     if kind == "online":
         return lambda: mod.softmax_online_kernel[(M,)](x, y, N, N, N, BLOCK_SIZE=block,
                                                        ACC=acc, num_warps=warps)
-    pieces = triton.cdiv(N, block)
-    stats = torch.empty(M, pieces, 2, device=x.device)
-    sync = torch.zeros(2 * M, device=x.device, dtype=torch.int32)
-    return lambda: mod.softmax_exchange_kernel[(M * pieces,)](
-        x, y, stats, sync, M, N, N, pieces, BLOCK_SIZE=block,
-        PIECES=triton.next_power_of_2(pieces), ACC=acc, num_warps=warps)
+    return exchange(x, y, block, warps, mod.softmax_exchange_kernel)
 
 
 def default_plan(x):
@@ -72,13 +68,7 @@ def main(shapes=SHAPES):
         for dtype in (torch.bfloat16, torch.float32):
             x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
             y = torch.empty_like(x)
-            want = torch.softmax(x.double(), -1)
-
-            def check(out=None):
-                got = (y if out is None else out).double()
-                err = ((got - want).abs().max() / want.abs().max()).item()
-                assert err < (2e-2 if dtype == torch.bfloat16 else 1e-5), err
-                return f"{err:.1e}"
+            check = softmax_check(x, y)
             kind, block, warps = default_plan(x)
             impls = [("new default", lambda: sm.softmax(x), lambda: check(sm.softmax(x))),
                      (f"new {kind} {block} w{warps}", launcher(sm, kind, x, y, block, warps),
@@ -102,27 +92,14 @@ def main(shapes=SHAPES):
                         if 2 <= pieces <= _exchange.max_pieces(x):
                             impls.append((f"new exchange {b} w{w}",
                                           launcher(sm, "exchange", x, y, b, w), check))
-            rows = []
-            for label, fn, chk in impls:
-                try:
-                    fn()
-                    err = chk() if chk else ""
-                    g = triton.testing.do_bench_cudagraph(fn, rep=30) * 1e3
-                except Exception as e:  # noqa: BLE001 - a variant may not compile or fit
-                    print(f"  {label}: {type(e).__name__} {str(e)[:100]}", flush=True)
-                    continue
-                rows.append([label, fn, err, g, []])
-            for _ in range(3):
-                for r in rows:
-                    r[4].append(do_bench(r[1]) * 1e3)
+            rows = interleaved(impls)
             nbytes = 2 * M * N * x.element_size()
             name = f"{M}x{N} {dtype_name(dtype)}"
-            for label, _, err, g, cold in sorted(rows, key=lambda r: sorted(r[4])[1]):
-                c = sorted(cold)[1]
+            for label, _, err, g, c in sorted(rows, key=lambda r: r[4]):
                 print(f"softmax {name:<18} {label:<26} do_bench {c:8.1f} us "
                       f"{nbytes / c / 1e3:6.0f} GB/s  graph {g:8.1f} us "
                       f"{nbytes / g / 1e3:6.0f} GB/s  err {err}", flush=True)
-            by = {r[0]: sorted(r[4])[1] for r in rows}
+            by = {r[0]: r[4] for r in rows}
             new = by.get("new default")
             parts = [f"{name:<18} new {nbytes / new / 1e3:5.0f} GB/s"]
             for other in ("before", "Liger", "torch.softmax"):
