@@ -173,6 +173,7 @@ class LaunchContext:
     spins: dict = field(default_factory=dict)  # program(s) -> what they polled (see Wait)
     waiter: object = None  # in a coroutine (executors): suspends the running program at a Wait
     patience: int = 1  # times a program may see a polled value again before it waits
+    scratch: dict = field(default_factory=dict)  # work arrays reused by the launch's operations
 
     def watch(self, observers):
         """Attach the launch's observers (a list, possibly empty, to watch nothing)."""

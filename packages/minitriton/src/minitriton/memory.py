@@ -522,9 +522,14 @@ class AddressSpace:
         `offsets` (in elements, in lane order) is a slice when they are consecutive. With
         `check_bounds=False`, out-of-range lanes are dropped (read as 0 / not written).
         """
-        addrs = ptr.data
         if active is not None and active.all():
             active = None  # an all-true mask is no mask: no boolean gathers
+        parts = ptr.parts() if hasattr(ptr, "parts") else None
+        if parts is not None and active is None and isinstance(ptr.origin, int):
+            found = self._resolve_parts(ptr, *parts)
+            if found is not None:
+                return [found]
+        addrs = ptr.data
         if isinstance(ptr.origin, int):
             groups = [(self.buffers[ptr.origin], active)]
         else:
@@ -560,6 +565,39 @@ class AddressSpace:
             else:
                 out.append((buf, lanes, a - buf.base))
         return out
+
+    def _resolve_parts(self, ptr, base, offsets, full):
+        """`resolve` of a lazy pointer (language/core.py) with every lane active, from its two
+        parts, when they show the lanes inside the view: (buffer, None, offsets), the same as
+        from the summed addresses. None where only those can tell (an error or a warning to
+        give, an arrangement of the parts not handled here)."""
+        buf = self.buffers[ptr.origin]
+        n = int(np.prod(full, dtype=np.int64))
+        if not n or ptr.dtype.element_ty.itemsize != buf.dtype.itemsize or \
+                offsets.shape[1:] != tuple(full[1:]):
+            return None
+        stats = ptr.stats
+        if "bounds" not in stats:
+            stats["bounds"] = (int(offsets.min()), int(offsets.max()))
+        low, high = stats["bounds"]
+        low, high = low + int(base.min()) - buf.base, high + int(base.max()) - buf.base
+        if low < buf.view_lo or high >= buf.view_hi:
+            return None  # bounds of the sum, not its own: the summed addresses decide
+        if base.size == 1:  # one base: the block is the offsets'
+            consecutive = offsets.shape[0] == full[0] and n > 16 and _ascending_once(offsets,
+                                                                                     stats)
+        elif base.shape[0] == full[0] and offsets.shape[0] == 1:  # a base per program
+            block = n // full[0]
+            consecutive = n > 16 and _ascending_once(offsets, stats) and \
+                bool(np.all(np.diff(base.reshape(-1)) == block))
+        else:
+            return None
+        if consecutive:  # ascending: its ends are its bounds
+            return buf, None, slice(low, high + 1)
+        idx = np.add(base - buf.base, offsets)
+        if idx.shape != tuple(full):
+            idx = np.broadcast_to(idx, full)
+        return buf, None, idx.reshape(-1)
 
     def _outside_view(self, buf, addrs, lanes, idx, op, check_bounds, outside_storage):
         """Lanes outside the view: an error outside the storage; inside it, the listener's
@@ -597,6 +635,20 @@ def _consecutive(a):
     are n - 1 apart are consecutive)."""
     n = a.size
     return n > 16 and int(a[-1]) - int(a[0]) == n - 1 and bool(np.all(a[1:] > a[:-1]))
+
+
+def _ascending(a):
+    """Whether the 1-D integers `a` are consecutive and ascending (`_consecutive` without its
+    minimum length)."""
+    return a.size < 2 or (int(a[-1]) - int(a[0]) == a.size - 1 and bool(np.all(a[1:] > a[:-1])))
+
+
+def _ascending_once(offsets, stats):
+    """_ascending of the flattened `offsets`, remembered in `stats`."""
+    found = stats.get("ascending")
+    if found is None:
+        found = stats["ascending"] = _ascending(offsets.reshape(-1))
+    return found
 
 
 def _as_slice(idx):

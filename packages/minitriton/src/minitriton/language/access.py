@@ -12,7 +12,7 @@ import numpy as np
 from ..context import Access, Wait
 from ..errors import CompilationError
 from ..source import kernel_location
-from .core import broadcast_to, expand_to_rank, tensor, to_tensor
+from .core import broadcast_to, expand_to_rank, lazy_pointer, pointer_parts, tensor, to_tensor
 
 
 def check_mask(mask, shape, what="Mask"):
@@ -41,12 +41,19 @@ class Lanes:
     def __init__(self, ctx, ptr, mask, extra=(), shared_ok=False):
         self.shape = ptr.shape
         programs = len(ctx.pids)
-        uniform = all(t.data.shape[0] == 1 for t in (ptr, mask, *extra) if t is not None)
+        parts = pointer_parts(ptr)
+        uniform = (ptr.data.shape[0] if parts is None else parts[2][0]) == 1 and \
+            all(t.data.shape[0] == 1 for t in (mask, *extra) if t is not None)
         if shared_ok and uniform and not ctx.per_program:
             self.lanes, self.repeat = 1, programs
         else:
             self.lanes, self.repeat = programs, 1
-        self.ptr = tensor(full(ptr, self.lanes, self.shape), ptr.dtype, self.shape, ptr.origin)
+        if parts is None:
+            self.ptr = tensor(full(ptr, self.lanes, self.shape), ptr.dtype, self.shape,
+                              ptr.origin)
+        else:  # the addresses stay unsummed: resolve bounds-checks the parts
+            self.ptr = lazy_pointer(None, ptr.dtype, self.shape, ptr.origin, parts[0], parts[1],
+                                    (self.lanes, *self.shape), ptr.stats)
         # an all-true mask (a full block) is no mask: no boolean gathers or scatters
         self.active = None if mask is None or mask.data.all() else \
             np.array(full(mask, self.lanes, self.shape), dtype=bool)

@@ -12,8 +12,8 @@ from .. import types as _t
 from ..context import active
 from ..errors import CompilationError
 from ..types import _unwrap
-from .core import (broadcast_shapes, cast, compute_array, constant, is_tensor, literal,
-                   tensor, tensor_member, to_int1, to_tensor, _convert)
+from .core import (broadcast_shapes, cast, compute_array, constant, is_tensor, lazy_pointer,
+                   literal, pointer_parts, tensor, tensor_member, to_int1, to_tensor, _convert)
 from .dot import int_mma_chain, mma_chain
 from .marks import elementwise
 
@@ -85,14 +85,42 @@ def _pointer_offset(ptr, off, shape):
     if not off.dtype.is_int():
         raise CompilationError(f"pointer offsets must be integers, got {off.dtype!r}")
     o = off.data
+    rank = len(shape)
+    if shape and o.dtype.kind == "i":
+        lazy = _lazy_offset(ptr, _expand(o, off, rank), shape)
+        if lazy is not None:
+            return lazy
     if off.dtype.is_int_unsigned() and off.dtype.int_bitwidth < 64:
         o = o.astype(np.uint64)
-    rank = len(shape)
     p = _expand(ptr.data, ptr, rank)
     o = _expand(o, off, rank)
     # addresses count elements (memory.py); signed offsets widen to int64 inside the add
     total = np.add(p, o) if o.dtype.kind == "i" else np.add(p, o.astype(np.int64))
     return tensor(total, ptr.dtype, shape, ptr.origin)
+
+
+def _lazy_offset(ptr, o, shape):
+    """ptr + o (signed offsets, of the result's `shape`) as a lazy pointer (core.lazy_pointer), or
+    None where the sum is made now: the pointer has a block of addresses of its own."""
+    rank = len(shape)
+    parts = pointer_parts(ptr)
+    if parts is not None:
+        base, offsets, _ = parts
+        pad = (1,) * (rank - len(ptr.shape))
+        base = base.reshape((base.shape[0], *pad, *base.shape[1:]))
+        offsets = offsets.reshape((offsets.shape[0], *pad, *offsets.shape[1:]))
+        stats = ptr.stats
+        if all(d == 1 for d in o.shape[1:]):  # one offset per program: the base moves
+            base = np.add(base, o)
+        else:  # (ptr + a) + b adds in 64 bits, as two addptr: no int32 wrap of a + b
+            offsets, stats = np.add(offsets, o, dtype=np.int64), None
+        full = np.broadcast_shapes(base.shape, offsets.shape)
+        return lazy_pointer(None, ptr.dtype, shape, ptr.origin, base, offsets, full, stats)
+    p = _expand(ptr.data, ptr, rank)
+    if any(d != 1 for d in p.shape[1:]):
+        return None
+    full = np.broadcast_shapes(p.shape, o.shape)
+    return lazy_pointer(None, ptr.dtype, shape, ptr.origin, p, o, full)
 
 
 # Float types whose `a * b + c` the GPU contracts into one fused multiply-add (one rounding):
@@ -153,7 +181,7 @@ def _round_to_odd(s, e):
 
 # per narrow type: the float64 fraction bits below its own, and its smallest normal number
 _NARROW = {"fp32": (29, 2.0 ** -126), "fp16": (42, 2.0 ** -14), "bf16": (45, 2.0 ** -126)}
-_MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
+_TOP_BIT = np.uint64(1 << 63)
 
 
 def _unlike(s, ty):
@@ -163,10 +191,13 @@ def _unlike(s, ty):
     midpoint can differ; below the type's normal range the midpoints lie elsewhere, so such
     lanes count too."""
     low, tiny = _NARROW[ty.name]
-    bits = s.view(np.uint64)
-    mid = np.bitwise_and(bits, np.uint64((1 << low) - 1)) == np.uint64(1 << (low - 1))
-    mag = np.bitwise_and(bits, _MAGNITUDE) - np.uint64(1)  # a zero wraps above every bound
-    return mid | (mag < np.array(tiny).view(np.uint64) - np.uint64(1))
+    # the low bits, shifted to the top, are those of a midpoint: 1 then zeros
+    mid = np.left_shift(s.view(np.uint64), np.uint64(64 - low)) == _TOP_BIT
+    small = np.abs(s) < tiny  # NaN is not, zeros are: dropped below
+    if small.any():
+        small &= s != 0
+        mid |= small
+    return mid
 
 
 def fma_exact(a, b, c, ty):
@@ -181,9 +212,10 @@ def fma_exact(a, b, c, ty):
                        out=s if s.shape == np.broadcast_shapes(s.shape, np.shape(c)) else None)
             # the few lanes where the float64 sum may round differently: rounded to odd
             # from the exact sum there (a TwoSum), the others kept
-            lanes = np.nonzero(_unlike(s, ty))
-            if not lanes[0].size:
+            unlike = _unlike(s, ty)
+            if not unlike.any():  # (np.nonzero of a 2-D block is slow even when none is set)
                 return s
+            lanes = np.nonzero(unlike)
             a, b, c = (np.broadcast_to(v, s.shape)[lanes].astype(np.float64) for v in (a, b, c))
             s[lanes] = _round_to_odd(*_two_sum(a * b, c))
             return s

@@ -135,6 +135,40 @@ class deferred(tensor):
         _DATA.__set__(self, value)
 
 
+class lazy_pointer(deferred):
+    """`ptr + offsets` with one address per program (or one for all) in `ptr`: the int64 sum
+    over every lane is made only when something reads `data`. Loads and stores take the two
+    parts instead (`AddressSpace.resolve`): bounds from their minima and maxima, a consecutive
+    block from their structure, so an element-wise kernel's pointers cost no pass over the
+    block. `base` (rows, 1, ..., 1) int64 and `offsets` (rows or 1, *block) signed integers,
+    both of the pointer's rank; `full` the shape of the sum; `stats` what was learnt about
+    `offsets` (shared by the pointers moved from this one by a scalar: `ptrs += BLOCK`)."""
+    __slots__ = ("base", "offsets", "full", "stats")
+
+    def __init__(self, data, dtype, shape=None, origin=None, base=None, offsets=None,
+                 full=None, stats=None):
+        self.base, self.offsets, self.full = base, offsets, full
+        self.stats = {} if stats is None else stats
+        make = None if base is None else (lambda: _lazy_sum(base, offsets, full))
+        deferred.__init__(self, data, dtype, shape, origin, make=make)
+
+    def parts(self):
+        """(base, offsets, full) while the sum is not made, else None."""
+        if self.base is None or _DATA.__get__(self) is not None:
+            return None
+        return self.base, self.offsets, self.full
+
+
+def _lazy_sum(base, offsets, full):
+    total = np.add(base, offsets)  # addresses count elements: signed offsets widen to int64
+    return total if total.shape == tuple(full) else np.broadcast_to(total, full)
+
+
+def pointer_parts(t):
+    """A lazy pointer's (base, offsets, full), None for any other tensor."""
+    return t.parts() if isinstance(t, lazy_pointer) else None
+
+
 def tensor_member(fn=None, *, name=None, reflected=None, as_property=False):
     """Attach a `tl` function to the tensor type: `x.name(...)` calls `fn(x, ...)`.
 

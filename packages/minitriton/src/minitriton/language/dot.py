@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import types as _t
-from ..context import current
+from ..context import active, current
 from ..errors import CompilationError
 from ..types import _unwrap
 from .core import _round_toward_zero, cast, deferred, expand_to_rank, tensor, to_tensor
@@ -41,7 +41,8 @@ def round_to_tf32(x):
     tests/minitriton/corpus/kernels.py::case_tf32_rounding and docs/numerics.md."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     bits = x.view(np.uint32) & np.uint32(0xFFFFE000)
-    return np.where(np.isfinite(x), bits.view(np.float32), x)
+    finite = np.isfinite(x)
+    return bits.view(np.float32) if finite.all() else np.where(finite, bits.view(np.float32), x)
 
 
 def _check_operand(x, side):
@@ -219,7 +220,8 @@ def _in_range(bits, exps):
         return False
     mag = bits & np.uint32(0x7FFFFFFF)
     lo, hi = np.uint32((exps[0] + 127) << 23), np.uint32((exps[1] + 128) << 23)
-    return bool(mag.max() < hi) and bool((mag - np.uint32(1)).min() >= lo - np.uint32(1))
+    return bool(mag.max() < hi) and bool(np.subtract(mag, np.uint32(1), out=mag).min() >=
+                                         lo - np.uint32(1))
 
 
 def _fast_operand(v):
@@ -254,12 +256,15 @@ def _fast_chain(x, y, out, step, zero=False):
     parts = max(-(-P * M * N // _FAST_ELEMENTS), min(_WORKERS, P * M * N // _MIN_PART))
     per = -(-P // max(parts, 1))
     slices = [slice(lo, lo + per) for lo in range(0, P, per)]
+    ctx = active()  # the launch keeps each part's work arrays from one dot to the next
+    work = [{} if ctx is None else ctx.scratch.setdefault(("dot", i), {})
+            for i in range(len(slices))]
     if len(slices) == 1 or _WORKERS == 1:
-        for part in slices:
-            _fast_slices(xf[part], yf[part], out[part], step, base_bits)
+        for part, mine in zip(slices, work):
+            _fast_slices(xf[part], yf[part], out[part], step, base_bits, mine)
         return True
     done = [_pool().submit(_fast_slices_quiet, xf[part], yf[part], out[part], step, base_bits,
-                           _outer_broadcast) for part in slices]
+                           mine, _outer_broadcast) for part, mine in zip(slices, work)]
     for future in done:
         future.result()
     return True
@@ -286,12 +291,16 @@ def _fast_slices_quiet(*args):
         _fast_slices(*args)
 
 
-def _pow_exponents(f, base_bits):
+def _pow_exponents(f, base_bits, work, name):
     """b**e (float64, b = 2**base_bits) of the fp32 values' exponents e (normal values), 0 for
-    zeros: 2**e is the value with its mantissa bits cleared, then powers of it (exact)."""
-    p = (f.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32).astype(np.float64)
-    p2 = p * p
-    p4 = np.multiply(p2, p2, out=p2)
+    zeros: 2**e is the value with its mantissa bits cleared, then powers of it (exact). In
+    arrays of `work` (_work) under `name`."""
+    bits = np.bitwise_and(f.view(np.uint32), np.uint32(0x7F800000),
+                          out=_work(work, name + " bits", f.shape, np.uint32))
+    p = _work(work, name + " p", f.shape, np.float64)
+    p[...] = bits.view(np.float32)
+    p4 = np.multiply(p, p, out=_work(work, name + " p4", f.shape, np.float64))
+    np.multiply(p4, p4, out=p4)
     return p4 if base_bits == 4 else np.multiply(p4, p, out=p4)
 
 
@@ -321,10 +330,21 @@ def _outer_broadcast(x, y, out):
     np.multiply(x[:, :, None], y[:, None, :], out=out)
 
 
-def _fast_slices(xf, yf, out, step, base_bits, outer=_outer_einsum):
-    """The fast chain for one slice of programs, into `out` (P, M, N) fp32, in place. The
-    exponents are handled as fp32 exponent fields (`(e + 127) << 23`), so that the scale
-    2**(25 - top) and its inverse are one integer subtraction away from the step's top.
+def _work(work, name, shape, dtype):
+    """An uninitialised array from `work` (a dict kept by the launch), made if it has none of
+    this shape: the dots of a launch reuse the same memory instead of fresh pages (a page
+    fault costs as much as several passes over the page)."""
+    found = work.get(name)
+    if found is None or found.shape != shape or found.dtype != dtype:
+        found = work[name] = np.empty(shape, dtype)
+    return found
+
+
+def _fast_slices(xf, yf, out, step, base_bits, work, outer=_outer_einsum):
+    """The fast chain for one slice of programs, into `out` (P, M, N) fp32, in place, its
+    temporaries taken from `work` (_work). The exponents are handled as fp32 exponent fields
+    (`(e + 127) << 23`), so that the scale 2**(25 - top) and its inverse are one integer
+    subtraction away from the step's top.
 
     A step's top among its products comes from one batched float64 matmul of b**e values,
     b = 2**base_bits: the step's sum of b**(ex + ey) lies in [b**top, step * b**top], below
@@ -332,17 +352,20 @@ def _fast_slices(xf, yf, out, step, base_bits, outer=_outer_einsum):
     P, M, K = xf.shape
     N = yf.shape[-1]
     steps = K // step
-    ex = np.ascontiguousarray(_pow_exponents(xf, base_bits)
-                              .reshape(P, M, steps, step).transpose(2, 0, 1, 3))  # (S, P, M, step)
-    ey = np.ascontiguousarray(_pow_exponents(yf, base_bits)
-                              .reshape(P, steps, step, N).transpose(1, 0, 2, 3))  # (S, P, step, N)
-    xk = np.ascontiguousarray(np.moveaxis(xf, 2, 0))  # (K, P, M)
-    yk = np.ascontiguousarray(np.moveaxis(yf, 1, 0))  # (K, P, N)
+    ex = _work(work, "ex", (steps, P, M, step), np.float64)
+    ex[...] = _pow_exponents(xf, base_bits, work, "x").reshape(P, M, steps, step).transpose(2, 0, 1, 3)
+    ey = _work(work, "ey", (steps, P, step, N), np.float64)
+    ey[...] = _pow_exponents(yf, base_bits, work, "y").reshape(P, steps, step, N).transpose(1, 0, 2, 3)
+    xk = _work(work, "xk", (K, P, M), np.float32)
+    xk[...] = np.moveaxis(xf, 2, 0)
+    yk = _work(work, "yk", (K, P, N), np.float32)
+    yk[...] = np.moveaxis(yf, 1, 0)
     table = _LOG_BASE[base_bits]
-    sums, wide = np.empty((P, M, N), np.float64), np.empty((P, M, N), np.float64)
+    sums, wide = (_work(work, name, (P, M, N), np.float64) for name in ("sums", "wide"))
     biased = sums.view(np.int64)
-    top, field, total, iterm = (np.empty((P, M, N), np.int32) for _ in range(4))
-    term = np.empty((P, M, N), np.float32)
+    top, field, total, iterm = (_work(work, name, (P, M, N), np.int32)
+                                for name in ("top", "field", "total", "iterm"))
+    term = _work(work, "term", (P, M, N), np.float32)
     bits = out.view(np.int32)
     for s in range(steps):
         np.matmul(ex[s], ey[s], out=sums)
@@ -403,10 +426,10 @@ def _operand_arrays(a, b, precision):
         return a.data.astype(np.int32), b.data.astype(np.int32)
     if a.dtype == _t.float64:
         return a.data, b.data
+    if a.dtype == _t.float32 and precision == "tf32":  # (rounding makes the copies)
+        return round_to_tf32(a.data), round_to_tf32(b.data)
     x, y = a.data.astype(np.float32), b.data.astype(np.float32)
-    if a.dtype == _t.float32 and precision == "tf32":
-        x, y = round_to_tf32(x), round_to_tf32(y)
-    elif a.dtype == _t.float32 and precision != "ieee":
+    if a.dtype == _t.float32 and precision != "ieee":
         # the 3/6-pass splits recover (nearly) full fp32 accuracy: compute in float64
         return x.astype(np.float64), y.astype(np.float64)
     return x, y

@@ -32,9 +32,10 @@ from ..errors import DeadlockError
 BYTES_PER_LANE = 8 * 32  # per element of the largest block: float64/int64, ~32 live temporaries
 FIRST_CHUNK = 4  # programs run together before the block size is known
 # lanes of the largest block run together at most, whatever the memory budget allows: a
-# chunk's temporaries (a few MiB each) then stay in cache and off fresh pages; bigger chunks
-# were 1.5-3x slower on element-wise kernels (benchmarks/sim_speed.py, docs/performance.md)
-CHUNK_LANES = 1 << 17
+# chunk's temporaries (a few MiB each) then stay in cache and off fresh pages; 2^19 lanes and
+# more were slower on element-wise kernels, 2^17 paid Python's per-operation cost twice as
+# often as 2^18 (softmax, row-sum, RMSNorm, matmul 512^3: 1.2-1.4x; benchmarks/sim_speed.py)
+CHUNK_LANES = 1 << 18
 # polls that see nothing change, shared by the waiters when all wait, before a deadlock is
 # reported: a bounded retry loop of up to this many attempts still ends
 SPIN_LIMIT = 1_000

@@ -290,6 +290,7 @@ def launch(kernel, grid, args, kwargs):
     else:
         memory.commit_launch()
     finally:
+        ctx.scratch.clear()  # the context lives on in reference cycles until a collection
         context.leave(token)
     record.seconds = time.perf_counter() - start
     publish(record)
@@ -330,6 +331,7 @@ def warmup(kernel, grid, args, kwargs):
         raise err from e
     finally:
         ctx.memory.undo_launch()
+        ctx.scratch.clear()
         context.leave(token)
     return CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots, probe.reductions)
 
