@@ -7,6 +7,7 @@ the kernel without, timed by CUDA-graph replays and do_bench (median of 3 interl
 Decides: docs/decisions.md#rmsnorm-backward-prefetch."""
 from _common import dtype_name, interleaved, tl, torch, triton
 from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels.tuning import tuning_for
 
 
 def launcher(prefetch, x, g, rstd, dy, dx, dg, per_sm, warps, stages):
@@ -38,8 +39,9 @@ def main():
         rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
         dx, dg = torch.empty_like(x), torch.empty_like(g)
         ref_dx, ref_dg = torch.empty_like(x), torch.empty_like(g)
-        base_warps = min(32, max(4, triton.next_power_of_2(N) * x.element_size() // 2048))
-        base_per_sm = min(4, max(1, 8192 // N))
+        t = tuning_for("rmsnorm", x.get_device())  # the rule without prefetch, from the code
+        base_warps = rn._bwd_warps(triton.next_power_of_2(N), x.element_size(), t)
+        base_per_sm = min(t.bwd_max_per_sm, max(1, t.bwd_cols_per_sm // N))
         launcher(False, x, g, rstd, dy, ref_dx, ref_dg, base_per_sm,
                  base_warps, 1)()
 
