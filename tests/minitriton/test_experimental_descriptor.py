@@ -9,7 +9,7 @@ import minitriton as triton
 import minitriton.language as tl
 import references as ref
 from minitriton import runner
-from minitriton.runner.target import EmulatedDriver
+from minitriton.standin.target import EmulatedDriver
 from minitriton.runtime.gpus import DEFAULT_GPU, gpu
 from minitriton.tools import experimental_descriptor as ed
 

@@ -1,4 +1,4 @@
-"""minitriton standing in for `triton` (runner/modules.py, `minitriton.install_as_triton()`):
+"""minitriton standing in for `triton` (standin/modules.py, `minitriton.install_as_triton()`):
 the version libraries check, every module path of Triton 3.6's public API, the names they
 import, `triton.reinterpret`, and the error for what minitriton lacks."""
 import importlib

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import minitriton
 from minitriton import runner
 from minitriton.runtime import gpus
 
@@ -62,7 +63,7 @@ NUMPY_ADD = """
 def test_a_numpy_program_runs_without_importing_torch(tmp_path):
     done = run(tmp_path, NUMPY_ADD, "a", "--gpu", "b")  # options after the script are its own
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().split(maxsplit=3) == ["3.6.0", runner.modules.minitriton.__version__,
+    assert done.stdout.strip().split(maxsplit=3) == ["3.6.0", minitriton.__version__,
                                              "False", "['a', '--gpu', 'b']"]
 
 

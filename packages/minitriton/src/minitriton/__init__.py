@@ -8,9 +8,11 @@ C integer division) and exact traffic counts (`minitriton.record()`).
 """
 from __future__ import annotations
 
-from . import language, tools, viz
+import sys
+
+from . import language, runtime, tools, viz
 from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUFaultError,
-                     LaunchError, MiniTritonError, OrderError, OutOfBoundsError,
+                     InterpreterError, LaunchError, MiniTritonError, TritonError, OrderError, OutOfBoundsError,
                      OutsideViewWarning, PaddingError, PartialWriteWarning, RaceError,
                      SanitizerError, UninitializedReadError)
 from .errors import missing
@@ -21,8 +23,10 @@ from .runtime.allocation import set_allocator
 from .runtime.autotune import Config, autotune, heuristics
 from .runtime.jit import JITFunction, jit
 from .runtime.reinterpret import TensorWrapper, reinterpret
-from .runner.modules import install_as_triton  # minitriton as `triton`, without the runner
+from .runtime.gpus import DEFAULT_GPU, gpu as _gpu
 from .settings import Settings, configure, current_settings
+from .standin.modules import TRITON_VERSION, Installed
+from .standin.target import DriverConfig, EmulatedDriver
 
 __version__ = "0.1.0"
 
@@ -40,12 +44,27 @@ def next_power_of_2(n):
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
            "language", "record", "Recording", "LaunchRecord", "ArgTraffic", "Settings",
-           "configure", "current_settings", "MiniTritonError", "CompilationError",
+           "configure", "current_settings", "TritonError", "InterpreterError", "MiniTritonError", "CompilationError",
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
            "GPUFaultError", "set_allocator", "register_memory", "install_as_triton",
            "reinterpret", "TensorWrapper", "OutsideViewWarning", "PartialWriteWarning", "trace",
            "Trace", "Tracing", "TraceLimitError", "viz"]
+
+
+# `triton.runtime.driver` for a plain `import minitriton as triton`, as under the runner: the CPU
+# as the device, an emulated GPU as the target
+runtime.driver = DriverConfig(EmulatedDriver(_gpu(DEFAULT_GPU)))
+
+
+def install_as_triton(triton_version=TRITON_VERSION, gpu=DEFAULT_GPU):
+    """minitriton as `triton` in this process, without the runner: `import triton`,
+    `from triton.language.extra.libdevice import tanh`... give minitriton's modules, and
+    `triton.__version__` is `triton_version` (the emulated release; `minitriton.__version__`
+    stays minitriton's). Triton's driver reports the emulated `gpu`; torch.cuda is left alone
+    (the runner's --cuda-on-cpu and friends are not applied). It lasts until `.uninstall()` on
+    what it returns (or the end of a `with` block around it), kept or not."""
+    return Installed(sys.modules[__name__], triton_version, EmulatedDriver(_gpu(gpu)))
 
 
 def __getattr__(name):

@@ -5,12 +5,30 @@ line that caused it, so that the learner can go straight to the bug.
 """
 
 
-class MiniTritonError(Exception):
+class TritonError(Exception):
+    """As `triton.TritonError`: the base of every error Triton raises (compile errors, errors of
+    a kernel while it runs, out of resources)."""
+
+
+class InterpreterError(TritonError):
+    """As `triton.runtime.errors.InterpreterError`: a kernel failed while it ran on the
+    interpreter. minitriton is one, so all its errors are of this kind."""
+
+    def __init__(self, error_message=None):
+        super().__init__(error_message)
+        self.error_message = error_message
+
+    def __str__(self):
+        return self.error_message or ""
+
+
+class MiniTritonError(InterpreterError):
     """Base class of every error minitriton raises on purpose."""
 
     def __init__(self, message):
         super().__init__(message)
         self.message = message
+        self.error_message = message
         self.kernel = None
         self.pid = None
         self.location = None
@@ -22,6 +40,10 @@ class MiniTritonError(Exception):
         """Attach where the error happened; called once by the launcher."""
         if self.location is not None:
             return
+        if self.__cause__ is None and isinstance(self, CompilationError):
+            # Triton's code generator raises the language's error from inside a
+            # CompilationError, and programs read it there (`e.__cause__`)
+            self.__cause__ = self._cause_type()(self.message)
         self.kernel, self.pid, self.location = kernel, pid, location
         where = f"in kernel `{kernel}`"
         if pid is not None:
@@ -30,7 +52,17 @@ class MiniTritonError(Exception):
             filename, lineno, src = location
             where += f", at {filename}:{lineno}:\n    {src.strip()}"
         self.message = f"{where}\n{self.message}"
+        self.error_message = self.message
         self.args = (self.message,)
+
+    def _cause_type(self):
+        """The Python error type this error also is (TypeError, ValueError...), else
+        ValueError: the type of the error Triton's language raises for it."""
+        for base in type(self).__mro__:
+            if not issubclass(base, TritonError) and issubclass(base, Exception) \
+                    and base is not Exception:
+                return base
+        return ValueError
 
 
 class CompilationError(MiniTritonError):

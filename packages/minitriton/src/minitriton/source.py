@@ -77,6 +77,7 @@ def as_compilation_error(e, ctx):
             {"__module__": CompilationError.__module__,
              "__doc__": f"A {type(e).__name__} raised by a kernel line, as Triton reports it."})
     err = cls(f"{type(e).__name__}: {e}")
+    err.__cause__ = e  # as Triton chains the language's error
     err._locate(ctx.kernel_name, pid, location)
     return err
 

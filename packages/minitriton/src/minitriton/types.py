@@ -14,28 +14,49 @@ import numpy as np
 from .errors import CompilationError
 
 
+_BY_NAME: dict = {}  # name -> the dtype of that name (filled below the definitions)
+_NO_NUMPY = object()  # a type without a NumPy counterpart
+
+
 class dtype:
     """A scalar element type, named as Triton names it (`fp32`, `bf16`, `i32`...)."""
 
-    SINT = ("int8", "int16", "int32", "int64")
-    UINT = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+    SINT = SINT_TYPES = ("int8", "int16", "int32", "int64")
+    UINT = UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
+    FP = FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16",
+                     "fp32", "fp64")
+    STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
+    OTHER_TYPES = ("void",)
 
-    def __init__(self, name, np_dtype, bitwidth, mantissa=0):
+    def __init__(self, name, np_dtype=None, bitwidth=None, mantissa=0, exponent_bias=None):
+        """`dtype("fp32")` (Triton's form: one of the names above) is the same type as
+        `tl.float32`; the longer form defines the types below."""
+        if np_dtype is None:
+            known = _BY_NAME.get(name)
+            if known is None:
+                raise ValueError(f"unknown dtype name {name!r}: one of "
+                                 f"{', '.join(sorted(_BY_NAME))}")
+            self.__dict__.update(known.__dict__)
+            return
         self.name = name
         if isinstance(np_dtype, str) and np_dtype.startswith("ml_dtypes."):
             self._ml_dtypes_name = np_dtype[len("ml_dtypes."):]  # `np` made when first asked
-        else:
+        elif np_dtype is not _NO_NUMPY:
             self.np = np.dtype(np_dtype)
         self.primitive_bitwidth = bitwidth
         self.fp_mantissa_width = mantissa
+        if exponent_bias is not None:
+            self.exponent_bias = exponent_bias
 
     def __getattr__(self, attr):
         # only for attributes not set: `np` of bf16 and the fp8 types, whose NumPy dtypes come
         # from ml_dtypes, imported here on first use (its extension takes about 1 s to load)
-        name = self.__dict__.get("_ml_dtypes_name")
-        if attr != "np" or name is None:
+        if attr != "np":
             raise AttributeError(attr)
+        name = self.__dict__.get("_ml_dtypes_name")
+        if name is None:
+            raise CompilationError(f"minitriton has no arithmetic for {self.name} (no NumPy "
+                                   f"type holds it); docs/limitations.md")
         self.np = np.dtype(getattr(importlib.import_module("ml_dtypes"), name))
         return self.np
 
@@ -99,7 +120,12 @@ class dtype:
         raise CompilationError(f"`{self}` is a dtype, not a tensor")
 
     def __eq__(self, other):
+        if not isinstance(other, dtype):  # a constexpr holding a dtype compares as the dtype
+            other = getattr(other, "value", None)
         return isinstance(other, dtype) and not other.is_ptr() and other.name == self.name
+
+    def __ne__(self, other):
+        return not self == other
 
     def __hash__(self):
         return hash(self.name)
@@ -181,18 +207,51 @@ uint8 = dtype("uint8", np.uint8, 8)
 uint16 = dtype("uint16", np.uint16, 16)
 uint32 = dtype("uint32", np.uint32, 32)
 uint64 = dtype("uint64", np.uint64, 64)
-float8e4nv = dtype("fp8e4nv", "ml_dtypes.float8_e4m3fn", 8, 3)
-float8e5 = dtype("fp8e5", "ml_dtypes.float8_e5m2", 8, 2)
-float16 = dtype("fp16", np.float16, 16, 10)
-bfloat16 = dtype("bf16", "ml_dtypes.bfloat16", 16, 7)
-float32 = dtype("fp32", np.float32, 32, 23)
-float64 = dtype("fp64", np.float64, 64, 52)
+float8e4nv = dtype("fp8e4nv", "ml_dtypes.float8_e4m3fn", 8, 3, 7)
+float8e5 = dtype("fp8e5", "ml_dtypes.float8_e5m2", 8, 2, 15)
+float8e4b8 = dtype("fp8e4b8", "ml_dtypes.float8_e4m3fnuz", 8, 3, 8)
+float8e5b16 = dtype("fp8e5b16", "ml_dtypes.float8_e5m2fnuz", 8, 2, 16)
+float8e4b15 = dtype("fp8e4b15", _NO_NUMPY, 8, 3, 15)  # pre-Hopper only; no NumPy type
+float16 = dtype("fp16", np.float16, 16, 10, 15)
+bfloat16 = dtype("bf16", "ml_dtypes.bfloat16", 16, 7, 127)
+float32 = dtype("fp32", np.float32, 32, 23, 127)
+float64 = dtype("fp64", np.float64, 64, 52, 1023)
 
 _LONG_NAMES = {"int1": "int1", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
-               "fp64": "float64", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5"}
+               "fp64": "float64", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5",
+               "fp8e4b8": "float8e4b8", "fp8e5b16": "float8e5b16", "fp8e4b15": "float8e4b15"}
 ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float8e4nv,
               float8e5, float16, bfloat16, float32, float64)
+FP8_VARIANTS = (float8e4b8, float8e5b16, float8e4b15)  # other fp8 encodings (AMD, pre-Hopper)
 ML_DTYPES = (float8e4nv, float8e5, bfloat16)  # their NumPy dtypes need ml_dtypes
+_BY_NAME.update((d.name, d) for d in ALL_DTYPES + FP8_VARIANTS)
+
+# Triton's names of types in signatures and type strings (`_utils.type_canonicalisation_dict`):
+# each spelling -> the dtype's name here
+_SPELLINGS = {
+    "bool": "int1", "int1": "int1", "uint1": "int1", "i1": "int1", "u1": "int1",
+    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "int": "int32",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32",
+    "double": "fp64", "float64": "fp64", "float8e4nv": "fp8e4nv", "float8_e4m3fn": "fp8e4nv",
+    "float8e5": "fp8e5", "float8_e5m2": "fp8e5", "float8e4b8": "fp8e4b8",
+    "float8_e4m3fnuz": "fp8e4b8", "float8e5b16": "fp8e5b16", "float8_e5m2fnuz": "fp8e5b16",
+    "float8e4b15": "fp8e4b15"}
+
+
+def str_to_ty(name, c=None):
+    """The type a type string names, as `triton.language.str_to_ty`: `fp32`, `i32`, `u8`,
+    `bf16`, `float32`, `int32`..., and pointers `*fp32` (`*k...` for a const pointee)."""
+    name = _unwrap(name)
+    if name.startswith("*"):
+        const = name.startswith("*k")
+        return pointer_type(str_to_ty(name[2 if const else 1:]), const=const)
+    found = _BY_NAME.get(_SPELLINGS.get(name, name))
+    if found is None:
+        raise ValueError(f"unknown type string {name!r}")
+    return found
+
+
 _BY_NP = {d.np: d for d in ALL_DTYPES if d not in ML_DTYPES}
 
 

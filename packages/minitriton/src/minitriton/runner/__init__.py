@@ -4,9 +4,9 @@
                          [--cuda-on-cpu] [--shrink N] script.py [args]  # or -m MODULE [args]
     minitriton run script.py [args]                     # the same, as a console script
 
-Like `TRITON_INTERPRET=1`, but anywhere: `import triton` gives minitriton (runner/modules.py),
+Like `TRITON_INTERPRET=1`, but anywhere: `import triton` gives minitriton (standin/modules.py),
 Triton's driver reports the CPU as the device and an emulated GPU as the target
-(runner/target.py), and torch.cuda answers for that GPU while refusing CUDA tensors with a
+(standin/target.py), and torch.cuda answers for that GPU while refusing CUDA tensors with a
 message that says what to change (runner/torch_patch.py). The program runs as `__main__`
 with `sys.argv` set; everything is put back when it ends.
 """
@@ -21,11 +21,13 @@ import sys
 import traceback
 import types
 
+import minitriton
+
 from .. import testing
 from . import shrink
-from .modules import TRITON_VERSION, aliases
+from ..standin.modules import TRITON_VERSION, aliases
 from ..runtime.gpus import DEFAULT_GPU, GPUS, gpu as get_gpu
-from .target import EmulatedDriver
+from ..standin.target import EmulatedDriver
 from .torch_patch import CUDATensorError, patched
 
 _OWN_FILES = {os.path.normcase(os.path.abspath(runpy.__file__))} | {
@@ -73,7 +75,7 @@ def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, p
     `is_cuda` (runner/torch_patch.py)."""
     spec = get_gpu(gpu)
     with contextlib.ExitStack() as stack:
-        triton = stack.enter_context(aliases(triton_version, EmulatedDriver(spec)))
+        triton = stack.enter_context(aliases(minitriton, triton_version, EmulatedDriver(spec)))
         if torch_patch:
             stack.enter_context(patched(spec, program_dir, cuda_on_cpu))
         if small:

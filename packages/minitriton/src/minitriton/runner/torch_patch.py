@@ -47,7 +47,7 @@ import importlib.machinery
 import os
 import sys
 
-from .target import CPUEvent
+from ..standin.target import CPUEvent
 from .torch_numerics import mode_class
 
 CUDA_HELP = ("minitriton runs Triton programs on the CPU, so there are no CUDA tensors: make "

@@ -23,3 +23,12 @@ def set_allocator(allocator):
 def get_allocator():
     """The allocator given to `set_allocator`, or None."""
     return _ALLOCATOR.get()
+
+
+class NullAllocator:
+    """As `triton.runtime._allocation.NullAllocator`, the allocator before any is set: one that
+    refuses, saying how to set one."""
+
+    def __call__(self, size, alignment, stream):
+        raise RuntimeError("Kernel requires a runtime memory allocation, but no allocator was "
+                           "set. Use triton.set_allocator to specify an allocator.")

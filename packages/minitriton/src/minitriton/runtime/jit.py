@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import linecache
+import sys
 import textwrap
 import types
 import warnings
@@ -215,27 +217,107 @@ def _local_names(fn_def):
     return names
 
 
-def parse_kernel(fn):
-    """(the function's definition as an AST, its first line in the file)."""
-    try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError) as e:
-        raise CompilationError(f"cannot read the source of `{fn.__name__}` ({e}); @jit kernels "
-                               "must be defined in a file, as with Triton") from None
-    tree = ast.parse(textwrap.dedent("".join(lines)))
+_STRING_SOURCES = 0  # how many kernels' sources were found in strings (their linecache names)
+
+
+def _code_in(code, target):
+    """Whether `target` (a function's code) is `code` or nested in it, by name, line and
+    bytecode."""
+    if (code.co_name, code.co_firstlineno, code.co_code) == \
+            (target.co_name, target.co_firstlineno, target.co_code):
+        return True
+    return any(isinstance(c, types.CodeType) and _code_in(c, target) for c in code.co_consts)
+
+
+def _source_from_strings(fn, frame, depth=12):
+    """The source text of `fn`, defined by `exec`/`compile` of a string, as the lines of that
+    string: looked for among the strings held by the frames that were running when it was
+    decorated (the code that called exec holds the string). None if none compiles to `fn`."""
+    target = fn.__code__
+    needle = f"def {fn.__name__}"
+    for _ in range(depth):
+        if frame is None:
+            break
+        for value in list(frame.f_locals.values()):
+            if not isinstance(value, str) or needle not in value:
+                continue
+            try:
+                code = compile(value, target.co_filename, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError):
+                continue
+            if _code_in(code, target):
+                return value
+        frame = frame.f_back
+    return None
+
+
+def _remember(text, fn):
+    """Register `text` (the whole string `fn` was compiled from) in linecache under a name of
+    its own, so that tracebacks, errors and pictures show its lines; returns that name."""
+    global _STRING_SOURCES
+    _STRING_SOURCES += 1
+    name = f"<minitriton: {fn.__name__} from a string, #{_STRING_SOURCES}>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    return name
+
+
+class KernelSource:
+    """Where a kernel's source is: its text from the first line of the definition, the file
+    name its lines are shown under and the line it starts at."""
+
+    def __init__(self, text, filename, first):
+        self.text, self.filename, self.first = text, filename, first
+
+    @classmethod
+    def of(cls, fn, frame=None):
+        """`fn`'s source: from its file (or linecache), else from the string it was exec'd
+        from (looked for from `frame` up); None if neither has it."""
+        try:
+            lines, first = inspect.getsourcelines(fn)
+            return cls("".join(lines), fn.__code__.co_filename, first)
+        except (OSError, TypeError):
+            pass
+        text = _source_from_strings(fn, frame) if frame is not None else None
+        if text is None:
+            return None
+        name = _remember(text, fn)
+        first = fn.__code__.co_firstlineno
+        lines = inspect.getblock(text.splitlines(True)[first - 1:])
+        return cls("".join(lines), name, first)
+
+    @classmethod
+    def replaced(cls, fn, text):
+        """New source text for `fn` (`_unsafe_update_src`), shown under a name of its own."""
+        text = textwrap.dedent(text)
+        return cls(text, _remember(text, fn), 1)
+
+
+def parse_kernel(fn, src=None):
+    """(the function's definition as an AST, its first line in its file); `src`: a
+    KernelSource (else read from `fn`'s file)."""
+    src = src if src is not None else KernelSource.of(fn)
+    if src is None:
+        raise CompilationError(f"cannot read the source of `{fn.__name__}`: it is defined "
+                               "neither in a file nor by exec/compile of a string that is "
+                               "still reachable; give @jit a function from a file, or set "
+                               "its text with `kernel._unsafe_update_src(text)`")
+    tree = ast.parse(textwrap.dedent(src.text))
     fn_def = tree.body[0]
     if not isinstance(fn_def, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise CompilationError(f"@jit expects a function definition, got {type(fn_def).__name__}")
-    return fn_def, first
+    return fn_def, src.first
 
 
-def compile_kernel(fn):
-    """Rewrite and recompile `fn`; returns the new function (same globals, same closure)."""
-    fn_def, first = parse_kernel(fn)
+def compile_kernel(fn, src=None):
+    """Rewrite and recompile `fn` (from `src`, a KernelSource, else its file); returns the new
+    function (same globals, same closure)."""
+    src = src if src is not None else KernelSource.of(fn)
+    fn_def, first = parse_kernel(fn, src)
+    filename = src.filename
     fn_def.decorator_list = []
     freevars = list(fn.__code__.co_freevars)
     shadowed = set(fn.__globals__) | set(freevars) | _local_names(fn_def)
-    fn_def = _Rewriter(shadowed, fn.__code__.co_filename, first).visit(fn_def)
+    fn_def = _Rewriter(shadowed, filename, first).visit(fn_def)
     factory = ast.FunctionDef(
         name="_minitriton_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in [_RT] + freevars],
@@ -245,7 +327,7 @@ def compile_kernel(fn):
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
     ast.increment_lineno(module, first - 1)
-    code = compile(module, fn.__code__.co_filename, "exec")
+    code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     make = types.FunctionType(factory_code, fn.__globals__)
     cells = []
@@ -293,27 +375,44 @@ class JITFunction(KernelInterface):
                               for i in do_not_specialize}
         self._compiled = None
         self._violation = False  # not checked yet
+        # read now: a kernel exec'd from a string is found through the frames running now
+        self._source = KernelSource.of(fn, sys._getframe(1))
         # constexpr values -> the largest block a lockstep launch of them accessed: the next
         # launch sizes its first chunk from it (runtime/executors.py, run_lockstep)
         self.block_sizes = {}
 
     @property
     def src(self):
-        return textwrap.dedent(inspect.getsource(self.fn))
+        if self._source is None:
+            parse_kernel(self.fn, self._source)  # raises, saying why
+        return textwrap.dedent(self._source.text)
+
+    @src.setter
+    def src(self, text):
+        self._unsafe_update_src(text)
+
+    def _unsafe_update_src(self, new_src):
+        """Replace the kernel's source text (Triton's name: the new text must define a function
+        of the same name and parameters; it is compiled with the old function's globals)."""
+        self._source = KernelSource.replaced(self.fn, new_src)
+        self._compiled = None
+        self._violation = False
+        self.block_sizes = {}
 
     @property
     def compiled(self):
         """The re-compiled function, whatever Triton's compile rules say (see `compile`)."""
         if self._compiled is None:
-            self._compiled = compile_kernel(self.fn)
+            self._compiled = compile_kernel(self.fn, self._source)
         return self._compiled
 
     def rule_violation(self, seen=None):
         """The first of Triton's compile rules (runtime/rules.py) the kernel, or a @jit function
         it references, breaks; None if it keeps them. Checked once."""
         if self._violation is False:
-            fn_def, first = parse_kernel(self.fn)
-            self._violation = rules.check(self.fn, fn_def, first, seen)
+            fn_def, first = parse_kernel(self.fn, self._source)
+            filename = self._source.filename if self._source is not None else None
+            self._violation = rules.check(self.fn, fn_def, first, seen, filename)
         return self._violation
 
     def compile(self, settings):

@@ -196,9 +196,10 @@ class _Checker(ast.NodeVisitor):
             self.functions.append((node, _function_message(name, val)))
 
 
-def check(fn, fn_def, first_line, seen=None):
-    """The first rule `fn` (parsed as `fn_def`, starting at `first_line` of its file) or a @jit
-    function it references breaks, as a Violation; None if it keeps them."""
+def check(fn, fn_def, first_line, seen=None, filename=None):
+    """The first rule `fn` (parsed as `fn_def`, starting at `first_line` of `filename`, by
+    default its code's file) or a @jit function it references breaks, as a Violation; None if
+    it keeps them."""
     seen = set() if seen is None else seen
     seen.add(fn)
     checker = _Checker(fn, fn_def)
@@ -208,7 +209,7 @@ def check(fn, fn_def, first_line, seen=None):
     if found:
         node, message = found[0]
         lineno = first_line + node.lineno - 1
-        filename = fn.__code__.co_filename
+        filename = filename or fn.__code__.co_filename
         return Violation(fn.__name__, filename, lineno, linecache.getline(filename, lineno),
                          message)
     for _, callee in checker.jit_callees:

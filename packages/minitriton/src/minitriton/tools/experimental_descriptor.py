@@ -6,7 +6,7 @@
 
 Triton 3.2 and 3.3 filled a 128-byte CUDA tensor map (`CUtensorMap`) in host memory, through
 `triton.runtime.driver.active.utils.fill_1d_tma_descriptor` / `fill_2d_tma_descriptor` (under
-`python -m minitriton`: runner/target.py, with this module's `encode` and `write`), and passed it
+`python -m minitriton`: standin/target.py, with this module's `encode` and `write`), and passed it
 to the kernel, which reads it with `tl._experimental_descriptor_load/store`
 (language/experimental.py). Triton 3.4 replaced all of it with `TensorDescriptor`
 (tools/tensor_descriptor.py) and `tl.make_tensor_descriptor`; Triton 3.6, the version on our GPU

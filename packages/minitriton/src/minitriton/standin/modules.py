@@ -1,7 +1,7 @@
-"""`import triton` under the runner: minitriton, under the names real programs import.
+"""`import triton` as minitriton, under the names real programs import.
 
-`aliases(...)` (a context manager; the runner's, and `minitriton.install_as_triton()` for a
-program or a test session of its own) puts into sys.modules:
+`Installed(front, ...)` (the runner's `aliases(...)` context, `minitriton.install_as_triton()`
+for a program or a test session of its own, and the pytest plugin) puts into sys.modules:
 
     triton                          a front module: minitriton's names (jit, autotune, Config,
                                     cdiv...), with __version__ the emulated Triton release
@@ -15,14 +15,14 @@ program or a test session of its own) puts into sys.modules:
       target_info | semantic        cuda_capability_geq... on the emulated target; semantic: a
                                     placeholder
     triton.knobs                    the namespaces (cache, compilation, runtime...), env-read
-    triton.runtime                  driver (the emulated GPU, runner/target.py), jit,
+    triton.runtime                  driver (the emulated GPU, standin/target.py), jit,
                                     autotuner, cache (FileCacheManager), errors
     triton.testing                  minitriton.testing
     triton.tools.tensor_descriptor  minitriton.tools.tensor_descriptor
     triton.compiler                 CompilationError (minitriton's)
     triton.backends                 `backends` (empty) and compiler.GPUTarget
     triton._C.libtriton.nvidia      cublas.CublasLt, the tutorials' cuBLAS baseline on torch
-                                    (runner/cublas.py)
+                                    (standin/cublas.py)
     placeholders                    the rest of Triton 3.6's public modules (compiler.compiler,
                                     runtime.build, tools.compile...: PLACEHOLDERS) import; each
                                     of their names raises the "not in minitriton" error
@@ -45,12 +45,11 @@ import sys
 import tempfile
 import types
 
-import minitriton
-
 from .. import errors, language, testing, tools
 from ..language import core as language_core, extra as language_extra
 from ..language.extra import cuda as extra_cuda, libdevice
 from ..language.extra._extern import called_by_from_import, missing_name
+from .. import runtime as runtime_package
 from ..runtime import autotune, jit
 from ..tools import tensor_descriptor
 from ..runtime.gpus import DEFAULT_GPU, gpu as get_gpu
@@ -61,7 +60,8 @@ TRITON_VERSION = "3.6.0"
 
 # triton.X -> minitriton's module of another name; the rest map name for name
 RENAMED = {"triton.runtime.autotuner": "minitriton.runtime.autotune",
-           "triton.runtime._allocation": "minitriton.runtime.allocation"}
+           "triton.runtime._allocation": "minitriton.runtime.allocation",
+           "triton._internal_testing": "minitriton.standin.internal_testing"}
 
 # Triton 3.6's public modules that minitriton has no counterpart for: they import (libraries
 # import them at the top of a file for one name they may never use), and each name in them is
@@ -135,13 +135,21 @@ def _language_or_missing(name):
     return fallback
 
 
-class OutOfResources(Exception):
+class OutOfResources(errors.TritonError):
     """As `triton.runtime.errors.OutOfResources`; the simulator never raises it."""
 
     def __init__(self, required=0, limit=0, name="shared memory"):
         self.required, self.limit, self.name = required, limit, name
         super().__init__(f"out of resource: {name}, Required: {required}, "
                          f"Hardware limit: {limit}")
+
+
+class PTXASError(errors.TritonError):
+    """As `triton.runtime.errors.PTXASError`; minitriton runs no ptxas."""
+
+
+class AutotunerError(errors.TritonError):
+    """As `triton.runtime.errors.AutotunerError`."""
 
 
 class FileCacheManager:
@@ -282,22 +290,20 @@ def _knobs():
         amd=ns(), proton=ns())
 
 
-def _set_allocator(allocator):
-    """`triton.set_allocator`: the simulator needs no scratch memory, so this only records."""
-    _set_allocator.allocator = allocator
-
-
-def stand_ins(triton_version, driver_config):
-    """The modules installed at once, by name."""
+def stand_ins(front_names, triton_version, driver_config):
+    """The modules installed at once, by name; `front_names`: the module whose names `triton`
+    answers (minitriton's front door)."""
     driver_mod = _module("triton.runtime.driver", "The emulated GPU's driver.",
                          driver=driver_config, DriverConfig=DriverConfig)
     cache = _module("triton.runtime.cache", "Stand-in for triton.runtime.cache.",
                     FileCacheManager=FileCacheManager, default_cache_dir=default_cache_dir,
                     get_cache_manager=FileCacheManager)
     runtime_errors = _module("triton.runtime.errors", "Stand-in for triton.runtime.errors.",
-                             OutOfResources=OutOfResources)
+                             OutOfResources=OutOfResources, InterpreterError=errors.InterpreterError,
+                             PTXASError=PTXASError, AutotunerError=AutotunerError)
+    triton_errors = _module("triton.errors", "Triton's base error.", TritonError=errors.TritonError)
     runtime = _module("triton.runtime", "minitriton's runtime under Triton's names.",
-                      package=True, fallback=lambda attr: getattr(minitriton.runtime, attr),
+                      package=True, fallback=lambda attr: getattr(runtime_package, attr),
                       driver=driver_config, jit=jit, autotuner=autotune, cache=cache,
                       errors=runtime_errors, JITFunction=jit.JITFunction,
                       KernelInterface=jit.KernelInterface, Autotuner=autotune.Autotuner,
@@ -328,19 +334,18 @@ def stand_ins(triton_version, driver_config):
                        fallback=_language_or_missing("triton.language.standard"))
     placeholders = {name: _placeholder(name, what) for name, what in PLACEHOLDERS.items()
                     if name != "triton.language.extra.hip.utils"}
-    cublas_mod = _module("triton._C.libtriton.nvidia.cublas", "cuBLAS on torch (runner/"
+    cublas_mod = _module("triton._C.libtriton.nvidia.cublas", "cuBLAS on torch (standin/"
                          "cublas.py).", CublasLt=cublas.CublasLt)
     nvidia = _module("triton._C.libtriton.nvidia", "Stand-in.", package=True, cublas=cublas_mod)
     libtriton = _module("triton._C.libtriton", "Triton's C++ extension: only the cuBLAS "
                         "baseline the tutorials call.", package=True, nvidia=nvidia)
     c_ext = _module("triton._C", "Stand-in.", package=True, libtriton=libtriton)
-    front = _module("triton", f"minitriton {minitriton.__version__}, standing in for Triton "
-                    f"{triton_version} (python -m minitriton).", package=True,
-                    fallback=lambda attr: getattr(minitriton, attr),
+    front = _module("triton", f"minitriton {front_names.__version__}, standing in for Triton "
+                    f"{triton_version}.", package=True,
+                    fallback=lambda attr: getattr(front_names, attr),
                     __version__=triton_version, language=language, runtime=runtime,
                     testing=testing, tools=tools, compiler=compiler, backends=backends,
-                    set_allocator=getattr(minitriton, "set_allocator", _set_allocator),
-                    OutOfResources=OutOfResources)
+                    OutOfResources=OutOfResources, errors=triton_errors)
     knobs = _knobs()
     front.knobs = knobs
     return {
@@ -367,6 +372,7 @@ def stand_ins(triton_version, driver_config):
         "triton.runtime.autotuner": autotune,
         "triton.runtime.cache": cache,
         "triton.runtime.errors": runtime_errors,
+        "triton.errors": triton_errors,
         "triton.testing": testing,
         "triton.tools": tools,
         "triton.tools.tensor_descriptor": tensor_descriptor,
@@ -431,44 +437,46 @@ def _link_submodules(installed):
     return linked
 
 
-@contextlib.contextmanager
-def aliases(triton_version=TRITON_VERSION, driver=None):
-    """minitriton installed as `triton` for the duration (see the module's docstring)."""
-    driver_config = DriverConfig(driver if driver is not None else
-                                 EmulatedDriver(get_gpu(DEFAULT_GPU)))
-    saved = {name: mod for name, mod in sys.modules.items()
-             if name == "triton" or name.startswith("triton.")}
-    for name in saved:
-        del sys.modules[name]
-    installed = stand_ins(triton_version, driver_config)
-    sys.modules.update(installed)
-    linked = _link_submodules(installed)
-    finder = _AliasFinder()
-    sys.meta_path.insert(0, finder)
-    try:
-        yield sys.modules["triton"]
-    finally:
-        sys.meta_path.remove(finder)
-        for parent, child in linked:
+_ACTIVE: list = []  # what is installed now, innermost last: kept alive until uninstalled
+
+
+class Installed:
+    """minitriton installed as `triton` (see the module's docstring) until `uninstall()`, the
+    end of a `with` block, or the end of the process; it stays whether or not the caller keeps
+    this object (`minitriton.install_as_triton()` as a statement in a conftest.py)."""
+
+    def __init__(self, front_names, triton_version=TRITON_VERSION, driver=None):
+        self.driver_config = DriverConfig(driver if driver is not None else
+                                          EmulatedDriver(get_gpu(DEFAULT_GPU)))
+        self._saved = {name: mod for name, mod in sys.modules.items()
+                       if name == "triton" or name.startswith("triton.")}
+        for name in self._saved:
+            del sys.modules[name]
+        installed = stand_ins(front_names, triton_version, self.driver_config)
+        sys.modules.update(installed)
+        self._linked = _link_submodules(installed)
+        self._finder = _AliasFinder()
+        sys.meta_path.insert(0, self._finder)
+        self.triton = sys.modules["triton"]
+        _ACTIVE.append(self)
+
+    @property
+    def active(self):
+        return self in _ACTIVE
+
+    def uninstall(self):
+        """Remove every `triton*` module and put back what was there before (once)."""
+        if self not in _ACTIVE:
+            return
+        _ACTIVE.remove(self)
+        if self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        for parent, child in self._linked:
             with contextlib.suppress(AttributeError):
                 delattr(parent, child)
         for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
             del sys.modules[name]
-        sys.modules.update(saved)
-
-
-class Installed:
-    """What `install_as_triton()` returns: the aliases, in place until `uninstall()` (or the
-    end of a `with` block)."""
-
-    def __init__(self, triton_version=TRITON_VERSION, gpu=DEFAULT_GPU, driver=None):
-        self._stack = contextlib.ExitStack()
-        self.triton = self._stack.enter_context(aliases(
-            triton_version, driver if driver is not None else EmulatedDriver(get_gpu(gpu))))
-
-    def uninstall(self):
-        """Remove every `triton*` module and put back what was there before."""
-        self._stack.close()
+        sys.modules.update(self._saved)
 
     def __enter__(self):
         return self.triton
@@ -477,11 +485,11 @@ class Installed:
         self.uninstall()
 
 
-def install_as_triton(triton_version=TRITON_VERSION, gpu=DEFAULT_GPU):
-    """minitriton as `triton` in this process, without the runner: `import triton`,
-    `from triton.language.extra.libdevice import tanh`... give minitriton's modules, and
-    `triton.__version__` is `triton_version` (the emulated release; `minitriton.__version__`
-    stays minitriton's). Triton's driver reports the emulated `gpu`; torch.cuda is left alone
-    (the runner's --cuda-on-cpu and friends are not applied). Use it as a context manager, or
-    call `.uninstall()` on what it returns."""
-    return Installed(triton_version, gpu)
+@contextlib.contextmanager
+def aliases(front_names, triton_version=TRITON_VERSION, driver=None):
+    """minitriton installed as `triton` for the duration of a `with` block."""
+    installed = Installed(front_names, triton_version, driver)
+    try:
+        yield installed.triton
+    finally:
+        installed.uninstall()

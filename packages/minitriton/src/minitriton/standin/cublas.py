@@ -1,4 +1,4 @@
-"""`triton._C.libtriton.nvidia.cublas.CublasLt` under the runner: cuBLAS's entry points that
+"""`triton._C.libtriton.nvidia.cublas.CublasLt` under the runner (or install_as_triton): cuBLAS's entry points that
 Triton's tutorials call as their baseline (09 `matmul`, 10 `block_scaled_matmul_mxfp8` and
 `block_scaled_matmul_nvfp4`), computed with torch on the CPU.
 
