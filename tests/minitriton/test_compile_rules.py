@@ -1,6 +1,7 @@
-"""Triton's compile rules for the names a kernel uses (runtime/rules.py): what Triton 3.6
-rejects when it compiles a kernel, minitriton rejects at the first launch, with Triton's words
-and the fix; Settings(strict_globals=False) runs such kernels as Triton's interpreter does."""
+"""Triton's compile rules (runtime/rules.py, runtime/jit.py): for the names a kernel uses, the
+syntax it accepts and the types of loop-carried variables, what Triton 3.6 rejects when it
+compiles a kernel minitriton rejects at the first launch, with Triton's words and the fix;
+Settings(strict_globals=False) runs such kernels as Triton's interpreter does."""
 import numpy as np
 import pytest
 
@@ -118,3 +119,83 @@ def test_lenient_setting_runs_them_as_the_interpreter_does():
 def test_env_var_relaxes_the_rules():
     assert triton.Settings.from_env({"MINITRITON_STRICT_GLOBALS": "0"}).strict_globals is False
     assert triton.Settings.from_env({}).strict_globals is True
+
+
+@triton.jit
+def loop_changes_type(x_ptr, out_ptr, N: tl.constexpr):
+    acc = 0
+    for i in range(N):
+        acc += tl.load(x_ptr + i)  # int32 + fp32: the loop-carried acc becomes fp32
+    tl.store(out_ptr, acc)
+
+
+@triton.jit
+def while_changes_shape(x_ptr, out_ptr, n):
+    acc = tl.zeros([4], tl.float32)
+    i = 0
+    while i < n:
+        acc = tl.sum(acc[:, None] + tl.zeros([4, 4], tl.float32), axis=0)[None, :]
+        i += 1
+    tl.store(out_ptr + tl.arange(0, 4)[None, :], acc)
+
+
+@triton.jit
+def loop_keeps_types(x_ptr, out_ptr, N: tl.constexpr):
+    acc = tl.zeros([N], tl.float32)
+    for i in range(3):
+        acc += tl.load(x_ptr + tl.arange(0, N))
+    for j in tl.static_range(2):  # unrolled by Triton: a variable may change type here
+        acc = acc.to(tl.float16)
+    tl.store(out_ptr + tl.arange(0, N), acc)
+
+
+@triton.jit
+def breaks(x_ptr, out_ptr, n):
+    acc = 0.0
+    for i in range(n):
+        if i > 2:
+            break
+        acc += tl.load(x_ptr + i)
+    tl.store(out_ptr, acc)
+
+
+@triton.jit
+def scans_with_lambda(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr + tl.arange(0, N), tl.associative_scan(x, 0, lambda a, b: a + b))
+
+
+@pytest.mark.parametrize("kernel, args, words", [
+    (loop_changes_type, (4,), "Loop-carried variable acc has initial type int32 but is "
+                              "re-assigned to fp32 in loop"),
+    (while_changes_shape, (2,), "Loop-carried variable acc has initial type <[4], fp32> but is "
+                                "re-assigned to <[1, 4], fp32>"),
+    (breaks, (8,), "unsupported AST node type: Break"),
+    (scans_with_lambda, (8,), "unsupported AST node type: Lambda"),
+])
+def test_what_the_gpu_compiler_rejects_is_rejected(kernel, args, words):
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(triton.CompilationError, match=words.replace("[", r"\[")):
+        kernel[(1,)](x, np.zeros(8, np.float32), *args)
+
+
+def test_loops_that_keep_their_types_run():
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    loop_keeps_types[(1,)](x, out, 8)
+    np.testing.assert_array_equal(out, 3 * x)
+
+
+@triton.jit
+def scalar_as_block(out_ptr, c, N: tl.constexpr):
+    row = (c > 0)[:, None]  # a scalar indexed as a block
+    tl.store(out_ptr + tl.arange(0, N)[None, :], tl.arange(0, N)[None, :] + row)
+
+
+def test_a_scalar_indexed_as_a_block_follows_the_emulated_release(monkeypatch):
+    out = np.zeros(4, np.int32)
+    scalar_as_block[(1,)](out, 3, 4)  # Triton 3.6 (the default): a block of shape [1]
+    np.testing.assert_array_equal(out, [1, 2, 3, 4])
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
+    with pytest.raises(triton.CompilationError, match="too many indices for tensor of rank 0"):
+        scalar_as_block[(1,)](out, 3, 4)

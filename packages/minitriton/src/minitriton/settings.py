@@ -77,6 +77,9 @@ class Settings:
         bit (on by default; language/dot.py). It costs 10 to 50 times NumPy's matmul on the
         CPU; False (`MINITRITON_EXACT_DOT=0`) sums with NumPy's fp32 matmul instead, within an
         fp32 rounding of the sum but not the GPU's bits.
+    triton_version: the Triton release whose language rules kernels follow where releases
+        differ (docs/limitations.md lists where): "3.6.0" by default, the GPU's; the runner's
+        and the pytest plugin's --triton-version set it (MINITRITON_TRITON_VERSION).
     """
 
     executor: str = "lockstep"
@@ -97,6 +100,7 @@ class Settings:
     strict_globals: bool = True
     autotune_gpu: str = "H100"
     exact_dot: bool = True
+    triton_version: str = "3.6.0"
 
     def __post_init__(self):
         if self.executor not in EXECUTORS:
@@ -116,6 +120,8 @@ class Settings:
             value = env.get(f"MINITRITON_{name.upper()}")
             if value:
                 kwargs[name] = value.strip().lower() not in ("0", "false", "no", "off")
+        if env.get("MINITRITON_TRITON_VERSION"):
+            kwargs["triton_version"] = env["MINITRITON_TRITON_VERSION"].strip()
         if env.get("MINITRITON_AUTOTUNE_GPU"):
             kwargs["autotune_gpu"] = env["MINITRITON_AUTOTUNE_GPU"].strip()
         for item in filter(None, (s.strip() for s in env.get("MINITRITON_SANITIZE", "").split(","))):
@@ -128,6 +134,24 @@ class Settings:
                 raise ValueError(f"MINITRITON_SANITIZE: unknown check {item!r} "
                                  f"({', '.join(_CHECKS)}, uninitialized=ARG+ARG)")
         return cls(**kwargs)
+
+
+def version_tuple(version):
+    """(major, minor, patch) of a release string: "3.6.0" -> (3, 6, 0), "3.9.0+git" too."""
+    parts = []
+    for piece in str(version).split(".")[:3]:
+        digits = ""
+        for c in piece:
+            if not c.isdigit():
+                break
+            digits += c
+        parts.append(int(digits or 0))
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def triton_release():
+    """The emulated Triton release's (major, minor, patch) for the current settings."""
+    return version_tuple(current_settings().triton_version)
 
 
 # the on/off checks MINITRITON_SANITIZE can name: every boolean field that is off by default

@@ -17,6 +17,7 @@ import numpy as np
 from .. import types as _t
 from ..context import Divergence, current
 from ..errors import CompilationError
+from ..settings import triton_release
 from ..types import _unwrap, constexpr
 from .marks import elementwise, reshaping
 
@@ -87,22 +88,33 @@ class tensor:
 
     @reshaping
     def __getitem__(self, slices):
+        """`x[:, None]`: `None` inserts a dimension of 1, `:` keeps one. Triton 3.6 lets `:`
+        run past the rank (a scalar's `c[:, None]` is a block of shape [1]: each `None`
+        inserts at its position in the index); 3.8 on raise "too many indices"."""
         if not isinstance(slices, tuple):
             slices = (slices,)
-        new_shape, src = [], 0
+        slices = [_unwrap(s) for s in slices]
         for s in slices:
-            s = _unwrap(s)
-            if s is None:
-                new_shape.append(1)
-            elif isinstance(s, slice) and s == slice(None):
-                if src >= len(self.shape):
-                    raise CompilationError(f"too many indices for tensor of shape {self.shape}")
-                new_shape.append(self.shape[src])
-                src += 1
-            else:
+            if s is not None and not (isinstance(s, slice) and s == slice(None)):
                 raise CompilationError(f"unsupported tensor index: {s!r} (only `:` and `None` "
                                        "are allowed, e.g. x[:, None])")
-        new_shape += self.shape[src:]
+        kept = sum(s is not None for s in slices)
+        if kept <= len(self.shape):
+            new_shape, src = [], 0
+            for s in slices:
+                if s is None:
+                    new_shape.append(1)
+                else:
+                    new_shape.append(self.shape[src])
+                    src += 1
+            new_shape += self.shape[src:]
+        elif triton_release() >= (3, 8):
+            raise CompilationError(f"too many indices for tensor of rank {len(self.shape)}")
+        else:
+            new_shape = list(self.shape)
+            for dim, s in enumerate(slices):
+                if s is None:
+                    new_shape.insert(dim, 1)
         data = self.data.reshape((self.data.shape[0], *new_shape))
         return tensor(data, self.dtype, new_shape, self.origin)
 

@@ -67,10 +67,16 @@ def expand_dims(input, axis):
     axes = _unwrap(axis)
     axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
     rank = len(x.shape) + len(axes)
+    wrapped = []
+    for a in (int(_unwrap(a)) for a in axes):
+        if not -rank <= a < rank:
+            raise CompilationError(f"invalid axis {a}. Expected {-rank} <= axis < {rank}")
+        wrapped.append(a % rank)
+    if len(set(wrapped)) != len(wrapped):
+        raise CompilationError(f"expand_dims received duplicate axes, normalized axes = "
+                               f"{wrapped}")
     new_shape = list(x.shape)
-    for a in sorted(int(_unwrap(a)) % rank for a in axes):
-        if not 0 <= a <= len(new_shape):
-            raise CompilationError(f"invalid axis {a}")
+    for a in sorted(wrapped):
         new_shape.insert(a, 1)
     return tensor(x.data.reshape((x.data.shape[0], *new_shape)), x.dtype, new_shape, x.origin)
 

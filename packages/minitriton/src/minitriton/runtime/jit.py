@@ -78,6 +78,30 @@ class _KernelBuiltins:
         return not value
 
     @staticmethod
+    def carried(scope, names):
+        """The loop-carried variables' values before a runtime loop: those of `names` (what
+        the loop body assigns) bound now."""
+        return {n: scope[n] for n in names if n in scope}
+
+    @staticmethod
+    def check_carried(before, scope):
+        """After an iteration: Triton's code generator requires each loop-carried variable to
+        keep its type (`_verify_loop_carried_variable`)."""
+        for name, old in before.items():
+            new = scope.get(name, old)
+            old_t, new_t = is_tensor(old), is_tensor(new)
+            if old_t and new_t:
+                if old.type != new.type:
+                    raise CompilationError(
+                        f"Loop-carried variable {name} has initial type {old.type} but is "
+                        f"re-assigned to {new.type} in loop! Please make sure that the type "
+                        f"stays consistent.")
+            elif old_t != new_t and new is not None and old is not None:
+                raise CompilationError(
+                    f"Loop carried variable {name} changed type, was {type(old).__name__} but "
+                    f"is now {type(new).__name__}")
+
+    @staticmethod
     def assert_(cond, msg=None):
         if is_tensor(cond):
             return device_assert(cond, msg or "assert")
@@ -152,6 +176,7 @@ def _to_int1(x):
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, shadowed, filename="<kernel>", first=1):
         self.shadowed = shadowed
+        self.loops = 0
         self.filename, self.first = filename, first  # where warnings point
 
     def _rt(self, attr):
@@ -201,12 +226,51 @@ class _Rewriter(ast.NodeTransformer):
         call = ast.Call(func=self._rt("assign"), args=[value], keywords=[])
         return ast.copy_location(ast.Assign(targets=[node.target], value=call), node)
 
+    def _carry_check(self, node):
+        """[before, node]: `node` (a runtime `for` or `while`) with Triton's loop-carried type
+        check after each iteration; a `static_range` loop is unrolled by Triton: no check."""
+        if isinstance(node, ast.For) and _is_static_range(node.iter):
+            return node
+        loop_names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} \
+            if isinstance(node, ast.For) else set()
+        assigned = sorted({n.id for stmt in node.body for n in ast.walk(stmt)
+                           if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                          - loop_names)
+        if not assigned:
+            return node
+        self.loops += 1
+        var = f"{_RT}carry{self.loops}"
+        scope = ast.Call(func=ast.Name("locals", ast.Load()), args=[], keywords=[])
+        before = ast.Assign(targets=[ast.Name(var, ast.Store())], value=ast.Call(
+            func=self._rt("carried"), args=[scope, ast.Constant(tuple(assigned))], keywords=[]))
+        check = ast.Expr(ast.Call(func=self._rt("check_carried"),
+                                  args=[ast.Name(var, ast.Load()), scope], keywords=[]))
+        node.body.append(ast.copy_location(check, node.body[-1]))
+        return [ast.copy_location(before, node), node]
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        return self._carry_check(node)
+
+    def visit_While(self, node):
+        self.generic_visit(node)
+        return self._carry_check(node)
+
     def visit_Assert(self, node):
         self.generic_visit(node)
         call = ast.Call(
             func=ast.Attribute(value=ast.Name(_RT, ast.Load()), attr="assert_", ctx=ast.Load()),
             args=[node.test] + ([node.msg] if node.msg is not None else []), keywords=[])
         return ast.copy_location(ast.Expr(ast.copy_location(call, node)), node)
+
+
+def _is_static_range(call):
+    """Whether a loop's iterable is `tl.static_range(...)` (unrolled at compile time)."""
+    if not isinstance(call, ast.Call):
+        return False
+    f = call.func
+    return (isinstance(f, ast.Attribute) and f.attr == "static_range") or \
+        (isinstance(f, ast.Name) and f.id == "static_range")
 
 
 def _local_names(fn_def):

@@ -133,6 +133,23 @@ def _undefined_message(name):
             f"{', '.join(TRITON_BUILTINS)}; {hint}{_LENIENT}")
 
 
+# syntax Triton's code generator has no visitor for: "unsupported AST node type: X"
+# (CodeGenerator.generic_visit), with what to write instead
+UNSUPPORTED_SYNTAX = {
+    ast.Break: "a runtime loop cannot be left early: loop to the end with a mask, or use a "
+               "`while` loop whose condition you clear",
+    ast.Continue: "skip the rest of the body with an `if` (or a mask) instead",
+    ast.Lambda: "define a @triton.jit function and pass it instead (e.g. as the combine_fn of "
+                "tl.reduce / tl.associative_scan)",
+    ast.GeneratorExp: "use a tuple of values or tl.static_range",
+    ast.SetComp: "", ast.DictComp: "", ast.Dict: "", ast.Set: "",
+    ast.Try: "", ast.Raise: "use tl.device_assert or tl.static_assert",
+    ast.Global: "", ast.Nonlocal: "", ast.Delete: "", ast.Yield: "", ast.YieldFrom: "",
+    ast.Await: "", ast.ClassDef: "", ast.Import: "import at the top of the module",
+    ast.ImportFrom: "import at the top of the module", ast.AsyncFor: "", ast.AsyncWith: "",
+}
+
+
 class _Checker(ast.NodeVisitor):
     """Visits a kernel's body (not its parameter defaults) and collects, in source order, the
     names that break the function rule and those that break the global rule."""
@@ -146,7 +163,14 @@ class _Checker(ast.NodeVisitor):
                 self.closure[name] = cell.cell_contents
             except ValueError:  # not bound yet: compile_kernel reports it
                 pass
-        self.functions, self.globals, self.jit_callees = [], [], []
+        self.functions, self.globals, self.jit_callees, self.syntax = [], [], [], []
+
+    def generic_visit(self, node):
+        hint = UNSUPPORTED_SYNTAX.get(type(node))
+        if hint is not None:
+            self.syntax.append((node, f"unsupported AST node type: {type(node).__name__}" +
+                                (f" ({hint})" if hint else "")))
+        super().generic_visit(node)
 
     def lookup(self, name):
         if name in self.local:
@@ -205,7 +229,7 @@ def check(fn, fn_def, first_line, seen=None, filename=None):
     checker = _Checker(fn, fn_def)
     for stmt in fn_def.body:
         checker.visit(stmt)
-    found = checker.functions[:1] or checker.globals[:1]
+    found = checker.syntax[:1] or checker.functions[:1] or checker.globals[:1]
     if found:
         node, message = found[0]
         lineno = first_line + node.lineno - 1

@@ -53,6 +53,7 @@ from .. import runtime as runtime_package
 from ..runtime import autotune, jit
 from ..tools import tensor_descriptor
 from ..runtime.gpus import DEFAULT_GPU, gpu as get_gpu
+from ..settings import version_tuple
 from . import cublas
 from .target import DriverConfig, EmulatedDriver, GPUTarget
 
@@ -188,19 +189,11 @@ def default_cache_dir():
                                                             "minitriton-cache"))
 
 
-def _version_tuple(version):
-    parts = []
-    for piece in str(version).split(".")[:3]:
-        digits = "".join(c for c in piece if c.isdigit()) or "0"
-        parts.append(int(digits))
-    return tuple(parts)
-
-
 def _math_module(triton_version):
     """`triton.language.math`: minitriton's (Triton 3's) module, or for an emulated release
     before 3.0 that release's, which held the whole libdevice (`from triton.language.math
     import tanh` is how 2.x programs get tanh)."""
-    if _version_tuple(triton_version) >= (3, 0):
+    if version_tuple(triton_version) >= (3, 0):
         return language.math
     names = {n: getattr(libdevice, n) for n in dir(libdevice) if not n.startswith("_") and
              callable(getattr(libdevice, n)) and not isinstance(getattr(libdevice, n), type)}
@@ -437,6 +430,7 @@ def _link_submodules(installed):
     return linked
 
 
+_VERSION_VARIABLE = "MINITRITON_TRITON_VERSION"
 _ACTIVE: list = []  # what is installed now, innermost last: kept alive until uninstalled
 
 
@@ -458,6 +452,10 @@ class Installed:
         self._finder = _AliasFinder()
         sys.meta_path.insert(0, self._finder)
         self.triton = sys.modules["triton"]
+        # the language follows this release's rules where releases differ (Settings); in the
+        # environment, so that processes the program starts (pytest-xdist workers) follow too
+        self._saved_version = os.environ.get(_VERSION_VARIABLE)
+        os.environ[_VERSION_VARIABLE] = str(triton_version)
         _ACTIVE.append(self)
 
     @property
@@ -477,6 +475,10 @@ class Installed:
         for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
             del sys.modules[name]
         sys.modules.update(self._saved)
+        if self._saved_version is None:
+            os.environ.pop(_VERSION_VARIABLE, None)
+        else:
+            os.environ[_VERSION_VARIABLE] = self._saved_version
 
     def __enter__(self):
         return self.triton
