@@ -96,3 +96,114 @@ def test_uninstall_puts_back_what_was_there():
     installed.uninstall()
     installed.uninstall()  # a second call does nothing
     assert {k for k in sys.modules if k.split(".")[0] == "triton"} == before
+
+
+@minitriton.jit
+def _bitwise_floats(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr + tl.arange(0, N), x & x)
+
+
+def test_bitwise_ops_on_floats_say_invalid_operands():
+    x = np.ones(4, np.float32)
+    with pytest.raises(minitriton.TritonError, match="invalid operands of type"):
+        _bitwise_floats[(1,)](x, np.zeros_like(x), 4)
+
+
+@minitriton.jit
+def _int1_arith(x_ptr, y_ptr, sum_ptr, diff_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(sum_ptr + offs, x + y)
+    tl.store(diff_ptr + offs, x - y)
+
+
+def test_int1_plus_and_minus_wrap_mod_2():
+    x = np.array([False, False, True, True])
+    y = np.array([False, True, False, True])
+    s, d = np.zeros(4, bool), np.zeros(4, bool)
+    _int1_arith[(1,)](x, y, s, d, 4)
+    expected = np.mod(x.astype(np.int8) + y.astype(np.int8), 2).astype(bool)
+    np.testing.assert_array_equal(s, expected)
+    np.testing.assert_array_equal(d, expected)  # x - y = x + y mod 2
+
+
+@minitriton.jit
+def _atomic_add_any(o_ptr):
+    tl.atomic_add(o_ptr, tl.load(o_ptr))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.uint16])
+def test_atomics_on_narrow_integers_are_refused_as_triton_does(dtype):
+    with pytest.raises(minitriton.TritonError, match="does not support"):
+        _atomic_add_any[(1,)](np.zeros(1, dtype))
+
+
+@minitriton.jit
+def _poll(flag, out, expected, TIMEOUT: tl.constexpr):
+    if TIMEOUT:
+        seen = tl.atomic_poll(flag, expected, timeout_ns=0)
+    else:
+        seen = tl.atomic_poll(flag, expected)
+    tl.store(out, seen)
+
+
+@minitriton.jit
+def _poll_for_the_other(flag, payload, out):
+    if tl.program_id(0) == 0:
+        tl.atomic_poll(flag, 1, sem="acquire")
+        tl.store(out, tl.load(payload))
+    else:
+        tl.store(payload, 42)
+        tl.atomic_xchg(flag, 1, sem="release")
+
+
+@pytest.mark.parametrize("executor", ["lockstep", "sequential"])
+def test_atomic_poll_waits_for_another_program(executor):
+    flag, payload, out = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    with minitriton.configure(executor=executor, races=True):
+        _poll_for_the_other[(2,)](flag, payload, out)
+    assert out[0] == 42
+
+
+@pytest.mark.parametrize("value, timeout, seen", [(1, True, True), (0, True, False),
+                                                   (1, False, True)])
+def test_atomic_poll_returns_whether_the_value_was_seen(value, timeout, seen):
+    flag, out = np.full(1, value, np.int32), np.zeros(1, bool)
+    _poll[(1,)](flag, out, 1, timeout)
+    assert out[0] == seen
+
+
+def test_atomic_poll_that_nobody_satisfies_is_a_deadlock():
+    with pytest.raises(minitriton.DeadlockError):
+        _poll[(1,)](np.zeros(1, np.int32), np.zeros(1, bool), 1, False)
+
+
+@minitriton.jit
+def _squeezes(out_ptr, DIM: tl.constexpr):
+    a = tl.reshape(tl.arange(0, 8), (2, 1, 4))
+    b = tl.unsqueeze(tl.squeeze(a, DIM), DIM)
+    tl.store(out_ptr + tl.arange(0, 8), tl.ravel(b))
+
+
+def test_squeeze_and_unsqueeze():
+    out = np.zeros(8, np.int32)
+    _squeezes[(1,)](out, 1)
+    np.testing.assert_array_equal(out, np.arange(8))
+    with pytest.raises(minitriton.TritonError, match="is not 1"):
+        _squeezes[(1,)](out, 0)
+
+
+@minitriton.jit
+def _if_on_one_element(x_ptr):
+    cond = tl.load(x_ptr + tl.arange(0, 1)) > 42
+    if cond:
+        tl.store(x_ptr, 42)
+
+
+@pytest.mark.parametrize("value, after", [(41, 41), (43, 42)])
+def test_if_on_a_one_element_block_unsplats_it_with_a_warning(value, after):
+    x = np.full(1, value, np.int32)
+    with pytest.warns(UserWarning, match="instead of scalar"):
+        _if_on_one_element[(1,)](x)
+    assert x[0] == after

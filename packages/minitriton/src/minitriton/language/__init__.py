@@ -16,7 +16,7 @@ from . import extra, math  # tl.extra.libdevice, tl.math.exp and friends
 from .extra._extern import missing_name
 from .arith import add_fn as add, maximum, minimum, mul_fn as mul, sub_fn as sub, where
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
-                      atomic_xchg, atomic_xor)
+                      atomic_poll, atomic_xchg, atomic_xor)
 from .block_pointers import advance, make_block_ptr
 from .control import range, static_range
 from .core import TRITON_MAX_TENSOR_NUMEL, cast, tensor
@@ -39,7 +39,7 @@ from .reduce import (argmax, argmin, cumprod, cumsum, max, min, reduce, reduce_o
 from .scan import (associative_scan, flip, gather, histogram, interleave, map_elementwise, sort,
                    topk)
 from .shape import (broadcast, broadcast_to, cat, expand_dims, item, join, permute, ravel,
-                    reshape, split, trans, view)
+                    reshape, split, squeeze, trans, unsqueeze, view)
 
 float8e4m3fn = float8e4nv
 float8e5m2 = float8e5

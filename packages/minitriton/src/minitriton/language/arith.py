@@ -273,6 +273,8 @@ def add(a, b):
         if chained is not None:
             return chained
         x, y = _arrays(a, b, shape)
+        if a.dtype.is_bool():  # a 1-bit integer wraps: True + True is False, as on the GPU
+            return _finish(np.logical_xor(x, y), a.dtype, shape)
         fused = _contracted(a, b, x, y, shape, 1) if _fusing(a.dtype) else None
         return _finish(x + y if fused is None else fused, a.dtype, shape)
 
@@ -300,6 +302,8 @@ def sub(a, b):
     if a.dtype.is_ptr():
         return _pointer_offset(a, neg(b), shape)
     x, y = _arrays(a, b, shape)
+    if a.dtype.is_bool():  # mod 2, as `+`
+        return _finish(np.logical_xor(x, y), a.dtype, shape)
     with np.errstate(all="ignore"):
         fused = _contracted(a, b, x, y, shape, -1) if _fusing(a.dtype) else None
         return _finish(x - y if fused is None else fused, a.dtype, shape)
@@ -392,9 +396,10 @@ def _bitwise(fn, name):
     @elementwise
     def op(a, b):
         a, b, shape = operands(a, b)
-        if not a.dtype.is_int():
-            raise CompilationError(f"unexpected type {a.dtype} for `{name}`: bitwise operators "
-                                   "need integer or boolean operands")
+        if not (a.dtype.is_int() and b.dtype.is_int()):
+            raise CompilationError(f"invalid operands of type {a.dtype!r} and {b.dtype!r}: "
+                                   f"`{name}` needs integer or boolean operands (for a float's "
+                                   f"bits, x.to(tl.int32, bitcast=True) first)")
         x, y = _arrays(a, b, shape)
         with np.errstate(all="ignore"):
             return _finish(fn(x, y), a.dtype, shape)

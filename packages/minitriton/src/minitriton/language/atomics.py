@@ -15,7 +15,7 @@ import numpy as np
 
 from ..context import current
 from ..errors import CompilationError
-from ..types import _unwrap
+from ..types import _unwrap, int1
 from .access import Lanes, check_mask, poll
 from .block_pointers import block_pointer
 from .core import broadcast_to, cast, expand_to_rank, tensor, tensor_member, to_tensor
@@ -65,7 +65,10 @@ def _atomic(op, pointer, val, mask, sem, scope):
         raise CompilationError(f"tl.atomic_{op} does not take block pointers")
     _check_sem(sem, scope)
     elt = pointer.dtype.element_ty
-    if elt.is_bool() or (op in ("and", "or", "xor") and not elt.is_int()):
+    # Triton's atom_red_typechecking_impl: 16-bit floats only for add, no 16-bit integers and
+    # nothing narrower (int8, uint8, fp8, int1)
+    if (elt.name in ("fp16", "bf16") and op != "add") or elt.name in ("int16", "uint16") or \
+            elt.primitive_bitwidth < 16 or (op in ("and", "or", "xor") and not elt.is_int()):
         raise CompilationError(f"atomic_{op} does not support {elt}")
     shape = pointer.shape
     val = to_tensor(_unwrap(val))
@@ -155,3 +158,48 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
             hook(acc, "cas", old, cl, vl, _unwrap(sem))
         poll(ctx, acc.buf, flat_idx, old, cl)
     return tensor(result, elt, shape)
+
+
+@tensor_member
+def atomic_poll(pointer, expected_value, sem=None, scope=None, timeout_ns=None):
+    """Spin until memory at `pointer` equals `expected_value` (Triton 3.9); returns a boolean
+    block of the pointer's shape: True where the value was seen. While it differs the program
+    waits for the others, as a spin loop does (a DeadlockError if none can set it). With
+    `timeout_ns` the simulator, which has no clock, reads each element once: False where the
+    value was not there then."""
+    ctx = current()
+    pointer = validate_pointer(_unwrap(pointer), "atomic_poll")
+    if isinstance(pointer, block_pointer):
+        raise CompilationError("tl.atomic_poll does not take block pointers")
+    sem, scope, timeout = _unwrap(sem), _unwrap(scope), _unwrap(timeout_ns)
+    if isinstance(timeout, int) and timeout < 0:
+        raise CompilationError("atomic_poll timeout_ns must be non-negative")
+    if timeout is not None and not (isinstance(timeout, int) or
+                                    (isinstance(timeout, tensor) and not timeout.shape
+                                     and timeout.dtype.is_int())):
+        raise CompilationError("atomic_poll timeout_ns must be a scalar integer")
+    elt = pointer.dtype.element_ty
+    if not elt.is_int() or elt.primitive_bitwidth not in (16, 32, 64):
+        raise CompilationError("atomic_poll only supports integer elements with width "
+                               "{16, 32, 64}")
+    if sem not in (None, "acquire", "relaxed"):
+        raise CompilationError("atomic_poll only supports acquire and relaxed semantics")
+    _check_sem(sem, scope)
+    shape = pointer.shape
+    expected = broadcast_to(cast(to_tensor(_unwrap(expected_value)), elt), shape)
+    lanes = Lanes(ctx, pointer, None, (expected,))
+    want = np.broadcast_to(expand_to_rank(expected, len(shape)), (lanes.lanes, *shape))
+    seen = np.zeros((lanes.lanes, *shape), dtype=bool)
+    while True:
+        for acc in lanes.accesses(ctx, "atomic_poll"):
+            active, idx = acc.lane_mask(), acc.offsets()
+            for hook in ctx.hooks["on_atomic"]:
+                hook(acc)
+            old = acc.buf.flat[idx.ravel()].copy()
+            seen[active] = (old == want[active].ravel()).reshape(idx.shape)
+            for hook in ctx.hooks["after_atomic"]:
+                hook(acc, "poll", old, None, None, sem or "acquire")
+            if timeout is None and not seen[active].all():
+                poll(ctx, acc.buf, idx.ravel(), old, want[active].ravel())
+        if timeout is not None or seen.all():
+            return tensor(seen, int1, shape)

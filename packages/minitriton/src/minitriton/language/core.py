@@ -12,12 +12,15 @@ attached where they are defined with `@tensor_member`, as Triton's `_tensor_memb
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import types as _t
 from ..context import Divergence, current
 from ..errors import CompilationError
 from ..settings import triton_release
+from ..source import kernel_location
 from ..types import _unwrap, constexpr
 from .marks import elementwise, reshaping
 
@@ -58,6 +61,13 @@ class tensor:
     # ----- Python control flow on tensors
     def _uniform_scalar(self, what, decide):
         """The value Python control flow needs; raises Divergence if programs disagree."""
+        if self.shape and self.numel == 1 and what == "truth value":
+            # Triton's visit_If unsplats a one-element block, with a warning
+            warnings.warn("If conditional called with multidimensional Tensor instead of "
+                          f"scalar; please use \"if (x).item()\" instead (at "
+                          f"{kernel_location(3)})", UserWarning, stacklevel=3)
+            return tensor(self.data.reshape(self.data.shape[0]), self.dtype, [])._uniform_scalar(
+                what, decide)
         if self.shape:
             raise CompilationError(
                 f"Boolean value of Tensor with more than one value is ambiguous ({what} of a "

@@ -49,6 +49,31 @@ def reshape(input, *shape, can_reorder=False):
 
 
 @tensor_member
+def squeeze(x, dim):
+    """`x` without its length-1 dimension `dim` (Triton 3.9's tl.squeeze)."""
+    x = to_tensor(_unwrap(x))
+    dim, rank = int(_unwrap(dim)), len(x.shape)
+    if not -rank <= dim < rank:
+        raise CompilationError(f"squeeze: dim {dim} is out of range for a tensor of rank {rank}")
+    dim %= rank
+    if x.shape[dim] != 1:
+        raise CompilationError(f"squeeze: dimension {dim} of shape {x.shape} is not 1")
+    return reshape(x, x.shape[:dim] + x.shape[dim + 1:])
+
+
+@tensor_member
+def unsqueeze(x, dim):
+    """`x` with a length-1 dimension inserted at `dim` (Triton 3.9's tl.unsqueeze)."""
+    x = to_tensor(_unwrap(x))
+    dim, rank = int(_unwrap(dim)), len(x.shape) + 1
+    if not -rank <= dim < rank:
+        raise CompilationError(f"unsqueeze: dim {dim} is out of range for a result of rank "
+                               f"{rank}")
+    dim %= rank
+    return reshape(x, x.shape[:dim] + [1] + x.shape[dim:])
+
+
+@tensor_member
 def view(input, *shape):
     return reshape(input, *shape)
 
