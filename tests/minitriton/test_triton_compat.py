@@ -207,3 +207,22 @@ def test_if_on_a_one_element_block_unsplats_it_with_a_warning(value, after):
     with pytest.warns(UserWarning, match="instead of scalar"):
         _if_on_one_element[(1,)](x)
     assert x[0] == after
+
+
+@minitriton.jit
+def _fp8_to_fp32(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.abs(tl.load(x_ptr + offs)).to(tl.float32))
+
+
+def test_fp8e4b15_is_e4m3_with_bias_15():
+    torch = pytest.importorskip("torch")
+    bits = torch.arange(-128, 128, dtype=torch.int8)
+    out = torch.zeros(256, dtype=torch.float32)
+    _fp8_to_fp32[(1,)](minitriton.reinterpret(bits, tl.float8e4b15), out, 256)
+    # reference from the bit fields: sign, 4 exponent bits (bias 15), 3 mantissa bits
+    b = bits.numpy().view(np.uint8).astype(np.int64)
+    exp, frac = (b >> 3) & 0xF, b & 0x7
+    ref = np.where(exp == 0, 2.0 ** -14 * frac / 8, 2.0 ** (exp - 15) * (1 + frac / 8))
+    ref[(b & 0x7F) == 0x7F] = np.nan
+    np.testing.assert_array_equal(out.numpy(), np.abs(ref).astype(np.float32))

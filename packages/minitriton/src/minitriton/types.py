@@ -48,6 +48,8 @@ class dtype:
         if exponent_bias is not None:
             self.exponent_bias = exponent_bias
 
+    value_scale = 1.0  # what a value held in `np` is multiplied by (fp8e4b15's bias)
+
     def __getattr__(self, attr):
         # only for attributes not set: `np` of bf16 and the fp8 types, whose NumPy dtypes come
         # from ml_dtypes, imported here on first use (its extension takes about 1 s to load)
@@ -211,7 +213,12 @@ float8e4nv = dtype("fp8e4nv", "ml_dtypes.float8_e4m3fn", 8, 3, 7)
 float8e5 = dtype("fp8e5", "ml_dtypes.float8_e5m2", 8, 2, 15)
 float8e4b8 = dtype("fp8e4b8", "ml_dtypes.float8_e4m3fnuz", 8, 3, 8)
 float8e5b16 = dtype("fp8e5b16", "ml_dtypes.float8_e5m2fnuz", 8, 2, 16)
-float8e4b15 = dtype("fp8e4b15", _NO_NUMPY, 8, 3, 15)  # pre-Hopper only; no NumPy type
+# fp8e4b15 (pre-Hopper): e4m3fn's bits with an exponent bias of 15, not 7, so every value is
+# e4m3fn's times 2**-8 (NaN at S.1111.111 as in e4m3fn); held in e4m3fn arrays, `value_scale`
+# converts where values meet other types (language/core.py's cast, language/dot.py); abs,
+# max, where and moves work on e4m3fn's values as they are, which scale alike
+float8e4b15 = dtype("fp8e4b15", "ml_dtypes.float8_e4m3fn", 8, 3, 15)
+float8e4b15.value_scale = 2.0 ** -8
 float16 = dtype("fp16", np.float16, 16, 10, 15)
 bfloat16 = dtype("bf16", "ml_dtypes.bfloat16", 16, 7, 127)
 float32 = dtype("fp32", np.float32, 32, 23, 127)

@@ -318,6 +318,8 @@ def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
                                "are 'rtne' and 'rtz'.")
     with np.errstate(all="ignore"):
         data = x.data
+        if src.value_scale != 1.0 or dst.value_scale != 1.0:  # fp8e4b15 (types.py)
+            data = data.astype(np.float32) * np.float32(src.value_scale / dst.value_scale)
         if rounding == "rtz" and dst.is_floating() and src.is_floating() and \
                 dst.primitive_bitwidth < src.primitive_bitwidth:
             data = _round_toward_zero(data, dst)

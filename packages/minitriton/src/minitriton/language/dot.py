@@ -429,6 +429,8 @@ def _operand_arrays(a, b, precision):
     if a.dtype == _t.float32 and precision == "tf32":  # (rounding makes the copies)
         return round_to_tf32(a.data), round_to_tf32(b.data)
     x, y = a.data.astype(np.float32), b.data.astype(np.float32)
+    if a.dtype.value_scale != 1.0 or b.dtype.value_scale != 1.0:  # fp8e4b15 (types.py)
+        x, y = x * np.float32(a.dtype.value_scale), y * np.float32(b.dtype.value_scale)
     if a.dtype == _t.float32 and precision != "ieee":
         # the 3/6-pass splits recover (nearly) full fp32 accuracy: compute in float64
         return x.astype(np.float64), y.astype(np.float64)

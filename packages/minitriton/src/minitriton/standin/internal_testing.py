@@ -144,6 +144,18 @@ def is_hip_rdna3():
     return _hip_arch("gfx110", "gfx115")
 
 
+def is_hip_gfx11():  # Triton 3.6's name
+    return _hip_arch("gfx11")
+
+
+def is_hip_gfx12():  # Triton 3.6's name
+    return _hip_arch("gfx12")
+
+
+def get_arch():
+    return _backend_arch()[1] or ""
+
+
 def is_hip_rdna4m():
     return _hip_arch("gfx1250")
 
