@@ -60,3 +60,61 @@ def test_the_scan_finds_function_local_imports(tmp_path):
     source.write_text("import os\n\ndef f():\n    import json\n    from . import x\n"
                       "    g = lambda: __import__('y')\n")
     assert _function_local_imports(source) == [(4, "json"), (5, ".")]
+
+
+def _imports_of(path, package, module_name):
+    """(absolute module names a source file imports, names it takes from the package root
+    `package` that are not its submodules)."""
+    tree = ast.parse(path.read_text(), str(path))
+    modules, from_root = set(), set()
+    parts = module_name.split(".")
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parts[:len(parts) - node.level + (1 if is_package else 0)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            if target != package:
+                modules.add(target)
+            for a in node.names:
+                modules.add(f"{target}.{a.name}")
+                if target == package and not (Path(minitriton.__file__).parent / a.name).exists() \
+                        and not (Path(minitriton.__file__).parent / f"{a.name}.py").exists():
+                    from_root.add(a.name)
+    return modules, from_root
+
+
+def test_nothing_the_front_door_imports_imports_the_front_door():
+    """minitriton/__init__.py imports its layers; none of them (nor what they import) may
+    import `minitriton` itself back (a cycle through the front door; the runner and the pytest
+    plugin, above it, may)."""
+    root = Path(minitriton.__file__).parent
+
+    def path_of(name):
+        rel = name.split(".")[1:]
+        for candidate in (root.joinpath(*rel).with_suffix(".py"),
+                          root.joinpath(*rel, "__init__.py")):
+            if candidate.exists():
+                return candidate
+        return None
+
+    seen, todo, bad = set(), ["minitriton"], []
+    while todo:
+        name = todo.pop()
+        path = path_of(name)
+        if name in seen or path is None:
+            continue
+        seen.add(name)
+        modules, from_root = _imports_of(path, "minitriton", name)
+        if name != "minitriton":
+            if "minitriton" in modules or from_root:
+                bad.append(f"{name} imports minitriton's front door "
+                           f"({', '.join(sorted(from_root)) or 'import minitriton'})")
+        todo += [m for m in modules if m.startswith("minitriton.") and
+                 not m.startswith(("minitriton.runner", "minitriton.pytest_plugin"))]
+    assert len(seen) > 20, seen  # the walk found the layers
+    assert not bad, "\n".join(bad)
