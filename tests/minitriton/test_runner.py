@@ -220,22 +220,43 @@ def test_torch_cuda_answers_for_the_emulated_gpu(tmp_path, capsys):
 
 @pytest.mark.parametrize("line", ["torch.rand(4).cuda()", "torch.rand(4, device='cuda')",
                                   "torch.rand(4).to('cuda')"])
-def test_a_cuda_tensor_gets_a_message_that_says_what_to_change(tmp_path, capsys, line):
+def test_a_cuda_tensor_under_strict_cuda_gets_a_message_that_says_what_to_change(
+        tmp_path, capsys, line):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("needs a machine without CUDA: with a GPU, torch makes the CUDA tensor")
     rc, _, err = run_here(tmp_path, capsys, f"import torch\n\ndef make():\n    return {line}\n\n"
-                          "make()\n")
+                          "make()\n", strict_cuda=True)
     assert rc == 1
     assert f"script.py:4: return {line}" in err
     assert "get_active_torch_device()" in err and "device='cpu'" in err
+    assert "without --strict-cuda" in err
     assert "not compiled with CUDA" not in err and "Traceback" not in err
 
 
 def test_the_cuda_message_from_the_command_line(tmp_path):
     pytest.importorskip("torch")
-    done = run(tmp_path, "import torch\nx = torch.zeros(2, device='cuda')\n")
+    source = "import torch\nx = torch.zeros(2, device='cuda')\nprint(x.device)\n"
+    done = run(tmp_path, source, runner_args=("--strict-cuda",))
     assert done.returncode == 1 and "script.py:2: x = torch.zeros" in done.stderr
+    done = run(tmp_path, source)  # by default made on the CPU, which stands for the GPU
+    assert done.returncode == 0 and done.stdout.strip() == "cpu", done.stderr
+
+
+def test_strict_cuda_and_cuda_on_cpu_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as exit:
+        runner.main(["--strict-cuda", "--cuda-on-cpu", "script.py"])
+    assert exit.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
+def test_a_torch_cuda_call_without_a_cpu_stand_in_says_what_to_do(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without CUDA: with a GPU, torch has a stream to give")
+    rc, _, err = run_here(tmp_path, capsys, "import torch\ntorch.cuda.current_stream()\n")
+    assert rc == 1 and "script.py:2: torch.cuda.current_stream()" in err
+    assert "torch.cuda.current_stream(), which needs a CUDA device" in err
+    assert "torch.cuda.is_available()" in err and "Traceback" not in err
 
 
 def test_no_torch_patch_leaves_torch_alone(tmp_path, capsys):
@@ -428,16 +449,19 @@ def test_layer_norm_backward_accumulates_as_cuda(tmp_path, capsys):
     assert rc == 0 and max(map(float, out.split())) > 4e-3, err  # torch's CPU kernel, in fp16
 
 
-def test_cuda_on_cpu_makes_cuda_tensors_on_the_cpu(tmp_path, capsys):
+def test_cuda_tensors_are_made_on_the_cpu(tmp_path, capsys):
     pytest.importorskip("torch")
     source = ("import torch\nx = torch.rand(3, device='cuda')\ny = torch.zeros(2, device=torch."
               "device('cuda', 0)).to('cuda')\nz = x.cuda().to('cuda:0', torch.float16)\n"
-              "print(x.device, y.device, z.device, z.dtype, x.is_cuda)\n")
-    rc, out, err = run_here(tmp_path, capsys, source, cuda_on_cpu=True)
-    assert rc == 0, err
-    assert out.split() == ["cpu", "cpu", "cpu", "torch.float16", "True"]
-    rc, _, err = run_here(tmp_path, capsys, source)
-    assert rc == 1 and "--cuda-on-cpu" in err
+              "m = torch.nn.Linear(2, 2).cuda()\n"
+              "print(x.device, y.device, z.device, z.dtype, x.is_cuda, m.weight.device)\n")
+    want = ["cpu", "cpu", "cpu", "torch.float16", "True", "cpu"]
+    for options in ({}, {"cuda_on_cpu": True}):  # the default, and as --cuda-on-cpu always did
+        rc, out, err = run_here(tmp_path, capsys, source, **options)
+        assert rc == 0, err
+        assert out.split() == want
+    rc, _, err = run_here(tmp_path, capsys, source, strict_cuda=True)
+    assert rc == 1 and "--strict-cuda" in err
 
 
 def test_cuda_on_cpu_makes_cuda_available_to_the_program_only(tmp_path, capsys):

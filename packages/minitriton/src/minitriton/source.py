@@ -3,11 +3,22 @@
 `@jit` re-compiles kernel source keeping its file name and line numbers and registers the code
 objects here; errors and sanitizer reports find the kernel line by looking for those code
 objects on the stack or in a traceback.
+
+`user_frames(error)` trims what an error carries out of a launch to the user's frames: the
+kernel's lines and the user's code stay, minitriton's own frames (executors, language
+functions, memory) and the standard library's under them go, in the error and in the errors
+chained to it (`__cause__`, `__context__`). As Triton's interpreter does: a traceback reads
+as the program, and pytest, which parses the whole file of each frame it shows, reports a
+failing test at a fraction of what the internal frames cost (198 failing launches: 31-35 s
+before, 10-11 s after, 4.5 s for the same tests passing). MINITRITON_FULL_TRACEBACK=1 keeps
+every frame, for minitriton's developers.
 """
 from __future__ import annotations
 
 import linecache
+import os
 import sys
+import sysconfig
 import traceback
 import types
 
@@ -91,3 +102,79 @@ def locate(e, ctx):
     elif location is not None and hasattr(e, "add_note"):
         e.add_note(f"(in minitriton kernel `{ctx.kernel_name}`, program {pid}, at "
                    f"{location[0]}:{location[1]}: {location[2].strip()})")
+
+
+FULL_TRACEBACK_VARIABLE = "MINITRITON_FULL_TRACEBACK"
+_PACKAGE = os.path.join(os.path.normcase(os.path.dirname(os.path.abspath(__file__))), "")
+_STDLIB = tuple(dict.fromkeys(
+    os.path.join(os.path.normcase(os.path.abspath(sysconfig.get_paths()[key])), "")
+    for key in ("stdlib", "platstdlib")))
+_INTERNAL_FILES: dict = {}  # co_filename -> _internal_file's answer
+
+
+def _internal_file(filename):
+    """Whose a code file is: "minitriton", "stdlib", or None (the user's, or a library's)."""
+    if filename not in _INTERNAL_FILES:
+        path = os.path.normcase(os.path.abspath(filename))
+        if path.startswith(_PACKAGE):
+            internal = "minitriton"
+        elif filename.startswith("<frozen ") or path.startswith(_STDLIB) and not any(
+                part in ("site-packages", "dist-packages") for part in path.split(os.sep)):
+            internal = "stdlib"
+        else:
+            internal = None
+        _INTERNAL_FILES[filename] = internal
+    return _INTERNAL_FILES[filename]
+
+
+def internal_frame(code):
+    """Whether a frame of `code` is minitriton's machinery (or the standard library's under it),
+    not the user's: a kernel's code is always the user's, wherever its file is."""
+    return code not in KERNEL_CODES and _internal_file(code.co_filename) is not None
+
+
+def full_traceback(environ=os.environ):
+    """MINITRITON_FULL_TRACEBACK=1: errors keep minitriton's frames."""
+    return environ.get(FULL_TRACEBACK_VARIABLE, "").strip().lower() not in ("", "0", "false",
+                                                                            "no", "off")
+
+
+def _without_internals(tb):
+    """The traceback `tb` with minitriton's frames left out (new traceback objects)."""
+    kept = [t for t in _walk(tb) if not internal_frame(t.tb_frame.f_code)]
+    tb = None
+    for t in reversed(kept):
+        tb = types.TracebackType(tb, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return tb
+
+
+def _walk(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def user_frames(error):
+    """`error`, about to be raised again from the launch frame that caught it, with its
+    traceback (and those of the errors chained to it) trimmed to the user's frames; returns
+    `error`. Its traceback begins at that launch frame, which the new `raise` adds again: it
+    goes in any case."""
+    if error.__traceback__ is not None:
+        error.__traceback__ = error.__traceback__.tb_next
+    if full_traceback():
+        return error
+    seen = set()
+    todo = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        frames = [t.tb_frame.f_code for t in _walk(e.__traceback__)]
+        if e is not error and not any(code not in KERNEL_CODES and _internal_file(
+                code.co_filename) == "minitriton" for code in frames):
+            continue  # not raised in minitriton (the user's error the launch was made under)
+        if e.__traceback__ is not None:
+            e.__traceback__ = _without_internals(e.__traceback__)
+        todo += [e.__cause__, e.__context__]
+    return error

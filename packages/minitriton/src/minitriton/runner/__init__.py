@@ -1,14 +1,16 @@
 """The runner: an unmodified Triton program on a CPU-only machine.
 
     python -m minitriton [--gpu H100] [--triton-version 3.6.0] [--no-torch-patch] [--small]
-                         [--cuda-on-cpu] [--shrink N] script.py [args]  # or -m MODULE [args]
+                         [--strict-cuda | --cuda-on-cpu] [--shrink N] script.py [args]
+                                                        # or -m MODULE [args]
     minitriton run script.py [args]                     # the same, as a console script
 
 Like `TRITON_INTERPRET=1`, but anywhere: `import triton` gives minitriton (standin/modules.py),
 Triton's driver reports the CPU as the device and an emulated GPU as the target
-(standin/target.py), and torch.cuda answers for that GPU while refusing CUDA tensors with a
-message that says what to change (runner/torch_patch.py). The program runs as `__main__`
-with `sys.argv` set; everything is put back when it ends.
+(standin/target.py), and torch.cuda answers for that GPU; tensors the program asks for on CUDA
+are made on the CPU (`--strict-cuda`: refused, with a message that says what to change;
+runner/torch_patch.py). The program runs as `__main__` with `sys.argv` set; everything is put
+back when it ends.
 """
 from __future__ import annotations
 
@@ -46,11 +48,18 @@ def parser():
     p.add_argument("--triton-version", default=TRITON_VERSION, metavar="VERSION",
                    help=f"what triton.__version__ says (default {TRITON_VERSION})")
     p.add_argument("--no-torch-patch", action="store_true",
-                   help="leave torch.cuda alone (by default it reports the emulated GPU and "
-                        "stops CUDA tensors with a message)")
-    p.add_argument("--cuda-on-cpu", action="store_true",
-                   help="make tensors the program asks for on CUDA (device='cuda', .cuda(), "
-                        ".to('cuda')) on the CPU, instead of stopping with what to change")
+                   help="leave torch alone (by default torch.cuda reports the emulated GPU "
+                        "and tensors asked for on CUDA are made on the CPU)")
+    cuda = p.add_mutually_exclusive_group()
+    cuda.add_argument("--strict-cuda", action="store_true",
+                      help="stop the program where it asks for a CUDA tensor (device='cuda', "
+                           ".cuda(), .to('cuda')), saying what to change; by default such "
+                           "tensors are made on the CPU, which stands for the GPU")
+    cuda.add_argument("--cuda-on-cpu", action="store_true",
+                      help="also make torch.cuda.is_available() True for the program's own "
+                           "files (it is False by default, so that programs keep off "
+                           "CUDA-only torch paths); tensors asked for on CUDA are made on the "
+                           "CPU either way")
     p.add_argument("--small", action="store_true",
                    help="benchmarks in a hurry: each triton.testing Benchmark measures its 2 "
                         "smallest x values, do_bench times one call; kernels, checks and "
@@ -69,15 +78,15 @@ def parser():
 
 @contextlib.contextmanager
 def emulated(gpu=DEFAULT_GPU, triton_version=TRITON_VERSION, torch_patch=True, program_dir=None,
-             small=False, cuda_on_cpu=False):
+             small=False, cuda_on_cpu=False, strict_cuda=False):
     """`import triton` gives minitriton, with the emulated `gpu`, for the duration.
     `program_dir`: the directory of the program's own files, whose code sees CPU tensors as
-    `is_cuda` (runner/torch_patch.py)."""
+    `is_cuda`; `strict_cuda`, `cuda_on_cpu`: see runner/torch_patch.py."""
     spec = get_gpu(gpu)
     with contextlib.ExitStack() as stack:
         triton = stack.enter_context(aliases(minitriton, triton_version, EmulatedDriver(spec)))
         if torch_patch:
-            stack.enter_context(patched(spec, program_dir, cuda_on_cpu))
+            stack.enter_context(patched(spec, program_dir, cuda_on_cpu, strict_cuda))
         if small:
             stack.enter_context(testing.small())
         yield triton
@@ -129,7 +138,7 @@ def _run_shrunk(script, factor):
 
 
 def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITON_VERSION,
-        torch_patch=True, small=False, cuda_on_cpu=False, shrink_by=None):
+        torch_patch=True, small=False, cuda_on_cpu=False, shrink_by=None, strict_cuda=False):
     """Run a program (a script's path, or `module` as with `python -m`) under the emulation;
     returns its exit status. Its exceptions are printed, without the runner's frames.
     `shrink_by`: divide the script's hard-coded sizes by this (runner/shrink.py)."""
@@ -142,7 +151,8 @@ def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITO
         sys.path[:1] = [os.path.dirname(os.path.abspath(script))]
     try:
         program_dir = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
-        with emulated(gpu, triton_version, torch_patch, program_dir, small, cuda_on_cpu):
+        with emulated(gpu, triton_version, torch_patch, program_dir, small, cuda_on_cpu,
+                      strict_cuda):
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             elif shrink_by is not None:
@@ -155,7 +165,8 @@ def run(script=None, args=(), module=None, gpu=DEFAULT_GPU, triton_version=TRITO
     except CUDATensorError as e:
         where = _where(e.__traceback__)
         print(f"{where}\n" if where else "", end="", file=sys.stderr)
-        print(f"minitriton: the program asked for a CUDA tensor. {e}", file=sys.stderr)
+        asked = "the program asked for a CUDA tensor. " if e.api is None else ""
+        print(f"minitriton: {asked}{e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -200,7 +211,8 @@ def main(argv=None):
     return run(opts.script if opts.module is None else None, opts.args, module=opts.module,
                gpu=opts.gpu, triton_version=opts.triton_version,
                torch_patch=not opts.no_torch_patch, small=opts.small,
-               cuda_on_cpu=opts.cuda_on_cpu, shrink_by=opts.shrink)
+               cuda_on_cpu=opts.cuda_on_cpu, shrink_by=opts.shrink,
+               strict_cuda=opts.strict_cuda)
 
 
 __all__ = ["main", "run", "emulated", "GPUS", "CUDATensorError"]

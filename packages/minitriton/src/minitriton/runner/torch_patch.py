@@ -3,11 +3,11 @@
 torch.cuda answers for the emulated GPU where a program asks about the GPU, and stays honest
 where it would hand out CUDA tensors:
 
-    is_available()            False: there is no device torch could put tensors on, so programs
-                              that pick `"cuda" if torch.cuda.is_available() else "cpu"` pick
-                              the CPU, which is what minitriton's kernels read; with
-                              --cuda-on-cpu True where the program's own files ask (their CUDA
-                              tensors are made on the CPU), False for torch and libraries
+    is_available()            False: programs that pick `"cuda" if torch.cuda.is_available()
+                              else "cpu"` pick the CPU, which is what minitriton's kernels read,
+                              and keep off CUDA-only paths (memory statistics, streams, CUDA
+                              graphs) that have no CPU stand-in; with --cuda-on-cpu True where
+                              the program's own files ask, False for torch and libraries
     get_device_capability()   the emulated GPU's, e.g. (9, 0) for the H100
     get_device_properties()   an object with name, major, minor, multi_processor_count,
                               total_memory, L2_cache_size, warp_size, shared memory, registers
@@ -15,9 +15,10 @@ where it would hand out CUDA tensors:
     current_device()          0; set_device() and synchronize() do nothing
     Event                     timing events on the host clock (elapsed_time in ms)
     _lazy_init                raises CUDATensorError: torch calls it before it makes a CUDA
-                              tensor (`.cuda()`, `device="cuda"`, `.to("cuda")`), so the
-                              program stops with a message that says what to change instead
-                              of "Torch not compiled with CUDA enabled"
+                              tensor, and torch.cuda's functions that need the device call it
+                              (current_stream, memory statistics...), so the program stops
+                              with a message that says what to change instead of "Torch not
+                              compiled with CUDA enabled"
 
 and on torch.Tensor:
 
@@ -28,12 +29,19 @@ and on torch.Tensor:
                               libraries' code still see False
 
 torch.utils._triton's has_triton_package()/has_triton() answer False (torch.compile must not take
-minitriton for Triton's GPU code generator), and torch's fp16/bf16 matrix products (and layer-norm backward) take the GPU's numerics
-(runner/torch_numerics.py), so that a program's checks against torch hold as on the GPU.
+minitriton for Triton's GPU code generator), and torch's fp16/bf16 matrix products (and
+layer-norm backward) take the GPU's numerics (runner/torch_numerics.py), so that a program's
+checks against torch hold as on the GPU.
 
-With `--cuda-on-cpu`, tensors asked for on CUDA are made on the CPU instead (a TorchFunctionMode
-rewrites `device="cuda"` arguments of factories and of `.to(...)`, and `.cuda()` keeps the CPU
-tensor), for programs that hard-code `device="cuda"`; without it, they stop with CUDA_HELP.
+Tensors a program asks for on CUDA are made on the CPU, the device that stands for the GPU (a
+TorchFunctionMode rewrites `device="cuda"` arguments of factories and of `.to(...)`, and
+`.cuda()` keeps the CPU tensor), so that programs that hard-code `device="cuda"` (Triton's
+tutorials 09-11, the allocators of 06 and 08) run unmodified. That is safe by default, as such a
+tensor could only be an error otherwise; `is_available()` stays False, as a True would send
+programs down torch.cuda paths that have no CPU stand-in. `--strict-cuda` (`strict_cuda=True`)
+stops the program at a CUDA tensor instead, with CUDA_HELP, to check that it runs on the device
+Triton's driver gives alone; `--cuda-on-cpu` (`cuda_on_cpu=True`) also makes `is_available()`
+True for the program's own files.
 
 `--no-torch-patch` leaves torch alone. torch is patched when the program imports it (or at once,
 if it is already imported), so a NumPy program does not pay for importing torch.
@@ -54,15 +62,25 @@ CUDA_HELP = ("minitriton runs Triton programs on the CPU, so there are no CUDA t
              "tensors on the device Triton's driver gives, "
              "`DEVICE = triton.runtime.driver.active.get_active_torch_device()` (the CPU under "
              "minitriton, the GPU under Triton), or write device='cpu' where the program has "
-             "device='cuda', .cuda() or .to('cuda'); or run it with `python -m minitriton "
-             "--cuda-on-cpu`, which makes such tensors on the CPU.")
+             "device='cuda', .cuda() or .to('cuda'); or run it without --strict-cuda, which "
+             "makes such tensors on the CPU.")
+CUDA_API_HELP = ("minitriton runs Triton programs on the CPU and emulates only what torch.cuda "
+                 "says about the GPU (is_available, get_device_capability, "
+                 "get_device_properties, get_device_name, current_device, set_device, "
+                 "synchronize, Event); guard the call with `if torch.cuda.is_available():` "
+                 "(False under minitriton unless --cuda-on-cpu), or use --no-torch-patch to see "
+                 "torch's own error.")
 
 
 class CUDATensorError(RuntimeError):
-    """A program under the runner asked torch for a CUDA tensor."""
+    """A program under the runner asked torch for CUDA: a CUDA tensor (under --strict-cuda), or
+    a torch.cuda function that needs the device (`api`, e.g. "torch.cuda.current_stream")."""
 
-    def __init__(self):
-        super().__init__(CUDA_HELP)
+    def __init__(self, api=None):
+        self.api = api
+        super().__init__(CUDA_HELP if api is None else
+                         f"the program called {api}(), which needs a CUDA device. "
+                         f"{CUDA_API_HELP}")
 
 
 class DeviceProperties:
@@ -91,6 +109,10 @@ class DeviceProperties:
 
 
 def _lazy_init():
+    caller = sys._getframe(1).f_code  # a torch.cuda function, or the code making a tensor
+    module = os.path.normcase(os.path.dirname(caller.co_filename))
+    if module.endswith(os.path.join("torch", "cuda")) and not caller.co_name.startswith("_"):
+        raise CUDATensorError(f"torch.cuda.{caller.co_name}")
     raise CUDATensorError()
 
 
@@ -182,14 +204,20 @@ def cuda_on_cpu_mode(torch):
     """A TorchFunctionMode under which tensors asked for on CUDA are made on the CPU."""
     from torch.overrides import TorchFunctionMode
 
+    cuda, to = torch.Tensor.cuda, torch.Tensor.to
+
     class CUDAOnCPU(TorchFunctionMode):
+        # on every torch call of the program (on by default): the common case, no device
+        # argument, costs a few checks and no copies
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
-            if func is torch.Tensor.cuda:
+            if func is cuda:
                 return args[0]  # already on the device that stands for the GPU
-            if _is_cuda_device(kwargs.get("device")):
-                kwargs["device"] = "cpu"
-            if func is torch.Tensor.to:
+            if kwargs:
+                if "device" in kwargs and _is_cuda_device(kwargs["device"]):
+                    kwargs = {**kwargs, "device": "cpu"}
+            else:
+                kwargs = {}
+            if func is to:
                 args = tuple("cpu" if _is_cuda_device(a) else a for a in args)
             return func(*args, **kwargs)
 
@@ -198,14 +226,14 @@ def cuda_on_cpu_mode(torch):
 
 def program_is_available(program):
     """`torch.cuda.is_available()` under --cuda-on-cpu: True when the program's own files ask
-    (their CUDA tensors are made on the CPU, so "cuda if available" holds there; tutorial 09
-    builds its cuBLAS baseline only then), False for torch's and libraries' code."""
+    (their CUDA tensors are made on the CPU, so "cuda if available" holds there; Triton 3.2's
+    tutorial 09 builds its cuBLAS baseline only then), False for torch's and libraries' code."""
     def is_available():
         return program is not None and sys._getframe(1).f_code.co_filename in program
     return is_available
 
 
-def _patch_torch(stack, torch, gpu, program, cuda_on_cpu=False):
+def _patch_torch(stack, torch, gpu, program, cuda_on_cpu=False, strict_cuda=False):
     stand_ins = replacements(gpu)
     if cuda_on_cpu:
         stand_ins["is_available"] = program_is_available(program)
@@ -216,7 +244,7 @@ def _patch_torch(stack, torch, gpu, program, cuda_on_cpu=False):
                                        {"has_triton_package": lambda: False,
                                         "has_triton": lambda: False}))
     stack.enter_context(mode_class(torch)())
-    if cuda_on_cpu:
+    if not strict_cuda:
         stack.enter_context(cuda_on_cpu_mode(torch))
     if program is not None:
         real = next(vars(k)["is_cuda"] for k in type.mro(torch.Tensor) if "is_cuda" in vars(k))
@@ -255,18 +283,22 @@ class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 @contextlib.contextmanager
-def patched(gpu, program_dir=None, cuda_on_cpu=False):
+def patched(gpu, program_dir=None, cuda_on_cpu=False, strict_cuda=False):
     """torch patched for `gpu` for the duration: now if torch is imported, else as soon as the
     program imports it. `program_dir`: where the program's own files are (for `is_cuda`;
-    None leaves `is_cuda` alone); `cuda_on_cpu`: make tensors asked for on CUDA on the CPU."""
+    None leaves `is_cuda` alone). Tensors asked for on CUDA are made on the CPU, unless
+    `strict_cuda` (then they stop the program); `cuda_on_cpu`: is_available() is also True for
+    the program's own files."""
+    if cuda_on_cpu and strict_cuda:
+        raise ValueError("cuda_on_cpu and strict_cuda contradict each other: give one")
     program = None if program_dir is None else ProgramFiles(program_dir)
     with contextlib.ExitStack() as stack:
         if sys.modules.get("torch") is not None:
-            _patch_torch(stack, sys.modules["torch"], gpu, program, cuda_on_cpu)
+            _patch_torch(stack, sys.modules["torch"], gpu, program, cuda_on_cpu, strict_cuda)
             yield
             return
         finder = _PatchOnImport(lambda torch: _patch_torch(stack, torch, gpu, program,
-                                                           cuda_on_cpu))
+                                                           cuda_on_cpu, strict_cuda))
         sys.meta_path.insert(0, finder)
         stack.callback(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
         yield

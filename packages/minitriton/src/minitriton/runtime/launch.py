@@ -3,10 +3,16 @@
 Binding follows Triton: parameters annotated `tl.constexpr` are compile-time values (they reach
 the kernel as plain Python values); tensors become pointers; Python ints become int32 (int64 if
 they do not fit), floats fp32, bools int1. Launch options (`num_warps`, `num_stages`...) are
-accepted and recorded (`LaunchRecord.options`). If a program fails, every write of the launch
-is undone and the error names the kernel, the program and the kernel line. `warmup` compiles
-and binds without launching (it runs the first program once, its writes undone, to see the
-block sizes that `CompiledKernel`'s resource estimates come from).
+accepted and recorded (`LaunchRecord.options`). What Triton on a GPU refuses is refused here,
+saying what to write instead: a grid that is not a tuple (`kernel[1]`), and, where minitriton
+stands in for `triton` (the runner, install_as_triton), a NumPy array beside torch tensors.
+
+If a program fails, every write of the launch is undone and the error names the kernel, the
+program and the kernel line. It leaves with the user's frames only, the kernel's lines and the
+user's code (source.user_frames; MINITRITON_FULL_TRACEBACK=1 keeps minitriton's frames too, for
+its developers). `warmup` compiles and binds without launching (it runs the first program
+once, its writes undone, to see the block sizes that `CompiledKernel`'s resource estimates come
+from).
 """
 from __future__ import annotations
 
@@ -29,7 +35,8 @@ from ..language.experimental import descriptor_argument
 from ..memory import AddressSpace, OutsideViewWarning, as_numpy, outside_view_message
 from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
-from ..source import KERNEL_CODES, PYTHON_ERRORS, as_compilation_error, locate
+from ..source import (KERNEL_CODES, PYTHON_ERRORS, as_compilation_error, full_traceback, locate,
+                      user_frames)
 from .compiled import CompiledKernel
 from .executors import program_ids, run_lockstep, run_sequential
 
@@ -130,10 +137,13 @@ def _bind(kernel, args, kwargs):
 
 
 def _resolve_grid(kernel, grid, named):
+    given = grid
     if callable(grid):
         grid = grid(dict(named))
-    if isinstance(grid, (int, np.integer)) or hasattr(grid, "__index__"):
-        grid = (grid,)
+    try:
+        len(grid)
+    except TypeError:
+        raise _not_a_tuple(kernel, given, grid) from None
     try:
         grid = tuple(int(g) for g in grid)
     except TypeError:
@@ -144,6 +154,52 @@ def _resolve_grid(kernel, grid, named):
         raise LaunchError(f"kernel `{kernel.__name__}`: invalid grid {grid}: 1 to 3 "
                           "non-negative sizes")
     return grid
+
+
+def _not_a_tuple(kernel, given, grid):
+    """The error for a grid that is a single number: Triton on a GPU takes `len(grid)`."""
+    name = kernel.__name__
+    if callable(given):
+        fix = ("return a tuple from the grid function, e.g. `lambda meta: "
+               "(triton.cdiv(n, meta['BLOCK']),)` (note the comma)")
+    else:
+        fix = f"write `{name}[({grid!r},)](...)` (note the comma)"
+    return LaunchError(
+        f"kernel `{name}`: the grid {'function returned' if callable(given) else 'is'} "
+        f"{grid!r} ({type(grid).__name__}), not a tuple; Triton on a GPU takes a tuple of 1 to "
+        f"3 ints (or a function of the meta-parameters returning one) and stops at this "
+        f"(TypeError: object of type '{type(grid).__name__}' has no len()): {fix}")
+
+
+def _stands_for_triton():
+    """Whether minitriton is `triton` in this process (the runner, install_as_triton): the
+    program is written for Triton, and a GPU's rules about its arguments apply."""
+    return sys.modules.get("triton.language") is sys.modules.get(
+        __name__.rsplit(".", 2)[0] + ".language")
+
+
+def _check_host_arrays(kernel, named):
+    """A NumPy array beside torch tensors in a launch, in a program written for Triton: on a GPU
+    Triton stops at it ("failed to specialize argument of type: numpy.ndarray"), host memory
+    that a kernel cannot reach. minitriton imported as itself takes NumPy arrays (its documented
+    NumPy path), and so does a program that passes NumPy arrays alone (a NumPy program under the
+    runner, which cannot be meant for a GPU)."""
+    arrays = [n for n, v in named.items() if isinstance(v, np.ndarray)]
+    tensors = [n for n, v in named.items() if _is_array(v) and not isinstance(v, np.ndarray)]
+    if not arrays or not tensors or not _stands_for_triton():
+        return
+    named_arrays = ", ".join(f"`{n}`" for n in arrays)
+    named_tensors = ", ".join(f"`{n}`" for n in tensors)
+    what = "are NumPy arrays" if len(arrays) > 1 else "is a NumPy array"
+    raise LaunchError(
+        f"kernel `{kernel.__name__}`: {named_arrays} {what}, beside torch tensors "
+        f"({named_tensors}): a GPU launch cannot take host NumPy memory (Triton stops with "
+        "\"TypeError: failed to specialize argument of type: numpy.ndarray\"). Pass a torch "
+        "tensor on the device Triton's driver gives, `DEVICE = "
+        "triton.runtime.driver.active.get_active_torch_device()`: `torch.from_numpy(a)."
+        "to(DEVICE)` (read results back with `.cpu().numpy()`), or make it with torch, e.g. "
+        "`torch.empty_like(x)`. (minitriton takes NumPy arrays where it is imported as itself, "
+        "`import minitriton as triton`; here it stands in for `triton`.)")
 
 
 def _specialized_one(kernel, name, value):
@@ -189,6 +245,7 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
 
 def _prepare(kernel, grid, args, kwargs):
     named, options = _bind(kernel, args, dict(kwargs))
+    _check_host_arrays(kernel, named)
     settings = options.pop("minitriton_settings", None) or current_settings()
     fn = kernel.compile(settings)
     constexpr_names = {kernel.arg_names[i] for i in kernel.constexprs}
@@ -255,8 +312,21 @@ def _kernel_line():
     return "<kernel>", 0, "<unknown line>"
 
 
+def _pytest_hides(excinfo):
+    """pytest's `__tracebackhide__` of the launch frame: a failing test's report leaves it out,
+    as the user's frames say what failed (and pytest parses each shown frame's whole file)."""
+    return not full_traceback()
+
+
 def launch(kernel, grid, args, kwargs):
-    ctx, fn, values, watchers = _prepare(kernel, grid, args, kwargs)
+    """Run the launch; returns its LaunchRecord. An error leaves with the user's frames only:
+    the kernel's lines and the user's code, not minitriton's (source.user_frames;
+    MINITRITON_FULL_TRACEBACK=1 keeps them all)."""
+    __tracebackhide__ = _pytest_hides  # noqa: F841
+    try:
+        ctx, fn, values, watchers = _prepare(kernel, grid, args, kwargs)
+    except BaseException as e:
+        raise user_frames(e)
     memory, record, settings = ctx.memory, ctx.record, ctx.settings
     start = time.perf_counter()
     token = context.enter(ctx)
@@ -285,8 +355,9 @@ def launch(kernel, grid, args, kwargs):
                               f"error remain)")
             shown.args = (shown.message,)
         if err is None:
-            raise
-        raise err from e
+            raise user_frames(e)
+        kernel_lines = user_frames(e).__traceback__  # where Triton points its error
+        raise user_frames(err).with_traceback(kernel_lines) from e
     else:
         memory.commit_launch()
     finally:
@@ -311,7 +382,11 @@ def warmup(kernel, grid, args, kwargs):
     """`kernel.warmup(*args, grid=grid, **kwargs)`: a CompiledKernel, nothing launched. The first
     program runs once, sequentially and unobserved, its writes undone, to see its blocks; a
     runtime error there (the arguments of a warmup may be placeholders) only ends that look."""
-    ctx, fn, values, _ = _prepare(kernel, grid, args, kwargs)
+    __tracebackhide__ = _pytest_hides  # noqa: F841
+    try:
+        ctx, fn, values, _ = _prepare(kernel, grid, args, kwargs)
+    except BaseException as e:
+        raise user_frames(e)
     probe = Probe()
     ctx.memory.rollback_limit = float("inf")
     token = context.enter(ctx)
@@ -321,14 +396,15 @@ def warmup(kernel, grid, args, kwargs):
             run_sequential(ctx, fn, values, program_ids(ctx.grid)[:1])
     except CompilationError as e:
         locate(e, ctx)
-        raise
+        raise user_frames(e)
     except MiniTritonError:
         pass
     except PYTHON_ERRORS as e:
         err = as_compilation_error(e, ctx)
         if err is None:
-            raise
-        raise err from e
+            raise user_frames(e)
+        kernel_lines = user_frames(e).__traceback__
+        raise user_frames(err).with_traceback(kernel_lines) from e
     finally:
         ctx.memory.undo_launch()
         ctx.scratch.clear()
