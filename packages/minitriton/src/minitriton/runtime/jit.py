@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import linecache
 import sys
@@ -419,7 +420,7 @@ class KernelInterface:
     """`kernel[grid](*args)`: shared by JITFunction, Autotuner and Heuristics."""
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        return functools.partial(self.run, grid=grid)
 
 
 class JITFunction(KernelInterface):
@@ -497,6 +498,7 @@ class JITFunction(KernelInterface):
         return self.compile(ctx.settings)(*args, **kwargs)
 
     def run(self, *args, grid, warmup=False, **kwargs):
+        __tracebackhide__ = True  # pytest shows the caller's line, not this one
         if warmup:  # Triton's `run(..., warmup=True)` compiles and does not launch
             return self.warmup(*args, grid=grid, **kwargs)
         return launch(self, grid, args, kwargs)
