@@ -431,17 +431,19 @@ class AddressSpace:
         for buf in self.buffers:
             if buf.dtype == element_ty and buf.address <= address < buf.address + buf.nbytes:
                 return buf
-        found = _host_owner(address, scan=not self.scanned) if address >= 4096 else None
-        self.scanned |= found is None
-        if found is not None:
+        # an argument's own memory (its whole storage), seen as another type: no need to look
+        # for the host object (a scan of the garbage collector, slow in a large process)
+        arg = next((b for b in self.buffers if b.address <= address < b.address + b.nbytes),
+                   None)
+        if arg is not None:
+            start, raw, what = arg.address, arg.flat.view(np.uint8), f"argument `{arg.name}`"
+        else:
+            found = _host_owner(address, scan=not self.scanned) if address >= 4096 else None
+            self.scanned |= found is None
+            if found is None:
+                return None
             start, obj = found
             raw, what = _host_bytes(obj), describe(obj)
-        else:  # an argument's own memory, seen as another type
-            arg = next((b for b in self.buffers
-                        if b.address <= address < b.address + b.nbytes), None)
-            if arg is None:
-                return None
-            start, raw, what = arg.address, arg.flat.view(np.uint8), f"argument `{arg.name}`"
         raw = raw[: raw.size - raw.size % element_ty.itemsize]
         for buf in self.buffers:  # already made, seen from another launch argument's address
             if buf.dtype == element_ty and buf.address == start and buf.nbytes == raw.size:

@@ -66,6 +66,14 @@ class LaunchRecord:
     def num_programs(self):
         return math.prod(self.grid)
 
+    @property
+    def asm(self):
+        """What Triton's launch result holds here (`.asm["ptx"]`, TTGIR...): minitriton has none,
+        it compiles nothing; an AttributeError, so `hasattr(result, "asm")` is False."""
+        raise AttributeError(
+            f"minitriton compiles nothing, so the launch of `{self.kernel}` has no PTX, TTGIR or "
+            f"other compiler output (`.asm`); a check of the GPU compiler's output needs the GPU")
+
     def add_argument(self, buf):
         """List a tensor argument, so that arguments with no traffic show too."""
         if buf.name not in self.args:
