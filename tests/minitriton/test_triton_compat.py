@@ -158,6 +158,22 @@ def _poll_for_the_other(flag, payload, out):
         tl.atomic_xchg(flag, 1, sem="release")
 
 
+@pytest.fixture
+def triton39(monkeypatch):
+    """The emulated release: 3.9 (tl.atomic_poll, tl.squeeze... are newer than 3.6)."""
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
+
+
+def test_names_newer_than_the_emulated_release_are_missing_as_on_its_gpu(monkeypatch):
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.6.0")
+    with pytest.raises(AttributeError, match="tl.squeeze is new in Triton 3.8"):
+        tl.squeeze
+    assert not hasattr(tl, "atomic_poll")
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
+    assert callable(tl.squeeze) and callable(tl.atomic_poll)
+
+
+@pytest.mark.usefixtures("triton39")
 @pytest.mark.parametrize("executor", ["lockstep", "sequential"])
 def test_atomic_poll_waits_for_another_program(executor):
     flag, payload, out = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
@@ -166,6 +182,7 @@ def test_atomic_poll_waits_for_another_program(executor):
     assert out[0] == 42
 
 
+@pytest.mark.usefixtures("triton39")
 @pytest.mark.parametrize("value, timeout, seen", [(1, True, True), (0, True, False),
                                                    (1, False, True)])
 def test_atomic_poll_returns_whether_the_value_was_seen(value, timeout, seen):
@@ -174,6 +191,7 @@ def test_atomic_poll_returns_whether_the_value_was_seen(value, timeout, seen):
     assert out[0] == seen
 
 
+@pytest.mark.usefixtures("triton39")
 def test_atomic_poll_that_nobody_satisfies_is_a_deadlock():
     with pytest.raises(minitriton.DeadlockError):
         _poll[(1,)](np.zeros(1, np.int32), np.zeros(1, bool), 1, False)
@@ -186,6 +204,7 @@ def _squeezes(out_ptr, DIM: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, 8), tl.ravel(b))
 
 
+@pytest.mark.usefixtures("triton39")
 def test_squeeze_and_unsqueeze():
     out = np.zeros(8, np.int32)
     _squeezes[(1,)](out, 1)

@@ -14,9 +14,11 @@ from ..types import (bfloat16, block_type, constexpr, dtype, float8e4b8, float8e
                      uint64)
 from . import extra, math  # tl.extra.libdevice, tl.math.exp and friends
 from .extra._extern import missing_name
+from ..settings import triton_release
 from .arith import add_fn as add, maximum, minimum, mul_fn as mul, sub_fn as sub, where
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
-                      atomic_poll, atomic_xchg, atomic_xor)
+                      atomic_xchg, atomic_xor)
+from .atomics import atomic_poll as _atomic_poll
 from .block_pointers import advance, make_block_ptr
 from .control import range, static_range
 from .core import TRITON_MAX_TENSOR_NUMEL, cast, tensor
@@ -39,7 +41,8 @@ from .reduce import (argmax, argmin, cumprod, cumsum, max, min, reduce, reduce_o
 from .scan import (associative_scan, flip, gather, histogram, interleave, map_elementwise, sort,
                    topk)
 from .shape import (broadcast, broadcast_to, cat, expand_dims, item, join, permute, ravel,
-                    reshape, split, squeeze, trans, unsqueeze, view)
+                    reshape, split, trans, view)
+from .shape import squeeze as _squeeze, unsqueeze as _unsqueeze
 
 float8e4m3fn = float8e4nv
 float8e5m2 = float8e5
@@ -51,5 +54,20 @@ class PropagateNan(enum.Enum):
     ALL = "all"
 
 
+# names that Triton added after 3.6: there when the emulated release has them
+# (Settings.triton_version, --triton-version), missing as on a GPU with Triton 3.6 otherwise
+_SINCE = {"squeeze": ((3, 8), _squeeze), "unsqueeze": ((3, 8), _unsqueeze),
+          "atomic_poll": ((3, 8), _atomic_poll)}
+
+
 def __getattr__(name):
-    raise missing_name("triton.language", name)  # an ImportError inside `from ... import`
+    since = _SINCE.get(name)
+    if since is not None and triton_release() >= since[0]:
+        return since[1]
+    err = missing_name("triton.language", name)  # an ImportError inside `from ... import`
+    if since is not None:
+        version = ".".join(map(str, since[0]))
+        err.args = (f"tl.{name} is new in Triton {version}; the emulated release is "
+                    f"{'.'.join(map(str, triton_release()))} (python -m minitriton "
+                    f"--triton-version {version}.0, or MINITRITON_TRITON_VERSION)",)
+    raise err
