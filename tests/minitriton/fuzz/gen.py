@@ -160,6 +160,14 @@ def _is_product(x):
     return x.op == "*" or (x.op == "neg" and x.kids[0].op == "*")
 
 
+def _constant(x):
+    """Whether Triton's compiler folds `x` into a constant: literals, `tl.full` blocks and the
+    arithmetic of them (MLIR's arith folders, with APFloat)."""
+    if x.op in ("lit", "full"):
+        return True
+    return x.op in ("+", "-", "*", "/", "%", "neg", "cast") and all(_constant(k) for k in x.kids)
+
+
 def broadcast(*shapes):
     rank = max(len(s) for s in shapes)
     out = []
@@ -233,6 +241,7 @@ class Builder:
         self.index = {}
         # reductions, scans and dots read every lane: their masked loads always have `other`
         self.need_other = category in ("reduce", "scan")
+        self.products = set()  # float products written so far, as (operand, operand) sources
 
     # --- declarations
     def data_seed(self):
@@ -434,10 +443,18 @@ class Builder:
     def binop(self, op, a, b):
         """`a op b` with Triton's typing; None when Triton would refuse it."""
         div = op in ("/", "//", "%")
-        ct = computation_type(a.ty, a.lit, b.ty, b.lit, div)
+        if op in CMP:
+            # Triton's comparisons make a literal a tensor of its own type first (core.py
+            # `__lt__`: `to_tensor(other)`): `bf16 < 1e-40` compares in fp64, `int8 < 1000` in
+            # int32, `uint32 < -1` in uint32 (-1 cast)
+            ct = computation_type(a.ty, False, b.ty, False)
+        else:
+            ct = computation_type(a.ty, a.lit, b.ty, b.lit, div)
         if ct is None:
             return None
         for x in (a, b):
+            if op in CMP:
+                break
             if x.lit and not literal_fits(x.value, ct):
                 return None
             if x.lit and ct.unsigned and x.value < 0:
@@ -465,8 +482,20 @@ class Builder:
             for x in (a, b):
                 if x.lit and ct == BF16 and _tiny(x.value):
                     self.ops.add("bf16_literal")
+            if op == "*":
+                # the same product written twice is one value with two uses after CSE, and LLVM
+                # fuses a product by its uses, all of them, later ones too
+                key = tuple(sorted((a.src, b.src)))
+                if key in self.products:
+                    self.ops.add("shared_product")
+                self.products.add(key)
             if op == "%":
                 self.ops.add("float_mod")
+            # folded by the compiler: `%` of constants with APFloat's mod (C's fmod), and a
+            # product of constants rounded before the add it would otherwise be fused into
+            if (op == "%" and _constant(a) and _constant(b)) or (op in ("+", "-") and any(
+                    _is_product(x) and _constant(x) for x in (a, b))):
+                self.ops.add("const_fold")
         if op == ">>" and a.ty.signed and a.ty.kind == INT and ct.unsigned:
             self.ops.add("rshift_signed_lhs")
             for x in (a, b):

@@ -12,14 +12,19 @@ and the tag is to be removed here.
 # minmax_promotes, neg_zero_literal, scan_types, offset64, float_mod, umulhi_signed,
 # umulhi64_broadcast, rshift_signed_lhs, broadcast_scalar, contract:fp64, fma:fp64, erf,
 # accepts_refused, clamp_nan, signed_zero_max, fma32_tie, subnormal_input.
+# Fixed on 2026-12-03 (issue 33, benchmarks/probes/fp_contract.py): contract:fp16,
+# contract:bf16, contract2 (LLVM fuses the product with fewer uses, the left one on a tie, in
+# every float type), bf16_literal (comparisons promote the literal as a tensor; bf16 constants
+# go through std::to_string), and fp64 exp2 of a product (libdevice's reduction is contracted).
 KNOWN = {
-    "contract:fp16": "in fp16 the GPU also fuses `a * b + c` when the product has one use "
-                     "(`2 - x * y`); minitriton fuses only a sum of two products",
-    "contract:bf16": "as contract:fp16, for bf16",
-    "contract2": "which product of `a * b + c * d` the GPU fuses depends on LLVM's operand "
-                 "order, not always the second as minitriton assumes",
-    "bf16_literal": "a bf16 `x < 1e-40` is true on the GPU for +-0 and the smallest bf16 "
-                    "subnormal, false from the smallest normal up: the GPU flushes x's "
-                    "subnormals, or keeps the constant wider than bf16 (not yet probed apart); "
-                    "minitriton compares with 1e-40 rounded to bf16",
+    "shared_product": "LLVM fuses the product with fewer uses, counting every use in the kernel "
+                      "after CSE; minitriton counts the uses seen so far, so in `x * y + z * w` "
+                      "with `x * y` written again later it fuses x * y (a tie so far) where the "
+                      "GPU fuses z * w",
+    "const_fold": "Triton's compiler folds arithmetic on constants (literals, tl.full blocks): "
+                  "`%` of two constants is APFloat's mod, C's fmod (tl.full([4], 3.0) % "
+                  "0.3333333333333333 is 0.33333325, not -8.9e-08), and a product of constants "
+                  "is rounded before the add it would be fused into; minitriton's tl.full "
+                  "returns an ordinary block, with no mark of being a compile-time constant "
+                  "(the mark belongs to language/core.py and creation.py)",
 }

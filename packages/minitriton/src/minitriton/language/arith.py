@@ -6,6 +6,8 @@ GPU's correctly rounded fp16/bf16 instructions give), and round to the result ty
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import types as _t
@@ -19,6 +21,8 @@ from .marks import elementwise
 
 
 def _literal_operand(value, ty):
+    if ty.is_bf16() and not isinstance(value, bool) and value == value and value != 0:
+        return literal(_bf16_literal_value(value), ty)
     if ty.is_int():
         if value < 0 and ty.is_int_unsigned() and not ty.is_bool():
             raise CompilationError("Cannot perform a binary operation between an unsigned tensor "
@@ -27,6 +31,16 @@ def _literal_operand(value, ty):
         if info is not None and not (info[0] <= value <= info[1]):
             raise CompilationError(f"Scalar {value} is out of range for type {ty}")
     return constant(value, ty)
+
+
+def _bf16_literal_value(value):
+    """A non-zero literal as Triton's `get_bf16(float v)` makes a bf16 constant of it:
+    `APFloat(BFloat, std::to_string(v))`, v the literal rounded to a C float, and to_string
+    prints six decimals, so literals below 5e-7 become zeros of their sign (`x + 1e-40` adds
+    +0.0, `x + (-1e-40)` adds -0.0) and others are rounded to 6 decimals first (measured on
+    the H200: `0.0 + 1e-7` is 0.0, `0.0 + 6.1e-05` is 6.1035e-05)."""
+    with np.errstate(all="ignore"):
+        return float(f"{float(np.float32(float(value))):f}")
 
 
 _INT_RANGES = {}
@@ -124,17 +138,23 @@ def _lazy_offset(ptr, o, shape):
 
 
 # Float types whose `a * b + c` the GPU contracts into one fused multiply-add (one rounding):
-# Triton compiles with enable_fp_fusion=True and NVPTX fuses aggressively (a product with
-# several uses too). A product remembers its factors; an add or sub taking it computes the
-# exact result and rounds once (`fma_exact`). Measured on the H200 (Triton 3.6): in fp32 and
-# fp64 every such sum is fused, and where both operands are products the second is
-# (`x * y + z * x` is fma(z, x, round(x * y))). In fp16 and bf16 the product is fused only
-# where it has a single use after CSE: `2 - x * y` is fused (fuzz seed
-# contract_fp16_single_use), while corpus/fusion.py's `x * y + x`, `x * y - z`, `z - x * y`
-# are not, because there the one `x * y` (CSE'd over six stores) has many uses and only the
-# single-use `z * x` of `x * y + z * x` is fused. minitriton, which runs the kernel eagerly,
-# cannot count uses, and keeps the measured fusion.py behaviour for the half types: only a sum
-# of two products is fused. `kernel[grid](..., enable_fp_fusion=False)` turns it off.
+# Triton compiles with enable_fp_fusion=True, and LLVM's DAG combiner (DAGCombiner::
+# visitFADDForFMACombine; NVPTX asks for the aggressive form) fuses every fmul that feeds an
+# fadd or fsub, whatever the product's other uses, in every float type: where both operands are
+# products it fuses the one with fewer uses, the left one (the first) where they have as many.
+# A product remembers its factors (`tensor.fused`) and an add or sub taking it computes the
+# exact result and rounds once (`fma_exact`). The uses are counted as the kernel runs
+# (`_Factors.uses`): the same two blocks multiplied again are one value after the compiler's
+# common-subexpression elimination, so every product of them and every add or sub that took
+# one counts as a use, and a product broadcast in the add counts once for each element of a
+# thread it covers (`_sharing`); uses still to come are not seen. A negative literal factor
+# makes the product the right operand (`_Factors.negated`). Measured on the H200 (Triton 3.6,
+# benchmarks/probes/fp_contract.py): `x * y + z * w` is fma(x, y, round(z * w)) in fp16, bf16,
+# fp32 and fp64, `x * y + z * x` after four other uses of x * y is fma(z, x, round(x * y)),
+# `2 - x * y` is fma(-x, y, 2) in fp16. Not modelled (docs/numerics.md): LLVM's SLP vectorizer
+# packing fp16/bf16 products into f16x2 multiplies whose lanes are not fused, and operand
+# orders that InstCombine and Reassociate change (`c - (a * b - d * e)` is `c + (d * e - a * b)`
+# there). `kernel[grid](..., enable_fp_fusion=False)` turns contraction off.
 FUSED_TYPES = ("fp32", "fp64", "fp16", "bf16")
 
 
@@ -143,6 +163,34 @@ def _fusing(ty):
         return False
     ctx = active()
     return ctx is None or ctx.record.options.get("enable_fp_fusion", True) is not False
+
+
+class _Factors(tuple):
+    """(x, y), the factors of a product a later add may fuse (`tensor.fused`); `uses`, the
+    one-element list counting the uses of that product so far, shared by every product of the
+    same two operand blocks in the launch; `negated`, whether a factor is a negative literal
+    (or a negated product), a sign LLVM takes out of the product."""
+
+    uses = (1,)
+    negated = False
+
+
+def _product_uses(a, b):
+    """The use counter of the product of tensors `a` and `b` in this launch, one use more."""
+    ctx = active()
+    if ctx is None:
+        return [1]
+    table = ctx.scratch.setdefault("fused_products", {})
+    lo, hi = sorted((a.data, b.data), key=id)
+    key = (id(lo), id(hi))
+    found = table.get(key)
+    if found is None or found[0]() is not lo or found[1]() is not hi:
+        if len(table) > 4096:  # drop the entries of blocks no longer alive
+            for k in [k for k, v in table.items() if v[0]() is None or v[1]() is None]:
+                del table[k]
+        found = table[key] = (weakref.ref(lo), weakref.ref(hi), [0])
+    found[2][0] += 1
+    return found[2]
 
 
 def _two_sum(a, b):
@@ -233,6 +281,9 @@ def fma_exact(a, b, c, ty):
         th, tl_ = _two_sum(c, uh)
         v, ve = _two_sum(tl_, ul)
         out = th + _round_to_odd(v, ve)
+        # an exact zero has the sign IEEE gives a * b + c (-2.5 * 0 + -0.0 is -0.0), which the
+        # sum of the parts loses (-0.0 + 0.0 is +0.0)
+        out = np.where(out == 0, plain, out)
         # non-finite values, and products whose splitting overflows or whose error underflows
         safe = np.isfinite(out) & np.isfinite(ul) & (np.abs(a) < 2.0 ** 995) & \
             (np.abs(b) < 2.0 ** 995) & ((uh == 0) | (np.abs(uh) > 2.0 ** -960))
@@ -247,16 +298,43 @@ def _factors(t, rank):
 
 def _contracted(a, b, x, y, shape, sign):
     """a + sign * b as the GPU computes it when an operand is a product (None: not fused)."""
-    if a.dtype.name in ("fp16", "bf16") and (a.fused is None or b.fused is None):
+    if a.fused is None and b.fused is None:
         return None
-    rank = len(shape)
-    if b.fused is not None:
-        p, q = _factors(b, rank)
-        return fma_exact(p, -q if sign < 0 else q, x, a.dtype)
-    if a.fused is not None:
-        p, q = _factors(a, rank)
+    ua, ub = (getattr(t.fused, "uses", None) for t in (a, b))
+    if isinstance(ua, list) and ua is ub:
+        return None  # `x * y + x * y`: one product after CSE, which LLVM never fuses into itself
+    uses = {}
+    for t, counter in ((a, ua), (b, ub)):
+        if t.fused is not None:
+            if isinstance(counter, list):
+                counter[0] += 1
+            uses[id(t)] = (counter[0] if counter is not None else 1) * _sharing(t, shape)
+    if sign > 0 and a.fused is not None and b.fused is not None and \
+            getattr(a.fused, "negated", False) and not getattr(b.fused, "negated", False):
+        # LLVM hoists a negative constant factor out of the product (`(x * -3) * y` is
+        # `-((x * 3) * y)`) and turns `-A + B` into `B - A`: B is then the left operand
+        first = b if uses[id(b)] <= uses[id(a)] else a
+    elif a.fused is not None and (b.fused is None or uses[id(a)] <= uses[id(b)]):
+        first = a
+    else:
+        first = b
+    p, q = _factors(first, len(shape))
+    if first is a:
         return fma_exact(p, q, -y if sign < 0 else y, a.dtype)
-    return None
+    return fma_exact(p, -q if sign < 0 else q, x, a.dtype)
+
+
+def _sharing(t, shape):
+    """How many of a thread's elements of the sum share one element of the product `t`: a
+    product broadcast in the add (a row, a column, a scalar) is computed once per thread and
+    used by each of the thread's elements that it covers, one use each on the GPU."""
+    if list(t.shape) == list(shape):
+        return 1
+    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    own = int(np.prod(t.shape, dtype=np.int64)) if t.shape else 1
+    ctx = active()
+    warps = ctx.record.options.get("num_warps", 4) if ctx is not None else 4
+    return max(1, min(total // max(own, 1), total // (32 * (warps or 4))))
 
 
 @elementwise
@@ -311,13 +389,22 @@ def sub(a, b):
 
 @elementwise
 def mul(a, b):
+    negated = any(_negative_literal(v) or getattr(getattr(_unwrap(v), "fused", None), "negated",
+                                                  False) for v in (a, b))
     a, b, shape = operands(a, b)
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
         out = _finish(x * y, a.dtype, shape)
     if _fusing(a.dtype):
-        out.fused = (x, y)
+        out.fused = _Factors((x, y))
+        out.fused.uses = _product_uses(a, b)
+        out.fused.negated = negated
     return out
+
+
+def _negative_literal(v):
+    v = _unwrap(v)
+    return not is_tensor(v) and not isinstance(v, bool) and isinstance(v, (int, float)) and v < 0
 
 
 @elementwise
@@ -472,6 +559,10 @@ rshift = _shift(False)
 def _compare(fn):
     @elementwise
     def op(a, b):
+        # Triton's tensor.__lt__ (and the other comparisons) makes a literal a tensor of its own
+        # type first (`to_tensor`), so it is promoted as a tensor: bf16 `x < 1e-40` compares in
+        # fp64 with 1e-40, fp16 `x < 0.1` in fp32, int8 `x < 1000` in int32
+        a, b = (to_tensor(t) if not is_tensor(t) else t for t in (_unwrap(a), _unwrap(b)))
         a, b, shape = operands(a, b, True, True)
         x, y = _arrays(a, b, shape)
         return tensor(fn(x, y), _t.int1, shape)
