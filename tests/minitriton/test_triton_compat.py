@@ -245,3 +245,15 @@ def test_fp8e4b15_is_e4m3_with_bias_15():
     ref = np.where(exp == 0, 2.0 ** -14 * frac / 8, 2.0 ** (exp - 15) * (1 + frac / 8))
     ref[(b & 0x7F) == 0x7F] = np.nan
     np.testing.assert_array_equal(out.numpy(), np.abs(ref).astype(np.float32))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit's own, on import
+def test_torch_compile_runs_with_minitriton_as_triton():
+    """torch's inductor imports triton's names when `import triton` works
+    (torch/_inductor/runtime/triton_compat.py: triton.compiler.CompiledKernel,
+    runtime.cache.triton_key, language.core.view...); it compiles for the CPU as before."""
+    torch = pytest.importorskip("torch")
+    with minitriton.install_as_triton():
+        fn = torch.compile(lambda x: torch.sin(x) * 2 + 1)
+        x = torch.linspace(-3, 3, 17)
+        torch.testing.assert_close(fn(x), torch.sin(x) * 2 + 1)

@@ -22,6 +22,23 @@ class InterpreterError(TritonError):
         return self.error_message or ""
 
 
+class OutOfResources(TritonError):
+    """As `triton.runtime.errors.OutOfResources`; the simulator never raises it."""
+
+    def __init__(self, required=0, limit=0, name="shared memory"):
+        self.required, self.limit, self.name = required, limit, name
+        super().__init__(f"out of resource: {name}, Required: {required}, "
+                         f"Hardware limit: {limit}")
+
+
+class PTXASError(TritonError):
+    """As `triton.runtime.errors.PTXASError`; minitriton runs no ptxas."""
+
+
+class AutotunerError(TritonError):
+    """As `triton.runtime.errors.AutotunerError`."""
+
+
 class MiniTritonError(InterpreterError):
     """Base class of every error minitriton raises on purpose."""
 

@@ -12,6 +12,7 @@ attached where they are defined with `@tensor_member`, as Triton's `_tensor_memb
 """
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -417,3 +418,12 @@ def broadcast_to(t, shape):
 
 __all__ = ["tensor", "tensor_member", "constexpr", "cast", "to_tensor", "broadcast_to",
            "validate_block_shape"]
+
+
+def __getattr__(name):
+    """Triton defines every language name in triton.language.core (torch's inductor reads
+    `triton.language.core.view`): the language's other names, from its package."""
+    package = sys.modules.get(__package__)
+    if package is None or name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(package, name)

@@ -26,6 +26,7 @@ import builtins
 import numpy as np
 
 from ..errors import CompilationError
+from ..errors import OutOfResources, PTXASError  # noqa: F401 - triton.runtime.autotuner's
 from ..memory import as_numpy
 from ..settings import current_settings
 from .compiled import estimate

@@ -50,7 +50,7 @@ from ..language import core as language_core, extra as language_extra
 from ..language.extra import cuda as extra_cuda, libdevice
 from ..language.extra._extern import called_by_from_import, missing_name
 from .. import runtime as runtime_package
-from ..runtime import autotune, jit
+from ..runtime import autotune, compiled, jit
 from ..tools import tensor_descriptor
 from ..runtime.gpus import DEFAULT_GPU, gpu as get_gpu
 from ..settings import version_tuple
@@ -134,23 +134,6 @@ def _language_or_missing(name):
         except AttributeError:
             raise missing_name(name, attr) from None
     return fallback
-
-
-class OutOfResources(errors.TritonError):
-    """As `triton.runtime.errors.OutOfResources`; the simulator never raises it."""
-
-    def __init__(self, required=0, limit=0, name="shared memory"):
-        self.required, self.limit, self.name = required, limit, name
-        super().__init__(f"out of resource: {name}, Required: {required}, "
-                         f"Hardware limit: {limit}")
-
-
-class PTXASError(errors.TritonError):
-    """As `triton.runtime.errors.PTXASError`; minitriton runs no ptxas."""
-
-
-class AutotunerError(errors.TritonError):
-    """As `triton.runtime.errors.AutotunerError`."""
 
 
 class FileCacheManager:
@@ -290,10 +273,12 @@ def stand_ins(front_names, triton_version, driver_config):
                          driver=driver_config, DriverConfig=DriverConfig)
     cache = _module("triton.runtime.cache", "Stand-in for triton.runtime.cache.",
                     FileCacheManager=FileCacheManager, default_cache_dir=default_cache_dir,
-                    get_cache_manager=FileCacheManager)
+                    get_cache_manager=FileCacheManager,
+                    triton_key=lambda: f"minitriton-{front_names.__version__}")
     runtime_errors = _module("triton.runtime.errors", "Stand-in for triton.runtime.errors.",
-                             OutOfResources=OutOfResources, InterpreterError=errors.InterpreterError,
-                             PTXASError=PTXASError, AutotunerError=AutotunerError)
+                             OutOfResources=errors.OutOfResources,
+                             InterpreterError=errors.InterpreterError,
+                             PTXASError=errors.PTXASError, AutotunerError=errors.AutotunerError)
     triton_errors = _module("triton.errors", "Triton's base error.", TritonError=errors.TritonError)
     runtime = _module("triton.runtime", "minitriton's runtime under Triton's names.",
                       package=True, fallback=lambda attr: getattr(runtime_package, attr),
@@ -301,11 +286,12 @@ def stand_ins(front_names, triton_version, driver_config):
                       errors=runtime_errors, JITFunction=jit.JITFunction,
                       KernelInterface=jit.KernelInterface, Autotuner=autotune.Autotuner,
                       Heuristics=autotune.Heuristics, Config=autotune.Config,
-                      OutOfResources=OutOfResources)
+                      OutOfResources=errors.OutOfResources)
     compiler_errors = _module("triton.compiler.errors", "Stand-in.",
                               CompilationError=errors.CompilationError)
     compiler = _module("triton.compiler", "Stand-in for triton.compiler.", package=True,
-                       CompilationError=errors.CompilationError, errors=compiler_errors)
+                       CompilationError=errors.CompilationError, errors=compiler_errors,
+                       CompiledKernel=compiled.CompiledKernel)
     backends_compiler = _module("triton.backends.compiler", "Stand-in.", GPUTarget=GPUTarget)
     backends = _module("triton.backends", "No backends: minitriton executes, it compiles "
                        "nothing.", package=True, backends={}, compiler=backends_compiler,
@@ -338,7 +324,7 @@ def stand_ins(front_names, triton_version, driver_config):
                     fallback=lambda attr: getattr(front_names, attr),
                     __version__=triton_version, language=language, runtime=runtime,
                     testing=testing, tools=tools, compiler=compiler, backends=backends,
-                    OutOfResources=OutOfResources, errors=triton_errors)
+                    OutOfResources=errors.OutOfResources, errors=triton_errors)
     knobs = _knobs()
     front.knobs = knobs
     return {
