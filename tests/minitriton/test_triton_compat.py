@@ -257,3 +257,41 @@ def test_torch_compile_runs_with_minitriton_as_triton():
         fn = torch.compile(lambda x: torch.sin(x) * 2 + 1)
         x = torch.linspace(-3, 3, 17)
         torch.testing.assert_close(fn(x), torch.sin(x) * 2 + 1)
+
+
+@minitriton.jit
+def _negate(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, -tl.load(x_ptr + offs))
+
+
+@pytest.mark.parametrize("release, signs", [("3.6.0", [False, False]), ("3.9.0", [True, False])])
+def test_negation_of_zero_follows_the_release(monkeypatch, release, signs):
+    """Triton 3.6 computes -x as 0 - x (-0.0 and 0.0 both give +0.0); 3.7 on flips the sign."""
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", release)
+    x, y = np.array([0.0, -0.0], np.float32), np.zeros(2, np.float32)
+    _negate[(1,)](x, y, 2)
+    assert np.signbit(y).tolist() == signs
+
+
+@minitriton.jit
+def _cat_rows(x_ptr, y_ptr, z_ptr, DIM: tl.constexpr, REORDER: tl.constexpr):
+    rows, cols = tl.arange(0, 4)[:, None], tl.arange(0, 8)[None, :]
+    x, y = tl.load(x_ptr + rows * 8 + cols), tl.load(y_ptr + rows * 8 + cols)
+    z = tl.cat(x, y, can_reorder=REORDER, dim=DIM)
+    if DIM == 0:
+        tl.store(z_ptr + tl.arange(0, 8)[:, None] * 8 + cols, z)
+    else:
+        tl.store(z_ptr + rows * 16 + tl.arange(0, 16)[None, :], z)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cat_of_blocks_along_a_dim_from_triton_38(monkeypatch, dim):
+    x, y = np.arange(32, dtype=np.int32).reshape(4, 8), -np.arange(32, dtype=np.int32).reshape(4, 8)
+    z = np.zeros(64, np.int32)
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.6.0")
+    with pytest.raises(minitriton.CompilationError, match="1-D blocks only"):
+        _cat_rows[(1,)](x, y, z, dim, True)
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
+    _cat_rows[(1,)](x, y, z, dim, False)
+    np.testing.assert_array_equal(z, np.concatenate([x, y], axis=dim).ravel())

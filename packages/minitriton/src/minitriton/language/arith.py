@@ -13,6 +13,7 @@ import numpy as np
 from .. import types as _t
 from ..context import active
 from ..errors import CompilationError
+from ..settings import triton_release
 from ..types import _unwrap
 from .core import (broadcast_shapes, cast, compute_array, constant, is_tensor, lazy_pointer,
                    literal, pointer_parts, tensor, tensor_member, to_int1, to_tensor, _convert)
@@ -582,6 +583,9 @@ def neg(a):
     a = to_tensor(a)
     if a.dtype.is_ptr():
         raise CompilationError(f"wrong type argument to unary minus ({a.dtype!r})")
+    if a.dtype.is_floating() and triton_release() >= (3, 7):
+        # fneg from Triton 3.7 on: the sign flips, -(0.0) is -0.0; 3.6 computes 0 - x
+        return tensor(-a.data, a.dtype, a.shape)
     return sub(literal(0, a.dtype), a)
 
 

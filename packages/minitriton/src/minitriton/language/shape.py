@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompilationError
+from ..settings import triton_release
 from ..types import _unwrap
 from .core import (broadcast_shapes, broadcast_to as _broadcast_to, tensor, tensor_member,
                    to_tensor, validate_block_shape)
@@ -153,25 +154,39 @@ def item(input):
     return tensor(x.data.reshape(x.data.shape[0]), x.dtype, [])
 
 
-def cat(input, other, can_reorder=False):
-    """Two 1-D blocks of one dtype end to end (Triton's tl.cat). Triton 3.6 only implements
-    can_reorder=True, where the order of the result's elements is the compiler's to choose:
-    this one keeps `input` then `other`, so only a kernel that reduces the result gives the
-    GPU's answer."""
+def cat(input, other, can_reorder=False, dim=0):
+    """Two blocks of one dtype end to end (Triton's tl.cat). Triton 3.6 implements only 1-D
+    blocks with can_reorder=True, where the order of the result's elements is the compiler's to
+    choose (this one keeps `input` then `other`, so only a kernel that reduces the result gives
+    the GPU's answer); from 3.8 on `cat` keeps the order, takes blocks of any rank and a `dim`,
+    and ignores can_reorder."""
     a, b = to_tensor(_unwrap(input)), to_tensor(_unwrap(other))
-    if not _unwrap(can_reorder):
-        raise CompilationError("cat: the current implementation of `cat` always may reorder "
-                               "elements: pass can_reorder=True (Triton 3.6 asserts it)")
-    if len(a.shape) != 1 or len(b.shape) != 1:
-        raise CompilationError(f"cat: 1-D blocks only (got shapes {a.shape} and {b.shape})")
+    dim = int(_unwrap(dim))
+    if triton_release() < (3, 8):
+        if not _unwrap(can_reorder):
+            raise CompilationError("cat: the current implementation of `cat` always may "
+                                   "reorder elements: pass can_reorder=True (Triton 3.6 asserts "
+                                   "it)")
+        if len(a.shape) != 1 or len(b.shape) != 1:
+            raise CompilationError(f"cat: 1-D blocks only (got shapes {a.shape} and "
+                                   f"{b.shape}); Triton 3.8 takes any rank")
     if a.dtype != b.dtype:
         raise CompilationError(f"cat: types differ ({a.dtype}, {b.dtype})")
-    shape = validate_block_shape([a.shape[0] + b.shape[0]])
+    rank = len(a.shape)
+    if len(b.shape) != rank or not -rank <= dim < rank:
+        raise CompilationError(f"cat: shapes {a.shape} and {b.shape} along dim {dim}")
+    dim %= rank
+    if [n for i, n in enumerate(a.shape) if i != dim] != \
+            [n for i, n in enumerate(b.shape) if i != dim]:
+        raise CompilationError(f"cat: shapes {a.shape} and {b.shape} differ outside dim {dim}")
+    shape = list(a.shape)
+    shape[dim] += b.shape[dim]
+    shape = validate_block_shape(shape)
     lanes = max(a.data.shape[0], b.data.shape[0])
 
     def ends(x, y):
         return np.concatenate([np.broadcast_to(x, (lanes, *a.shape)),
-                               np.broadcast_to(y, (lanes, *b.shape))], axis=1)
+                               np.broadcast_to(y, (lanes, *b.shape))], axis=dim + 1)
     out = tensor(ends(a.data, b.data), a.dtype, shape, a.origin if a.origin == b.origin else None)
     if a.pad is not None or b.pad is not None:  # padding marks move with their lanes
         out.pad = ends(False if a.pad is None else a.pad, False if b.pad is None else b.pad)
