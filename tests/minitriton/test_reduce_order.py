@@ -1,8 +1,12 @@
 """Reductions and scans combine in the GPU's order (docs/numerics.md, "Reductions and scans: the
 GPU's order"): checked here against a thread-by-thread replay of the model, on inputs whose
-result shows the order, and, on a GPU, bit for bit against Triton with the kernels of the probe
-that measured it (benchmarks/probes/reduce_order.py)."""
+result shows the order; against the H200's bits of the wider cases (num_warps 16 and 32, rows
+up to 65536, reductions of dot results) that benchmarks/probes/reduce_order_wide.py measured,
+committed as reduce_order_wide.npz; and, on a GPU, bit for bit against Triton with the kernels
+of the probe that measured the model (benchmarks/probes/reduce_order.py)."""
 import importlib
+import zlib
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -290,6 +294,125 @@ def test_a_tuple_reduction_and_bf16_scans():
     geo = order.axis_geometry([128], 0, 16, 1)
     np.testing.assert_array_equal(out, replay_scan(list(b.astype(np.float32)), geo,
                                                    add_in(np.float32)))
+
+
+# ----- the wider cases, against the H200's bits (reduce_order_wide.py, 2026-12-03)
+
+WIDE = load(minitriton, tl, PROBE.with_name("reduce_order_wide.py"))
+with np.load(Path(__file__).with_name("reduce_order_wide.npz")) as _digests:
+    H200 = dict(_digests)  # the probe's `digest` of the GPU's outputs
+
+
+def _another_layout(v):
+    """The outputs of variant v whose operand the GPU holds in a layout minitriton's tensors do
+    not carry (docs/numerics.md): sums and bit hashes of values computed from a 16-bit load
+    (the load's 8 elements per thread, not 4), and values computed from a dot's result (the
+    MMA layout; the dot's own result is recognised)."""
+    kind, dtype = v[0], v[1]
+    if kind == "dot":
+        return ("h1", "h0", "hall", "e1", "s1h")
+    if dtype == "float32":
+        return ()
+    return {"row": ("wide", "hred"), "tile": ("h1", "hall")}.get(kind, ())
+
+
+@pytest.mark.parametrize("v", WIDE.variants(), ids=WIDE.key)
+def test_wider_cases_give_the_h200s_bits(v):
+    """Rows of 256..65536 at 8, 16 and 32 warps (1-D sums, `x - y`, cumsums, masked too),
+    [ROWS, COLS] blocks along each axis and all, a dot's result summed along each axis and
+    all (wgmma and mma.sync layouts), a dot's result scanned (converted to a blocked layout)."""
+    got = WIDE.digest(WIDE.launch(WIDE, v, NumpyArrays())[0])
+    for name, bits in got.items():
+        if name not in _another_layout(v):
+            np.testing.assert_array_equal(bits, H200[f"{WIDE.key(v)}/{name}"],
+                                          err_msg=f"{WIDE.key(v)} {name}")
+
+
+@minitriton.jit
+def dot_result_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    pid = tl.program_id(0)
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + pid * M * K + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + pid * K * N + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + pid * M * N + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+def _hash_lists(a, b):
+    return [a[0] * np.int32(31) + b[0]]  # the kernels' `_hash`, wrapping
+
+
+def _float(bits, dtype):
+    return bits.view(NUMPY[dtype]).astype(np.float32)
+
+
+def _bits(values, dtype):
+    return NumpyArrays().bits(np.asarray(values).astype(NUMPY[dtype]))
+
+
+# a non-commutative combine along an axis that one warp's lanes hold: every lane ends with its
+# own result, and here the GPU stored another lane's than lane 0's (lane 4 or 6 of the 8 along
+# the axis; sums, commutative, agree in every lane)
+LANE_CHOICE = {("dot_float16_16x64x32_w4", "h0"), ("dot_float16_32x32x32_w2", "h0"),
+               ("dot_float16_64x64x32_w2", "h0"), ("dot_float16_32x64x32_w4", "h0"),
+               ("dot_float16_16x16x16_w1", "h0"), ("tile_float16_64x256_w16", "h1"),
+               ("tile_bfloat16_64x256_w16", "h1")}
+
+
+@pytest.mark.parametrize("v", [v for v in WIDE.variants() if _another_layout(v)],
+                         ids=WIDE.key)
+def test_the_order_in_the_layout_the_gpu_used(v):
+    """The outputs `_another_layout` leaves out, through the model in the layout the GPU gave
+    their operand: the 16-bit load's blocked layout, or the dot's MMA layout."""
+    kind, dtype, shape, warps, masked = v
+    seed = zlib.crc32(WIDE.key(v).encode())
+    if kind == "dot":
+        m, n, k = shape
+        a, b = (WIDE.inputs(dtype, 2, size, s).view(np.float16).reshape(-1)
+                for size, s in ((m * k, seed), (k * n, seed + 1)))
+        acc = np.empty((2, m, n), np.float32)
+        dot_result_kernel[(2,)](a, b, acc, M=m, N=n, K=k, num_warps=warps)
+        f32, f16 = order._arithmetic(np.add, tl.float32), order._arithmetic(np.add, tl.float16)
+
+        def fold(values, axis, combine):
+            return order.fold_in_mma_order([values], (m, n), axis, combine, warps)[0]
+        want = {"h1": fold(acc.view(np.int32), 1, _hash_lists),
+                "h0": fold(acc.view(np.int32), 0, _hash_lists),
+                "hall": fold(acc.view(np.int32), None, _hash_lists),
+                "e1": _bits(fold(acc * np.float32(0.5) + np.float32(1), 1, f32), "float32"),
+                "s1h": _bits(fold(acc.astype(np.float16).astype(np.float32), 1, f16),
+                             dtype)}
+    else:
+        programs = WIDE.programs_for(int(np.prod(shape)))
+        x = WIDE.inputs(dtype, programs, int(np.prod(shape)), seed).reshape(programs, *shape)
+        if masked:
+            x[..., shape[-1] - 3:] = 0
+        h = x.view(np.int16).astype(np.int32)  # the kernels' `_bits`
+
+        def fold(values, axis, combine):
+            return order.fold_in_gpu_order([values], list(shape), axis, 16, combine,
+                                           num_warps=warps)[0]
+        if kind == "row":
+            want = {"wide": _bits(fold(_float(x, dtype), 0,
+                                       order._arithmetic(np.add, tl.float32)), "float32"),
+                    "hred": fold(h, 0, _hash_lists)}
+        else:
+            want = {"h1": fold(h, 1, _hash_lists), "hall": fold(h, None, _hash_lists)}
+    for name, values in WIDE.digest(want).items():
+        if (WIDE.key(v), name) not in LANE_CHOICE:
+            np.testing.assert_array_equal(values, H200[f"{WIDE.key(v)}/{name}"],
+                                          err_msg=f"{WIDE.key(v)} {name}")
+
+
+def test_the_mma_layouts_are_triton_36s():
+    """(version, warpsPerCTA, instruction N) as Triton 3.6 chose them on the H200 (the wide
+    probe's TTGIR)."""
+    cases = {((64, 64), 4): (3, [4, 1], 64), ((128, 128), 8): (3, [8, 1], 128),
+             ((64, 128), 8): (3, [4, 2], 64), ((64, 256), 4): (3, [4, 1], 256),
+             ((64, 64), 8): (3, [4, 2], 32), ((128, 128), 16): (3, [8, 2], 64),
+             ((16, 64), 4): (2, [1, 4], 8), ((64, 64), 2): (2, [1, 2], 8),
+             ((16, 16), 1): (2, [1, 1], 8)}
+    for (shape, warps), want in cases.items():
+        assert order.mma_layout(shape, warps) == want
 
 
 # ----- on the GPU: the probe's variants, minitriton against Triton

@@ -18,6 +18,12 @@ S elements, the lanes' totals by Hillis-Steele (shfl.up 1, 2, 4, ...), folds the
 totals in order and adds the carries; `scan_in_gpu_order`. Integer sums and scans wrap, so
 any order gives the GPU's bits: NumPy's is used. Where the GPU fuses a float32 product into
 the first add that takes it (`tl.sum(x * y)`), so does the model.
+
+The result of a tensor-core `tl.dot` is not in a blocked layout but in the MMA accumulator's
+(`mma_layout`, `mma_bases`: wgmma's or mma.sync's registers, lanes and warps), and a reduction
+of it keeps that layout: `fold_in_mma_order` folds each thread's registers in their order, then
+the butterflies run over the lanes and warps that move along the axis. (A scan of it is
+converted to a blocked layout first: `scan_in_gpu_order` as for any block.)
 """
 from __future__ import annotations
 
@@ -139,13 +145,18 @@ def _halve(acc, combine, axis, fused=None):
     return acc
 
 
-def fold_in_gpu_order(arrays, shape, axis, bits, combine, exact=None, fma=None):
+def fold_in_gpu_order(arrays, shape, axis, bits, combine, exact=None, fma=None, mma=False,
+                      num_warps=None):
     """Reduce (lanes, *shape) arrays (one per operand of a tuple reduction) along block
     `axis` (None: all of it) in the GPU's order; `combine(a, b)` takes and returns lists of
     arrays. `exact`: the unrounded values of a product that the GPU fuses into the first add
     taking each element, `fma(a, exact)` that add (LLVM's contraction: of two products, the
-    first operand's, the running value's). Returns (lanes, *other dims) arrays."""
-    warps = launch_num_warps()
+    first operand's, the running value's). `mma`: the block is a tensor-core dot's result, in
+    the MMA layout (`fold_in_mma_order`); `num_warps`: the launch's unless given. Returns
+    (lanes, *other dims) arrays."""
+    warps = num_warps or launch_num_warps()
+    if mma:
+        return fold_in_mma_order(arrays, shape, axis, combine, warps)
     if axis is None and len(shape) > 1:
         idx = register_order(shape, bits, warps)  # (W, T, K)
 
@@ -171,6 +182,135 @@ def fold_in_gpu_order(arrays, shape, axis, bits, combine, exact=None, fma=None):
         lambda own, other: fma(other, first[..., :own[0].shape[-1]])))
     acc = _halve(acc, combine, -2)
     return [a[..., 0, 0] for a in acc]
+
+
+# ----- the MMA accumulator layout of a tensor-core dot's result (Triton 3.6 on Hopper)
+
+_WGMMA_N = range(256, 7, -8)  # wgmma's instruction widths, the widest first
+
+
+def mma_layout(shape, num_warps):
+    """(version, warpsPerCTA, instruction N) of the MMA layout Triton 3.6 gives a tensor-core
+    `tl.dot`'s (M, N) result on Hopper (AccelerateMatmul, BlockedToMMA): wgmma (version 3)
+    where M is a multiple of 64 and num_warps of 4, its warps (4, 1) doubled along M while M
+    is larger than 16 per warp, else along N, and the widest N that divides N and is at most
+    N / (num_warps / (M / 16)); otherwise mma.sync (version 2, 16 x 8 tiles), its warps
+    doubled along whichever of M / 16 and N / 8 repeats more (M on a tie). (A dot whose result
+    feeds another dot gets all warps along M with wgmma: not modelled.)"""
+    m, n = shape
+    if m % 64 == 0 and n % 8 == 0 and num_warps % 4 == 0:
+        most = builtins.max(n // builtins.max(num_warps // builtins.max(m // 16, 1), 1), 8)
+        instr_n = next(w for w in _WGMMA_N if n % w == 0 and w <= most)
+        warps = [4, 1]
+        while warps[0] * warps[1] < num_warps:
+            warps[0 if m > 16 * warps[0] else 1] *= 2
+        return 3, warps, instr_n
+    reps, warps = [-(-m // 16), -(-n // 8)], [1, 1]
+    while warps[0] * warps[1] < num_warps:
+        if reps[0] >= reps[1]:
+            warps[0] *= 2
+            reps[0] = builtins.max(reps[0] // 2, 1)
+        else:
+            warps[1] *= 2
+            reps[1] //= 2
+    return 2, warps, 8
+
+
+def _log2(n):
+    return int(n).bit_length() - 1
+
+
+def mma_bases(shape, num_warps):
+    """The MMA layout of an (M, N) dot result as a linear layout: the (row, col) offsets that
+    each bit of a thread's register index, of its lane and of its warp adds. Registers: col +1,
+    row +8, then col +8, +16, ... across the instruction's N, then the repetitions over N and
+    then over M; lanes: col +2, +4, row +1, +2, +4; warps: along M first for wgmma, along N
+    first for mma.sync. Offsets past the block are 0 (those threads hold copies)."""
+    version, (wm, wn), tile_n = mma_layout(shape, num_warps)
+    m, n = shape
+    reg = [(0, 1), (8, 0)] + [(0, 8 << i) for i in range(_log2(tile_n // 8))]
+    reg += [(0, tile_n * wn << i) for i in range(_log2(builtins.max(n // (tile_n * wn), 1)))]
+    reg += [(16 * wm << i, 0) for i in range(_log2(builtins.max(m // (16 * wm), 1)))]
+    lane = [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)]
+    along_m = [(16 << i, 0) for i in range(_log2(wm))]
+    along_n = [(0, tile_n << i) for i in range(_log2(wn))]
+    warp = along_m + along_n if version == 3 else along_n + along_m
+
+    def inside(bases):
+        return [(r if r < m else 0, c if c < n else 0) for r, c in bases]
+    return inside(reg), inside(lane), inside(warp)
+
+
+def _span(bases):
+    """(2**len(bases), 2) offsets of every combination of the bases (bit i: bases[i])."""
+    out = np.zeros((1 << len(bases), 2), np.int64)
+    for i, b in enumerate(bases):
+        out ^= ((np.arange(len(out)) >> i) & 1)[:, None] * np.array(b, np.int64)
+    return out
+
+
+def _bit_view(a, n, groups):
+    """(lanes, M, N) `a` as a contiguous (lanes, 2**len(g) for g in groups) array: each group
+    of bases (lists of (row, col) offsets, bit i of the group's index adding bases[i]) one
+    axis. The layout permutes the bits of the element index (a zero base repeats the same
+    elements), so this is one strided copy."""
+    a = np.ascontiguousarray(a).reshape(a.shape[0], -1)
+
+    def axes(bases):  # (size, stride) of each bit, the highest first, runs of bits merged
+        out = []
+        for r, c in reversed(bases):
+            stride = (r * n + c) * a.itemsize
+            if out and stride and out[-1][1] == 2 * stride:
+                out[-1] = (2 * out[-1][0], stride)
+            else:
+                out.append((2, stride))
+        return out
+    dims = [(a.shape[0], a.strides[0])] + [d for g in groups for d in axes(g)]
+    view = np.lib.stride_tricks.as_strided(a, [d[0] for d in dims], [d[1] for d in dims],
+                                           writeable=False)
+    return np.ascontiguousarray(view).reshape((a.shape[0],) + tuple(1 << len(g) for g in groups))
+
+
+def fold_in_mma_order(arrays, shape, axis, combine, num_warps):
+    """`fold_in_gpu_order` for a block in the MMA layout (`mma_bases`), as ReduceOpToLLVM runs
+    it: each thread folds, per output, the registers holding it in register order; then every
+    lane combines with lane t ^ 2**b, for the lane bits b that move along the axis from the
+    highest down; then the warps, through shared memory, alike. axis=None reshapes the block
+    keeping each thread's registers: all of them fold, then all lanes and warps. The result
+    is the one of lane 0 and warp 0 along the axis (a non-commutative combine, whose lanes
+    disagree, may be stored from another lane)."""
+    reg, lane, warp = mma_bases(shape, num_warps)
+    reg = [b for b in reg if any(b)]  # (copies in registers are not folded twice)
+
+    def moves(b):
+        return any(b) if axis is None else b[axis] != 0
+    along = [b for b in reg if moves(b)]  # in register order
+    rest = [b for b in reg if not moves(b)]
+    views = [_bit_view(a, shape[1], (along, rest, warp, lane)) for a in arrays]  # (., K, G, W, T)
+    acc = [v[:, 0] for v in views]
+    for k in range(1, views[0].shape[1]):
+        acc = combine(acc, [v[:, k] for v in views])
+    for bases, at in ((lane, -1), (warp, -2)):
+        for b in reversed([i for i, base in enumerate(bases) if moves(base)]):
+            partner = np.arange(acc[0].shape[at]) ^ (1 << b)
+            acc = combine(acc, [np.take(a, partner, axis=at) for a in acc])
+    if axis is None:
+        return [a[:, 0, 0, 0] for a in acc]
+
+    def first(bases):  # the lanes or warps at position 0 along the axis, not copies
+        ids = np.arange(1 << len(bases))
+        return np.all([(ids >> i) & 1 == 0 for i, base in enumerate(bases)
+                       if moves(base) or not any(base)] + [ids >= 0], axis=0)
+    chosen = first(warp)[:, None] & first(lane)  # (W, T): one thread per output
+    keep = 1 - axis
+    where = _span(rest)[:, None, None] ^ _span(warp)[:, None] ^ _span(lane)  # (G, W, T, 2)
+    out_index = where[..., keep][:, chosen].reshape(-1)
+    outs = []
+    for a in acc:
+        o = np.empty((a.shape[0], shape[keep]), a.dtype)
+        o[:, out_index] = a[:, :, chosen].reshape(a.shape[0], -1)
+        outs.append(o)
+    return outs
 
 
 def scan_in_gpu_order(arrays, shape, axis, bits, combine, reverse=False, exact=None, fma=None):
@@ -341,6 +481,15 @@ def _product_of(x):
 # ----- the operations
 
 
+def _in_mma_layout(x):
+    """Whether the GPU holds `x` in the MMA layout: the result of a tensor-core `tl.dot` (its
+    chain of tensor-core steps, not an FMA loop's or an integer dot's). What is computed from
+    one (`acc.to(tl.float16)`, `acc * scale`) keeps that layout on the GPU, but minitriton's
+    tensors do not carry it: docs/numerics.md."""
+    chain = x.chain
+    return chain is not None and chain[2] != "int" and chain[2] > 0 and len(x.shape) == 2
+
+
 def _reduce(x, axis, keep_dims, fn, out_dtype, kind=None):
     """fn(data, ax) -> (lanes, *result) of a (lanes, *block) array, ax None for all of it."""
     x = to_tensor(_unwrap(x))
@@ -378,13 +527,14 @@ def sum(input, axis=None, keep_dims=False, dtype=None):  # noqa: A001 - Triton's
         if x.dtype.is_int() and x.dtype.int_bitwidth < 32:
             dtype = _t.int32 if x.dtype.is_int_signed() else _t.uint32
     exact, fma = _product_of(x) if dtype == x.dtype else (None, None)
+    mma = _in_mma_layout(x)
     x = cast(x, dtype)
     if not dtype.is_floating():
         return _reduce(x, axis, keep_dims, _unordered(np.add.reduce), dtype, "sum")
     add = _arithmetic(np.add, dtype)
 
     def fn(a, ax):
-        return fold_in_gpu_order([a], x.shape, ax, bits, add, exact, fma)[0]
+        return fold_in_gpu_order([a], x.shape, ax, bits, add, exact, fma, mma)[0]
     return _reduce(x, axis, keep_dims, fn, dtype, "sum")
 
 
@@ -534,7 +684,8 @@ def reduce(input, axis, combine_fn, keep_dims=False):
     arrays = [np.broadcast_to(x.data, (lanes, *shape)) for x in xs]
     dtypes = [x.dtype for x in xs]
     out = fold_in_gpu_order(arrays, shape, ax, xs[0].dtype.primitive_bitwidth,
-                            _user_combine(combine_fn, dtypes, "reduction"))
+                            _user_combine(combine_fn, dtypes, "reduction"),
+                            mma=_in_mma_layout(xs[0]))
     rest = [] if ax is None else [n for d, n in enumerate(shape) if d != ax]
     result = []
     for o, t in zip(out, dtypes):
