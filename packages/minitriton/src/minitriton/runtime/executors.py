@@ -85,7 +85,10 @@ class _Queue:
 
 
 def _attempt(ctx, fn, values, group, queue, keep_journal=False):
-    """Run `group` together; on Divergence put it back split, on Wait run it interleaved."""
+    """Run `group` together; on Divergence put it back split, on Wait run it interleaved; on
+    an error of one program of several, run them again as the sequential executor would
+    reach that error (`_up_to_failure`). What the programs printed is shown before an error
+    leaves."""
     ctx.pids = group
     ctx.spins.clear()
     mark = ctx.mark()
@@ -98,10 +101,48 @@ def _attempt(ctx, fn, values, group, queue, keep_journal=False):
         return
     except Wait:
         ctx.undo(mark)
-        _Interleaved(ctx, fn, values, queue).run(group)
+        try:
+            _Interleaved(ctx, fn, values, queue).run(group)
+        except Exception:
+            _flush(ctx)
+            raise
+    except Exception as e:
+        row = _failing_row(e, group)
+        if row is None:
+            _flush(ctx)
+            raise
+        ctx.undo(mark)
+        _up_to_failure(ctx, fn, values, group, row, e)
+        return
     if not keep_journal:
         ctx.commit(mark)
     _flush(ctx)
+
+
+def _failing_row(e, group):
+    """The row of `group` whose program raised `e`, where it is one program's error among
+    several programs run together (else None: one program ran, or the error is the group's,
+    such as a race between them)."""
+    row = getattr(e, "failing_row", None)
+    if len(group) < 2 or getattr(e, "failing_pid", None) is not None or \
+            not isinstance(row, (int, np.integer)) or not 0 <= row < len(group):
+        return None
+    return int(row)
+
+
+def _up_to_failure(ctx, fn, values, group, row, error):
+    """Run `group` again as the sequential executor reaches the error that program `row` raised
+    when they ran together: the programs before it to their end (together; one of them may fail
+    first, with its own error), then that program alone, which prints what it printed and
+    raises. The error, the prints and the observers' records (the trace) are then the
+    sequential executor's. Should that program pass alone (its error came from running beside
+    the others: a lost update), the first error is raised."""
+    before = _Queue(group[:row])
+    while (part := before.take(row)) is not None:
+        _attempt(ctx, fn, values, part, before)
+    _attempt(ctx, fn, values, group[row:row + 1], _Queue(group[:0]))
+    ctx.pids = group  # where the first error happened
+    raise error
 
 
 def run_sequential(ctx, fn, values, ids):
