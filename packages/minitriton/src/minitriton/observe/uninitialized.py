@@ -52,12 +52,17 @@ class Uninitialized(Journal, Observer):
             return
         bad = ~written[idx]
         _, rows = self.ctx.programs(access.lane_mask())
+        row = rows[np.argmax(bad)]
+        bad &= rows == row  # the programs run together: the count and offsets of the one named
+        offsets = idx[bad]
         err = UninitializedReadError(
-            f"load of argument `{access.buf.name}` reads {int(bad.sum())} element(s) that no "
+            f"load of argument `{access.buf.name}` reads {offsets.size} element(s) that no "
             f"program has written (poisoned by Settings.uninitialized), at offsets "
-            f"{[int(o) for o in idx[bad][:8]]}.\nhint: the kernel reads its output before "
-            "writing it, or another program's part of it, or past what it writes")
-        err.failing_row = int(rows[np.argmax(bad)])
+            f"{[int(o) - access.buf.view_lo for o in offsets[:8]]}.\nhint: the kernel reads "
+            "its output before writing it, or another program's part of it, or past what it "
+            "writes")
+        err.failing_row = int(row)
+        err.buffer, err.bad_offsets = access.buf, np.unique(offsets)
         raise err
 
     def on_store(self, access):
