@@ -18,21 +18,53 @@ Ties (elementwise kernels move the same bytes in every config) go to the first c
 Outputs hold only the chosen config's results: every tensor argument is copied before the
 trials and put back after each one, then the chosen config runs once more on the arguments as
 they came (after `reset_to_zero`, as Triton). The copy costs the arguments' size once more.
+A GPU puts back only the arguments of `restore_value` (and zeroes those of `reset_to_zero`):
+its trials, and each timing repetition, run on the same buffers one after the other. So where
+a trial reads an argument it writes (an update in place, an atomic accumulation) and neither
+list names it, the tuner runs that config once more on its own output; if the result changes,
+it warns (`InPlaceAutotuneWarning`, once per autotuned kernel) that the GPU's result would be
+that of many launches, and names the arguments for `restore_value`.
 """
 from __future__ import annotations
 
 import builtins
+import sys
+import warnings
 
 import numpy as np
 
+from ..context import Observer
 from ..errors import CompilationError
 from ..errors import OutOfResources, PTXASError  # noqa: F401 - triton.runtime.autotuner's
 from ..memory import as_numpy
 from ..settings import current_settings
+from ..source import internal_frame
 from .compiled import estimate
 from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
 from .launch import Probe, watching
+
+
+class InPlaceAutotuneWarning(UserWarning):
+    """An autotuned kernel updates an argument in place that `restore_value` does not name:
+    minitriton puts it back after each trial, a GPU does not."""
+
+
+class _Touched(Observer, check=False):
+    """A watcher that notes the arguments a launch read and those it wrote."""
+
+    def __init__(self):
+        self.read, self.written = set(), set()
+
+    def on_load(self, access):
+        self.read.add(access.buf.name)
+
+    def on_store(self, access):
+        self.written.add(access.buf.name)
+
+    def on_atomic(self, access):
+        self.read.add(access.buf.name)
+        self.written.add(access.buf.name)
 
 
 class Config:
@@ -69,6 +101,20 @@ class Config:
 def _is_array(x):
     return isinstance(x, np.ndarray) or (type(x).__module__.startswith("torch")
                                          and hasattr(x, "data_ptr"))
+
+
+def _user_level():
+    """warnings.warn's stacklevel that points at the caller's launch, out of minitriton."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and internal_frame(frame.f_code):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _array_of(value):
+    """The tensor an argument passes (a descriptor's base), else the value."""
+    return getattr(value, "base", None) if type(value).__name__ == "TensorDescriptor" \
+        else value
 
 
 def _zero(x):
@@ -115,6 +161,7 @@ class Autotuner(KernelInterface):
         self.reset_to_zero = list(reset_to_zero or ())
         self.restore_value = list(restore_value or ())
         self._restore_copies = {}
+        self._in_place_checked = False  # whether a trial was run twice on its own output
         self.pre_hook = pre_hook or self._default_pre_hook
         self.post_hook = post_hook or self._default_post_hook
         prune = prune_configs_by or {}
@@ -170,10 +217,12 @@ class Autotuner(KernelInterface):
         if config.pre_hook:
             config.pre_hook(full_nargs)
         self.pre_hook(full_nargs)
-        probe = Probe()
+        probe, touched = Probe(), _Touched()
         try:
-            with watching(probe):
+            with watching(probe, touched):
                 record = self.fn.run(*args, **current)
+            self.post_hook(full_nargs, exception=None)
+            self._check_in_place(touched, args, config, current, full_nargs)
         except Exception as e:
             try:
                 self.post_hook(full_nargs, exception=e)
@@ -182,13 +231,48 @@ class Autotuner(KernelInterface):
             if isinstance(e, CompilationError) and "Static assertion failed" in e.message:
                 return [float("inf")] * 3  # Triton's CompileTimeAssertionFailure
             raise
-        self.post_hook(full_nargs, exception=None)
         snapshot.restore()
         shared = estimate(record.options, probe.max_block, probe.dots, probe.reductions)[2]
         if shared > target.shared_per_block_optin:  # Triton's OutOfResources
             return [float("inf")] * 3
         ms = roofline_seconds(target, record, probe.dots) * 1e3
         return [ms, ms, ms]
+
+    def _check_in_place(self, touched, args, config, current, full_nargs):
+        """After a trial that read arguments it wrote, which neither `restore_value` nor
+        `reset_to_zero` names: run the config again on its own output, as the GPU's next trial
+        or timing repetition would, and warn if those arguments change (see the module)."""
+        if self._in_place_checked:
+            return
+        kept = set(self.restore_value) | set(self.reset_to_zero)
+        suspects = [n for n in self.arg_names if n in touched.read and n in touched.written
+                    and n not in kept and _is_array(_array_of(full_nargs.get(n)))]
+        if not suspects:
+            return
+        self._in_place_checked = True
+        once = {n: as_numpy(_array_of(full_nargs[n]), n).copy() for n in suspects}
+        if config.pre_hook:
+            config.pre_hook(full_nargs)
+        self.pre_hook(full_nargs)
+        self.fn.run(*args, **current)
+        self.post_hook(full_nargs, exception=None)
+        changed = [n for n in suspects if not np.array_equal(
+            once[n], as_numpy(_array_of(full_nargs[n]), n), equal_nan=once[n].dtype.kind in "fc")]
+        if not changed:
+            return
+        names = ", ".join(f"`{n}`" for n in changed)
+        listed = ", ".join(repr(n) for n in changed)
+        several = len(changed) > 1
+        warnings.warn(
+            f"autotuning `{self.__name__}`: it reads and writes {names} (in place), and a second "
+            f"run of a config on {'their' if several else 'its'} output gives a different "
+            f"result. minitriton puts {'them' if several else 'it'} back after each trial, so "
+            f"the result here is one launch's; on a GPU every trial (and every timing "
+            f"repetition of do_bench) runs on the same buffer, one after the other, and "
+            f"{'they' if several else 'it'} would hold the result of many launches. Pass "
+            f"restore_value=[{listed}] to triton.autotune (or reset_to_zero=[...] for an "
+            f"accumulator that starts from zero).", InPlaceAutotuneWarning,
+            stacklevel=_user_level())
 
     def _tune(self, key, args, kwargs):
         configs = self.prune_configs(kwargs)
