@@ -11,8 +11,10 @@ from rich.console import Console
 from tritonlab import bench
 from tritonlab.bench.compare import describe_exponent
 from tritonlab.bench.workloads import manual_gelu
-from tritonlab.cli.lecture import output_dir
+from tritonlab.cli.lecture import lecture_options, output_dir
 from tritonlab.profile import count_ops, describe_ops, profile
+
+lecture_options(__file__, __doc__)
 
 console = Console(width=110)
 device = bench.default_device()

@@ -11,8 +11,10 @@ import torch.nn.functional as F
 
 import minitriton
 from tritonlab import backend
-from tritonlab.cli.lecture import save_pictures
+from tritonlab.cli.lecture import lecture_options, save_pictures
 from tritonlab.units import format_time
+
+lecture_options(__file__, __doc__)
 
 sim = backend.with_backend("tritonlab.kernels.elementwise", "sim")  # counts need the simulator
 print(f"kernels run on: {backend.describe()}\n")

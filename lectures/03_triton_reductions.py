@@ -10,8 +10,10 @@ import torch
 import minitriton
 import minitriton.language as mtl
 from tritonlab import backend
-from tritonlab.cli.lecture import save_pictures
+from tritonlab.cli.lecture import lecture_options, save_pictures
 from tritonlab.units import format_time
+
+lecture_options(__file__, __doc__)
 
 sim = backend.with_backend("tritonlab.kernels.softmax", "sim")
 sim_rowsum = backend.with_backend("tritonlab.kernels.rowsum", "sim")

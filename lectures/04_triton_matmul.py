@@ -9,7 +9,9 @@ import torch
 import minitriton
 import minitriton.language as mtl
 from tritonlab import backend
-from tritonlab.cli.lecture import save_pictures
+from tritonlab.cli.lecture import lecture_options, save_pictures
+
+lecture_options(__file__, __doc__)
 
 sim = backend.with_backend("tritonlab.kernels.matmul", "sim")
 print(f"kernels run on: {backend.describe()}\n")

@@ -1,15 +1,18 @@
 """Lecture 6 §9: fused RMSNorm, forward and backward, in autograd; exercise 6's data race and
 exercise 8c's partial-dg buffer. On a GPU the forward and backward are also timed.
 `--out DIR` (or `tritonlab lecture 05 --out DIR`): where the pictures of the backward go (which
-program wrote which row of the partial-dg buffer: DIR/pictures/rmsnorm_backward.*).
+program wrote which row of the partial-dg buffer: DIR/pictures/rmsnorm_backward.*, and the
+kernel that sums that buffer into dg: DIR/pictures/rmsnorm_backward-2.*).
 """
 import torch
 
 import minitriton
 from tritonlab import backend
-from tritonlab.cli.lecture import save_pictures
+from tritonlab.cli.lecture import lecture_options, save_pictures
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.units import format_time
+
+lecture_options(__file__, __doc__)
 
 sim = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
 print(f"kernels run on: {backend.describe()}\n")

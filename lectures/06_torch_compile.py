@@ -10,8 +10,10 @@ from rich.console import Console
 
 from tritonlab import bench
 from tritonlab import compilation as C
-from tritonlab.cli.lecture import output_dir
+from tritonlab.cli.lecture import lecture_options, output_dir
 from tritonlab.units import format_time
+
+lecture_options(__file__, __doc__)
 
 console = Console(width=110)
 device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -9,8 +9,11 @@ import torch
 
 import minitriton
 from tritonlab import backend
+from tritonlab.cli.lecture import lecture_options
 from tritonlab.kernels import attention as fa
 from tritonlab.units import format_time
+
+lecture_options(__file__, __doc__, writes_files=False)
 
 sim = backend.with_backend("tritonlab.kernels.attention", "sim")
 print(f"kernels run on: {backend.describe()}\n")

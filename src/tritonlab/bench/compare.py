@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..units import format_time
 from .export import environment, write_csv, write_json
-from .timing import benchmark
+from .timing import NOISY_SPREAD, benchmark
 
 # |exponent| below this rounds to 0.0 at one decimal: the time did not grow (fixed costs, or
 # times at the clock's resolution), and "n^-0.0" would only say so badly
@@ -24,6 +24,15 @@ def describe_exponent(e):
     if abs(e) < FLAT:
         return "flat"
     return f"~n^{e:.1f}"
+
+
+def _noise_caption(results):
+    """A table's caption when its noisiest row's p80/p20 is over NOISY_SPREAD (else None)."""
+    worst = max(results, key=lambda r: r.spread, default=None)
+    if worst is None or worst.spread <= NOISY_SPREAD:
+        return None
+    return (f"Noisy: p80/p20 {worst.spread:.3g} at {worst.label or 'one row'}. Other work on "
+            "this machine is in these times; run again when it is idle.")
 
 
 @dataclass
@@ -41,7 +50,8 @@ class Comparison:
                 for n, r in self.results.items()]
 
     def table(self, title=None):
-        t = Table(title=title or f"times (baseline: {self.baseline})")
+        t = Table(title=title or f"times (baseline: {self.baseline})",
+                  caption=_noise_caption(self.results.values()), caption_justify="left")
         for col in ("implementation", "median", "p20", "p80", "min", "speed-up"):
             t.add_column(col, justify="left" if col == "implementation" else "right")
         ratios = self.ratios()
@@ -96,7 +106,8 @@ class Sweep:
                 for n, r, e in zip(self.sizes, self.results, exps)]
 
     def table(self, title=None):
-        t = Table(title=title or "size sweep")
+        t = Table(title=title or "size sweep", caption=_noise_caption(self.results),
+                  caption_justify="left")
         for col in (self.label, "median", "p20", "p80", "growth exponent"):
             t.add_column(col, justify="right")
         for i, row in enumerate(self.rows()):

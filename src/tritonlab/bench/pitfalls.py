@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass
 
 from ..units import format_time
-from .timing import benchmark, default_device, synchronizer
+from .timing import benchmark, default_device, noise_warning, spread, synchronizer
 
 
 @dataclass
@@ -14,14 +14,17 @@ class Pitfall:
     wrong_s: float
     right_s: float
     explanation: str
+    spread: float = 1.0  # the largest p80/p20 of the timings behind wrong_s and right_s
 
     @property
     def ratio(self):
         return self.wrong_s / self.right_s
 
     def __str__(self):
+        noise = noise_warning(self.spread)
         return (f"{self.name}: wrong {format_time(self.wrong_s)}, right "
-                f"{format_time(self.right_s)} (ratio {self.ratio:.3g}). {self.explanation}")
+                f"{format_time(self.right_s)} (ratio {self.ratio:.3g}). {self.explanation}"
+                + (f" {noise}" if noise else ""))
 
 
 def first_run(make_fn, device=None):
@@ -35,10 +38,10 @@ def first_run(make_fn, device=None):
     if sync:
         sync()
     first = time.perf_counter() - t0
-    warm = benchmark(fn, warmup=3, trials=10, device=device).median
-    return Pitfall("no warm-up", first, warm,
+    warm = benchmark(fn, warmup=3, trials=10, device=device)
+    return Pitfall("no warm-up", first, warm.median,
                    "The first call also pays compilation, allocation and algorithm selection; "
-                   "warm up before timing.")
+                   "warm up before timing.", warm.spread)
 
 
 def no_sync(fn, device=None, repeats=10):
@@ -63,7 +66,8 @@ def no_sync(fn, device=None, repeats=10):
         explanation = ("On the CPU, PyTorch runs operations synchronously, so both clocks agree "
                        "here; on a GPU the unsynchronised one measures only the launch.")
     wrong.sort()
-    return Pitfall("no synchronisation", wrong[len(wrong) // 2], right.median, explanation)
+    return Pitfall("no synchronisation", wrong[len(wrong) // 2], right.median, explanation,
+                   max(spread(wrong), right.spread))
 
 
 def item_in_loop(step, steps=50, device=None):
@@ -80,14 +84,15 @@ def item_in_loop(step, steps=50, device=None):
             total = loss if total is None else total + loss
         return total
 
-    with_item = benchmark(lambda: loop(True), warmup=1, trials=3, device=device).median
-    without = benchmark(lambda: loop(False), warmup=1, trials=3, device=device).median
+    with_item = benchmark(lambda: loop(True), warmup=1, trials=3, device=device)
+    without = benchmark(lambda: loop(False), warmup=1, trials=3, device=device)
     explanation = (".item() (like print(tensor) or .cpu()) waits for the GPU each step, so the "
                    "CPU can no longer prepare step k+1 while the GPU runs step k.")
     if sync is None:
         explanation = ("On the CPU there is no queue to drain, so .item() costs little here; on "
                        "a GPU it forces a synchronisation every step.")
-    return Pitfall(".item() every step", with_item, without, explanation)
+    return Pitfall(".item() every step", with_item.median, without.median, explanation,
+                   max(with_item.spread, without.spread))
 
 
 EXERCISE_1 = '''\

@@ -7,6 +7,7 @@ work (1400x too small in the lecture's MPS example).
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,32 @@ def quantile(samples, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+# p80 / p20 above this: the samples disagree so much that something else on the machine (other
+# processes, frequency changes) is in the timings, and a comparison may show the opposite of
+# the truth; a quiet machine stays well under it (matmul on an idle CPU: about 1.05)
+NOISY_SPREAD = 1.5
+
+
+def spread(samples):
+    """p80 / p20 of the samples: 1.0 when they agree; inf when p20 is 0 and p80 is not."""
+    if len(samples) < 2:
+        return 1.0
+    lo, hi = quantile(samples, 0.2), quantile(samples, 0.8)
+    if lo <= 0:
+        return 1.0 if hi <= 0 else math.inf
+    return hi / lo
+
+
+def noise_warning(value, what="the timings"):
+    """A sentence warning that `value` (a p80/p20 spread) is too large to trust a comparison
+    of timings; "" when it is not."""
+    if value <= NOISY_SPREAD:
+        return ""
+    return (f"Noisy: p80/p20 of {what} is {value:.3g} (over {NOISY_SPREAD}), so other work on "
+            "this machine is in them and they may contradict the lesson; run again on an idle "
+            "machine.")
+
+
 @dataclass
 class BenchResult:
     """Times in seconds, one sample per trial."""
@@ -45,6 +72,7 @@ class BenchResult:
     p80 = property(lambda self: quantile(self.samples, 0.8))
     min = property(lambda self: min(self.samples))  # noqa: A003
     max = property(lambda self: max(self.samples))  # noqa: A003
+    spread = property(lambda self: spread(self.samples))
 
     def summary(self):
         return {"label": self.label, "device": self.device, "median_s": self.median,

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from . import bench, compile_report, hardware, info, lecture, viz
-from .options import Parser, UserError
+from .options import Parser, UserError, backend_problem
 
 DESCRIPTION = """\
 tritonlab: learn, check and measure Triton kernels (CS336 lecture 6).
@@ -41,5 +41,12 @@ def main(argv=None):
     try:
         return args.func(args)
     except UserError as e:
-        print(f"tritonlab {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        message = str(e)
+    except ModuleNotFoundError as e:
+        # TRITONLAB_BACKEND=triton or interpret without triton: tritonlab.backend's import
+        # fails wherever a command (or a lecture, or the user's module) first imports it
+        message = backend_problem() if (e.name or "").split(".")[0] == "triton" else None
+        if message is None:
+            raise
+    print(f"tritonlab {args.command}: error: {message}", file=sys.stderr)
+    return 2

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from .options import add_device, add_dtype, positive_int, resolve_device
+from .options import (add_device, add_dtype, non_negative_int, output_file, picture_formats,
+                      positive_int, resolve_device)
 
 
 def _workloads():
@@ -58,13 +59,15 @@ def _bench_options(p):
     add_dtype(p)
     p.add_argument("--trials", type=positive_int, default=10,
                    help="timed calls per size (default 10)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed calls first (default 3)")
+    p.add_argument("--warmup", type=non_negative_int, default=3,
+                   help="untimed calls first (default 3)")
     p.add_argument("--flush-l2", action="store_true", help="overwrite the L2 cache before each "
                    "trial (CUDA)")
-    p.add_argument("--plot", metavar="PNG", help="save a log-log plot of time against size")
-    p.add_argument("--csv", metavar="FILE", help="save the rows as CSV (x.csv; the device, "
-                   "versions and date go beside it in x.meta.json)")
-    p.add_argument("--json", metavar="FILE", help="save the rows as JSON")
+    p.add_argument("--plot", metavar="PNG", type=output_file(picture_formats),
+                   help="save a log-log plot of time against size (x.png; or .pdf, .svg...)")
+    p.add_argument("--csv", metavar="FILE", type=output_file(), help="save the rows as CSV "
+                   "(x.csv; the device, versions and date go beside it in x.meta.json)")
+    p.add_argument("--json", metavar="FILE", type=output_file(), help="save the rows as JSON")
 
 
 def run_profile(args):
@@ -132,9 +135,10 @@ def _profile_options(p):
     add_dtype(p)
     p.add_argument("--sort", default="cpu_time_us",
                    choices=["device_time_us", "cpu_time_us", "calls", "name"])
-    p.add_argument("--limit", type=int, default=15, help="rows to show (default 15)")
-    p.add_argument("--csv", metavar="FILE", help="save all rows as CSV")
-    p.add_argument("--trace", metavar="FILE", help="save a Chrome trace (JSON)")
+    p.add_argument("--limit", type=positive_int, default=15, help="rows to show (default 15)")
+    p.add_argument("--csv", metavar="FILE", type=output_file(), help="save all rows as CSV")
+    p.add_argument("--trace", metavar="FILE", type=output_file(),
+                   help="save a Chrome trace (JSON)")
     p.add_argument("--lines", action="store_true",
                    help="also run tritonlab's Triton kernel for the workload on minitriton and "
                         "print, per load and store line, the 32-byte sectors it fetches, its "

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
-from .options import UserError, add_device, add_dtype, parse_shape, resolve_device
+from .options import (UserError, add_device, add_dtype, output_file, parse_shape,
+                      resolve_device)
 
 
 def load_function(target):
@@ -32,12 +34,48 @@ def load_function(target):
     return fn
 
 
+def _plural(n, noun):
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def check_arity(fn, target, count):
+    """A UserError when `fn` cannot be called with `count` positional tensors (one per shape of
+    --shapes), said in the user's terms rather than as Python's TypeError from deep inside
+    torch.compile; nothing when its signature cannot be read (some builtins)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*range(count))
+        return
+    except TypeError:
+        pass
+    params = signature.parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    keyword_only = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if keyword_only and len(required) <= count:
+        raise UserError(f"{target} also needs the keyword-only argument(s) "
+                        f"{', '.join(keyword_only)}, which --shapes cannot give; wrap it in a "
+                        "function of tensors only")
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        takes = f"at least {len(required)}"
+    elif len(required) == len(positional):
+        takes = str(len(positional))
+    else:
+        takes = f"{len(required)} to {len(positional)}"
+    raise UserError(f"{target} takes {takes} argument{'' if takes == '1' else 's'} but "
+                    f"--shapes gave {_plural(count, 'shape')} (one shape per tensor argument)")
+
+
 def run_compile_report(args):
     import torch
 
     from .. import compilation  # imports torch
     fn = load_function(args.target)
     shapes = [parse_shape(s) for s in args.shapes]
+    check_arity(fn, args.target, len(shapes))
     device = resolve_device(args.device, lambda: "cuda" if torch.cuda.is_available() else "cpu")
     inputs = [torch.randn(*shape, device=device, dtype=getattr(torch, args.dtype))
               for shape in shapes]
@@ -67,5 +105,6 @@ def register(subparsers):
     add_dtype(p)
     add_device(p, devices="cuda or cpu", default="cuda when available")
     p.add_argument("--time", action="store_true", help="also time eager against compiled")
-    p.add_argument("--code", metavar="FILE", help="save Inductor's generated code here")
+    p.add_argument("--code", metavar="FILE", type=output_file(),
+                   help="save Inductor's generated code here")
     p.set_defaults(func=run_compile_report)

@@ -4,9 +4,18 @@ from __future__ import annotations
 import warnings
 
 from ..hardware import GPUS, occupancy, roofline, waves
-from .options import DTYPES, UserError, add_dtype, add_gpu, parse_shape, positive_int
+from .options import (DTYPES, UserError, add_dtype, add_gpu, non_negative_int, parse_shape,
+                      positive_int)
 
 _GPU_LIST = ", ".join(GPUS)
+
+
+def _block_limits():
+    """The resident-block limit of each GPU, e.g. '32 on A100, H100; 24 on L4'."""
+    by_limit = {}
+    for name, spec in GPUS.items():
+        by_limit.setdefault(spec.max_blocks_per_sm, []).append(name)
+    return "; ".join(f"{n} on {', '.join(names)}" for n, names in by_limit.items())
 
 
 def run_occupancy(args):
@@ -18,7 +27,10 @@ def run_occupancy(args):
 
 
 def run_waves(args):
-    print(waves(args.blocks, args.blocks_per_sm, args.gpu))
+    try:
+        print(waves(args.blocks, args.blocks_per_sm, args.gpu))
+    except ValueError as e:  # more blocks per SM than the GPU can hold
+        raise UserError(str(e)) from None
     return 0
 
 
@@ -40,19 +52,78 @@ def run_roofline(args):
 
     from .. import backend  # imports torch and triton or minitriton
     module_name, call = ROOFLINE_KERNELS[args.kernel]
-    shape = parse_shape(args.shape)
+    shape = parse_shape(args.shape, least=1)
     if args.kernel == "matmul" and len(shape) != 3:
         raise UserError("matmul takes --shape MxKxN")
     dtype = torch.float32 if args.dtype == "tfloat32" else getattr(torch, args.dtype)
     sim = backend.with_backend(module_name, "sim")
-    # The report's coverage lines say what a PartialWriteWarning would: not both.
-    with minitriton.configure(footprint=True, coverage=True), minitriton.record() as rec, \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore", minitriton.PartialWriteWarning)
-        call(sim, shape, lambda s: torch.randn(*s, dtype=dtype))
-    for launch in rec:
-        print(launch_report(launch, args.gpu, PEAK_RATE_KEYS[args.dtype]))
+
+    def launches():
+        # The report's coverage lines say what a PartialWriteWarning would: not both.
+        with minitriton.configure(footprint=True, coverage=True), minitriton.record() as rec, \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore", minitriton.PartialWriteWarning)
+            call(sim, shape, lambda s: torch.randn(*s, dtype=dtype))
+        return list(rec)
+
+    first = launches()
+    # An autotuned kernel's first call launches it once per configuration (the trials) and
+    # then once more with the chosen one; a second call runs only the chosen configuration,
+    # as every later call does: that is the launch whose bound the user asks for.
+    chosen = launches() if _repeats(first) else first
+    if not chosen:
+        raise UserError(f"{args.kernel} --shape {args.shape} launched no kernel")
+    rate = PEAK_RATE_KEYS[args.dtype]
+    trials = autotune_trials(first, chosen)
+    for launch in chosen:
+        print(launch_report(launch, args.gpu, rate))
+        if launch.kernel in trials:
+            print(f"  autotuned: this is the configuration chosen ({config_label(launch)}) of "
+                  f"{len(trials[launch.kernel])} tried" +
+                  ("" if args.all_configs else "; --all-configs prints the bound of each"))
+    if args.all_configs:
+        _print_trials(trials, chosen, args, rate)
     return 0
+
+
+def _print_trials(trials, chosen, args, rate):
+    """--all-configs: the report of every configuration each autotuned kernel tried."""
+    if not trials:
+        print(f"\n(no autotuning ran: {args.kernel} at this shape launches one configuration)")
+    for kernel, records in trials.items():
+        picked = {config_label(c) for c in chosen if c.kernel == kernel}
+        print(f"\n{kernel}: the {len(records)} configurations the autotuner tried (it ranks "
+              "them by their roofline time on its emulated GPU, Settings.autotune_gpu):")
+        for launch in records:
+            label = config_label(launch)
+            print(f"- {label}{' (chosen)' if label in picked else ''}\n"
+                  + launch_report(launch, args.gpu, rate))
+
+
+def _repeats(launches):
+    """Whether some kernel was launched several times in a row (autotune trials, perhaps)."""
+    return any(a.kernel == b.kernel for a, b in zip(launches, launches[1:]))
+
+
+def autotune_trials(first, steady):
+    """{kernel: its trial launches} from the launches of a first call and of a second one
+    (which runs each autotuned kernel's chosen configuration only): of a kernel launched more
+    often the first time, the extra launches came first, the chosen one's run after them."""
+    trials = {}
+    for kernel in dict.fromkeys(launch.kernel for launch in first):
+        ran = [launch for launch in first if launch.kernel == kernel]
+        extra = len(ran) - sum(launch.kernel == kernel for launch in steady)
+        if extra > 0:
+            trials[kernel] = ran[:extra]
+    return trials
+
+
+def config_label(launch):
+    """A launch's configuration: its block-size constexprs and num_warps/num_stages."""
+    consts = {k: v for k, v in launch.constexprs.items() if isinstance(v, int)
+              and not isinstance(v, bool)}
+    options = {k: launch.options[k] for k in ("num_warps", "num_stages") if k in launch.options}
+    return ", ".join(f"{k}={v}" for k, v in {**consts, **options}.items())
 
 
 def launch_report(launch, gpu, dtype):
@@ -82,9 +153,11 @@ def register(subparsers):
                                           "threads per block, registers per thread and shared "
                                           "memory per block; registers are allocated per warp in "
                                           f"units of 256. GPUs: {_GPU_LIST}.")
-    p.add_argument("--threads", type=int, required=True, help="threads per block")
-    p.add_argument("--registers", type=int, required=True, help="registers per thread")
-    p.add_argument("--shared", type=int, default=0, help="shared memory per block, bytes")
+    p.add_argument("--threads", type=positive_int, required=True, help="threads per block")
+    p.add_argument("--registers", type=positive_int, required=True,
+                   help="registers per thread")
+    p.add_argument("--shared", type=non_negative_int, default=0,
+                   help="shared memory per block, bytes (default 0)")
     add_gpu(p)
     p.set_defaults(func=run_occupancy)
 
@@ -92,8 +165,11 @@ def register(subparsers):
                               description="Blocks run in waves of (SMs x blocks per SM): how "
                                           "many full waves, the tail, and the SM time left "
                                           f"idle. GPUs: {_GPU_LIST}.")
-    p.add_argument("--blocks", type=int, required=True, help="blocks (programs) in the launch")
-    p.add_argument("--blocks-per-sm", type=positive_int, default=1)
+    p.add_argument("--blocks", type=non_negative_int, required=True,
+                   help="blocks (programs) in the launch")
+    p.add_argument("--blocks-per-sm", type=positive_int, default=1,
+                   help="resident blocks per SM, as occupancy gives it (default 1; at most the "
+                        f"GPU's limit: {_block_limits()})")
     add_gpu(p)
     p.set_defaults(func=run_waves)
 
@@ -109,4 +185,7 @@ def register(subparsers):
     add_gpu(p)
     add_dtype(p, names=DTYPES + ("tfloat32",),
               note="; tfloat32 means fp32 inputs on TF32 tensor cores (matmul)")
+    p.add_argument("--all-configs", action="store_true",
+                   help="also print the bound of every configuration an autotuned kernel tried "
+                        "(default: only the one it chose)")
     p.set_defaults(func=run_roofline)

@@ -4,11 +4,15 @@ from __future__ import annotations
 import numpy
 
 from .lecture import available_lectures
+from .options import UserError, backend_problem
 
 
 def run_info(args):
     import torch
 
+    problem = backend_problem()  # TRITONLAB_BACKEND asks for what cannot run here
+    if problem:
+        raise UserError(problem)
     from .. import backend  # imports torch and triton or minitriton
     print(f"backend : {backend.NAME} ({backend.describe()})")
     print(f"device  : {backend.DEVICE}")

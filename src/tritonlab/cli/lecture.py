@@ -48,30 +48,46 @@ def output_dir():
     return path
 
 
-def _own_out_option():
-    """A lecture script run directly (`python lectures/02_triton_elementwise.py --out DIR`)
-    takes --out itself; under `tritonlab lecture` the command's --out has set $TRITONLAB_OUT."""
-    if not Path(sys.argv[0]).name[:2].isdigit():
+_RUNNING = []  # the scripts `tritonlab lecture` is running (runpy gives them its sys.argv[1:])
+
+
+def lecture_options(script, doc, writes_files=True):
+    """Parse the command line of a lecture script run as a program (`python
+    lectures/02_triton_elementwise.py --out DIR`): --help (the script's docstring) and, where
+    the lecture writes files, --out DIR; anything else, a typo like --outt included, is one
+    line on stderr and exit code 2, before the lecture runs. Under `tritonlab lecture` (or
+    imported) the script is not the program: the command has parsed its own line and set
+    $TRITONLAB_OUT, and nothing is done here."""
+    from .options import Parser
+
+    if _RUNNING or not sys.argv or Path(sys.argv[0]).resolve() != Path(script).resolve():
         return
-    parser = argparse.ArgumentParser(prog=Path(sys.argv[0]).name, add_help=False)
-    parser.add_argument("--out")
-    known, _ = parser.parse_known_args(sys.argv[1:])
-    if known.out:
-        os.environ[OUT_ENV] = known.out
+    parser = Parser(prog=Path(script).name, description=doc,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    if writes_files:
+        parser.add_argument("--out", metavar="DIR", help=f"folder for the files the lecture "
+                            f"writes (default: ${OUT_ENV}, else ./{DEFAULT_OUT})")
+    args = parser.parse_args(sys.argv[1:])
+    if getattr(args, "out", None):
+        os.environ[OUT_ENV] = args.out
 
 
 def save_pictures(traced, name, program=None):
     """Draw the traced launches of a lecture (`with minitriton.trace() as t:`) into
     <output_dir()>/pictures: a PNG per argument, one program's view and the HTML report, named
-    after `name`; prints where, and returns the paths."""
+    after `name` (`name-2` for the second launch, and so on); prints where, and returns the
+    paths."""
     import minitriton.viz
 
-    _own_out_option()
     folder = output_dir() / "pictures"
     paths = minitriton.viz.save(traced, folder, html=True, program=program, name=name)
     pngs = [p for p in paths if p.suffix == ".png"]
+    stems = dict.fromkeys(p.name.split(".")[0] for p in paths)
+    kernels = [trace.kernel for trace in minitriton.viz.traces(traced)]
+    files = (f"{next(iter(stems))}.*" if len(stems) == 1 else
+             ", ".join(f"{stem}.* ({kernel})" for stem, kernel in zip(stems, kernels)))
     print(f"  pictures: {len(pngs)} PNGs and {len(paths) - len(pngs)} HTML report"
-          f"{'s' if len(paths) - len(pngs) != 1 else ''} in {folder}/{name}.*")
+          f"{'s' if len(paths) - len(pngs) != 1 else ''} in {folder}/: {files}")
     return paths
 
 
@@ -93,7 +109,11 @@ def run_lecture(args):
         os.environ[OUT_ENV] = args.out  # the scripts read it, in this process and in any child
     for path in paths:
         print(f"\n=== {path.stem} ===\n", flush=True)
-        runpy.run_path(str(path), run_name="__main__")
+        _RUNNING.append(path)
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        finally:
+            _RUNNING.pop()
     return 0
 
 

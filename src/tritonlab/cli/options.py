@@ -7,6 +7,9 @@ handlers' through `UserError`, which `main` prints.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+from pathlib import Path
 
 from ..errors import UserError  # noqa: F401 - the handlers raise it from here
 from ..hardware import get as gpu_spec
@@ -80,24 +83,69 @@ def add_gpu(parser):
     parser.add_argument("--gpu", type=gpu_name, default="H100")
 
 
-def positive_int(text):
+def _int_at_least(text, least, what):
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+        value = None
+    if value is None or value < least:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
 
 
-def parse_shape(text):
-    """'8x16' -> (8, 16)."""
+def positive_int(text):
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def non_negative_int(text):
+    return _int_at_least(text, 0, "an integer of 0 or more")
+
+
+def picture_formats():
+    """The file suffixes matplotlib can save a figure as (png, pdf, svg...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def output_file(formats=None):
+    """An argparse type for a file the command will write, checked before anything runs (a
+    benchmark can take minutes, and its results are lost if the file cannot be written at the
+    end): its folder exists and is writable, it is not itself a folder, and, with `formats` (a
+    callable giving the suffixes allowed), its suffix is one of them."""
+    def check(text):
+        path = Path(text)
+        folder = path.parent
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a folder; name a file in it")
+        if not folder.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: there is no folder {folder}; make it "
+                                             "first or name a file in an existing folder")
+        if not os.access(folder, os.W_OK):
+            raise argparse.ArgumentTypeError(f"{text}: the folder {folder} is not writable")
+        if formats is not None:
+            allowed = formats()
+            suffix = path.suffix.lower().lstrip(".")
+            if suffix not in allowed:
+                what = (f"'.{suffix}' is not a format the picture can be saved in" if suffix
+                        else "the name has no suffix to say the picture's format")
+                raise argparse.ArgumentTypeError(
+                    f"{text}: {what}; end the name with .png or another of "
+                    f"{', '.join('.' + s for s in allowed)}")
+        return text
+    return check
+
+
+def parse_shape(text, least=0):
+    """'8x16' -> (8, 16); every dimension at least `least`."""
     try:
         shape = tuple(int(d) for d in text.lower().split("x"))
     except ValueError:
         shape = ()
     if not shape or min(shape) < 0:
         raise UserError(f"bad shape {text!r}; write it like 8x16")
+    if min(shape) < least:
+        raise UserError(f"shape {text!r}: every dimension must be at least {least} (a tensor "
+                        "with no elements launches no kernel)")
     return shape
 
 
@@ -120,3 +168,25 @@ def resolve_device(requested, default):
     if device.type == "mps" and not torch.backends.mps.is_available():
         raise UserError(f"--device {requested}: MPS is not available here; use --device cpu")
     return requested
+
+
+def backend_problem():
+    """Why the backend that TRITONLAB_BACKEND asks for cannot run here, as one line (None when
+    it can, or when the variable is unset, 'sim', or a name that backend.py itself rejects).
+    Asked without importing tritonlab.backend, whose import fails with a traceback then."""
+    name = os.environ.get("TRITONLAB_BACKEND", "").strip().lower()
+    if name not in ("triton", "interpret"):
+        return None
+    asked = (f"TRITONLAB_BACKEND={name} asks for " +
+             ("real Triton on a CUDA GPU" if name == "triton" else
+              "Triton's interpreter (TRITON_INTERPRET=1) on the CPU"))
+    instead = "unset it (or set it to sim) to run the kernels on minitriton, the simulator"
+    if importlib.util.find_spec("triton") is None:
+        return f"{asked}, but triton is not installed here; {instead}, or install triton"
+    if name == "triton":
+        import torch
+        if not torch.cuda.is_available():
+            return (f"{asked}, but CUDA is not available here (torch.cuda.is_available() is "
+                    f"False); TRITONLAB_BACKEND=interpret runs Triton's interpreter on the CPU, "
+                    f"or {instead}")
+    return None

@@ -40,9 +40,14 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block=0,
     g = _spec(gpu)
     if not 1 <= threads_per_block <= g.max_threads_per_block:
         raise ValueError(f"threads per block must be in 1..{g.max_threads_per_block}")
+    if registers_per_thread < 0:
+        raise ValueError(f"{registers_per_thread} registers per thread: a thread has 0 or more")
     if registers_per_thread > g.max_registers_per_thread:
         raise ValueError(f"{registers_per_thread} registers per thread: at most "
                          f"{g.max_registers_per_thread} on {g.name}")
+    if shared_bytes_per_block < 0:
+        raise ValueError(f"{shared_bytes_per_block} bytes of shared memory per block: a block "
+                         "has 0 or more")
     if shared_bytes_per_block > g.shared_per_block:
         raise ValueError(f"{shared_bytes_per_block} bytes of shared memory per block: at most "
                          f"{g.shared_per_block} on {g.name}")
@@ -81,8 +86,14 @@ class Waves:
 
 
 def waves(num_blocks, blocks_per_sm=1, gpu="H100"):
-    """Wave quantisation: a launch runs in waves of sm_count * blocks_per_sm blocks."""
+    """Wave quantisation: a launch runs in waves of sm_count * blocks_per_sm blocks.
+    blocks_per_sm is what occupancy allows, at most the GPU's limit of resident blocks."""
     g = _spec(gpu)
+    if num_blocks < 0:
+        raise ValueError(f"{num_blocks} blocks: a launch has 0 or more")
+    if not 1 <= blocks_per_sm <= g.max_blocks_per_sm:
+        raise ValueError(f"{blocks_per_sm} blocks per SM: {g.name} holds 1 to "
+                         f"{g.max_blocks_per_sm} resident blocks per SM")
     per_wave = g.sm_count * blocks_per_sm
     full, tail = divmod(num_blocks, per_wave)
     total = full + (1 if tail else 0)
