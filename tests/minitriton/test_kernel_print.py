@@ -31,6 +31,7 @@ def test_prints_before_a_failing_device_assert_are_shown(executor, capsys):
     with pytest.raises(DeviceAssertionError, match="x too big") as e:
         print_then_assert[(4,)](np.arange(16, dtype=np.float32), BLOCK=4)
     assert "program (1, 0, 0)" in str(e.value)
+    assert e.value.__context__ is None  # no "during handling of the above exception"
     assert capsys.readouterr().out.splitlines() == [
         "pid (0, 0, 0) sum 6.0", "pid (0, 0, 0) checked", "pid (1, 0, 0) sum 22.0"]
 

@@ -2,11 +2,11 @@
 what, for the pictures and the HTML report of `minitriton.viz`.
 
 For every memory operation of a launch it keeps, per argument and per element access: the
-program (linear id), the step (the program's how-manieth memory operation it was: the k-th
-load of a loop is a later step than the (k-1)-th), the kernel line, the kind (load, store,
-atomic) and the element, plus the lanes a mask switched off and the offsets they would have
-addressed. The record is exact, never sampled: a launch whose trace would hold more than
-`Settings.trace_limit` element accesses (masked lanes included) stops with a TraceLimitError
+program (linear id), the step (the number of memory operations the program had made before
+this one: the k-th load of a loop is a later step than the (k-1)-th), the kernel line, the kind
+(load, store, atomic) and the element, plus the lanes a mask switched off and the offsets they
+would have addressed. The record is exact, never sampled: a launch whose trace would hold more
+than `Settings.trace_limit` element accesses (masked lanes included) stops with a TraceLimitError
 that says so; shrink the problem (a smaller grid shows the same pattern) or raise the limit.
 Memory is about 24 bytes per element access.
 
@@ -16,12 +16,24 @@ executor's re-runs of diverged programs undo what they had recorded, so both exe
 the same record, program by program.
 
 The result is a `Trace`, set on the launch record as `record.trace`.
+
+A launch that fails keeps its trace too: what the programs did up to the error (as the
+sequential executor reaches it; the lockstep executor re-runs a failing chunk so: see
+runtime/executors.py), with the values the launch had written by then and a `Failure` saying
+what stopped it: the error, the program, the kernel line and, for an access, the argument and
+the element offsets. The error carries it as `err.trace`, and a `minitriton.trace()` block
+keeps it in `Tracing.failed` (and `Tracing.all`, in launch order), so that minitriton.viz can
+draw the failing launch. A TraceLimitError's trace holds what was recorded up to the limit.
+
+(Over 600 lines: the record's classes and the recorder share the column layout of `ArgTrace`;
+the record, Site to Trace, could move to a module of its own, the recorder importing it.)
 """
 from __future__ import annotations
 
 import math
 
 import contextlib
+import contextvars
 import inspect
 import linecache
 import sys
@@ -241,6 +253,57 @@ class ProgramView:
 
 
 @dataclass
+class Failure:
+    """What stopped a launch: `error` (the error's class name), `message` (its text, without
+    the kernel/program/line prefix), the `program` (linear id; None if not one program's) and
+    its `pid`, the kernel line (`site`: a Site or None), the `step` of that program it stopped
+    at (its count of memory operations before the error); for an access: the argument (`arg`),
+    the `kind` (load, store, atomic), the element `offsets` its failing lanes addressed (as the
+    kernel counts them, from the start of the tensor passed), and their `index` in the view (C
+    order; -1: outside the tensor)."""
+
+    error: str
+    message: str
+    program: object = None
+    pid: tuple = None
+    site: Site = None
+    step: int = 0
+    arg: str = None
+    kind: str = None
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def where(self):
+        """'program 2 at file:line: source' (what is known of it)."""
+        who = "the launch" if self.pid is None else _program_text(self.pid)
+        return who + (f" at {self.site}" if self.site is not None else "")
+
+    def access(self):
+        """'load of `x_ptr` at element offsets [10, 11] (2 outside the tensor)', or ''."""
+        if self.arg is None:
+            return ""
+        shown = ", ".join(str(int(o)) for o in self.offsets[:8])
+        more = ", ..." if self.offsets.size > 8 else ""
+        outside = int((self.index < 0).sum())
+        tail = f" ({outside} outside the tensor)" if outside else ""
+        return f"{self.kind or 'access'} of `{self.arg}` at element offsets [{shown}{more}]{tail}"
+
+    def headline(self):
+        """One line: 'stopped by OutOfBoundsError in program 2 at ...'."""
+        return f"stopped by {self.error} in {self.where()}"
+
+    def __str__(self):
+        first = self.message.strip().splitlines()[0] if self.message.strip() else ""
+        access = self.access()
+        return self.headline() + (f"\n  its {access}" if access else "") + \
+            (f"\n  {first}" if first else "")
+
+
+def _program_text(pid):
+    return f"program {pid[0]}" if len(pid) == 1 else f"program {tuple(pid)}"
+
+
+@dataclass
 class Trace:
     """The access record of one launch: `args` (name -> ArgTrace), the kernel `sites` and the
     `source` of the @jit functions it ran."""
@@ -253,6 +316,7 @@ class Trace:
     source: list
     constexprs: dict = field(default_factory=dict)
     record: object = field(default=None, repr=False)
+    failure: Failure = None  # what stopped the launch; None: it ran to its end
 
     @property
     def num_programs(self):
@@ -317,8 +381,12 @@ class Trace:
 
     def summary(self):
         """A few lines of text: per argument, accesses, programs, masked lanes, races."""
-        lines = [f"trace of {self.kernel}: grid {self.grid} = {self.num_programs} programs "
-                 f"({self.executor})"]
+        n = self.num_programs
+        lines = [f"trace of {self.kernel}: grid {self.grid} = {n} program{'s' if n != 1 else ''}"
+                 f" ({self.executor})"]
+        if self.failure is not None:
+            lines += ["  " + line for line in str(self.failure).splitlines()]
+            lines.append("  what ran up to the error:")
         for name, a in self.args.items():
             if not len(a) and not a.masked_count():
                 continue
@@ -346,6 +414,7 @@ class Tracer(Observer):
         self.site_ids: dict = {}  # (id of the code, line) -> index into sites
         self.codes: dict = {}  # id -> code object of the @jit functions seen (ordered)
         self.limit = ctx.settings.trace_limit
+        self.trace = None  # the Trace, once built
 
     # ----- recording
     def _site(self):
@@ -409,6 +478,50 @@ class Tracer(Observer):
 
     # ----- the record
     def finish(self, rerun):
+        self._build()
+
+    def stopped(self, error, message):
+        """The launch failed with `error` (located: its program and line; `message`: its text
+        before that): set the trace of what ran, with the failure, as `error.trace`."""
+        ctx = self.ctx
+        kernel_frames = [(tb.tb_frame.f_code, tb.tb_lineno) for tb in _walk(error)
+                         if id(tb.tb_frame.f_code) in _kernel_code_ids()]
+        for code, _ in kernel_frames:
+            self.codes.setdefault(id(code), code)
+        trace = self.trace if self.trace is not None else self._build()
+        site = None
+        if kernel_frames:
+            code, line = kernel_frames[-1]
+            site = next((st for st in self.sites if (st.file, st.line) == (code.co_filename,
+                                                                          line)), None) or \
+                Site(code.co_filename, line, linecache.getline(code.co_filename, line).strip(),
+                     code.co_name)
+        pid = getattr(error, "pid", None)
+        if pid is None and ctx.pids is not None and len(ctx.pids) == 1:
+            pid = ctx.pid_tuple(0)
+        program = None if pid is None else ctx.linear_pid(pid)
+        failure = Failure(type(error).__name__, message, program,
+                          None if pid is None else trace.pid_of(program), site)
+        if program is not None:
+            failure.step = self._steps(program)
+        buf = getattr(error, "buffer", None)
+        bad = getattr(error, "bad_offsets", None)
+        if buf is not None and bad is not None:
+            bad = np.asarray(bad, np.int64)
+            op = message.split(" ", 1)[0]
+            failure.arg = buf.name
+            failure.kind = op if op in ("load", "store") else \
+                "atomic" if op.startswith("atomic") else None
+            failure.offsets = bad - buf.view_lo
+            failure.index = _view_positions(_view_where(buf), bad)
+        trace.failure = failure
+        error.trace = trace
+
+    def _steps(self, program):
+        """The memory operations `program` made (its step count)."""
+        return sum(int(np.count_nonzero(event[3] == program)) for event in self.events)
+
+    def _build(self):
         ctx = self.ctx
         counter = np.zeros(max(1, ctx.record.num_programs), np.int32)
         cols: dict = {}
@@ -442,7 +555,18 @@ class Tracer(Observer):
         trace = Trace(ctx.kernel_name, tuple(ctx.record.grid), ctx.settings.executor, args,
                       self.sites, [_source(code) for code in self.codes.values()],
                       dict(ctx.record.constexprs), ctx.record)
-        ctx.record.trace = trace
+        ctx.record.trace = self.trace = trace
+        for log in _LOGS.get():
+            log.append(trace)
+        return trace
+
+
+def _walk(error):
+    """The traceback entries of `error`, outermost first."""
+    tb = error.__traceback__
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 _UNKNOWN = object()
@@ -564,15 +688,29 @@ def _read_source(code):
                        code.co_name)
 
 
-class Tracing:
-    """The traces of the launches made inside a `minitriton.trace()` block."""
+_LOGS: contextvars.ContextVar = contextvars.ContextVar("minitriton_trace_logs", default=())
 
-    def __init__(self, recording):
+
+class Tracing:
+    """The traces of the launches made inside a `minitriton.trace()` block: `launches` (those
+    that ran to their end), `failed` (those an error stopped: each has a `failure`), `all`
+    (both, in launch order)."""
+
+    def __init__(self, recording, log):
         self._recording = recording
+        self._log = log
 
     @property
     def launches(self):
         return [r.trace for r in self._recording.launches if r.trace is not None]
+
+    @property
+    def failed(self):
+        return [t for t in self._log if t.failure is not None]
+
+    @property
+    def all(self):
+        return list(self._log)
 
     @property
     def last(self):
@@ -604,5 +742,10 @@ def trace(limit=None):
     changes = {"trace": True}
     if limit is not None:
         changes["trace_limit"] = int(limit)
-    with configure(**changes), record() as rec:
-        yield Tracing(rec)
+    log: list = []
+    token = _LOGS.set(_LOGS.get() + (log,))
+    try:
+        with configure(**changes), record() as rec:
+            yield Tracing(rec, log)
+    finally:
+        _LOGS.reset(token)

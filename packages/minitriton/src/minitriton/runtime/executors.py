@@ -92,6 +92,7 @@ def _attempt(ctx, fn, values, group, queue, keep_journal=False):
     ctx.pids = group
     ctx.spins.clear()
     mark = ctx.mark()
+    failed = None
     try:
         fn(*values)
     except Divergence as d:
@@ -111,9 +112,10 @@ def _attempt(ctx, fn, values, group, queue, keep_journal=False):
         if row is None:
             _flush(ctx)
             raise
+        failed = e, row
+    if failed is not None:  # out of the handler: the re-run's error is not raised "during" it
         ctx.undo(mark)
-        _up_to_failure(ctx, fn, values, group, row, e)
-        return
+        _up_to_failure(ctx, fn, values, group, failed[1], failed[0])
     if not keep_journal:
         ctx.commit(mark)
     _flush(ctx)

@@ -8,9 +8,11 @@ saying what to write instead: a grid that is not a tuple (`kernel[1]`), and, whe
 stands in for `triton` (the runner, install_as_triton), a NumPy array beside torch tensors.
 
 If a program fails, every write of the launch is undone and the error names the kernel, the
-program and the kernel line. It leaves with the user's frames only, the kernel's lines and the
-user's code (source.user_frames; MINITRITON_FULL_TRACEBACK=1 keeps minitriton's frames too, for
-its developers). `warmup` compiles and binds without launching (it runs the first program
+program and the kernel line; observers that keep a record of what ran (the trace) hear of it
+first (`stopped`), and the trace of the failed launch rides on the error (`err.trace`). It
+leaves with the user's frames only, the kernel's lines and the user's code
+(source.user_frames; MINITRITON_FULL_TRACEBACK=1 keeps minitriton's frames too, for its
+developers). `warmup` compiles and binds without launching (it runs the first program
 once, its writes undone, to see the block sizes that `CompiledKernel`'s resource estimates come
 from).
 """
@@ -344,11 +346,14 @@ def launch(kernel, grid, args, kwargs):
         for observer in ctx.observers:
             observer.finish(rerun)
     except BaseException as e:
-        kept = memory.undo_launch()
+        message = str(e)  # before locating adds the kernel, program and line
         err = as_compilation_error(e, ctx)
         if err is None:
             locate(e, ctx)
         shown = e if err is None else err
+        if isinstance(e, Exception):
+            _stopped(ctx, shown, e, message)
+        kept = memory.undo_launch()
         if kept and isinstance(shown, MiniTritonError):
             shown.message += (f"\n(memory of {', '.join(kept)} was not restored: larger than "
                               f"Settings.rollback_limit; writes of programs that ran before the "
@@ -366,6 +371,22 @@ def launch(kernel, grid, args, kwargs):
     record.seconds = time.perf_counter() - start
     publish(record)
     return record
+
+
+def _stopped(ctx, shown, error, message):
+    """Tell the observers that keep a record of what ran (the trace: `stopped(error,
+    message)`) that the launch failed, before its writes are undone; the error they get is
+    the one raised, with the traceback of the one that happened."""
+    hooks = [o.stopped for o in ctx.observers if callable(getattr(o, "stopped", None))]
+    if not hooks:
+        return
+    traceback = shown.__traceback__
+    shown.__traceback__ = error.__traceback__
+    try:
+        for hook in hooks:
+            hook(shown, message)
+    finally:
+        shown.__traceback__ = traceback
 
 
 def _block_key(constexprs):
