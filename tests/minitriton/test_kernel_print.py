@@ -6,7 +6,7 @@ import pytest
 
 import minitriton as triton
 import minitriton.language as tl
-from minitriton import DeviceAssertionError, OutOfBoundsError
+from minitriton import DeviceAssertionError, OutOfBoundsError, Settings
 
 
 @triton.jit
@@ -51,3 +51,16 @@ def test_a_launch_that_fails_without_printing_reports_the_same_program(executor,
     # reversed: programs 0 and 1 hold 15..8 and fail; program 0 is the first to
     assert "program (0, 0, 0)" in str(e.value)
     assert capsys.readouterr().out.splitlines() == ["pid (0, 0, 0) sum 54.0"]
+
+
+@triton.jit
+def print_sum(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
+    print("sum", tl.sum(x, axis=0))
+
+
+def test_the_order_checks_rerun_does_not_print_again(executor, capsys):
+    print_sum[(2,)](np.arange(8, dtype=np.float32), BLOCK=4,
+                    minitriton_settings=Settings(executor=executor, order=True))
+    assert capsys.readouterr().out.splitlines() == ["pid (0, 0, 0) sum 6.0",
+                                                    "pid (1, 0, 0) sum 22.0"]

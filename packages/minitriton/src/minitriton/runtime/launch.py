@@ -434,8 +434,9 @@ def warmup(kernel, grid, args, kwargs):
 
 
 class _Rerun:
-    """Runs programs of the launch again, sequentially, with no observer watching (what an
-    observer's `finish` gets: the order check re-runs the launch in a shuffled order)."""
+    """Runs programs of the launch again, sequentially, with no observer watching and what
+    they print left unshown (what an observer's `finish` gets: the order check re-runs the
+    launch in a shuffled order; the launch has printed already)."""
 
     def __init__(self, ctx, fn, values, program_ids):
         self.ctx, self.fn, self.values, self.program_ids = ctx, fn, values, program_ids
@@ -444,6 +445,7 @@ class _Rerun:
         observers = self.ctx.observers
         self.ctx.watch([])
         try:
-            run_sequential(self.ctx, self.fn, self.values, ids)
+            with contextlib.redirect_stdout(io.StringIO()):
+                run_sequential(self.ctx, self.fn, self.values, ids)
         finally:
             self.ctx.watch(observers)
