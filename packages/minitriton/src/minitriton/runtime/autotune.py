@@ -254,10 +254,16 @@ class Autotuner(KernelInterface):
         if config.pre_hook:
             config.pre_hook(full_nargs)
         self.pre_hook(full_nargs)
-        self.fn.run(*args, **current)
-        self.post_hook(full_nargs, exception=None)
-        changed = [n for n in suspects if not np.array_equal(
-            once[n], as_numpy(_array_of(full_nargs[n]), n), equal_nan=once[n].dtype.kind in "fc")]
+        try:
+            self.fn.run(*args, **current)
+        except Exception as e:  # it fails on its own output: the GPU's next trial would too
+            self.post_hook(full_nargs, exception=e)
+            changed = suspects
+        else:
+            self.post_hook(full_nargs, exception=None)
+            changed = [n for n in suspects if not np.array_equal(
+                once[n], as_numpy(_array_of(full_nargs[n]), n),
+                equal_nan=once[n].dtype.kind in "fc")]
         if not changed:
             return
         names = ", ".join(f"`{n}`" for n in changed)
