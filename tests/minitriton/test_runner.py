@@ -464,6 +464,16 @@ def test_cuda_tensors_are_made_on_the_cpu(tmp_path, capsys):
     assert rc == 1 and "--strict-cuda" in err
 
 
+def test_cuda_autocast_casts_the_tensors_that_stand_for_cuda_ones(tmp_path, capsys):
+    pytest.importorskip("torch")
+    source = ("import torch\na = torch.randn(4, 4, device='cuda')\n"
+              "with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n"
+              "    c = a @ a\nprint(c.dtype, c.device)\n")
+    rc, out, err = run_here(tmp_path, capsys, source)
+    assert rc == 0, err
+    assert out.split() == ["torch.bfloat16", "cpu"]
+
+
 def test_cuda_on_cpu_makes_cuda_available_to_the_program_only(tmp_path, capsys):
     pytest.importorskip("torch")
     source = ("import torch\nprint(torch.cuda.is_available(), "  # code not of the program:

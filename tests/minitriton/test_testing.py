@@ -139,3 +139,11 @@ def test_assert_close():
 def test_assert_close_takes_torch_tensors():
     torch = pytest.importorskip("torch")
     testing.assert_close(torch.ones(3, dtype=torch.bfloat16), torch.ones(3))
+
+
+def test_do_bench_says_once_that_it_times_the_cpu(capsys, monkeypatch):
+    monkeypatch.setattr(testing, "_NOTED", [])
+    testing.do_bench(Counter(), warmup=1, rep=1)
+    testing.do_bench(Counter(), warmup=1, rep=1)
+    err = capsys.readouterr().err
+    assert err.count("not a GPU's") == 1

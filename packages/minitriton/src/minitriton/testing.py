@@ -28,6 +28,10 @@ import numpy as np
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
 _SMALL = {"points": None}  # set by small(): benchmarks measure only their smallest points
+_CPU_NOTE = ("minitriton.testing: timings are this CPU's wall time of the simulator, not a "
+             "GPU's; compare providers on this machine only (a simulated kernel is slower than "
+             "torch's CPU code: what it measures is not the GPU's ranking)")
+_NOTED = []  # whether the note was printed in this process
 
 
 @contextlib.contextmanager
@@ -86,6 +90,9 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     if return_mode not in RETURN_MODES:
         raise ValueError(f"return_mode must be one of {', '.join(RETURN_MODES)}, "
                          f"got {return_mode!r}")
+    if not _NOTED:  # once a process: the numbers a program prints next are the CPU's
+        _NOTED.append(True)
+        print(_CPU_NOTE, file=sys.stderr)
     if _SMALL["points"] is not None:
         warmup = rep = 0
     first = _call_ms(fn)  # compiles, as on the GPU: not part of the estimate

@@ -36,7 +36,8 @@ checks against torch hold as on the GPU.
 Tensors a program asks for on CUDA are made on the CPU, the device that stands for the GPU (a
 TorchFunctionMode rewrites `device="cuda"` arguments of factories and of `.to(...)`, and
 `.cuda()` keeps the CPU tensor), so that programs that hard-code `device="cuda"` (Triton's
-tutorials 09-11, the allocators of 06 and 08) run unmodified. That is safe by default, as such a
+tutorials 09-11, the allocators of 06 and 08) run unmodified, and `torch.autocast("cuda")`
+casts on the CPU. That is safe by default, as such a
 tensor could only be an error otherwise; `is_available()` stays False, as a True would send
 programs down torch.cuda paths that have no CPU stand-in. `--strict-cuda` (`strict_cuda=True`)
 stops the program at a CUDA tensor instead, with CUDA_HELP, to check that it runs on the device
@@ -224,6 +225,14 @@ def cuda_on_cpu_mode(torch):
     return CUDAOnCPU()
 
 
+def cpu_autocast(real_init):
+    """`torch.autocast("cuda", ...)` (and `torch.cuda.amp.autocast`) casts on the CPU, where the
+    tensors that stand for CUDA tensors are; CUDA autocast would leave them alone."""
+    def __init__(self, device_type, *args, **kwargs):
+        real_init(self, "cpu" if _is_cuda_device(device_type) else device_type, *args, **kwargs)
+    return __init__
+
+
 def program_is_available(program):
     """`torch.cuda.is_available()` under --cuda-on-cpu: True when the program's own files ask
     (their CUDA tensors are made on the CPU, so "cuda if available" holds there; Triton 3.2's
@@ -246,6 +255,8 @@ def _patch_torch(stack, torch, gpu, program, cuda_on_cpu=False, strict_cuda=Fals
     stack.enter_context(mode_class(torch)())
     if not strict_cuda:
         stack.enter_context(cuda_on_cpu_mode(torch))
+        stack.enter_context(patched_class(torch.amp.autocast, "__init__",
+                                          cpu_autocast(torch.amp.autocast.__init__)))
     if program is not None:
         real = next(vars(k)["is_cuda"] for k in type.mro(torch.Tensor) if "is_cuda" in vars(k))
         stack.enter_context(patched_class(torch.Tensor, "is_cuda",
