@@ -41,12 +41,27 @@ def test_viz_draws_every_launch_of_a_script(tmp_path, capsys):
     assert "2 of 2 traced launches drawn" in text and "14 masked lanes" in text
 
 
-def test_viz_says_when_a_launch_is_over_the_limit(tmp_path, capsys):
+def test_viz_draws_a_launch_over_the_limit_up_to_the_limit(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
     script = tmp_path / "add.py"
     script.write_text(SCRIPT)
-    status = main(["viz", str(script), "--out", str(tmp_path / "o"), "--limit", "10",
-                   "--no-html"])
-    assert status == 2
+    out = tmp_path / "o"
+    status = main(["viz", str(script), "--out", str(out), "--limit", "10", "--no-html"])
+    assert status == 1  # the script's own failure
     captured = capsys.readouterr()
     assert "TraceLimitError" in captured.err and "trace_limit = 10" in captured.err
-    assert "--limit N raises the limit" in captured.err
+    assert "stopped by TraceLimitError" in captured.out
+    assert "--limit N raises the limit" in captured.out
+
+
+def test_viz_draws_the_launch_that_failed_and_says_what_happened(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    script = tmp_path / "oob.py"
+    script.write_text(SCRIPT.replace("mask=mask) +\n", ") +\n"))  # x is read past its end
+    out = tmp_path / "o"
+    status = main(["viz", str(script), "--out", str(out), "--no-html"])
+    assert status == 1
+    text = capsys.readouterr().out
+    assert "stopped by OutOfBoundsError" in text and "x_ptr" in text
+    assert "--limit" not in text  # no hint about a limit that was not hit
+    assert sorted(p.name for p in (out / "00_add_kernel").iterdir())

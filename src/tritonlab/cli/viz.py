@@ -26,28 +26,36 @@ def run_viz(args):
     os.environ["TRITONLAB_BACKEND"] = "sim"  # tritonlab's kernels on minitriton, traced
     with minitriton.trace(limit=args.limit) as traced:
         status = run(str(script), args.args)
-    launches = traced.launches
-    if not launches and status:
-        raise UserError(f"{script} failed (exit status {status}) before a launch was traced to "
-                        "its end; after a TraceLimitError, --limit N raises the limit (or shrink "
-                        "the sizes)")
+    launches, failed = traced.all, traced.failed
     if not launches:
+        if status:
+            raise UserError(f"{script} failed (exit status {status}) before it launched a "
+                            "minitriton kernel: its own error is printed above")
         raise UserError(f"{script} launched no minitriton kernel")
     out = Path(args.out)
-    shown = launches[:args.max_launches]
+    # the first --max-launches launches, and every launch that failed (the one to look at)
+    shown = [t for i, t in enumerate(launches) if i < args.max_launches or t in failed]
     written = []
-    for i, trace in enumerate(shown):
+    for i, trace in enumerate(launches):
+        if trace not in shown:
+            continue
         folder = out / f"{i:02d}_{trace.kernel}"
         written += minitriton.viz.save(trace, folder, html=not args.no_html,
-                                       program=args.program)
+                                       program=args.program)  # None: the failing program
     print(f"{len(shown)} of {len(launches)} traced launches drawn into {out}/ "
           f"({len(written)} files)" + ("" if len(shown) == len(launches) else
                                        f"; --max-launches {len(launches)} draws them all"))
     for trace in shown:
         print(trace.summary())
-    if status:
-        print(f"tritonlab viz: {script} exited with status {status}; the launches traced before "
-              "that are drawn (a TraceLimitError: --limit raises the limit, or shrink the sizes)")
+    if status and failed:
+        failure = failed[-1].failure
+        hint = ("; --limit N raises the limit (or shrink the sizes)"
+                if failure.error == "TraceLimitError" else "")
+        print(f"tritonlab viz: {script} {failure.headline()}; drawn up to the error in "
+              f"{out}/{hint}")
+    elif status:
+        print(f"tritonlab viz: {script} exited with status {status} outside a launch; the "
+              "launches before that are drawn")
     return status
 
 

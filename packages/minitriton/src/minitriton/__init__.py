@@ -20,7 +20,7 @@ from .memory import register_memory
 from .observe.trace import Trace, TraceLimitError, Tracing, trace
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.allocation import set_allocator
-from .runtime.autotune import Config, autotune, heuristics
+from .runtime.autotune import Config, InPlaceAutotuneWarning, autotune, heuristics
 from .runtime.jit import JITFunction, jit
 from .runtime.reinterpret import TensorWrapper, reinterpret
 from .runtime.gpus import DEFAULT_GPU, gpu as _gpu
@@ -48,7 +48,8 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "OutOfBoundsError", "DeviceAssertionError", "LaunchError", "SanitizerError",
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
            "GPUFaultError", "set_allocator", "register_memory", "install_as_triton",
-           "reinterpret", "TensorWrapper", "OutsideViewWarning", "PartialWriteWarning", "trace",
+           "reinterpret", "TensorWrapper", "OutsideViewWarning", "PartialWriteWarning",
+           "InPlaceAutotuneWarning", "trace",
            "Trace", "Tracing", "TraceLimitError", "viz"]
 
 
