@@ -338,3 +338,16 @@ def test_untuned_gpu_launch_skips_configs_that_do_not_fit(monkeypatch):
     monkeypatch.setattr(fa, "_FITS", {})
     with pytest.raises(RuntimeError, match="no fwd config"):
         fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128})
+
+
+def test_a_second_order_gradient_raises_instead_of_being_zero():
+    """create_graph=True works (the gradient itself is right and part of a graph), but its own
+    gradient raises: the backward kernels have no derivative (a gradient penalty through
+    attention would otherwise be silently 0)."""
+    q, k, v = (rand(1, 2, 16, 16, seed=i).requires_grad_() for i in range(3))
+    (g,) = torch.autograd.grad(fa.flash_attention(q, k, v).sum(), q, create_graph=True)
+    (g_plain,) = torch.autograd.grad(fa.flash_attention(q, k, v).sum(), q)
+    torch.testing.assert_close(g.detach(), g_plain)
+    assert g.requires_grad
+    with pytest.raises(NotImplementedError, match="double backward"):
+        (g ** 2).sum().backward()

@@ -41,6 +41,7 @@ import torch
 
 from ..backend import DEVICE, tl, triton
 from ._checks import FLOAT_DTYPES, check_inputs
+from . import ops
 from ._launch import launch
 
 MAX_HEAD_DIM = 128
@@ -751,6 +752,15 @@ def _(do, q, k, v, o, lse, causal, scale):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
+def _no_setup(ctx, inputs, output):
+    pass
+
+
+# the backward kernels have no derivative: a gradient of the gradient raises, saying so
+_bwd_op.register_autograd(ops.no_double_backward("tritonlab flash_attention"),
+                          setup_context=_no_setup)
+
+
 def _compiling():
     return torch.compiler.is_compiling()
 
@@ -775,7 +785,10 @@ class FlashAttentionTriton(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dO):
         L, Q, K, V, O = ctx.saved_tensors
-        dQ, dK, dV = (_bwd_op(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale) if _compiling() else
+        # through the op when compiling, and under create_graph (grad mode on in a backward),
+        # whose own gradient raises rather than being silently zero
+        through_op = _compiling() or torch.is_grad_enabled()
+        dQ, dK, dV = (_bwd_op(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale) if through_op else
                       _backward_checked(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale))
         return dQ, dK, dV, None, None
 
