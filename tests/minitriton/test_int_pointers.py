@@ -96,3 +96,16 @@ def test_torch_tensors_are_found_without_registering():
     view = torch.zeros(16)[4:]  # an address inside a storage: bounded by the whole storage
     gather_groups[(1,)](torch.tensor([view.data_ptr()]), torch.zeros(8), 8, BLOCK=8)
     assert torch.equal(view[:8], torch.ones(8))
+
+
+@triton.jit
+def _store_wider(out_ptr):
+    val = tl.full([], 1e50, tl.float64)
+    tl.store(out_ptr.to(tl.pointer_type(val.dtype)), val)
+
+
+def test_a_pointer_cast_to_a_type_wider_than_the_memory_fails_where_it_is_used():
+    out = np.zeros(1, np.float32)  # 4 bytes: no fp64 fits
+    _store_wider.warmup(out, grid=(1,))  # compiles (Triton's test_constexpr does this)
+    with pytest.raises(OutOfBoundsError):
+        _store_wider[(1,)](out)

@@ -412,6 +412,10 @@ class AddressSpace:
                 continue
             begin = buf.address
             lanes = todo & (addresses >= begin) & (addresses < begin + buf.nbytes)
+            if not lanes.any():  # memory too small for one element of this type
+                todo &= addresses != address
+                origins.add(None)
+                continue
             offsets = addresses[lanes] - begin
             if np.any(offsets % item):
                 bad = int(addresses[lanes][offsets % item != 0][0])
