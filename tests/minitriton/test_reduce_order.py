@@ -304,10 +304,10 @@ with np.load(Path(__file__).with_name("reduce_order_wide.npz")) as _digests:
 
 
 def _another_layout(v):
-    """The outputs of variant v whose operand the GPU holds in a layout minitriton's tensors do
-    not carry (docs/numerics.md): sums and bit hashes of values computed from a 16-bit load
-    (the load's 8 elements per thread, not 4), and values computed from a dot's result (the
-    MMA layout; the dot's own result is recognised)."""
+    """The outputs of variant v whose operand the GPU holds in a layout other than the blocked
+    layout of the operand's own element width: sums and bit hashes of values computed from a
+    16-bit load (the load's 8 elements per thread, not fp32's or int32's 4), and values computed
+    from a dot's result (the MMA layout). minitriton's tensors carry it (`tensor.layout`)."""
     kind, dtype = v[0], v[1]
     if kind == "dot":
         return ("h1", "h0", "hall", "e1", "s1h")
@@ -316,14 +316,17 @@ def _another_layout(v):
     return {"row": ("wide", "hred"), "tile": ("h1", "hall")}.get(kind, ())
 
 
+@pytest.mark.usefixtures("executor")
 @pytest.mark.parametrize("v", WIDE.variants(), ids=WIDE.key)
 def test_wider_cases_give_the_h200s_bits(v):
-    """Rows of 256..65536 at 8, 16 and 32 warps (1-D sums, `x - y`, cumsums, masked too),
-    [ROWS, COLS] blocks along each axis and all, a dot's result summed along each axis and
-    all (wgmma and mma.sync layouts), a dot's result scanned (converted to a blocked layout)."""
+    """Rows of 256..65536 at 8, 16 and 32 warps (1-D sums, `x - y`, `x.to(tl.float32)`,
+    cumsums, masked too), [ROWS, COLS] blocks along each axis and all, a dot's result summed
+    along each axis and all (wgmma and mma.sync layouts), what is computed from it (`acc * 0.5
+    + 1.0`, `acc.to(tl.float16)`, its bits), a dot's result scanned (converted to a blocked
+    layout); bit hashes of 16-bit loads. All of them but the lane choices (LANE_CHOICE)."""
     got = WIDE.digest(WIDE.launch(WIDE, v, NumpyArrays())[0])
     for name, bits in got.items():
-        if name not in _another_layout(v):
+        if (WIDE.key(v), name) not in LANE_CHOICE:
             np.testing.assert_array_equal(bits, H200[f"{WIDE.key(v)}/{name}"],
                                           err_msg=f"{WIDE.key(v)} {name}")
 
@@ -361,8 +364,8 @@ LANE_CHOICE = {("dot_float16_16x64x32_w4", "h0"), ("dot_float16_32x32x32_w2", "h
 @pytest.mark.parametrize("v", [v for v in WIDE.variants() if _another_layout(v)],
                          ids=WIDE.key)
 def test_the_order_in_the_layout_the_gpu_used(v):
-    """The outputs `_another_layout` leaves out, through the model in the layout the GPU gave
-    their operand: the 16-bit load's blocked layout, or the dot's MMA layout."""
+    """The outputs of `_another_layout`, through the model given the layout the GPU gave their
+    operand (the 16-bit load's blocked layout, or the dot's MMA layout), without a kernel."""
     kind, dtype, shape, warps, masked = v
     seed = zlib.crc32(WIDE.key(v).encode())
     if kind == "dot":
@@ -415,6 +418,115 @@ def test_the_mma_layouts_are_triton_36s():
         assert order.mma_layout(shape, warps) == want
 
 
+# ----- the layout a block was made in, as minitriton's tensors carry it (core.py, `layout`)
+
+
+@minitriton.jit
+def layout_kernel(x_ptr, w_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, CASE: tl.constexpr):
+    rows, cols = tl.arange(0, M), tl.arange(0, N)
+    offs = rows[:, None] * N + cols[None, :]
+    x = tl.load(x_ptr + offs)  # fp16
+    w = tl.load(w_ptr + offs)  # fp32
+    if CASE == 0:
+        v = x.to(tl.float32)
+    elif CASE == 1:
+        v = x.to(tl.float32) * w
+    elif CASE == 2:
+        v = w * x.to(tl.float32)
+    elif CASE == 3:
+        v = tl.where(x > 0, w, 0.0)
+    elif CASE == 4:
+        v = tl.trans(tl.trans(x.to(tl.float32)))
+    elif CASE == 5:
+        v = tl.zeros((M, N), tl.float32) + tl.load(w_ptr + cols)[None, :]
+    else:
+        v = w
+    tl.store(out_ptr + rows, tl.reduce(v.to(tl.int32, bitcast=True), 1, _hash))
+
+
+# CASE: (the reduced value, the element width whose blocked layout the reduction takes)
+LAYOUT_CASES = {0: ("a cast keeps the fp16 load's layout", 16),
+                1: ("of two loads, the narrower element's", 16),
+                2: ("in either operand order", 16),
+                3: ("a condition's layout counts too", 16),
+                4: ("tl.trans lays the block out afresh: its own element width's", 32),
+                5: ("a broadcast row and a constant have none: the element width's", 32),
+                6: ("an fp32 load", 32)}
+
+
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("case", LAYOUT_CASES)
+def test_a_reduction_takes_the_layout_its_values_were_made_in(case):
+    m, n, warps = 4, 256, 4  # fp16: 8 elements per thread, fp32: 4
+    x = _values((m, n), np.float16, 7)
+    w = _values((m, n), np.float32, 8)
+    out = np.empty(m, np.int32)
+    layout_kernel[(1,)](x, w, out, M=m, N=n, CASE=case, num_warps=warps)
+    v = {0: x.astype(np.float32), 1: x.astype(np.float32) * w, 2: w * x.astype(np.float32),
+         3: np.where(x > 0, w, np.float32(0)), 4: x.astype(np.float32),
+         5: np.broadcast_to(w[0], (m, n)), 6: w}[case]
+
+    def fold(bits):
+        return order.fold_in_gpu_order([np.ascontiguousarray(v, np.float32).view(np.int32)[None]],
+                                       [m, n], 1, bits, _hash_lists, num_warps=warps)[0][0]
+    bits = LAYOUT_CASES[case][1]
+    np.testing.assert_array_equal(out, fold(bits), err_msg=LAYOUT_CASES[case][0])
+    assert (fold(16) != fold(32)).any()  # the two layouts give other hashes
+
+
+@minitriton.jit
+def dot_layout_kernel(a_ptr, b_ptr, c_ptr, v_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
+                      K: tl.constexpr, CASE: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    offs = rm[:, None] * N + rn[None, :]
+    if CASE == 0:  # a K loop
+        acc = tl.zeros((M, N), tl.float32)
+        for _ in range(0, 2):
+            acc += tl.dot(a, b)
+        v = acc
+    elif CASE == 1:
+        v = tl.dot(a, b, tl.zeros((M, N), tl.float32))
+    elif CASE == 2:  # the load becomes the dot's accumulator
+        v = tl.dot(a, b) + tl.load(c_ptr + offs)
+    elif CASE == 3:
+        v = tl.exp(tl.dot(a, b) * tl.load(c_ptr + offs))
+    else:
+        v = tl.trans(tl.trans(tl.dot(a, b)))
+    tl.store(v_ptr + offs, v)
+    tl.store(out_ptr + rm, tl.reduce(v.to(tl.int32, bitcast=True), 1, _hash))
+
+
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("m,n,warps", [(64, 64, 4), (32, 32, 2)])  # wgmma, mma.sync
+@pytest.mark.parametrize("case", range(5))
+def test_what_is_computed_from_a_dot_keeps_its_layout(case, m, n, warps):
+    """The MMA layout survives a K loop, an accumulator, `+ load` (the load becomes the
+    accumulator), element-wise math with a loaded block (the MMA layout wins); tl.trans drops
+    it (the blocked layout of fp32)."""
+    k = 32
+    a, b = _values((m, k), np.float16, 9), _values((k, n), np.float16, 10)
+    c = _values((m, n), np.float32, 11) / 16
+    v, out = np.empty((m, n), np.float32), np.empty(m, np.int32)
+    dot_layout_kernel[(1,)](a, b, c, v, out, M=m, N=n, K=k, CASE=case, num_warps=warps)
+    h = v.view(np.int32)[None]
+    mma = order.fold_in_mma_order([h], (m, n), 1, _hash_lists, warps)[0][0]
+    blocked = order.fold_in_gpu_order([h], [m, n], 1, 32, _hash_lists, num_warps=warps)[0][0]
+    np.testing.assert_array_equal(out, mma if case < 4 else blocked)
+    assert (mma != blocked).any()
+
+
+def test_the_layout_rules():
+    """core.join_layouts: the MMA layout over a blocked one, the narrower load over the wider,
+    a known layout over none."""
+    join, mma = tl.core.join_layouts, tl.core.mma_layout_record([64, 64])
+    assert join(None, 16) == join(16, None) == 16
+    assert join(32, 16) == join(16, 32) == 16
+    assert join(mma, 8) == join(8, mma) == join(None, mma) == mma
+    assert join(None, None) is None
+
+
 # ----- on the GPU: the probe's variants, minitriton against Triton
 
 
@@ -434,11 +546,13 @@ class NumpyArrays:
 
 
 # outputs the model gives bit for bit where the layout is the default one (aligned rows):
-# not the hashes of 16-bit inputs (their int32 copy has the fp16 load's layout on the GPU,
-# the int32 one here), not 2-D hashes (the GPU stores one replica lane's result, not lane
-# 0's), not the sums of x * x (their fusion depends on the product's other uses)
-EXACT = {"row": ("sum", "max", "csum", "rcsum"), "tile": ("s0", "s1", "sall", "c0", "c1")}
-EXACT_FP32 = {"row": ("hred", "hscan"), "tile": ("hall", "hs0", "hs1")}
+# not the scanned hashes of 16-bit inputs (their int32 scan takes the int16 store's layout on
+# the GPU, the int32 one here: a scan does not read the layout record), not 2-D hashes along
+# an axis (the GPU stores one replica lane's result, not lane 0's), not the sums of x * x
+# (their fusion depends on the product's other uses)
+EXACT = {"row": ("sum", "max", "hred", "csum", "rcsum"),
+         "tile": ("s0", "s1", "sall", "hall", "c0", "c1")}
+EXACT_FP32 = {"row": ("hscan",), "tile": ("hs0", "hs1")}
 GPU_VARIANTS = [v for v in load(minitriton, tl, PROBE).variants()
                 if v[4] != 2 and v[3] in (1, 4) and v[2] in ((16,), (256,), (4096,), (16, 16),
                                                               (8, 64), (64, 8), (4, 256))]

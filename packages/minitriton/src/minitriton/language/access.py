@@ -91,6 +91,8 @@ def gather(ctx, lanes, other, op="load", accesses=None):
     if result is None:
         result = _fill(other, lanes)
     out = tensor(result, lanes.elt, lanes.shape)
+    if lanes.shape:  # the coalesced blocked layout of its element width (core.py, `layout`);
+        out.layout = max(lanes.elt.primitive_bitwidth, 8)  # Triton loads int1 as int8
     for hook in ctx.hooks["after_load"]:
         hook(accesses, out)
     return out

@@ -15,10 +15,10 @@ from ..context import active
 from ..errors import CompilationError
 from ..settings import triton_release
 from ..types import _unwrap
-from .core import (broadcast_shapes, cast, compute_array, constant, is_tensor, lazy_pointer,
-                   literal, pointer_parts, tensor, tensor_member, to_int1, to_tensor, _convert)
+from .core import (broadcast_shapes, cast, compute_array, constant, elementwise, is_tensor,
+                   lazy_pointer, literal, pointer_parts, tensor, tensor_member, to_int1, to_tensor,
+                   _convert)
 from .dot import int_mma_chain, mma_chain
-from .marks import elementwise
 
 
 def _literal_operand(value, ty):
@@ -371,7 +371,9 @@ def _dot_accumulating(a, b, shape):
             p, q, step = dot_result.chain
             if step == "int":
                 return tensor(int_mma_chain(p, q, other), _t.int32, shape)
-            return tensor(mma_chain(p, q, other, step), _t.float32, shape)
+            out = tensor(mma_chain(p, q, other, step), _t.float32, shape)
+            out.layout = dot_result.layout  # still the dot's accumulator
+            return out
     return None
 
 

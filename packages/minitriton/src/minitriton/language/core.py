@@ -5,6 +5,8 @@ together, or a single row (L == 1) when the value is the same for all of them (c
 `tl.arange`, kernel arguments). NumPy broadcasting across that axis does the rest.
 Pointers are tensors of `pointer_type` whose data are int64 virtual byte addresses; `origin`
 remembers which launch argument they were derived from, for error messages and bounds checks.
+`layout` records which of the GPU's threads hold which elements, where Triton fixed it (a load,
+a tensor-core dot), for the order of a reduction's additions ("the layout record" below).
 
 The class holds the type information and Python's protocols (truth value, indexing, `.to`);
 the operators and methods (`x + y`, `x.sum()`, `x.T`) are the `tl` functions themselves,
@@ -12,6 +14,7 @@ attached where they are defined with `@tensor_member`, as Triton's `_tensor_memb
 """
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
 
@@ -23,14 +26,15 @@ from ..errors import CompilationError
 from ..settings import triton_release
 from ..source import kernel_location
 from ..types import _unwrap, constexpr
-from .marks import elementwise, reshaping
+from . import marks
+from .marks import reshaping
 
 TRITON_MAX_TENSOR_NUMEL = 1048576
 
 
 class tensor:
     _is_mt_tensor = True
-    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused", "chain")
+    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused", "chain", "layout")
     __hash__ = object.__hash__
 
     def __init__(self, data, dtype, shape=None, origin=None):
@@ -41,6 +45,7 @@ class tensor:
         self.pad = None  # lanes holding masked-out padding (Settings.padding), else None
         self.fused = None  # (x, y) of a float product the GPU may fuse into a later add
         self.chain = None  # (x, y, step) of a tl.dot whose chain a later add may continue
+        self.layout = None  # where the GPU's registers hold the block: `elementwise` below
 
     # ----- type information, as Triton exposes it
     @property
@@ -127,7 +132,10 @@ class tensor:
                 if s is None:
                     new_shape.insert(dim, 1)
         data = self.data.reshape((self.data.shape[0], *new_shape))
-        return tensor(data, self.dtype, new_shape, self.origin)
+        out = tensor(data, self.dtype, new_shape, self.origin)
+        if new_shape == self.shape:  # `x[:, :]`: the same block, in the same registers
+            out.layout = self.layout
+        return out
 
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
         return cast(self, dtype, fp_downcast_rounding, bitcast)
@@ -187,9 +195,77 @@ def _lazy_sum(base, offsets, full):
     return total if total.shape == tuple(full) else np.broadcast_to(total, full)
 
 
+_TENSOR_TYPES = frozenset((tensor, deferred, lazy_pointer))
+
+
 def pointer_parts(t):
     """A lazy pointer's (base, offsets, full), None for any other tensor."""
     return t.parts() if isinstance(t, lazy_pointer) else None
+
+
+# ----- the layout record: which of the GPU's threads hold which elements of a block
+#
+# Triton fixes a block's layout where the block is made and carries it along (docs/numerics.md,
+# "Reductions and scans: the GPU's order"); the order of a reduction's additions follows it.
+# `tensor.layout` records it where minitriton knows it:
+#   None         not known: a reduction takes the blocked layout of the block's own element
+#                width (a block loaded in its own type, the common case)
+#   bits (int)   the blocked layout of a load of `bits`-bit elements (language/access.py), kept
+#                through casts: `x.to(tl.float32)` of an fp16 load keeps its 8 per thread
+#   ("mma", M, N) the accumulator layout of a tensor-core `tl.dot`'s (M, N) result
+#                (language/dot.py), kept by whatever is computed from it
+# Element-wise operations keep it (`elementwise`); shape operations (reshape, trans, permute,
+# expand_dims, broadcast, join, split, cat...) make new tensors, which start from None, as
+# Triton lays their results out afresh.
+
+
+def mma_layout_record(shape):
+    """The record of a tensor-core dot's result of `shape`."""
+    return ("mma", *shape)
+
+
+def join_layouts(a, b):
+    """The layout of an element-wise result whose full-size operands have layouts `a` and `b`
+    (Triton's RemoveLayoutConversions and Coalesce passes, simplified): the MMA layout wins over
+    a blocked one (`resolveConflicts` prefers NvidiaMmaEncodingAttr for a non-memory op; the
+    H200's TTGIR reduces `acc.to(tl.float16)` and `acc * 0.5 + 1.0` in #mma); of two loads, the
+    narrower element's, with more elements per thread (the coalesce pass gives every load of
+    the same shape that the op connects the largest `perThread` among them: Triton's source,
+    not yet probed); a value of no known layout (a constant, `tl.arange`'s, a broadcast
+    operand) takes the other's."""
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if type(a) is tuple:
+        return a
+    if type(b) is tuple:
+        return b
+    return a if a < b else b
+
+
+def elementwise(fn):
+    """An element-wise operation: padding marks (marks.elementwise) and the layout record, kept
+    from the operands of the result's full shape (`join_layouts`); an operation that sets its
+    result's record itself, or returns an operand, is left as it is."""
+    marked = marks.elementwise(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        out = marked(*args, **kwargs)
+        if out.__class__ not in _TENSOR_TYPES or out.layout is not None or not out.shape:
+            return out
+        layout = None
+        for a in (*args, *kwargs.values()) if kwargs else args:
+            if a.__class__ in _TENSOR_TYPES:
+                if a is out:
+                    return out
+                own = a.layout
+                if own is not None and a.shape == out.shape:
+                    layout = own if layout is None else join_layouts(layout, own)
+        out.layout = layout
+        return out
+    return wrapper
 
 
 def tensor_member(fn=None, *, name=None, reflected=None, as_property=False):

@@ -28,7 +28,8 @@ from .. import types as _t
 from ..context import active, current
 from ..errors import CompilationError
 from ..types import _unwrap
-from .core import _round_toward_zero, cast, deferred, expand_to_rank, tensor, to_tensor
+from .core import (_round_toward_zero, cast, deferred, expand_to_rank, mma_layout_record,
+                   tensor, to_tensor)
 
 PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 1, MIN_K)
@@ -106,14 +107,19 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     for hook in ctx.hooks["on_dot"]:
         hook(a, b, flops)
     x, y = _operand_arrays(a, b, precision)
+    # the result's layout: the MMA accumulator's, for a 2-D tensor-core dot (core.py, `layout`)
+    layout = mma_layout_record(shape) if ra == 2 and _mma_steps(a.dtype, precision, ret) \
+        else None
     steps = _mma_steps(a.dtype, precision, ret) if ctx.settings.exact_dot else None
     if steps is not None:
         if acc is None:  # `d + tl.dot(a, b)` continues the chain from d: the sum from 0 waits
             out = deferred(None, _t.float32, shape, make=lambda: mma_chain(x, y, None, steps))
             out.chain = (x, y, steps)
-            return out
-        return tensor(mma_chain(x, y, expand_to_rank(acc, len(shape)), steps), _t.float32,
-                      shape)
+        else:
+            out = tensor(mma_chain(x, y, expand_to_rank(acc, len(shape)), steps), _t.float32,
+                         shape)
+        out.layout = layout
+        return out
     if a.dtype.is_int():  # the integer MMA saturates: one step of 32 products at a time
         start = None if acc is None else expand_to_rank(acc, len(shape))
         out = tensor(int_mma_chain(x, y, start), _t.int32, shape)
@@ -123,8 +129,10 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     out = np.matmul(x, y)
     if acc is not None:
         out = out + expand_to_rank(cast(acc, ret), len(shape)).astype(out.dtype)
-    return cast(tensor(out, _t.float64 if out.dtype == np.float64 else
-                       (_t.int32 if a.dtype.is_int() else _t.float32), shape), ret)
+    out = tensor(out, _t.float64 if out.dtype == np.float64 else
+                 (_t.int32 if a.dtype.is_int() else _t.float32), shape)
+    out.layout = layout
+    return cast(out, ret)
 
 
 ALIGN_BITS = 25  # a tensor-core step keeps the terms' bits down to 2**(e - 25)

@@ -13,8 +13,7 @@ from ..errors import CompilationError
 from ..types import _unwrap
 from .arith import (fma_exact, maximum, minimum, operands, where, _arrays, _factors,  # noqa: F401
                     _finish, _fusing, _is_propagating, _widen_bf16)
-from .core import cast, compute_array, tensor_member, to_tensor
-from .marks import elementwise
+from .core import cast, compute_array, elementwise, tensor_member, to_tensor
 from .reduce import max as _max, sum as _sum
 
 FP32_64 = ("fp32", "fp64")

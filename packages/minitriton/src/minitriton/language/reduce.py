@@ -19,11 +19,17 @@ totals in order and adds the carries; `scan_in_gpu_order`. Integer sums and scan
 any order gives the GPU's bits: NumPy's is used. Where the GPU fuses a float32 product into
 the first add that takes it (`tl.sum(x * y)`), so does the model.
 
-The result of a tensor-core `tl.dot` is not in a blocked layout but in the MMA accumulator's
-(`mma_layout`, `mma_bases`: wgmma's or mma.sync's registers, lanes and warps), and a reduction
-of it keeps that layout: `fold_in_mma_order` folds each thread's registers in their order, then
-the butterflies run over the lanes and warps that move along the axis. (A scan of it is
-converted to a blocked layout first: `scan_in_gpu_order` as for any block.)
+The layout is the one the reduced values were made in (`tensor.layout`, core.py): a load's
+blocked layout for its element width, kept through casts and element-wise operations (so the
+fp32 sum of `x.to(tl.float32)`, x an fp16 load, takes the fp16 load's 8 elements per thread), or
+the MMA accumulator's layout of a tensor-core `tl.dot`'s result and of what is computed from it
+element by element (`mma_layout`, `mma_bases`: wgmma's or mma.sync's registers, lanes and
+warps): `fold_in_mma_order` folds each thread's registers in their order, then the butterflies
+run over the lanes and warps that move along the axis. A block of no known layout (made by
+reshape, trans, broadcast...) takes the blocked layout of its own element width. A scan does not
+read the record: Triton gives it the layout of the store that takes its result (a scan of an
+MMA block is converted to it), which is the scanned type's where it is stored as it is; so
+`scan_in_gpu_order` lays the block out by the scanned element width.
 """
 from __future__ import annotations
 
@@ -36,7 +42,8 @@ from ..context import active
 from ..errors import CompilationError
 from ..types import _unwrap
 from .arith import _expand, _finish, _fusing, fma_exact
-from .core import _convert, cast, compute_array, tensor, tensor_member, to_tensor
+from .core import (_convert, cast, compute_array, join_layouts, tensor, tensor_member,
+                   to_tensor)
 from .shape import expand_dims
 
 THREADS_PER_WARP = 32
@@ -481,13 +488,21 @@ def _product_of(x):
 # ----- the operations
 
 
-def _in_mma_layout(x):
-    """Whether the GPU holds `x` in the MMA layout: the result of a tensor-core `tl.dot` (its
-    chain of tensor-core steps, not an FMA loop's or an integer dot's). What is computed from
-    one (`acc.to(tl.float16)`, `acc * scale`) keeps that layout on the GPU, but minitriton's
-    tensors do not carry it: docs/numerics.md."""
-    chain = x.chain
-    return chain is not None and chain[2] != "int" and chain[2] > 0 and len(x.shape) == 2
+def _reduction_layout(xs):
+    """(bits, mma) of the layout the GPU reduces the operands `xs` in (one layout for all of
+    them): the layout their values were made in (core.py, `tensor.layout`: a load's blocked
+    layout, kept through casts and element-wise operations, or a tensor-core dot's MMA layout),
+    else the blocked layout of the first operand's own element width. `bits`: the element
+    width whose blocked layout it is; `mma`: the block is in the MMA layout of a 2-D dot's
+    result of its shape."""
+    layout = None
+    for x in xs:
+        layout = join_layouts(layout, x.layout)
+    if type(layout) is tuple:
+        if len(xs[0].shape) == 2 and layout[1:] == tuple(xs[0].shape):
+            return None, True
+        layout = None
+    return (xs[0].dtype.primitive_bitwidth if layout is None else layout), False
 
 
 def _reduce(x, axis, keep_dims, fn, out_dtype, kind=None):
@@ -521,13 +536,12 @@ def _unordered(ufunc):
 def sum(input, axis=None, keep_dims=False, dtype=None):  # noqa: A001 - Triton's name
     x = to_tensor(_unwrap(input))
     dtype = _unwrap(dtype)
-    bits = x.dtype.primitive_bitwidth  # the layout is the loaded block's, before any cast
+    bits, mma = _reduction_layout([x])  # the block's, before the cast to `dtype`
     if dtype is None:
         dtype = x.dtype
         if x.dtype.is_int() and x.dtype.int_bitwidth < 32:
             dtype = _t.int32 if x.dtype.is_int_signed() else _t.uint32
     exact, fma = _product_of(x) if dtype == x.dtype else (None, None)
-    mma = _in_mma_layout(x)
     x = cast(x, dtype)
     if not dtype.is_floating():
         return _reduce(x, axis, keep_dims, _unordered(np.add.reduce), dtype, "sum")
@@ -683,9 +697,9 @@ def reduce(input, axis, combine_fn, keep_dims=False):
     lanes = builtins.max(x.data.shape[0] for x in xs)
     arrays = [np.broadcast_to(x.data, (lanes, *shape)) for x in xs]
     dtypes = [x.dtype for x in xs]
-    out = fold_in_gpu_order(arrays, shape, ax, xs[0].dtype.primitive_bitwidth,
-                            _user_combine(combine_fn, dtypes, "reduction"),
-                            mma=_in_mma_layout(xs[0]))
+    bits, mma = _reduction_layout(xs)
+    out = fold_in_gpu_order(arrays, shape, ax, bits,
+                            _user_combine(combine_fn, dtypes, "reduction"), mma=mma)
     rest = [] if ax is None else [n for d, n in enumerate(shape) if d != ax]
     result = []
     for o, t in zip(out, dtypes):
