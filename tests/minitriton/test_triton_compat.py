@@ -295,3 +295,22 @@ def test_cat_of_blocks_along_a_dim_from_triton_38(monkeypatch, dim):
     monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
     _cat_rows[(1,)](x, y, z, dim, False)
     np.testing.assert_array_equal(z, np.concatenate([x, y], axis=dim).ravel())
+
+
+@minitriton.jit
+def _dot_k4(a_ptr, b_ptr, c_ptr):
+    i, k = tl.arange(0, 16), tl.arange(0, 4)
+    a = tl.load(a_ptr + i[:, None] * 4 + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * 16 + i[None, :])
+    tl.store(c_ptr + i[:, None] * 16 + i[None, :], tl.dot(a, b, input_precision="ieee"))
+
+
+def test_fp64_dot_with_k_4_from_triton_38(monkeypatch):
+    a, b = np.arange(64, dtype=np.float64).reshape(16, 4), np.ones((4, 16))
+    c = np.zeros(256)
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.6.0")
+    with pytest.raises(minitriton.CompilationError, match="K >= 16"):
+        _dot_k4[(1,)](a, b, c)
+    monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
+    _dot_k4[(1,)](a, b, c)
+    np.testing.assert_array_equal(c.reshape(16, 16), a @ b)

@@ -27,12 +27,16 @@ import numpy as np
 from .. import types as _t
 from ..context import active, current
 from ..errors import CompilationError
+from ..settings import triton_release
 from ..types import _unwrap
 from .core import (_round_toward_zero, cast, deferred, expand_to_rank, mma_layout_record,
                    tensor, to_tensor)
 
 PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
-MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}  # Triton 3.6, NVIDIA: (M, N, K) >= (1, 1, MIN_K)
+# NVIDIA's (M, N, K) >= (1, 1, MIN_K) by operand width: Triton 3.6's, and from 3.8 on (the
+# backend's min_dot_size) fp32 from K = 8 and fp64 from K = 4
+MIN_K = {8: 32, 16: 16, 32: 16, 64: 16}
+MIN_K_38 = {8: 32, 16: 16, 32: 8, 64: 4}
 
 
 def round_to_tf32(x):
@@ -74,7 +78,7 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
             f"for matmul (second index of first shape ({a.shape[-1]}) must be equal to first "
             f"index of second shape ({b.shape[-2]})")
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
-    min_k = MIN_K[a.dtype.primitive_bitwidth]
+    min_k = (MIN_K_38 if triton_release() >= (3, 8) else MIN_K)[a.dtype.primitive_bitwidth]
     if K < min_k:
         raise CompilationError(f"Input shapes should have M >= 1, N >= 1 and K >= {min_k} "
                                f"(got K = {K}; tl.dot needs K >= {min_k} for {a.dtype} operands)")

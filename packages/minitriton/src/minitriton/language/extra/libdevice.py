@@ -13,7 +13,7 @@ import math as _math
 
 import numpy as np
 
-from ..marks import elementwise
+from ..core import elementwise  # keeps the operands' layout (core.join_layouts)
 from ._extern import (F64, dispatch, exact_add, exact_div, exact_fma, exact_int, exact_mul,
                       exact_sqrt, missing_name, round_to, two_prod)
 
