@@ -1,6 +1,7 @@
 """What Triton's own test suite and libraries read from `triton` besides kernels: the error
 hierarchy, type names and strings, the test helpers (`triton._internal_testing`), the driver,
 and an installation that lasts."""
+import importlib.util
 import subprocess
 import sys
 
@@ -314,3 +315,14 @@ def test_fp64_dot_with_k_4_from_triton_38(monkeypatch):
     monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
     _dot_k4[(1,)](a, b, c)
     np.testing.assert_array_equal(c.reshape(16, 16), a @ b)
+
+
+def test_torch_forgets_that_triton_was_importable_after_uninstall():
+    """torch caches `has_triton_package()`; a stale True after uninstall made torch.compile
+    import a triton that was gone (dynamo's autograd.Function tracing)."""
+    pytest.importorskip("torch")
+    from torch.utils import _triton
+    real = importlib.util.find_spec("triton") is not None
+    with minitriton.install_as_triton():
+        assert _triton.has_triton_package()
+    assert _triton.has_triton_package() == real

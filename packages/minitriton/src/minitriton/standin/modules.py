@@ -416,6 +416,17 @@ def _link_submodules(installed):
     return linked
 
 
+def _forget_torchs_answer():
+    """torch caches whether `triton` can be imported (torch.utils._triton); installing and
+    uninstalling changes the answer, so its cache is cleared (else torch.compile, after an
+    uninstall, imports a triton that is gone)."""
+    module = sys.modules.get("torch.utils._triton")
+    for name in ("has_triton_package", "has_triton"):
+        clear = getattr(getattr(module, name, None), "cache_clear", None)
+        if clear is not None:
+            clear()
+
+
 _VERSION_VARIABLE = "MINITRITON_TRITON_VERSION"
 _ACTIVE: list = []  # what is installed now, innermost last: kept alive until uninstalled
 
@@ -443,6 +454,7 @@ class Installed:
         self._saved_version = os.environ.get(_VERSION_VARIABLE)
         os.environ[_VERSION_VARIABLE] = str(triton_version)
         _ACTIVE.append(self)
+        _forget_torchs_answer()
 
     @property
     def active(self):
@@ -465,6 +477,7 @@ class Installed:
             os.environ.pop(_VERSION_VARIABLE, None)
         else:
             os.environ[_VERSION_VARIABLE] = self._saved_version
+        _forget_torchs_answer()
 
     def __enter__(self):
         return self.triton
