@@ -68,8 +68,7 @@ def _quiet_dynamo():
         yield
         return
     drop = _DropReported()
-    handlers = [h for name in ("torch", "torch._dynamo") for h in logging.getLogger(name).handlers
-                if not isinstance(h, _Capture)]
+    handlers = [h for name in ("torch", "torch._dynamo") for h in logging.getLogger(name).handlers]
     for h in handlers:
         h.addFilter(drop)
     try:
@@ -87,29 +86,6 @@ def explain(fn, *args, **kwargs):
     reasons = [_first_line(r.reason) for r in out.break_reasons]
     return ExplainResult(out.graph_count, out.graph_break_count, reasons,
                          [len(ops) for ops in out.ops_per_graph])
-
-
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
-@contextlib.contextmanager
-def _recompile_log():
-    handler = _Capture()
-    logger = logging.getLogger("torch._dynamo")
-    torch._logging.set_logs(recompiles=True)  # new handlers: _quiet_dynamo filters these
-    logger.addHandler(handler)
-    try:
-        with _quiet_dynamo():
-            yield handler.messages
-    finally:
-        logger.removeHandler(handler)
-        torch._logging.set_logs()
 
 
 @dataclass
@@ -145,19 +121,23 @@ def count_compiles(fn, inputs, backend="eager", dynamic=None, mark_dynamic=None)
         from torch._dynamo.backends.registry import lookup_backend
         return lookup_backend(backend)(gm, example_inputs)
 
-    cf = torch.compile(fn, backend=counting_backend, dynamic=dynamic)
-    with _recompile_log() as messages:
+    # the guards that failed, by call: Dynamo hands them to guard_fail_fn (the same text as its
+    # "recompiles" log, which other code in the process can redirect or silence)
+    failed = {}
+
+    def guard_failed(failure):
+        failed.setdefault(current[0], []).append(re.sub(r"^\d+/\d+: ", "", failure.reason))
+
+    cf = torch._dynamo.optimize(counting_backend, dynamic=dynamic,
+                                guard_fail_fn=guard_failed)(fn)
+    with _quiet_dynamo():
         for i, args in enumerate(inputs):
             args = args if isinstance(args, tuple) else (args,)
             if mark_dynamic is not None:
                 torch._dynamo.mark_dynamic(args[mark_dynamic[0]], mark_dynamic[1])
             current[0] = i
             cf(*args)
-    reasons = []
-    for m in messages:
-        failures = re.findall(r"- \d+/\d+: (.*)", m)
-        if failures:
-            reasons.append("; ".join(failures))
+    reasons = ["; ".join(failed[i]) for i in compiled_at[1:] if i in failed]
     return CompileReport(len(inputs), len(compiled_at), compiled_at, reasons)
 
 
