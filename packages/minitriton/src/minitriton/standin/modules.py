@@ -456,10 +456,6 @@ class Installed:
         _ACTIVE.append(self)
         _forget_torchs_answer()
 
-    @property
-    def active(self):
-        return self in _ACTIVE
-
     def uninstall(self):
         """Remove every `triton*` module and put back what was there before (once)."""
         if self not in _ACTIVE:
