@@ -5,8 +5,9 @@
 #   folders on PYTHONPATH.
 # - Otherwise a virtual environment .venv is made: torch==2.13.0 (the CPU build that this
 #   project's machines keep on disk; a plain `torch` would pull a multi-GB CUDA build), then
-#   minitriton (packages/minitriton) and tritonlab in editable mode with the test extras. It is
-#   made again when a pyproject.toml changes (the stamp .venv/.ready holds their checksum).
+#   minitriton (packages/minitriton, with its `fast` extra: numba) and tritonlab in editable
+#   mode with the test extras. It is made again when a pyproject.toml changes (the stamp
+#   .venv/.ready holds their checksum).
 set -e
 cd "$(dirname "$0")/.."
 if [ -z "$TRITONLAB_VENV" ] && python3 -c "import torch, numpy, ml_dtypes, pytest, hypothesis" >/dev/null 2>&1; then
@@ -19,7 +20,7 @@ if [ ! -f "$VENV/.ready" ] || [ "$(cat "$VENV/.ready")" != "$STAMP" ]; then
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
     "$VENV/bin/python" -m pip install -q "torch==2.13.0" >&2
-    "$VENV/bin/python" -m pip install -q -e packages/minitriton >&2
+    "$VENV/bin/python" -m pip install -q -e "packages/minitriton[fast]" >&2
     "$VENV/bin/python" -m pip install -q -e ".[test]" >&2
     echo "$STAMP" > "$VENV/.ready"
 fi

@@ -143,3 +143,89 @@ def test_a_single_config_runs_without_tuning():
     with pytest.raises(ValueError, match="Conflicting meta-parameters"):
         triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
                         key=["n"])(accumulate)[(5,)](ref.rand(300), out, 300, BLOCK=64)
+
+
+@triton.jit
+def wide_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], tl.float32)
+    for k in range(0, K, BK):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _wide_case(M=200, N=136, K=96):
+    a = ref.rand((M, K)).astype(np.float16)
+    b = ref.rand((K, N), seed=1).astype(np.float16)
+    configs = [triton.Config({"BM": bm, "BN": bn, "BK": 32}) for bm, bn in
+               ((16, 16), (32, 16), (16, 64), (64, 64), (32, 32), (64, 16))]
+    tuned = triton.autotune(configs, key=["M", "N"])(wide_matmul)
+    c = np.full((M, N), np.nan, np.float32)
+    grid = lambda meta: (triton.cdiv(M, meta["BM"]), triton.cdiv(N, meta["BN"]))  # noqa: E731
+    return tuned, grid, (a, b, c, M, N, K)
+
+
+def test_sampling_runs_an_even_sample_of_the_programs():
+    from minitriton.runtime.launch import sampling
+    x = np.zeros(100, np.float32)
+
+    @triton.jit
+    def mark(x_ptr):
+        tl.store(x_ptr + tl.program_id(0), 1.0)
+
+    with sampling(7):
+        record = mark[(100,)](x)
+    assert record.sampled == (7, 100)
+    assert np.flatnonzero(x).tolist() == [0, 16, 33, 50, 66, 82, 99]  # round(82.5)
+    with sampling(0):
+        assert mark[(100,)](x).sampled is None and x.all()
+
+
+def test_sampled_trials_choose_as_full_trials_and_the_choice_runs_in_full():
+    """Masked edges (200x136 in tiles up to 64x64): per-program traffic differs at the edges,
+    and the even sample's scaled counts rank the configs as every program's counts do."""
+    chosen, timings = {}, {}
+    for sample in (0, 16, 4):
+        tuned, grid, args = _wide_case()
+        with triton.configure(autotune_sample=sample):
+            tuned[grid](*args)
+        chosen[sample], timings[sample] = tuned.best_config, tuned.configs_timings
+        want = ref.f64(args[0]) @ ref.f64(args[1])
+        np.testing.assert_allclose(args[2], want, rtol=2e-2, atol=2e-2)  # every program ran
+    assert chosen[16] == chosen[0] and chosen[4] == chosen[0]
+    for config, (ms, *_) in timings[0].items():
+        assert timings[16][config][0] == pytest.approx(ms, rel=0.15)
+    assert len({round(t[0], 9) for t in timings[0].values()}) > 3  # a real ranking
+
+
+@triton.jit
+def wait_for_left(flags_ptr, out_ptr):
+    """Program i waits until program i-1 has raised its flag: a chain no sample can run."""
+    pid = tl.program_id(0)
+    if pid > 0:
+        while tl.atomic_add(flags_ptr + pid - 1, 0) == 0:
+            pass
+    tl.store(out_ptr + pid, pid)
+    tl.atomic_xchg(flags_ptr + pid, 1)
+
+
+def test_kernels_that_spin_on_other_programs_get_full_trials():
+    flags, out = np.zeros(40, np.int32), np.zeros(40, np.int32)
+    configs = [triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)]
+    tuned = triton.autotune(configs, key=[], reset_to_zero=["flags_ptr"])(wait_for_left)
+    with triton.configure(autotune_sample=4):
+        tuned[(40,)](flags, out)
+    assert out.tolist() == list(range(40))
+
+
+def test_autotune_sample_setting():
+    assert triton.Settings.from_env({"MINITRITON_AUTOTUNE_SAMPLE": "0"}).autotune_sample == 0
+    with pytest.raises(ValueError, match="autotune_sample"):
+        triton.Settings(autotune_sample=-1)

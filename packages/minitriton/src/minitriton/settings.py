@@ -5,7 +5,7 @@ Three ways to set them, the later winning:
     (any check that is off by default, by its field name: races, order, padding, footprint,
     view_bounds, coverage, trace, sectors;
     `uninitialized=y_ptr+tmp_ptr` poisons those arguments), `MINITRITON_SEED`,
-    `MINITRITON_STRICT_GLOBALS=0`, `MINITRITON_EXACT_DOT=0`, `MINITRITON_AUTOTUNE_GPU=H200`;
+    `MINITRITON_STRICT_GLOBALS=0`, `MINITRITON_EXACT_DOT=0`, `MINITRITON_DOT_ENGINE=numpy`, `MINITRITON_AUTOTUNE_GPU=H200`;
   * for a block of code, or from now on: `minitriton.configure(races=True)` (a context manager,
     or a plain call);
   * for one launch: `kernel[grid](..., minitriton_settings=Settings(races=True))`.
@@ -18,6 +18,7 @@ import dataclasses
 import os
 
 EXECUTORS = ("lockstep", "sequential")
+DOT_ENGINES = ("auto", "numba", "numpy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +74,17 @@ class Settings:
         Triton's interpreter (TRITON_INTERPRET=1) does, leniently.
     autotune_gpu: the emulated GPU whose roofline (memory bandwidth, tl.dot throughput) the
         autotuner ranks configurations on: "H100" (default), "H200", "A100".
+    autotune_sample: how many of a grid's programs each autotuning trial runs (the ranking
+        needs counts per program; launch.sampling), 0 for all (`MINITRITON_AUTOTUNE_SAMPLE`);
+        the chosen config then runs in full.
     exact_dot: `tl.dot` of fp16/bf16/fp32 operands sums as the H200's tensor cores do, bit for
         bit (on by default; language/dot.py). It costs 10 to 50 times NumPy's matmul on the
         CPU; False (`MINITRITON_EXACT_DOT=0`) sums with NumPy's fp32 matmul instead, within an
         fp32 rounding of the sum but not the GPU's bits.
+    dot_engine: how the exact dot is computed, never what it gives: "auto" (default) uses the
+        compiled kernels of language/dot_compiled.py when numba is installed (`pip install
+        minitriton[fast]`), "numba" requires them, "numpy" keeps to the NumPy reference
+        (`MINITRITON_DOT_ENGINE`). Both give the same bits.
     triton_version: the Triton release whose language rules kernels follow where releases
         differ (docs/limitations.md lists where): "3.6.0" by default, the GPU's; the runner's
         and the pytest plugin's --triton-version set it (MINITRITON_TRITON_VERSION).
@@ -99,7 +107,9 @@ class Settings:
     sectors: bool = False
     strict_globals: bool = True
     autotune_gpu: str = "H100"
+    autotune_sample: int = 16
     exact_dot: bool = True
+    dot_engine: str = "auto"
     triton_version: str = "3.6.0"
 
     def __post_init__(self):
@@ -107,6 +117,12 @@ class Settings:
             raise ValueError(f"unknown executor {self.executor!r}; choose one of {EXECUTORS}")
         if isinstance(self.uninitialized, str):
             object.__setattr__(self, "uninitialized", (self.uninitialized,))
+        if self.autotune_sample < 0:
+            raise ValueError(f"autotune_sample must be 0 (every program) or more, got "
+                             f"{self.autotune_sample}")
+        if self.dot_engine not in DOT_ENGINES:
+            raise ValueError(f"unknown dot_engine {self.dot_engine!r}; choose one of "
+                             f"{DOT_ENGINES}")
 
     @classmethod
     def from_env(cls, env=None):
@@ -122,6 +138,10 @@ class Settings:
                 kwargs[name] = value.strip().lower() not in ("0", "false", "no", "off")
         if env.get("MINITRITON_TRITON_VERSION"):
             kwargs["triton_version"] = env["MINITRITON_TRITON_VERSION"].strip()
+        if env.get("MINITRITON_AUTOTUNE_SAMPLE"):
+            kwargs["autotune_sample"] = int(env["MINITRITON_AUTOTUNE_SAMPLE"])
+        if env.get("MINITRITON_DOT_ENGINE"):
+            kwargs["dot_engine"] = env["MINITRITON_DOT_ENGINE"].strip().lower()
         if env.get("MINITRITON_AUTOTUNE_GPU"):
             kwargs["autotune_gpu"] = env["MINITRITON_AUTOTUNE_GPU"].strip()
         for item in filter(None, (s.strip() for s in env.get("MINITRITON_SANITIZE", "").split(","))):

@@ -61,6 +61,9 @@ class LaunchRecord:
     seconds: float = 0.0
     lines: list = None  # memory insight per kernel line (Settings.sectors): observe/sectors.py
     trace: object = None  # who touched what (Settings.trace): observe/trace.py's Trace
+    # (programs run, programs in the grid) where only a sample ran (the autotuner's trials on
+    # the CPU, launch.sampling): the totals are then the sample's
+    sampled: tuple = None
 
     @property
     def num_programs(self):

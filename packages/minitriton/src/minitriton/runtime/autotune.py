@@ -15,15 +15,23 @@ written / bandwidth, tl.dot FLOPs / tensor-core rate), from the traffic the simu
 Ties (elementwise kernels move the same bytes in every config) go to the first config.
 `configs_timings` maps each config to [t, t, t] in milliseconds (Triton's median, p20, p80).
 
+A trial runs only a sample of its grid's programs (`Settings.autotune_sample`, 16 by
+default: evenly spread over the launch order, first and last included; launch.sampling) and
+its counts are scaled to the grid: what ranks the configs is traffic per program, which the
+sample gives (benchmarks/autotune_sampling.py measures the agreement with full trials).
+Then only the chosen config runs in full. A kernel that spins on other programs (a `while`
+loop and an atomic) has full trials, and so does a sampled trial that deadlocks.
+
 Outputs hold only the chosen config's results: every tensor argument is copied before the
-trials and put back after each one, then the chosen config runs once more on the arguments as
-they came (after `reset_to_zero`, as Triton). The copy costs the arguments' size once more.
-A GPU puts back only the arguments of `restore_value` (and zeroes those of `reset_to_zero`):
-its trials, and each timing repetition, run on the same buffers one after the other. So where
-a trial reads an argument it writes (an update in place, an atomic accumulation) and neither
-list names it, the tuner runs that config once more on its own output; if the result changes,
-it warns (`InPlaceAutotuneWarning`, once per autotuned kernel) that the GPU's result would be
-that of many launches, and names the arguments for `restore_value`.
+trials and put back after each one, then the chosen config runs on the arguments as they came
+(after `reset_to_zero`, as Triton). The copy costs the arguments' size once more. A GPU puts
+back only the arguments of `restore_value` (and zeroes those of `reset_to_zero`): its trials,
+and each timing repetition, run on the same buffers one after the other. So where a trial
+reads an argument it writes (an update in place, an atomic accumulation) and neither list
+names it, the tuner runs the chosen config once more on its own output, then puts back the
+first run's result; if the second run changed it, it warns (`InPlaceAutotuneWarning`, once
+per autotuned kernel) that the GPU's result would be that of many launches, and names the
+arguments for `restore_value`.
 """
 from __future__ import annotations
 
@@ -34,7 +42,7 @@ import warnings
 import numpy as np
 
 from ..context import Observer
-from ..errors import CompilationError
+from ..errors import CompilationError, DeadlockError
 from ..errors import OutOfResources, PTXASError  # noqa: F401 - triton.runtime.autotuner's
 from ..memory import as_numpy
 from ..settings import current_settings
@@ -42,7 +50,7 @@ from ..source import internal_frame
 from .compiled import estimate
 from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
-from .launch import Probe, watching
+from .launch import Probe, sampling, watching
 
 
 class InPlaceAutotuneWarning(UserWarning):
@@ -161,7 +169,9 @@ class Autotuner(KernelInterface):
         self.reset_to_zero = list(reset_to_zero or ())
         self.restore_value = list(restore_value or ())
         self._restore_copies = {}
-        self._in_place_checked = False  # whether a trial was run twice on its own output
+        self._in_place_checked = False  # whether the chosen config ran twice on its output
+        self._suspects = []  # arguments a trial read and wrote that neither list names
+        self._spins = _may_spin(base)
         self.pre_hook = pre_hook or self._default_pre_hook
         self.post_hook = post_hook or self._default_post_hook
         prune = prune_configs_by or {}
@@ -207,7 +217,7 @@ class Autotuner(KernelInterface):
                 pruned = sorted(est, key=est.get)[:top_k]
         return list(pruned)
 
-    def _trial(self, args, config, kwargs, snapshot, target):
+    def _trial(self, args, config, kwargs, snapshot, target, sample):
         conflicts = kwargs.keys() & config.kwargs.keys()
         if conflicts:
             raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure "
@@ -219,37 +229,44 @@ class Autotuner(KernelInterface):
         self.pre_hook(full_nargs)
         probe, touched = Probe(), _Touched()
         try:
-            with watching(probe, touched):
+            with watching(probe, touched), sampling(sample):
                 record = self.fn.run(*args, **current)
             self.post_hook(full_nargs, exception=None)
-            self._check_in_place(touched, args, config, current, full_nargs)
         except Exception as e:
             try:
                 self.post_hook(full_nargs, exception=e)
             finally:
                 snapshot.restore()
+            if isinstance(e, DeadlockError) and sample:  # it waits on programs not sampled
+                return self._trial(args, config, kwargs, snapshot, target, 0)
             if isinstance(e, CompilationError) and "Static assertion failed" in e.message:
                 return [float("inf")] * 3  # Triton's CompileTimeAssertionFailure
             raise
         snapshot.restore()
+        self._note_in_place(touched, full_nargs)
         shared = estimate(record.options, probe.max_block, probe.dots, probe.reductions)[2]
         if shared > target.shared_per_block_optin:  # Triton's OutOfResources
             return [float("inf")] * 3
-        ms = roofline_seconds(target, record, probe.dots) * 1e3
+        ran, total = record.sampled or (1, 1)
+        ms = roofline_seconds(target, record, probe.dots) * 1e3 * total / ran
         return [ms, ms, ms]
 
-    def _check_in_place(self, touched, args, config, current, full_nargs):
-        """After a trial that read arguments it wrote, which neither `restore_value` nor
-        `reset_to_zero` names: run the config again on its own output, as the GPU's next trial
-        or timing repetition would, and warn if those arguments change (see the module)."""
-        if self._in_place_checked:
+    def _note_in_place(self, touched, full_nargs):
+        """The arguments a trial read and wrote that neither `restore_value` nor
+        `reset_to_zero` names (checked after the chosen config's run: _check_in_place)."""
+        if self._in_place_checked or self._suspects:
             return
         kept = set(self.restore_value) | set(self.reset_to_zero)
-        suspects = [n for n in self.arg_names if n in touched.read and n in touched.written
-                    and n not in kept and _is_array(_array_of(full_nargs.get(n)))]
-        if not suspects:
-            return
+        self._suspects = [n for n in self.arg_names if n in touched.read and n in touched.written
+                          and n not in kept and _is_array(_array_of(full_nargs.get(n)))]
+
+    def _check_in_place(self, args, config, current):
+        """After the chosen config ran on arguments it read and wrote (_note_in_place): run it
+        again on its own output, as the GPU's next trial or timing repetition would, put the
+        first run's result back, and warn if the second changed it (see the module)."""
+        suspects, self._suspects = self._suspects, []
         self._in_place_checked = True
+        full_nargs = {**self.nargs, **current}
         once = {n: as_numpy(_array_of(full_nargs[n]), n).copy() for n in suspects}
         if config.pre_hook:
             config.pre_hook(full_nargs)
@@ -264,6 +281,8 @@ class Autotuner(KernelInterface):
             changed = [n for n in suspects if not np.array_equal(
                 once[n], as_numpy(_array_of(full_nargs[n]), n),
                 equal_nan=once[n].dtype.kind in "fc")]
+        for n in suspects:
+            np.copyto(as_numpy(_array_of(full_nargs[n]), n), once[n])
         if not changed:
             return
         names = ", ".join(f"`{n}`" for n in changed)
@@ -285,7 +304,8 @@ class Autotuner(KernelInterface):
         settings = kwargs.get("minitriton_settings") or current_settings()
         target = gpu(settings.autotune_gpu, "autotune_gpu")
         snapshot = _Snapshot({**self.nargs, **kwargs})
-        timings = {c: self._trial(args, c, kwargs, snapshot, target) for c in configs}
+        sample = 0 if self._spins or len(configs) < 2 else settings.autotune_sample
+        timings = {c: self._trial(args, c, kwargs, snapshot, target, sample) for c in configs}
         self.cache[key] = builtins.min(timings, key=timings.get)
         self.configs_timings = timings
         self.pre_hook({**self.nargs, **kwargs, **self.cache[key].all_kwargs()}, reset_only=True)
@@ -304,7 +324,10 @@ class Autotuner(KernelInterface):
         if config.pre_hook is not None:
             config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
         try:
-            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+            record = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            if self._suspects and not self._in_place_checked:
+                self._check_in_place(args, config, dict(kwargs, **config.all_kwargs()))
+            return record
         finally:
             self.nargs = None
 
@@ -316,6 +339,13 @@ class Autotuner(KernelInterface):
                     for c in self.prune_configs({"grid": grid, **kwargs})]
         finally:
             self.nargs = None
+
+
+def _may_spin(fn):
+    """Whether the kernel's source has a `while` loop and an atomic: a program that may wait
+    for others (a lock, a flag), which a sample of the programs could leave waiting."""
+    src = getattr(fn, "src", None) or ""
+    return "while" in src and "atomic" in src
 
 
 class Heuristics(KernelInterface):

@@ -53,6 +53,31 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 _WATCHERS: contextvars.ContextVar = contextvars.ContextVar("minitriton_watchers", default=())
 
 
+_SAMPLE: contextvars.ContextVar = contextvars.ContextVar("minitriton_sample", default=0)
+
+
+@contextlib.contextmanager
+def sampling(programs):
+    """Launches in this block run only `programs` of their grid's programs (0: all), evenly
+    spread over the launch order, the first and the last included; `LaunchRecord.sampled`
+    says so and the counts are the sample's. What the autotuner's trials use: counts per
+    program, not results."""
+    token = _SAMPLE.set(int(programs))
+    try:
+        yield
+    finally:
+        _SAMPLE.reset(token)
+
+
+def _sample(ids, record):
+    """The programs to run: all of `ids`, or an even sample of them under `sampling`."""
+    want = _SAMPLE.get()
+    if not want or len(ids) <= want:
+        return ids
+    pick = np.unique(np.linspace(0, len(ids) - 1, want).round().astype(np.int64))
+    record.sampled = (len(pick), len(ids))
+    return ids[pick]
+
 @contextlib.contextmanager
 def watching(*watchers):
     """Every launch inside the block is also watched by these (objects with the Observer
@@ -334,7 +359,7 @@ def launch(kernel, grid, args, kwargs):
     token = context.enter(ctx)
     try:
         ctx.watch([w(ctx) for w in watchers] + list(_WATCHERS.get()))
-        ids = program_ids(ctx.grid)
+        ids = _sample(program_ids(ctx.grid), record)
         if settings.executor == "sequential":
             run_sequential(ctx, fn, values, ids)
         else:

@@ -1,0 +1,146 @@
+"""The compiled exact dot (language/dot_compiled.py, numba: `minitriton[fast]`) gives the bits of
+the NumPy reference (language/dot.py) on every dtype and mode: the chains on their own (edge
+values, both kernels, threads), the corpus's dot kernels, the fuzzer's dot cases and its
+recorded GPU dot outputs. Skipped where numba is not installed (`make test-minitriton` tests
+the NumPy-only path)."""
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minitriton
+import minitriton.language as tl
+from corpus import arrays, load, names, run_case
+from fuzz import generate_seeded
+from fuzz.known import KNOWN
+from fuzz.run import Sim, replay, run_one
+
+pytest.importorskip("numba")
+dot = importlib.import_module("minitriton.language.dot")
+SEEDS = json.loads(Path(__file__).with_name("fuzz_seeds.json").read_text())["seeds"]
+
+
+def both(fn, *args):
+    """fn(*args) with the NumPy reference and with the compiled kernels."""
+    with minitriton.configure(dot_engine="numpy"):
+        want = fn(*args)
+    with minitriton.configure(dot_engine="numba"):
+        got = fn(*args)
+    return want, got
+
+
+def same_bits(want, got):
+    want, got = np.asarray(want), np.asarray(got)
+    assert want.dtype == got.dtype and want.shape == got.shape
+    assert want.tobytes() == got.tobytes(), np.argwhere(want != got)[:5]
+
+
+def _values(rng, shape, bits, exps):
+    """Values of `bits` significant bits with exponents in `exps`, zeros sprinkled in."""
+    m = rng.integers(1 << (bits - 1), 1 << bits, shape) / 2.0 ** (bits - 1)
+    v = m * rng.choice([-1, 1], shape) * np.exp2(rng.integers(exps[0], exps[1] + 1, shape))
+    v[rng.random(shape) < 0.1] = 0.0
+    return v.astype(np.float32)
+
+
+@pytest.mark.parametrize("step,bits", [(8, 11), (16, 11), (16, 8), (0, 24), (8, 24)])
+@pytest.mark.parametrize("exps", [(-4, 4), (-37, 40), (-60, 60), (-140, -120)])
+def test_chains_give_the_reference_bits(step, bits, exps):
+    """Both compiled kernels (the fp32 one in the fast range, the float64 one outside it: wide
+    exponents, subnormals, 24-bit operands) and the FMA loop of input_precision="ieee"."""
+    rng = np.random.default_rng([step, bits, exps[0] + 200, exps[1] + 200])
+    for trial in range(8):
+        P, M, N, K = 1 + trial % 3, 1 + 7 * (trial % 4), 1 + 5 * (trial % 3), [16, 24, 5, 40][trial % 4]
+        x, y = _values(rng, (P, M, K), bits, exps), _values(rng, (P, K, N), bits, exps)
+        acc = None
+        if trial % 2:
+            acc = (rng.standard_normal((P, M, N)) *
+                   np.exp2(rng.integers(-120, 120, (P, M, N)))).astype(np.float32)
+            acc.flat[0] = -0.0
+        if trial == 3:  # infinities and NaNs in operands and accumulator
+            x.flat[1], y.flat[-1], acc.flat[-1] = np.inf, -np.inf, np.nan
+        with np.errstate(all="ignore"):
+            same_bits(*both(dot.mma_chain, x, y, acc, step))
+
+
+def test_equal_products_and_cancellations():
+    rng = np.random.default_rng(3)
+    x, y = _values(rng, (2, 8, 16), 11, (-3, 3)), _values(rng, (2, 16, 8), 11, (-3, 3))
+    x[0], y[0] = x.flat[0], y.flat[0]  # every term at the top
+    y[1, 8:] = -y[1, :8]
+    x[1, :, 8:] = x[1, :, :8]  # every step sums to zero
+    same_bits(*both(dot.mma_chain, x, y, None, 8))
+    same_bits(*both(dot.mma_chain, x, y, np.full((2, 8, 8), 2.0 ** -99, np.float32), 16))
+
+
+def test_integer_chain_saturates_as_the_reference():
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (3, 8, 96)).astype(np.int32)
+    y = rng.integers(-128, 128, (3, 96, 8)).astype(np.int32)
+    x[0], y[0] = 127, 127  # the sum passes 2**31 - 1 within a step
+    acc = rng.integers(-(1 << 31), 1 << 31, (3, 8, 8)).astype(np.int32)
+    same_bits(*both(dot.int_mma_chain, x, y, None))
+    same_bits(*both(dot.int_mma_chain, x, y, acc))
+    same_bits(*both(dot.int_mma_chain, x[0], y[0], acc[0]))  # no program axis
+
+
+def test_threads_and_one_program_split_by_rows():
+    """Big enough to be cut into slices: of programs, and of one program's rows."""
+    rng = np.random.default_rng(5)
+    x, y = _values(rng, (32, 64, 64), 11, (-6, 3)), _values(rng, (32, 64, 64), 11, (-6, 3))
+    acc = rng.standard_normal((32, 64, 64)).astype(np.float32)
+    same_bits(*both(dot.mma_chain, x, y, acc, 8))
+    x1, y1 = _values(rng, (1, 512, 64), 24, (-6, 3)), _values(rng, (1, 64, 256), 24, (-6, 3))
+    same_bits(*both(dot.mma_chain, x1, y1, None, 8))
+    same_bits(*both(dot.mma_chain, x1, y1, None, 0))
+
+
+CORPUS = [n for n in names("case_") if "dot" in n or "matmul" in n or "tf32" in n]
+
+
+@pytest.mark.parametrize("name", CORPUS)
+@pytest.mark.parametrize("executor", ["lockstep", "sequential"])
+def test_corpus_dot_kernels(name, executor):
+    corpus = load(minitriton, tl)
+    with minitriton.configure(executor=executor):
+        want, got = both(run_case, corpus, name, arrays())
+    assert want.keys() == got.keys()
+    for key in want:
+        same_bits(want[key], got[key])
+
+
+def _fuzz_dot_cases(count):
+    cases, seed = [], 0
+    while len(cases) < count:
+        case = generate_seeded(700000 + seed, category="dot", avoid=KNOWN)
+        seed += 1
+        cases.append(case)
+    return cases
+
+
+def test_fuzzer_dot_cases(tmp_path):
+    """fp16, bf16, fp32 (tf32, tf32x3, ieee), fp8 and int8 operands, accumulators, out_dtype:
+    the fuzzer draws them all."""
+    kinds = set()
+    for case in _fuzz_dot_cases(40):
+        kinds.add(case.category)
+        want, got = both(run_one, case, Sim(), tmp_path)
+        for key in want:
+            same_bits(want[key], got[key])
+    assert len(kinds) >= 3, kinds
+
+
+@pytest.mark.parametrize("entry", [e for e in SEEDS if "dot" in e["case"].get("category", "")],
+                         ids=lambda e: str(e["case"].get("cid")))
+def test_recorded_gpu_dot_outputs(entry, tmp_path):
+    """The fuzzer's regression cases with a dot: the H200's recorded outputs, on numba."""
+    with minitriton.configure(dot_engine="numba"):
+        assert replay(entry, Sim(), tmp_path) == []
+
+
+def test_dot_engine_setting():
+    with pytest.raises(ValueError, match="dot_engine"):
+        minitriton.Settings(dot_engine="fast")
+    assert minitriton.Settings.from_env({"MINITRITON_DOT_ENGINE": "NumPy"}).dot_engine == "numpy"
