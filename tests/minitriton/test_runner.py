@@ -409,7 +409,7 @@ SMALL = """
 def test_small_measures_the_smallest_points_once(tmp_path, capsys):
     rc, out, err = run_here(tmp_path, capsys, SMALL, small=True)
     assert rc == 0, err
-    assert out.strip() == "[16, 64] 6"  # 2 smallest x values, 3 calls each (compile, estimate, 1)
+    assert out.strip() == "[16, 64] 2"  # the 2 smallest x values, one call each
     rc, out, err = run_here(tmp_path, capsys, SMALL)
     assert rc == 0 and out.startswith("[16, 64, 1024, 4096]"), err
 

@@ -179,9 +179,25 @@ _CHECKS = tuple(f.name for f in dataclasses.fields(Settings) if f.default is Fal
 _SETTINGS: contextvars.ContextVar = contextvars.ContextVar("minitriton_settings", default=None)
 
 
+# the variables Settings.from_env reads: the settings of the environment are made again only
+# when one of them changed (current_settings runs at every launch and dot)
+_ENV_NAMES = ("MINITRITON_EXECUTOR", "MINITRITON_SEED", "MINITRITON_STRICT_GLOBALS",
+              "MINITRITON_EXACT_DOT", "MINITRITON_TRITON_VERSION", "MINITRITON_AUTOTUNE_SAMPLE",
+              "MINITRITON_DOT_ENGINE", "MINITRITON_AUTOTUNE_GPU", "MINITRITON_SANITIZE")
+_FROM_ENV: dict = {}
+
+
 def current_settings() -> Settings:
     s = _SETTINGS.get()
-    return s if s is not None else Settings.from_env()
+    if s is not None:
+        return s
+    key = tuple(map(os.environ.get, _ENV_NAMES))
+    found = _FROM_ENV.get(key)
+    if found is None:
+        if len(_FROM_ENV) > 64:
+            _FROM_ENV.clear()
+        found = _FROM_ENV[key] = Settings.from_env()
+    return found
 
 
 class configure(contextlib.AbstractContextManager):

@@ -38,8 +38,8 @@ _NOTED = []  # whether the note was printed in this process
 def small(points=2):
     """Benchmarks in a hurry (the runner's `--small`), for the duration: every `Benchmark` of
     `perf_report` measures only its `points` smallest x values (by the product of their
-    numbers), and `do_bench` times one call after the first (which compiles) and one estimate,
-    whatever its `warmup` and `rep`. Kernels, problem sizes outside benchmarks, and the
+    numbers), and `do_bench` runs `fn` once and returns that call's time (its first, which
+    compiles: a small part of a simulated call), whatever its `warmup` and `rep`. Kernels, problem sizes outside benchmarks, and the
     program's checks are untouched."""
     saved = _SMALL["points"]
     _SMALL["points"] = int(points)
@@ -93,8 +93,10 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     if not _NOTED:  # once a process: the numbers a program prints next are the CPU's
         _NOTED.append(True)
         print(_CPU_NOTE, file=sys.stderr)
-    if _SMALL["points"] is not None:
-        warmup = rep = 0
+    if _SMALL["points"] is not None:  # in a hurry: one call, timed, compilation and all
+        for x in grad_to_none or ():
+            x.grad = None
+        return _summarize([_call_ms(fn)], quantiles, return_mode)
     first = _call_ms(fn)  # compiles, as on the GPU: not part of the estimate
     n_estimate = max(1, min(5, int(rep / max(first, 1e-6))))
     estimate = max(sum(_call_ms(fn) for _ in range(n_estimate)) / n_estimate, 1e-6)

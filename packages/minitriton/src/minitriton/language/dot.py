@@ -455,7 +455,8 @@ _COMPILED = {}
 
 def _compiled():
     """dot_compiled (imported at the first dot that asks for it) or None for NumPy."""
-    engine = current_settings().dot_engine
+    ctx = active()  # inside a launch its settings, without reading the environment again
+    engine = (ctx.settings if ctx is not None else current_settings()).dot_engine
     if engine == "numpy":
         return None
     module = _COMPILED.get("module", False)

@@ -19,7 +19,8 @@ A trial runs only a sample of its grid's programs (`Settings.autotune_sample`, 1
 default: evenly spread over the launch order, first and last included; launch.sampling) and
 its counts are scaled to the grid: what ranks the configs is traffic per program, which the
 sample gives (benchmarks/autotune_sampling.py measures the agreement with full trials).
-Then only the chosen config runs in full. A kernel that spins on other programs (a `while`
+Then only the chosen config runs in full. Trials sum their dots with NumPy's matmul
+(`exact_dot=False`): their outputs are thrown away, and the counts are the same. A kernel that spins on other programs (a `while`
 loop and an atomic) has full trials, and so does a sampled trial that deadlocks.
 
 Outputs hold only the chosen config's results: every tensor argument is copied before the
@@ -45,7 +46,7 @@ from ..context import Observer
 from ..errors import CompilationError, DeadlockError
 from ..errors import OutOfResources, PTXASError  # noqa: F401 - triton.runtime.autotuner's
 from ..memory import as_numpy
-from ..settings import current_settings
+from ..settings import configure, current_settings
 from ..source import internal_frame
 from .compiled import estimate
 from .gpus import gpu, roofline_seconds
@@ -229,7 +230,8 @@ class Autotuner(KernelInterface):
         self.pre_hook(full_nargs)
         probe, touched = Probe(), _Touched()
         try:
-            with watching(probe, touched), sampling(sample):
+            # the trial's results are thrown away: its dots need the GPU's counts, not its bits
+            with watching(probe, touched), sampling(sample), configure(exact_dot=False):
                 record = self.fn.run(*args, **current)
             self.post_hook(full_nargs, exception=None)
         except Exception as e:
