@@ -108,3 +108,45 @@ def test_zeros_and_infinities(prec):
     b = np.ones((16, 16), np.float32)
     out = _run(a, b, acc, prec)
     assert np.all(np.isposinf(out[0])) and np.all(out[1:] == 0)
+
+
+@triton.jit
+def _dot_nd(X, Y, Z, RANK: tl.constexpr, TRANS_B: tl.constexpr):
+    # 2 ** (RANK - 2) blocks of 16 x 16 (`64 << RANK` inline: assigned, it would be a tensor)
+    x = tl.load(X + tl.arange(0, 64 << RANK)).reshape([2] * (RANK - 2) + [16, 16])
+    y = tl.load(Y + tl.arange(0, 64 << RANK)).reshape([2] * (RANK - 2) + [16, 16])
+    if TRANS_B:
+        y = tl.trans(y)  # the last two axes, whatever the rank
+    tl.store(Z + tl.arange(0, 64 << RANK), tl.dot(x, y).reshape([64 << RANK]))
+
+
+@pytest.mark.parametrize("rank", [2, 3, 4, 5])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_dot_of_any_rank_folds_the_batch_dimensions(rank, trans_b):
+    """Triton 3.6's tl.dot takes equal ranks >= 2: the leading dimensions are a batch."""
+    shape = (2,) * (rank - 2) + (16, 16)
+    rng = np.random.default_rng(rank)
+    a = rng.integers(-4, 5, shape).astype(np.float16)
+    b = rng.integers(-4, 5, shape).astype(np.float16)
+    c = np.empty(shape, np.float32)
+    _dot_nd[(1,)](a, b, c, rank, trans_b)
+    want = a.astype(np.float64) @ (np.swapaxes(b, -1, -2) if trans_b else b).astype(np.float64)
+    np.testing.assert_array_equal(c, want)  # small integers: exact
+
+
+def test_dot_of_rank_4_checks_the_batch_shapes_and_trans_needs_rank_2():
+    @triton.jit
+    def batches(X, Z):
+        x = tl.load(X + tl.arange(0, 1024)).reshape([2, 2, 16, 16])
+        y = tl.load(X + tl.arange(0, 1024)).reshape([4, 1, 16, 16])
+        tl.store(Z + tl.arange(0, 1024), tl.dot(x, y).reshape([1024]))
+
+    @triton.jit
+    def trans_1d(X):
+        tl.store(X + tl.arange(0, 16), tl.trans(tl.load(X + tl.arange(0, 16))))
+
+    x, z = np.zeros(1024, np.float16), np.zeros(1024, np.float32)
+    with pytest.raises(triton.CompilationError, match="equal batch shapes"):
+        batches[(1,)](x, z)
+    with pytest.raises(triton.CompilationError, match="0- or 1-dimensional"):
+        trans_1d[(1,)](x)

@@ -29,6 +29,7 @@ from ..context import active, current
 from ..errors import CompilationError
 from ..settings import current_settings, triton_release
 from ..types import _unwrap
+from .shape import reshape
 from .core import (_round_toward_zero, cast, deferred, expand_to_rank, mma_layout_record,
                    tensor, to_tensor)
 
@@ -69,6 +70,9 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     if not (a.dtype.is_fp8() and b.dtype.is_fp8()) and a.dtype != b.dtype:
         raise CompilationError(f"Both operands must be same dtype. Got {a.dtype} and {b.dtype}")
     ra, rb = len(a.shape), len(b.shape)
+    if ra >= 4 or rb >= 4:  # Triton 3.6's tl.dot: batch dimensions folded into one
+        return _batched_dot(a, b, acc, input_precision, allow_tf32, max_num_imprecise_acc,
+                            out_dtype)
     if not (ra == rb == 2 or ra == rb == 3):
         raise CompilationError(f"Both inputs must be either 2D or 3D; (lhs: {a.shape} vs rhs: "
                                f"{b.shape})")
@@ -137,6 +141,30 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
                  (_t.int32 if a.dtype.is_int() else _t.float32), shape)
     out.layout = layout
     return cast(out, ret)
+
+
+def _batched_dot(a, b, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype):
+    """tl.dot of rank-4+ blocks as Triton 3.6's language does it: the leading dimensions must
+    match and are folded into one batch dimension of a 3-D dot, the result unfolded."""
+    if len(a.shape) != len(b.shape):
+        raise CompilationError(f"input and other must have equal ranks >= 2 (got {a.shape} "
+                               f"and {b.shape})")
+    if a.shape[:-2] != b.shape[:-2]:
+        raise CompilationError(f"input and other must have equal batch shapes (got {a.shape} "
+                               f"and {b.shape})")
+    if a.shape[-1] != b.shape[-2]:
+        raise CompilationError(f"input and other must have equal reduction dimensions (got "
+                               f"{a.shape} and {b.shape})")
+    shape = a.shape[:-1] + [b.shape[-1]]
+    if acc is not None and list(to_tensor(acc).shape) != shape:
+        raise CompilationError(f"accumulator shape is incompatible: {to_tensor(acc).shape}, "
+                               f"expected {shape}")
+    batch = int(np.prod(shape[:-2]))
+    fold = lambda t, tail: reshape(t, [batch] + list(tail))  # noqa: E731
+    out = dot(fold(a, a.shape[-2:]), fold(b, b.shape[-2:]),
+              None if acc is None else fold(to_tensor(acc), shape[-2:]), input_precision,
+              allow_tf32, max_num_imprecise_acc, out_dtype)
+    return reshape(out, shape)
 
 
 ALIGN_BITS = 25  # a tensor-core step keeps the terms' bits down to 2**(e - 25)

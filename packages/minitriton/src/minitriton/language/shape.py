@@ -33,9 +33,12 @@ def permute(input, *dims):
 @tensor_member
 def trans(input, *dims):
     x = to_tensor(_unwrap(input))
-    dims = _dims(dims) if dims else list(range(len(x.shape)))[::-1]
-    if not dims and len(x.shape) < 2:
-        return x
+    dims = _dims(dims)
+    if not dims:  # Triton 3.6: the last two axes swapped (a batched 2-D transpose)
+        n = len(x.shape)
+        if n < 2:
+            raise CompilationError("tl.trans invoked with a 0- or 1-dimensional tensor")
+        dims = list(range(n - 2)) + [n - 1, n - 2]
     return permute(x, dims)
 
 
