@@ -101,3 +101,36 @@ def test_float8_e5m2_torch_tensor_binds():
 def copy_to_fp32(x_ptr, y_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
+def test_jit_repr_names_the_compiled_kernel_from_its_specialization():
+    """`@triton.jit(repr=fn)`: fn gets the launch's signature (type strings) and constants
+    (constexprs, and ints equal to 1, which Triton specialises)."""
+    seen = []
+
+    def name(spec):
+        seen.append((dict(spec.signature), dict(spec.constants)))
+        return f"k_{spec.signature['v']}_{'_'.join(k for k, c in spec.constants.items() if c == 1)}"
+
+    @triton.jit(repr=name)
+    def k(v, one, X, B: tl.constexpr):
+        pass
+
+    x = np.zeros(4, np.float32)
+    for value, ty in ((-1, "i32"), (2**31, "i64"), (2**63, "u64"), (2.5, "fp32")):
+        assert k.warmup(value, 1, x, B=4, grid=(1,)).name == f"k_{ty}_one"
+    assert seen[0] == ({"v": "i32", "one": "constexpr", "X": "*fp32", "B": "constexpr"},
+                       {"one": 1, "B": 4})
+
+
+def test_an_integer_argument_beyond_64_bits_overflows_at_launch():
+    @triton.jit
+    def k(v, X):
+        pass
+
+    x = np.zeros(4, np.float32)
+    k[(1,)](2**64 - 1, x)
+    k[(1,)](-2**63, x)
+    for bad in (2**64, -2**63 - 1):
+        with pytest.raises(OverflowError, match="64 bits"):
+            k[(1,)](bad, x)

@@ -424,8 +424,10 @@ class KernelInterface:
 
 
 class JITFunction(KernelInterface):
-    def __init__(self, fn, debug=None, do_not_specialize=(), noinline=None, **kwargs):
+    def __init__(self, fn, debug=None, do_not_specialize=(), noinline=None, repr=None,
+                 **kwargs):
         self.fn = fn
+        self.repr = repr  # the compiled kernel's name from its specialization (warmup)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -516,5 +518,6 @@ def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specia
         do_not_specialize_on_alignment=(), debug=None, noinline=None):
     """Decorator: `@minitriton.jit` (or `@triton.jit` after `import minitriton as triton`)."""
     def decorate(f):
-        return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline)
+        return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline,
+                           repr=repr)
     return decorate(fn) if fn is not None else decorate

@@ -260,6 +260,9 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
     if isinstance(value, (bool, np.bool_)):
         return literal(bool(value), _t.int1)
     if isinstance(value, numbers.Integral):
+        if not -2**63 <= int(value) < 2**64:  # what Triton's launcher says when it packs it
+            raise OverflowError(f"kernel `{kernel.__name__}`: argument `{name}` = {int(value)} "
+                                f"does not fit in 64 bits (int64 or uint64)")
         ty = _t.literal_type(int(value))
         return literal(int(value), ty if ty is not _t.uint32 else _t.int64)
     if isinstance(value, numbers.Real):
@@ -455,7 +458,46 @@ def warmup(kernel, grid, args, kwargs):
         ctx.memory.undo_launch()
         ctx.scratch.clear()
         context.leave(token)
-    return CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots, probe.reductions)
+    compiled = CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots, probe.reductions)
+    if getattr(kernel, "repr", None) is not None:  # @jit(repr=...): the kernel's name
+        name = kernel.repr(_specialization(kernel, args, kwargs))
+        compiled.name, compiled.metadata = name, compiled.metadata._replace(name=name)
+    return compiled
+
+
+class _Specialization:
+    """What `@triton.jit(repr=fn)` hands `fn`: the launch's `signature` (argument name ->
+    Triton's type string, "constexpr" for constants) and `constants` (name -> value of the
+    constexpr arguments and of the ints equal to 1 that Triton specialises)."""
+
+    def __init__(self, signature, constants):
+        self.signature, self.constants = signature, constants
+
+
+def _type_string(name, value):
+    """Triton 3.6's type string of a launch argument (its `mangle_type`)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "i1"
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+        return "i32" if -2**31 <= value < 2**31 else "u64" if value >= 2**63 else "i64"
+    if isinstance(value, numbers.Real):
+        return "fp32"
+    if _is_array(value) or _pointer_carrier(value):
+        return "*" + _element_type(name, value.dtype).name
+    return "constexpr" if value is None else type(value).__name__
+
+
+def _specialization(kernel, args, kwargs):
+    named, _ = _bind(kernel, args, {k: v for k, v in kwargs.items() if k != "grid"})
+    constexprs = {kernel.arg_names[i] for i in kernel.constexprs}
+    signature, constants = {}, {}
+    for name, value in named.items():
+        if name in constexprs or _specialized_one(kernel, name, value):
+            signature[name], constants[name] = "constexpr", value
+        else:
+            signature[name] = _type_string(name, value)
+    return _Specialization(signature, constants)
 
 
 class _Rerun:
