@@ -199,3 +199,28 @@ def test_a_scalar_indexed_as_a_block_follows_the_emulated_release(monkeypatch):
     monkeypatch.setenv("MINITRITON_TRITON_VERSION", "3.9.0")
     with pytest.raises(triton.CompilationError, match="too many indices for tensor of rank 0"):
         scalar_as_block[(1,)](out, 3, 4)
+
+
+def test_a_const_pointer_argument_reads_and_refuses_stores_and_atomics():
+    @triton.jit
+    def copy(src: tl.const, dst, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+    @triton.jit
+    def write_back(src: tl.const, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(src + offs, tl.load(src + offs) + 1.0)
+
+    @triton.jit
+    def bump(src: tl.const):
+        tl.atomic_add(src, 1.0)
+
+    x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    copy[(1,)](x, y, 8, BLOCK=8)
+    np.testing.assert_array_equal(y, x)
+    for kernel, args in ((write_back, (x,)), (bump, (x,))):
+        with pytest.raises(triton.CompilationError, match="Cannot store to a constant pointer"):
+            kernel[(1,)](*args, **({"BLOCK": 8} if kernel is write_back else {}))
+    np.testing.assert_array_equal(x, np.arange(8))
+    assert tl.pointer_type(tl.float32, const=True) != tl.pointer_type(tl.float32)

@@ -164,7 +164,8 @@ class pointer_type(dtype):
         return 1
 
     def __eq__(self, other):
-        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty and \
+            other.const == self.const
 
     def __hash__(self):
         return hash(self.name)
@@ -272,6 +273,12 @@ def from_numpy(np_dtype):
     if found is None:
         raise TypeError(f"minitriton has no Triton type for NumPy dtype {np_dtype}")
     return found
+
+
+class const:
+    """`in_ptr: tl.const`: the annotation of a pointer argument to constant data (Triton's
+    `tl.const`): the kernel gets a const pointer (`pointer_type(..., const=True)`), which it may
+    read but not store to or update atomically ("Cannot store to a constant pointer")."""
 
 
 class constexpr:

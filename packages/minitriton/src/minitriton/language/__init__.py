@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 
 
-from ..types import (bfloat16, block_type, constexpr, dtype, float8e4b8, float8e4b15,
+from ..types import (bfloat16, block_type, const, constexpr, dtype, float8e4b8, float8e4b15,
                      float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8,
                      int16, int32, int64, pointer_type, str_to_ty, uint8, uint16, uint32,
                      uint64)

@@ -16,6 +16,9 @@ def validate_pointer(pointer, op):
     if not pointer.dtype.is_ptr():
         raise CompilationError(f"Unsupported ptr type {pointer.dtype!r} in `tl.{op}`: the first "
                                "argument must be a pointer (a tensor argument plus offsets)")
+    if op != "load" and getattr(pointer.dtype, "const", False):
+        raise CompilationError(f"Cannot store to a constant pointer (`tl.{op}` on an argument "
+                               f"annotated `tl.const`)")
     return pointer
 
 

@@ -409,11 +409,14 @@ def compile_kernel(fn, src=None):
 
 
 def is_constexpr_annotation(annotation):
-    if annotation is constexpr:
-        return True
+    return annotation is constexpr or _names_annotation(annotation, "constexpr")
+
+
+def _names_annotation(annotation, name):
+    """Whether a parameter's annotation is `tl.<name>` (the class, or its name as a string)."""
     if isinstance(annotation, str):
-        return annotation.split(".")[-1] == "constexpr"
-    return getattr(annotation, "__name__", None) == "constexpr"
+        return annotation.split(".")[-1] == name
+    return getattr(annotation, "__name__", None) == name
 
 
 class KernelInterface:
@@ -437,6 +440,9 @@ class JITFunction(KernelInterface):
         self.arg_names = list(self.signature.parameters)
         self.constexprs = [i for i, p in enumerate(self.signature.parameters.values())
                            if is_constexpr_annotation(p.annotation)]
+        # pointer parameters annotated `tl.const`: read-only
+        self.const_params = {n for n, p in self.signature.parameters.items()
+                             if _names_annotation(p.annotation, "const")}
         # parameters not specialised on the value 1 (by name or position, as in Triton)
         self.unspecialized = {self.arg_names[i] if isinstance(i, int) else i
                               for i in do_not_specialize}

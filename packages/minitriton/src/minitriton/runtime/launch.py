@@ -246,8 +246,9 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
     if _is_array(value) or _pointer_carrier(value):
         buf = memory.add(value, name) if _is_array(value) else \
             memory.add_pointer(value, name, _element_type(name, value.dtype))
+        const = name in getattr(kernel, "const_params", ())  # `x: tl.const`
         return tensor(np.array([buf.base + buf.view_lo], dtype=np.int64),
-                      _t.pointer_type(buf.dtype), [], origin=buf.index)
+                      _t.pointer_type(buf.dtype, const=const), [], origin=buf.index)
     if callable(getattr(value, "tma_desc_cpu_ptr", None)):  # Triton 3.2's TmaDescKernelParam
         return descriptor_argument(value, name, memory)
     if _is_descriptor(value):
