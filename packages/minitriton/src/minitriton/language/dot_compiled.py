@@ -125,7 +125,6 @@ def mma_chain(x, y, ex, ey, out, step):
 
 
 _FAST_FLOOR = -100  # dot._TOP_FLOOR: below the top of every nonzero term in the fast range
-_RTZ_MASK = np.int64(-(1 << 29))  # float64 bits: clearing the low 29 cuts to fp32's 24
 
 
 @numba.njit(**_OPTIONS)
@@ -146,25 +145,34 @@ def mma_chain_fp32(x, y, ex, ey, out, step):
             bits = row.view(np.int32)
             for k0 in range(0, K, step):
                 k1 = min(k0 + step, K)
+                # the step's top: the accumulator's exponent (the floor for 0) and its products'
+                # (a zero's is far below the floor), the first k folded into the first pass
+                e = ex[p, m, k0]
                 for n in range(N):
                     field = bits[n] & np.int32(0x7F800000)
-                    top[n] = np.int32((field >> 23) - 127) if field else np.int32(_FAST_FLOOR)
-                for k in range(k0, k1):
+                    acc_e = np.int32((field >> 23) - 127) if field else np.int32(_FAST_FLOOR)
+                    top[n] = max(acc_e, np.int32(e + ey[p, k0, n]))
+                for k in range(k0 + 1, k1):
                     e = ex[p, m, k]
                     for n in range(N):
                         top[n] = max(top[n], np.int32(e + ey[p, k, n]))
-                for n in range(N):
-                    s = np.int32((_ALIGN + 127 - max(top[n], np.int32(_FAST_FLOOR))) << 23)
-                    scale[n] = s.view(np.float32)
-                    total[n] = np.int32(row[n] * scale[n])
-                for k in range(k0, k1):
+                xv = x[p, m, k0]
+                for n in range(N):  # 2**(25 - top), the accumulator's term and the first product's
+                    s = np.int32((_ALIGN + 127 - top[n]) << 23).view(np.float32)
+                    scale[n] = s
+                    total[n] = np.int32(row[n] * s) + np.int32(xv * y[p, k0, n] * s)
+                for k in range(k0 + 1, k1):
                     xv = x[p, m, k]
                     for n in range(N):
                         total[n] += np.int32(xv * y[p, k, n] * scale[n])
                 for n in range(N):
-                    cut = np.int64(np.float64(total[n]).view(np.int64) & _RTZ_MASK).view(np.float64)
-                    unit = np.int32((max(top[n], np.int32(_FAST_FLOOR)) - _ALIGN + 127) << 23)
-                    row[n] = np.float32(cut) * unit.view(np.float32)
+                    # the sum toward zero to 24 bits: to nearest, then one step back toward zero
+                    # where that went past it (|sum| < 2**31 - 64: the float converts back)
+                    t = total[n]
+                    f = np.float32(t)
+                    if abs(np.int32(f)) > abs(t):
+                        f = np.int32(f.view(np.int32) - 1).view(np.float32)
+                    row[n] = f * np.int32((top[n] - _ALIGN + 127) << 23).view(np.float32)
 
 
 @numba.njit(**_OPTIONS)
