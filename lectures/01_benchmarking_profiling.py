@@ -8,13 +8,15 @@ import torch
 import torch.nn.functional as F
 from rich.console import Console
 
-from tritonlab import bench
-from tritonlab.bench.compare import describe_exponent
-from tritonlab.bench.workloads import manual_gelu
 from tritonlab.cli.lecture import lecture_options, output_dir
-from tritonlab.profile import count_ops, describe_ops, profile
 
-lecture_options(__file__, __doc__)
+lecture_options(__file__, __doc__)  # first: a bad TRITONLAB_BACKEND is one line
+
+from tritonlab import bench  # noqa: E402
+from tritonlab.bench.compare import describe_exponent  # noqa: E402
+from tritonlab.bench.workloads import manual_gelu  # noqa: E402
+from tritonlab.profile import count_ops, describe_ops, profile  # noqa: E402
+
 
 console = Console(width=110)
 device = bench.default_device()

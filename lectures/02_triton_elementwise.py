@@ -9,12 +9,14 @@ program wrote which element, the masked lanes; DIR/pictures/add.*).
 import torch
 import torch.nn.functional as F
 
-import minitriton
-from tritonlab import backend
 from tritonlab.cli.lecture import lecture_options, save_pictures
-from tritonlab.units import format_time
 
-lecture_options(__file__, __doc__)
+lecture_options(__file__, __doc__)  # first: a bad TRITONLAB_BACKEND is one line
+
+import minitriton  # noqa: E402
+from tritonlab import backend  # noqa: E402
+from tritonlab.units import format_time  # noqa: E402
+
 
 sim = backend.with_backend("tritonlab.kernels.elementwise", "sim")  # counts need the simulator
 print(f"kernels run on: {backend.describe()}\n")

@@ -7,13 +7,15 @@ softmax go (DIR/pictures/softmax_rows.*).
 """
 import torch
 
-import minitriton
-import minitriton.language as mtl
-from tritonlab import backend
 from tritonlab.cli.lecture import lecture_options, save_pictures
-from tritonlab.units import format_time
 
-lecture_options(__file__, __doc__)
+lecture_options(__file__, __doc__)  # first: a bad TRITONLAB_BACKEND is one line
+
+import minitriton  # noqa: E402
+import minitriton.language as mtl  # noqa: E402
+from tritonlab import backend  # noqa: E402
+from tritonlab.units import format_time  # noqa: E402
+
 
 sim = backend.with_backend("tritonlab.kernels.softmax", "sim")
 sim_rowsum = backend.with_backend("tritonlab.kernels.rowsum", "sim")

@@ -6,12 +6,14 @@ pictures of one program's A row-panel and B column-panel tiles along K go (DIR/p
 """
 import torch
 
-import minitriton
-import minitriton.language as mtl
-from tritonlab import backend
 from tritonlab.cli.lecture import lecture_options, save_pictures
 
-lecture_options(__file__, __doc__)
+lecture_options(__file__, __doc__)  # first: a bad TRITONLAB_BACKEND is one line
+
+import minitriton  # noqa: E402
+import minitriton.language as mtl  # noqa: E402
+from tritonlab import backend  # noqa: E402
+
 
 sim = backend.with_backend("tritonlab.kernels.matmul", "sim")
 print(f"kernels run on: {backend.describe()}\n")

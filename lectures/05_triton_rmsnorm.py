@@ -6,13 +6,15 @@ kernel that sums that buffer into dg: DIR/pictures/rmsnorm_backward-2.*).
 """
 import torch
 
-import minitriton
-from tritonlab import backend
 from tritonlab.cli.lecture import lecture_options, save_pictures
-from tritonlab.kernels import rmsnorm as rn
-from tritonlab.units import format_time
 
-lecture_options(__file__, __doc__)
+lecture_options(__file__, __doc__)  # first: a bad TRITONLAB_BACKEND is one line
+
+import minitriton  # noqa: E402
+from tritonlab import backend  # noqa: E402
+from tritonlab.kernels import rmsnorm as rn  # noqa: E402
+from tritonlab.units import format_time  # noqa: E402
+
 
 sim = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
 print(f"kernels run on: {backend.describe()}\n")

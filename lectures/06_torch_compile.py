@@ -8,12 +8,14 @@ import torch
 import torch.nn.functional as F
 from rich.console import Console
 
-from tritonlab import bench
-from tritonlab import compilation as C
 from tritonlab.cli.lecture import lecture_options, output_dir
-from tritonlab.units import format_time
 
-lecture_options(__file__, __doc__)
+lecture_options(__file__, __doc__)  # first: a bad TRITONLAB_BACKEND is one line
+
+from tritonlab import bench  # noqa: E402
+from tritonlab import compilation as C  # noqa: E402
+from tritonlab.units import format_time  # noqa: E402
+
 
 console = Console(width=110)
 device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -7,13 +7,15 @@ import math
 
 import torch
 
-import minitriton
-from tritonlab import backend
 from tritonlab.cli.lecture import lecture_options
-from tritonlab.kernels import attention as fa
-from tritonlab.units import format_time
 
-lecture_options(__file__, __doc__, writes_files=False)
+lecture_options(__file__, __doc__, writes_files=False)  # first: a bad TRITONLAB_BACKEND is one line
+
+import minitriton  # noqa: E402
+from tritonlab import backend  # noqa: E402
+from tritonlab.kernels import attention as fa  # noqa: E402
+from tritonlab.units import format_time  # noqa: E402
+
 
 sim = backend.with_backend("tritonlab.kernels.attention", "sim")
 print(f"kernels run on: {backend.describe()}\n")

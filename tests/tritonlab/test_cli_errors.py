@@ -3,6 +3,7 @@ before anything runs; nonsense values are refused; `roofline` reports the config
 autotuned kernel chose; noisy timings say so."""
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -192,6 +193,22 @@ def test_a_lecture_script_refuses_an_unknown_option(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("lecture", sorted(p.name for p in LECTURES.glob("0*.py")))
+@pytest.mark.parametrize("backend", ["bogus", "triton"])
+def test_a_lecture_script_with_a_backend_that_cannot_run_is_one_line(lecture, backend, tmp_path):
+    """Run directly (`python lectures/NN.py`), a lecture checks TRITONLAB_BACKEND before it
+    imports the backend, whose import would fail with a traceback."""
+    if backend == "triton" and HAS_TRITON:
+        pytest.skip("needs a machine without triton")
+    done = subprocess.run([sys.executable, str(LECTURES / lecture)], cwd=tmp_path,
+                          env=dict(os.environ, TRITONLAB_BACKEND=backend),
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    line = one_error_line(done.stderr, lecture)
+    assert f"TRITONLAB_BACKEND={backend!r}: choose one of" in line if backend == "bogus" else \
+        "but triton is not installed here" in line
+
+
 def test_a_lecture_script_has_help_and_takes_out_only_where_it_writes(tmp_path):
     done = subprocess.run([sys.executable, str(LECTURES / "07_flash_attention.py"), "--help"],
                           cwd=tmp_path, capture_output=True, text=True)
@@ -200,7 +217,8 @@ def test_a_lecture_script_has_help_and_takes_out_only_where_it_writes(tmp_path):
     source = (LECTURES / "07_flash_attention.py").read_text()
     assert "lecture_options(__file__, __doc__, writes_files=False)" in source
     for script in sorted(LECTURES.glob("0[1-6]_*.py")):
-        assert "\nlecture_options(__file__, __doc__)\n" in script.read_text(), script.name
+        assert re.search(r"^lecture_options\(__file__, __doc__\)(  #.*)?$", script.read_text(),
+                         re.M), script.name
 
 
 # --- roofline: the chosen configuration of an autotuned kernel, the trials on request

@@ -58,7 +58,7 @@ def lecture_options(script, doc, writes_files=True):
     line on stderr and exit code 2, before the lecture runs. Under `tritonlab lecture` (or
     imported) the script is not the program: the command has parsed its own line and set
     $TRITONLAB_OUT, and nothing is done here."""
-    from .options import Parser
+    from .options import Parser, backend_problem
 
     if _RUNNING or not sys.argv or Path(sys.argv[0]).resolve() != Path(script).resolve():
         return
@@ -70,6 +70,15 @@ def lecture_options(script, doc, writes_files=True):
     args = parser.parse_args(sys.argv[1:])
     if getattr(args, "out", None):
         os.environ[OUT_ENV] = args.out
+    # the backend, before the lecture imports it (its import fails with a traceback): the
+    # lectures call this first
+    name = os.environ.get("TRITONLAB_BACKEND", "").strip().lower()
+    problem = backend_problem() or (
+        f"TRITONLAB_BACKEND={name!r}: choose one of triton, sim, interpret (or unset it)"
+        if name and name not in ("triton", "sim", "interpret") else None)
+    if problem:
+        print(f"{Path(script).name}: error: {problem}", file=sys.stderr)
+        sys.exit(2)
 
 
 def save_pictures(traced, name, program=None):
