@@ -92,7 +92,7 @@ def test_cli(capsys):
 
 
 def test_exercises_script_runs():
-    script = Path(__file__).resolve().parents[2] / "exercises" / "ex02_ex04_occupancy_and_grid.py"
+    script = Path(__file__).resolve().parents[2] / "lectures" / "exercises_02_04_occupancy_and_grid.py"
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          check=True).stdout
     assert "2 blocks/SM, 16 warps, occupancy 25%" in out and "176 programs" in out

@@ -51,7 +51,7 @@ from ..source import internal_frame
 from .compiled import estimate
 from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
-from .launch import Probe, sampling, watching
+from .launch import ResourceWatcher, sampling, watching
 
 
 class InPlaceAutotuneWarning(UserWarning):
@@ -228,7 +228,7 @@ class Autotuner(KernelInterface):
         if config.pre_hook:
             config.pre_hook(full_nargs)
         self.pre_hook(full_nargs)
-        probe, touched = Probe(), _Touched()
+        probe, touched = ResourceWatcher(), _Touched()
         try:
             # the trial's results are thrown away: its dots need the GPU's counts, not its bits
             with watching(probe, touched), sampling(sample), configure(exact_dot=False):

@@ -1,15 +1,21 @@
 """`@jit`: turn kernel source into a Python function the simulator can run.
 
-The kernel's own source is re-compiled with three rewrites, keeping its file name and line
-numbers so that errors and tracebacks point at the user's lines:
+The kernel's own source (its file, a string it was exec'd from, or `_unsafe_update_src`'s) is
+compiled again with these rewrites, keeping its file name and line numbers so that errors and
+tracebacks point at the user's lines:
   * `print(...)` becomes a per-program print prefixed with the program id;
-  * `min`/`max` on tensors become `tl.minimum`/`tl.maximum`, as in Triton;
+  * `min`/`max` on tensors become `tl.minimum`/`tl.maximum`, and `range` Triton's, as in Triton;
   * `assert cond, msg` becomes `tl.device_assert(cond, msg)`, as in Triton;
   * `a and b`, `a or b` and `not a` are lowered as Triton's code generator lowers them
     (`visit_BoolOp`, `visit_UnaryOp`): runtime operands are combined elementwise as int1
     (`logical_and`/`logical_or`, `not_`), all of them evaluated; a constexpr operand still
-    short-circuits; block operands of `and`/`or` draw Triton's deprecation warning.
-Everything else runs as written: `tl` calls operate on minitriton tensors.
+    short-circuits; block operands of `and`/`or` draw Triton's deprecation warning;
+  * `x = value` makes a Python number a tensor, as Triton's `visit_Assign` (`x += 1` too);
+  * a runtime `for`/`while` loop checks, after each iteration, that its loop-carried variables
+    keep their types (Triton's "Loop-carried variable ... re-assigned" error).
+Syntax Triton has no visitor for (`break`, `lambda`, ...) and the names a kernel may use are
+checked before that (runtime/rules.py). Everything else runs as written: `tl` calls operate on
+minitriton tensors.
 """
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ def watching(*watchers):
         _WATCHERS.reset(token)
 
 
-class Probe(context.Observer, check=False):
+class ResourceWatcher(context.Observer, check=False):
     """A watcher that notes the largest block, the dots and the reductions of a launch, for
     the resource estimates of warmup and the autotuner."""
 
@@ -437,7 +437,7 @@ def warmup(kernel, grid, args, kwargs):
         ctx, fn, values, _ = _prepare(kernel, grid, args, kwargs)
     except BaseException as e:
         raise user_frames(e)
-    probe = Probe()
+    probe = ResourceWatcher()
     ctx.memory.rollback_limit = float("inf")
     token = context.enter(ctx)
     try:

@@ -1,4 +1,4 @@
-"""torch's semantics at the edges for every public op (issue 15), on the active backend:
+"""torch's semantics at the edges for every public op, on the active backend:
 zero-sized dimensions, NaN and ±inf, rows of -inf, non-contiguous and expanded inputs, dtype
 rules, device errors, and what autograd gives (first order everywhere; second order where it is
 supported, a clear error elsewhere). docs/ops.md states the rules these tests hold."""

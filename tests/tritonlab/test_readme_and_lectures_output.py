@@ -1,4 +1,4 @@
-"""Issue 18, a newcomer's path without surprises: the messages, numbers and files that the
+"""A newcomer's path without surprises: the messages, numbers and files that the
 README's commands and the lectures produce, checked as a newcomer sees them (the text printed,
 the exit code, the files written, the figure drawn, stderr left clean)."""
 import csv

@@ -1,4 +1,4 @@
-"""The libdevice functions added for kernel libraries (erfinv, erfcx, normcdf(inv), Bessel I,
+"""libdevice's special functions and conversions that kernel libraries use (erfinv, erfcx, normcdf(inv), Bessel I,
 byte_perm/mul24/sad, the 64-bit integer conversions in each rounding mode, llrint/llround,
 rcp64h), against float64 and exact-integer references that need neither SciPy nor mpmath."""
 import math

@@ -1,4 +1,4 @@
-"""Element-wise numerics where minitriton now follows the H200 (Triton 3.6): the values are the
+"""Element-wise numerics as the H200 computes them (Triton 3.6): the values are the
 GPU's, recorded in fuzz_seeds.json (the ids name the seeds), or exact references (fractions)."""
 import math
 from fractions import Fraction
