@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 from torch.library import opcheck
 
-from torch_references import DEV, DTYPES, rand, rel_err
+from torch_references import DEV, DTYPES, OP_MATMUL_TOLERANCES, OP_TOLERANCES, rand, rel_err
 from tritonlab.kernels import elementwise as ew
 from tritonlab.kernels import matmul as mm
 from tritonlab.kernels import ops
@@ -19,10 +19,6 @@ from tritonlab.kernels import softmax as sm
 
 GELU = lambda x: F.gelu(x, approximate="tanh")  # noqa: E731
 TORCH_ACT = {"none": lambda z: z, "relu": torch.relu, "gelu": GELU}
-# ||ours - torch fp64|| / ||torch fp64||, values and gradients: one rounding to the dtype plus
-# fp32 math; matmuls: TF32 (fp32) or 16-bit products, and the gradients' two more matmuls
-TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
-MATMUL_TOL = {torch.float32: 4e-3, torch.float16: 3e-3, torch.bfloat16: 2e-2}
 EXAMPLES = settings(max_examples=8, deadline=None, derandomize=True)
 
 
@@ -181,7 +177,7 @@ def check_against_torch(ours, theirs, inputs, tol, seed=9, rms=0.05):
        name=st.sampled_from(["gelu", "silu"]))
 def test_property_activations(shape, layout, dtype, name):
     ours, theirs = {"gelu": (ew.gelu, GELU), "silu": (ew.silu, F.silu)}[name]
-    check_against_torch(ours, theirs, [make(shape, dtype, layout) * 3], TOL[dtype])
+    check_against_torch(ours, theirs, [make(shape, dtype, layout) * 3], OP_TOLERANCES[dtype])
 
 
 @EXAMPLES
@@ -190,7 +186,7 @@ def test_property_activations(shape, layout, dtype, name):
 def test_property_add_broadcasts(shape, layout, dtype, drop, ones):
     other = [1 if i in ones else n for i, n in enumerate(shape)][min(drop, len(shape) - 1):]
     x, y = make(shape, dtype, layout), make(other, dtype, "contiguous", seed=1)
-    check_against_torch(ew.add, torch.add, [x, y], TOL[dtype])
+    check_against_torch(ew.add, torch.add, [x, y], OP_TOLERANCES[dtype])
 
 
 @EXAMPLES
@@ -201,7 +197,7 @@ def test_property_softmax(shape, layout, dtype, dim, variant):
     block = 4 if variant in ("online", "split") else None  # several blocks along a row
     x = make(shape, dtype, layout) * 4
     check_against_torch(lambda t: sm.softmax(t, dim, variant, block),
-                        lambda t: torch.softmax(t, dim), [x], TOL[dtype])
+                        lambda t: torch.softmax(t, dim), [x], OP_TOLERANCES[dtype])
 
 
 @EXAMPLES
@@ -209,7 +205,7 @@ def test_property_softmax(shape, layout, dtype, dim, variant):
 def test_property_row_sum(shape, layout, dtype):
     x = make(shape, dtype, layout)
     check_against_torch(lambda t: rowsum.row_sum(t, 4), lambda t: t.sum(-1), [x],
-                        TOL[dtype] * 4)
+                        OP_TOLERANCES[dtype] * 4)
 
 
 @EXAMPLES
@@ -219,7 +215,7 @@ def test_property_matmul(m, k, n, layouts, dtype, activation):
     a, b = make((m, k), dtype, layouts[0]), make((k, n), dtype, layouts[1], seed=1)
     # a product's error scales with sqrt(length) of its sums, whatever cancels
     check_against_torch(lambda p, q: mm.matmul(p, q, activation),
-                        lambda p, q: TORCH_ACT[activation](p @ q), [a, b], MATMUL_TOL[dtype],
+                        lambda p, q: TORCH_ACT[activation](p @ q), [a, b], OP_MATMUL_TOLERANCES[dtype],
                         rms=0.1 * max(1, m, k, n) ** 0.5)
 
 
@@ -229,7 +225,7 @@ def test_property_matmul(m, k, n, layouts, dtype, activation):
 def test_property_rmsnorm(lead, n, layout, dtype):
     x, g = make((*lead, n), dtype, layout) * 2, make((n,), dtype, "contiguous", seed=1)
     check_against_torch(rn.rmsnorm, lambda p, q: F.rms_norm(p, (n,), q, 1e-6), [x, g],
-                        TOL[dtype] * 4)
+                        OP_TOLERANCES[dtype] * 4)
 
 
 # -- eager calls skip the dispatcher (ops.Op), and give what the custom op gives

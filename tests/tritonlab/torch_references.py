@@ -14,6 +14,15 @@ MATMUL_TOLERANCES = {torch.float32: 2e-3, torch.float16: 1e-3, torch.bfloat16: 8
 # max |out - ref| allowed (relative to max(1, max |ref|)) for elementwise kernels: one rounding
 # of the output, plus fp32 transcendentals
 ELEMENTWISE_TOLERANCES = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+# the public ops (test_ops.py), ||ours - torch fp64|| / ||torch fp64||, values and gradients:
+# one rounding to the dtype plus fp32 math; matmuls: TF32 (fp32) or 16-bit products, and the
+# gradients' two more matmuls
+OP_TOLERANCES = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+OP_MATMUL_TOLERANCES = {torch.float32: 4e-3, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+# FlashAttention (test_attention.py), for O, L and each gradient: fp32 inputs multiply in TF32
+# (10-bit mantissa) on the tensor cores and in the simulator; fp16/bf16 round P and dS to the
+# input dtype before their dots; L is fp32 always and gets the same bound
+ATTENTION_TOLERANCES = {torch.float32: 5e-3, torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
 
 
 def rand(*shape, dtype=torch.float32, seed=0, scale=1.0):

@@ -16,9 +16,11 @@ import contextlib
 import contextvars
 import dataclasses
 import os
+from typing import Literal, get_args
 
-EXECUTORS = ("lockstep", "sequential")
-DOT_ENGINES = ("auto", "numba", "numpy")
+Executor = Literal["lockstep", "sequential"]
+DotEngine = Literal["auto", "numba", "numpy"]
+EXECUTORS, DOT_ENGINES = get_args(Executor), get_args(DotEngine)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +92,7 @@ class Settings:
         and the pytest plugin's --triton-version set it (MINITRITON_TRITON_VERSION).
     """
 
-    executor: str = "lockstep"
+    executor: Executor = "lockstep"
     chunk_bytes: int = 256 << 20
     rollback_limit: int = 256 << 20
     bounds: bool = True
@@ -109,7 +111,7 @@ class Settings:
     autotune_gpu: str = "H100"
     autotune_sample: int = 16
     exact_dot: bool = True
-    dot_engine: str = "auto"
+    dot_engine: DotEngine = "auto"
     triton_version: str = "3.6.0"
 
     def __post_init__(self):
