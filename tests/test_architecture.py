@@ -122,3 +122,20 @@ def test_nothing_the_front_door_imports_imports_the_front_door():
                  not m.startswith(("minitriton.runner", "minitriton.pytest_plugin"))]
     assert len(seen) > 20, seen  # the walk found the layers
     assert not bad, "\n".join(bad)
+
+
+MAX_LINES = 600
+
+
+def test_no_module_of_the_packages_is_over_600_lines_without_a_reason():
+    """A module of packages/ longer than MAX_LINES says why in its docstring (a paragraph that
+    starts `Length:`); else split it by concern."""
+    package = Path(minitriton.__file__).parent
+    long = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > MAX_LINES:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if "\nLength: " not in "\n" + doc:
+                long.append(f"{path.relative_to(package.parent)}: {text.count(chr(10))} lines")
+    assert not long, "modules over 600 lines with no `Length:` reason:\n" + "\n".join(long)

@@ -9,7 +9,7 @@ import minitriton.language as tl
 import references as ref
 from corpus import load
 from minitriton import OutOfBoundsError, Settings
-from minitriton.memory import OutsideViewWarning
+from minitriton.errors import OutsideViewWarning
 
 pytestmark = pytest.mark.usefixtures("executor")  # every test runs kernels
 corpus = load(triton, tl)

@@ -14,7 +14,7 @@ import pytest
 import minitriton as triton
 import minitriton.language as tl
 from minitriton import LaunchError, OutOfBoundsError, Settings
-from minitriton.memory import OutsideViewWarning
+from minitriton.errors import OutsideViewWarning
 
 from corpus import SEMANTICS, load
 

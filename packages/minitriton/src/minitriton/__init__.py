@@ -16,7 +16,7 @@ from .errors import (CompilationError, DeadlockError, DeviceAssertionError, GPUF
                      OutsideViewWarning, PaddingError, PartialWriteWarning, RaceError,
                      SanitizerError, UninitializedReadError)
 from .errors import missing
-from .memory import register_memory
+from .host import register_memory
 from .observe.trace import Trace, TraceLimitError, Tracing, trace
 from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.allocation import set_allocator

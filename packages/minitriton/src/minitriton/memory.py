@@ -19,21 +19,21 @@ Pointers made from integers (`tl.load(addrs + g).to(tl.pointer_type(tl.float16))
 `addrs` a tensor of `t.data_ptr()` values, as Triton's grouped GEMM does) are resolved against
 real memory: a launch argument whose bytes hold the address, else a live torch tensor's storage
 (found once through the garbage collector, then remembered) or a NumPy array handed to
-`register_memory`. The memory found becomes one more buffer of the launch, bounded by the whole
+`register_memory` (host.py finds them; bounds.py words the errors). The memory found becomes one more buffer of the launch, bounded by the whole
 storage, so bounds checking, traffic counts and the sanitizers keep working. `ptr.to(tl.int64)`
 gives the real byte address, as on the GPU.
 """
 from __future__ import annotations
 
-import gc
-import sys
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import types as _t
-from .errors import LaunchError, OutOfBoundsError, OutsideViewWarning
+from .bounds import oob_error
+from .errors import LaunchError, OutOfBoundsError
+from .host import (as_numpy, byte_address, describe, flat_span, host_bytes, host_owner,
+                   host_span, storage_of)
 
 _REGION_SHIFT = 36  # 2**36 elements between two buffers' base addresses
 # where pointers made from integers that no known memory holds go: below every buffer, so that
@@ -127,181 +127,7 @@ class Buffer:
     @property
     def address(self):
         """The real byte address of the buffer's first element."""
-        return _byte_address(self.flat)
-
-
-def _byte_address(arr):
-    # through a uint8 view: ml_dtypes' float8 type strings break __array_interface__ round trips
-    return arr.view(np.uint8).__array_interface__["data"][0] if arr.size else 0
-
-
-def _torch():
-    """torch, if the program imported it (minitriton does not need it)."""
-    return sys.modules.get("torch")
-
-
-def describe(obj):
-    torch = _torch()
-    if torch is not None and isinstance(obj, torch.Tensor):
-        return (f"torch.{str(obj.dtype).replace('torch.', '')} tensor of shape "
-                f"{tuple(obj.shape)}, strides {tuple(obj.stride())}")
-    return f"numpy {obj.dtype} array of shape {obj.shape}"
-
-
-def as_numpy(obj, name):
-    """A NumPy view (no copy) of a torch CPU tensor or NumPy array, keeping its strides."""
-    torch = _torch()
-    if torch is not None and isinstance(obj, torch.Tensor):
-        if obj.device.type != "cpu":
-            raise LaunchError(
-                f"argument `{name}` is on device `{obj.device}`; minitriton runs kernels on the "
-                f"CPU. Move it with `.cpu()`, or run on real Triton (TRITONLAB_BACKEND=triton)")
-        t = obj.detach()
-        if t.is_conj() or t.is_neg():
-            t = t.resolve_conj().resolve_neg()
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(_t.bfloat16.np)
-        if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-            target = _t.float8e4nv if t.dtype == torch.float8_e4m3fn else _t.float8e5
-            return t.view(torch.uint8).numpy().view(target.np)
-        try:
-            return t.numpy()
-        except TypeError as e:
-            raise LaunchError(f"argument `{name}`: minitriton cannot map torch dtype {t.dtype} "
-                              f"({e})") from None
-    if isinstance(obj, np.ndarray):
-        return obj
-    raise LaunchError(f"argument `{name}` of type {type(obj).__name__} is not a tensor")
-
-
-def _span(arr):
-    """Elements from the first one to the last one the strides can reach."""
-    if arr.size == 0:
-        return 0
-    return 1 + sum((n - 1) * (s // arr.itemsize) for n, s in zip(arr.shape, arr.strides))
-
-
-def storage_of(obj, arr, span):
-    """(flat, start): the whole memory `arr` (the NumPy view of argument `obj`, `span` its
-    `flat_span`) lies in, as a 1-D array of its element type, and the offset of `arr`'s first
-    element in it; None when that memory is the span itself (an array owning its memory)."""
-    torch = _torch()
-    if torch is not None and isinstance(obj, torch.Tensor):
-        storage = obj.untyped_storage()
-        if obj.storage_offset() == 0 and storage.nbytes() == span.nbytes:
-            return None
-        raw = _host_bytes(obj)
-    else:
-        owner, b = arr, arr.base
-        while b is not None:  # NumPy views, and as_strided's DummyArray
-            if isinstance(b, np.ndarray):
-                owner = b
-            b = getattr(b, "base", None)
-        if owner is arr or not owner.flags.c_contiguous or owner.size == 0:
-            return None
-        raw = owner.reshape(-1).view(np.uint8)
-        if not arr.flags.writeable:  # a read-only view (np.broadcast_to) stays read-only
-            raw = raw.view()
-            raw.flags.writeable = False
-    offset = _byte_address(span) - _byte_address(raw)
-    item = arr.itemsize
-    if not 0 <= offset <= raw.size - span.nbytes:
-        return None  # not in that memory after all: keep the view's span
-    raw = raw[offset % item:]
-    raw = raw[: raw.size - raw.size % item]
-    return raw.view(arr.dtype), offset // item
-
-
-def flat_span(arr, name):
-    """The 1-D view from the first element to the last one the strides can reach."""
-    if any(s < 0 for s in arr.strides):
-        raise LaunchError(f"argument `{name}` has negative strides {arr.strides}; make it "
-                          "contiguous first (np.ascontiguousarray / .contiguous())")
-    item = arr.itemsize
-    if any(s % item for s in arr.strides):
-        raise LaunchError(f"argument `{name}` has strides {arr.strides} that are not multiples of "
-                          f"its element size {item}")
-    span = _span(arr)
-    if arr.dtype.type.__module__ == "ml_dtypes":
-        # as_strided goes through __array_interface__, whose type string for ml_dtypes'
-        # float8_e5m2 ('<f1') NumPy cannot read back: stride the raw bytes and view them again
-        raw = _as_strided_span(arr.view(f"u{item}"), span, item)
-        return raw.view(arr.dtype)
-    return _as_strided_span(arr, span, item)
-
-
-def _as_strided_span(arr, span, item):
-    return np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,),
-                                           writeable=arr.flags.writeable)
-
-
-# host memory that pointers made from integers may point into: storage start -> an object
-# owning it (torch tensors found by scanning the garbage collector, arrays given by the user)
-_HOST = weakref.WeakValueDictionary()
-
-
-def register_memory(*arrays):
-    """Let kernels reach `arrays` through integer addresses (`.to(tl.pointer_type(...))` of
-    a loaded `a.ctypes.data`). Needed for NumPy arrays only: torch tensors are found by
-    themselves."""
-    for a in arrays:
-        if not isinstance(a, np.ndarray) and not hasattr(a, "untyped_storage"):
-            raise TypeError(f"register_memory takes NumPy arrays or torch tensors, got "
-                            f"{type(a).__name__}")
-        if isinstance(a, np.ndarray) and not _outermost(a).flags.c_contiguous:
-            raise TypeError("register_memory: the array's memory is not contiguous; register "
-                            "a contiguous array (np.ascontiguousarray) and pass views of it")
-        start, _ = _host_span(a)
-        _HOST[start] = a
-
-
-def _host_span(obj):
-    """(first byte address, byte count) of the memory `obj` owns: a torch tensor's whole
-    storage, a NumPy array's outermost base."""
-    if hasattr(obj, "untyped_storage"):
-        storage = obj.untyped_storage()
-        return storage.data_ptr(), storage.nbytes()
-    base = _outermost(obj)
-    return _byte_address(base) if base.size else 0, base.nbytes
-
-
-def _host_bytes(obj):
-    """A writable uint8 NumPy view of all of `obj`'s memory."""
-    if hasattr(obj, "untyped_storage"):
-        torch = _torch()
-        storage = obj.untyped_storage()
-        return torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),),
-                                                      (1,)).numpy()
-    return _outermost(obj).reshape(-1).view(np.uint8)
-
-
-def _outermost(arr):
-    """The array that owns `arr`'s memory (the last NumPy base)."""
-    while isinstance(arr.base, np.ndarray) and arr.base.flags.c_contiguous:
-        arr = arr.base
-    return arr
-
-
-def _host_owner(address, scan=True):
-    """(start, object) of live host memory holding byte `address`, or None. Unless `scan` is
-    false, live torch tensors are searched for it (and remembered) when none known holds it."""
-    for start, obj in list(_HOST.items()):
-        begin, n = _host_span(obj)
-        if begin == start and begin <= address < begin + n:
-            return start, obj
-    torch = _torch()
-    if torch is None or not scan:
-        return None
-    found = None
-    for obj in gc.get_objects():  # once per address no known memory holds
-        if issubclass(type(obj), torch.Tensor) and obj.device.type == "cpu" \
-                and obj.layout == torch.strided:
-            begin, n = _host_span(obj)
-            if n:
-                _HOST.setdefault(begin, obj)
-                if begin <= address < begin + n:
-                    found = begin, obj
-    return found
+        return byte_address(self.flat)
 
 
 class AddressSpace:
@@ -352,12 +178,12 @@ class AddressSpace:
                 or hasattr(v, "untyped_storage")] if hasattr(obj, "__dict__") else []
         owner = None
         for v in held:
-            begin, n = _host_span(v)
+            begin, n = host_span(v)
             if begin <= address < begin + n or (n == 0 and begin == address):
                 owner = begin, v
                 break
         if owner is None:
-            owner = _host_owner(address, scan=not self.scanned) if address >= 4096 else None
+            owner = host_owner(address, scan=not self.scanned) if address >= 4096 else None
             self.scanned |= owner is None
         if owner is None:
             raise LaunchError(
@@ -371,7 +197,7 @@ class AddressSpace:
             raise LaunchError(f"argument `{name}` ({type(obj).__name__}): data_ptr() 0x"
                               f"{address:x} is not a multiple of {item} bytes from the start "
                               f"of its memory")
-        raw = _host_bytes(holder)
+        raw = host_bytes(holder)
         flat = raw[: raw.size - raw.size % item].view(element_ty.np)
         lo = (address - start) // item
         shape, strides, hi = None, None, flat.shape[0]
@@ -442,12 +268,12 @@ class AddressSpace:
         if arg is not None:
             start, raw, what = arg.address, arg.flat.view(np.uint8), f"argument `{arg.name}`"
         else:
-            found = _host_owner(address, scan=not self.scanned) if address >= 4096 else None
+            found = host_owner(address, scan=not self.scanned) if address >= 4096 else None
             self.scanned |= found is None
             if found is None:
                 return None
             start, obj = found
-            raw, what = _host_bytes(obj), describe(obj)
+            raw, what = host_bytes(obj), describe(obj)
         raw = raw[: raw.size - raw.size % element_ty.itemsize]
         for buf in self.buffers:  # already made, seen from another launch argument's address
             if buf.dtype == element_ty and buf.address == start and buf.nbytes == raw.size:
@@ -546,7 +372,7 @@ class AddressSpace:
                 if 0 <= i < len(self.buffers):
                     groups.append((self.buffers[i], live & (owners == i)))
                 else:
-                    raise _oob_error(None, addrs[live & (owners == i)], op)
+                    raise oob_error(None, addrs[live & (owners == i)], op)
         elem = ptr.dtype.element_ty.itemsize
         out = []
         for buf, lanes in groups:
@@ -619,7 +445,7 @@ class AddressSpace:
                 rows = np.nonzero(np.ones(addrs.shape, bool) if lanes is None else lanes)[0]
                 row = rows[np.argmax(bad)]
                 bad &= rows == row
-                err = _oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
+                err = oob_error(buf, idx[bad], op, lanes_total=int(bad.sum()))
                 err.failing_row = int(row)
                 raise err
         if not idx.size:
@@ -671,78 +497,3 @@ def offsets_array(idx):
 
 def count(idx):
     return idx.stop - idx.start if isinstance(idx, slice) else idx.size
-
-
-def _oob_error(buf, offsets, op, lanes_total=None, hint=None):
-    """The error for lanes at element `offsets` of `buf` (None: outside every buffer).
-
-    The message lists the distinct bad offsets, sorted, with their count; `hint` replaces the
-    advice (a block pointer's is `boundary_check`, not a mask). The error keeps `buffer`,
-    `bad_offsets` and `lanes_total`, so that a caller that knows more can re-raise it with its
-    own hint."""
-    n = lanes_total if lanes_total is not None else len(offsets)
-    if buf is None:
-        return OutOfBoundsError(
-            f"{op} out of bounds: {n} lane(s) point outside every buffer of the launch. Check "
-            "the pointer arithmetic; a pointer made from an integer (`.to(tl.pointer_type(...))`"
-            ") must hold the address of a live torch tensor (`t.data_ptr()`), of a launch "
-            "argument, or of a NumPy array given to `minitriton.register_memory`.")
-    distinct = np.unique(np.asarray(offsets, dtype=np.int64))
-    shown = _shown(distinct - buf.view_lo)
-    lo, hi = -buf.view_lo, buf.size - buf.view_lo  # the storage, counted from the view
-    valid = f"[{lo}, {hi - 1}]" if buf.size else "empty (the tensor has no elements)"
-    if (buf.view_lo, buf.view_hi) != (0, buf.size):
-        valid += f" (its storage: {buf.size} elements; the view passed in spans {_view(buf)})"
-    below, above = bool(distinct[0] < 0), bool(distinct[-1] >= buf.size)
-    if hint is None:
-        other = ", other=0.0" if op == "load" else ""
-        if below and not above:
-            hint = (f"these offsets are below the start of `{buf.name}` (negative: the pointer "
-                    f"points before its first element), which a mask like `offsets < n_elements` "
-                    f"does not catch; check the index arithmetic (a subtraction, a negative "
-                    f"offset or stride, an int32 product that wrapped), or mask them with "
-                    f"`mask = offsets >= 0` and `tl.{op}(ptr + offsets, mask=mask{other})`")
-        elif below:
-            hint = (f"some offsets are below the start of `{buf.name}` (negative) and some past "
-                    f"its end; check the index arithmetic, or mask both, e.g. `mask = (offsets "
-                    f">= 0) & (offsets < n_elements)` and `tl.{op}(ptr + offsets, "
-                    f"mask=mask{other})`")
-        else:
-            hint = (f"guard the access with a mask, e.g. `mask = offsets < n_elements` and "
-                    f"`tl.{op}(ptr + offsets, mask=mask{other})`")
-    if buf.expanded and above:
-        hint = (f"`{buf.name}` is an expanded tensor (stride 0 in dimension(s) "
-                f"{', '.join(map(str, buf.expanded))}): its storage holds only {buf.size} "
-                f"element(s), fewer than its shape {buf.shape} suggests; make it contiguous "
-                f"(`.contiguous()`, `np.ascontiguousarray`) before the launch, or index it "
-                f"with its strides. Else {hint}")
-    err = OutOfBoundsError(
-        f"{op} out of bounds on argument `{buf.name}` ({buf.description}): {n} lane(s) at "
-        f"element offsets [{', '.join(shown)}] ({distinct.size} distinct, sorted), valid "
-        f"offsets are {valid}.\nhint: {hint}; nothing was read or written.")
-    err.buffer, err.bad_offsets, err.lanes_total = buf, distinct, n
-    return err
-
-
-def _shown(distinct):
-    shown = [str(int(o)) for o in distinct[:8]]
-    if distinct.size > 9:
-        shown += ["...", str(int(distinct[-1]))]
-    elif distinct.size == 9:
-        shown.append(str(int(distinct[-1])))
-    return shown
-
-
-def _view(buf):
-    n = buf.view_hi - buf.view_lo
-    return f"[0, {n - 1}]" if n else "nothing (no elements)"
-
-
-def outside_view_message(buf, offsets, op, lanes_total):
-    """What lanes at `offsets` (into `buf.flat`) outside the view but inside the storage are."""
-    distinct = np.unique(np.asarray(offsets, dtype=np.int64))
-    lo, hi = -buf.view_lo, buf.size - buf.view_lo
-    return (f"{op} outside the view of argument `{buf.name}` ({buf.description}) but inside "
-            f"its storage: {lanes_total} lane(s) at element offsets "
-            f"[{', '.join(_shown(distinct - buf.view_lo))}] ({distinct.size} distinct, "
-            f"sorted); the view spans {_view(buf)}, its storage [{lo}, {hi - 1}]")

@@ -3,6 +3,10 @@
 Each operator: type-check and promote the operands (`dtypes.computation_type`), broadcast the
 block shapes, compute in NumPy (half types compute in fp32 and round once, which is what the
 GPU's correctly rounded fp16/bf16 instructions give), and round to the result type.
+
+Length: over 600 lines because every operator goes through the same promotion, pointer and
+padding rules here (`operands`, `_finish`, the lazy pointer offsets); split by operator, the
+pieces would import each other's private rules.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import types as _t
 from ..errors import CompilationError, OutOfBoundsError
-from ..memory import _oob_error
+from ..bounds import oob_error
 from ..types import _unwrap
 from .access import Lanes, gather, scatter
 from .arith import add as _add
@@ -132,7 +132,7 @@ class block_pointer:
         else:
             hint = (f"the block lies inside the block pointer's shape but outside `{buf.name}`: "
                     "check the shape, strides and base given to tl.make_block_ptr")
-        err = _oob_error(buf, e.bad_offsets, op, e.lanes_total, hint=hint)
+        err = oob_error(buf, e.bad_offsets, op, e.lanes_total, hint=hint)
         err.failing_row = row
         return err
 

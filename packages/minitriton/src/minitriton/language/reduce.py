@@ -30,6 +30,10 @@ reshape, trans, broadcast...) takes the blocked layout of its own element width.
 read the record: Triton gives it the layout of the store that takes its result (a scan of an
 MMA block is converted to it), which is the scanned type's where it is stored as it is; so
 `scan_in_gpu_order` lays the block out by the scanned element width.
+
+Length: over 600 lines because the GPU's orders (the blocked and MMA layouts, the butterflies,
+the scans' carries) and the reductions that follow them are one model; apart, each half would
+only be read with the other.
 """
 from __future__ import annotations
 

@@ -27,6 +27,9 @@ draw the failing launch. A TraceLimitError's trace holds what was recorded up to
 
 (Over 600 lines: the record's classes and the recorder share the column layout of `ArgTrace`;
 the record, Site to Trace, could move to a module of its own, the recorder importing it.)
+
+Length: over 600 lines because the recorder, the record's columns and the failure it keeps are
+one observer's state; the pictures that read them are minitriton/viz.
 """
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ import numpy as np
 from ..context import Observer
 from ..errors import CompilationError, DeadlockError
 from ..errors import OutOfResources, PTXASError  # noqa: F401 - triton.runtime.autotuner's
-from ..memory import as_numpy
+from ..host import as_numpy
 from ..settings import configure, current_settings
 from ..source import internal_frame
 from .compiled import estimate

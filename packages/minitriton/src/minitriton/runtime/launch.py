@@ -34,7 +34,10 @@ from ..errors import CompilationError, LaunchError, MiniTritonError, OutOfBounds
 from ..language.core import literal, tensor
 from ..language.descriptors import tensor_descriptor
 from ..language.experimental import descriptor_argument
-from ..memory import AddressSpace, OutsideViewWarning, as_numpy, outside_view_message
+from ..bounds import outside_view_message
+from ..errors import OutsideViewWarning
+from ..host import as_numpy
+from ..memory import AddressSpace
 from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
 from ..source import (KERNEL_CODES, PYTHON_ERRORS, as_compilation_error, full_traceback, locate,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as _t
-from ..memory import as_numpy
+from ..host import as_numpy
 
 
 class TensorWrapper:
