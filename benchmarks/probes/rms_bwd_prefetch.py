@@ -40,7 +40,7 @@ def main():
         dx, dg = torch.empty_like(x), torch.empty_like(g)
         ref_dx, ref_dg = torch.empty_like(x), torch.empty_like(g)
         t = tuning_for("rmsnorm", x.get_device())  # the rule without prefetch, from the code
-        base_warps = rn._bwd_warps(triton.next_power_of_2(N), x.element_size(), t)
+        base_warps = t.bwd_warps(triton.next_power_of_2(N), x.element_size())
         base_per_sm = min(t.bwd_max_per_sm, max(1, t.bwd_cols_per_sm // N))
         launcher(False, x, g, rstd, dy, ref_dx, ref_dg, base_per_sm,
                  base_warps, 1)()

@@ -34,7 +34,7 @@ def main():
                 rpp = triton.cdiv(M, programs)
                 partial = torch.empty(triton.cdiv(M, rpp), N, device="cuda")
                 if N <= 32768:
-                    w = rn._bwd_warps(N, x.element_size(), t)
+                    w = t.bwd_warps(N, x.element_size())
                     rows.append(variant(f"registers {per_sm}/SM w{w}", lambda: (
                         rn.rmsnorm_bwd_kernel[(partial.shape[0],)](
                             x, g, rstd, dy, dx, partial, M, N, rpp, BLOCK_SIZE=N,

@@ -14,6 +14,7 @@ from torch_references import ATTENTION_TOLERANCES, DEV, DTYPES, rand, rel_err
 from tritonlab import backend
 from tritonlab.kernels import attention as fa
 from tritonlab.kernels import attention_reference as far
+from tritonlab.kernels import tuning
 
 
 
@@ -188,7 +189,7 @@ def test_naive_attention_and_the_tile_configs():
     assert rec.elements_read + rec.elements_written == fa.naive_traffic(64, 32, 32, 32)
     for name in ("fwd", "dq", "dkdv"):
         for block_d in (64, 128):
-            for bm, bn, _, _ in fa.HOPPER.configs(name, block_d):
+            for bm, bn, _, _ in tuning.TUNINGS["attention"][9].configs(name, block_d):
                 assert (bn % bm if name == "dkdv" else bm % bn) == 0, (name, bm, bn)
 
 
@@ -278,7 +279,7 @@ def test_bad_inputs():
 @pytest.mark.parametrize("shape", [(2, 4, 1024, 1024, 64), (1, 2, 2048, 2048, 128),
                                    (1, 3, 1000, 1531, 80), (1, 1, 4096, 4096, 32)])
 def test_gpu_against_sdpa(shape, dtype, causal):
-    """Shapes above HOPPER.tune_above (autotuned) and below it, odd lengths, Nq != Nk, a padded
+    """Shapes above the attention tuning's tune_above (autotuned) and below it, odd lengths, Nq != Nk, a padded
     head dim, against float64 math; SDPA (top-left causal needs Nq == Nk there) as a check on
     the reference."""
     b, h, n_q, n_k, d = shape
@@ -321,19 +322,19 @@ def test_untuned_gpu_launch_skips_configs_that_do_not_fit(monkeypatch):
     errors = types.SimpleNamespace(OutOfResources=OutOfResources)
     monkeypatch.setattr(fa, "triton", types.SimpleNamespace(
         runtime=types.SimpleNamespace(errors=errors)))
-    configs = fa.HOPPER.configs("fwd", 128)
+    configs = tuning.TUNINGS["attention"][9].configs("fwd", 128)
     limit = [configs[2][0] * configs[2][1] * configs[2][3]]
     args = (torch.empty(1, dtype=torch.float32),)
-    fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128})
+    fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128}, configs)
     fits = [c for c in configs if c[0] * c[1] * c[3] <= limit[0]][0]
     assert tried[-1] == fits and fa._FITS[("fwd", 128, torch.float32)] == configs.index(fits)
     tried.clear()
-    fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128})
+    fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128}, configs)
     assert tried == [fits]  # remembered: no retry of the configs that did not fit
     limit[0] = 0
     monkeypatch.setattr(fa, "_FITS", {})
     with pytest.raises(RuntimeError, match="no fwd config"):
-        fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128})
+        fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128}, configs)
 
 
 def test_a_second_order_gradient_raises_instead_of_being_zero():

@@ -58,13 +58,20 @@ def test_hopper_rules_give_the_measured_choices():
     warps of 16384-wide rows (32 in fp32, 16 in bf16), programs per SM for short and long
     rows, and the smallest matmul tile first (the fixed one and the simulator's)."""
     t = tuning.TUNINGS["rmsnorm"][9]
-    assert rn._bwd_warps(16384, 4, t) == 32 and rn._bwd_warps(16384, 2, t) == 16
-    assert rn._bwd_warps(256, 2, t) == 4 and rn._bwd_warps(32768, 4, t) == 32
+    assert t.bwd_warps(16384, 4) == 32 and t.bwd_warps(16384, 2) == 16
+    assert t.bwd_warps(256, 2) == 4 and t.bwd_warps(32768, 4) == 32
     # holding the next row too: twice the warps, still at most bwd_max_warps
-    assert rn._bwd_warps(4096, 2, t, prefetch=True) == 8
-    assert rn._bwd_warps(16384, 4, t, prefetch=True) == 32
-    assert min(t.bwd_max_per_sm, t.bwd_cols_per_sm // 1024) == 4
-    assert min(t.bwd_max_per_sm, t.bwd_cols_per_sm // 16384) == 0  # clamped to 1 per SM
+    assert t.bwd_warps(4096, 2, prefetch=True) == 8
+    assert t.bwd_warps(16384, 4, prefetch=True) == 32
+    h200, cpu = tuning.Device(0, 132), tuning.device_of(-1)
+    assert t.bwd_programs(10**6, 1024, h200) == 4 * 132  # short rows: 4 programs per SM
+    assert t.bwd_programs(10**6, 16384, h200) == 132  # long rows: clamped to 1 per SM
+    assert t.bwd_programs(3, 1024, h200) == 3 and t.bwd_programs(10**6, 1024, cpu) == 8
+    # the tiled backward: 8 // 2 = 4 programs per SM in bf16 (528 in all: 8 row blocks of the
+    # 64 column blocks, so 8192 / 8 rows each), 2 in fp32 (4 row blocks)
+    assert t.tiled_rows(8192, 65536, 4, 1024, 2, h200) == 1024
+    assert t.tiled_rows(8192, 65536, 4, 1024, 4, h200) == 2048
+    assert not cpu.on_gpu and cpu.sms == 0
     m = tuning.TUNINGS["matmul"][9]
     assert m.configs[0] == min(m.configs, key=lambda c: c[0] * c[1] * c[2])
     assert m.tune_above == 1 << 27 and m.tma_above == 1 << 34

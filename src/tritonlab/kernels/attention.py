@@ -26,14 +26,12 @@ not powers of two are padded to BLOCK_D with masked loads (zeros change neither 
 Inputs are (batch, seq, d) or (batch, heads, seq, d), any strides; fp32 inputs multiply in
 TF32 on the tensor cores (Triton's default for tl.dot).
 
-On a GPU the tiles, warps and stages are autotuned per head dim from `HOPPER` below; the
-simulator runs one small config (`SIMULATOR`), the CPU being no place for tuning. The launch
+On a GPU the tiles, warps and stages are autotuned per head dim from the configs of
+kernels/tuning.py's AttentionTuning; the simulator runs one small config of it, the CPU being
+no place for tuning. The launch
 goes through torch.library custom ops under torch.compile, so that tracing sees one opaque op
 (no graph break); eager calls launch directly.
 """
-# No `from __future__ import annotations`: a copy of this module made by backend.with_backend
-# is not in sys.modules, where dataclasses look string annotations up.
-import dataclasses
 import functools
 import math
 
@@ -43,6 +41,7 @@ from ..backend import DEVICE, tl, triton
 from ._checks import FLOAT_DTYPES, check_inputs
 from . import ops
 from ._launch import launch
+from .tuning import tuning_for
 
 MAX_HEAD_DIM = 128
 LOG2E = 1.4426950408889634
@@ -367,82 +366,40 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
 # --------------------------------------------------------------------------------------------
 # tiles: one small config on the simulator, autotuned configs per head dim on a GPU
 
-@dataclasses.dataclass(frozen=True)
-class AttentionTuning:
-    """Configs (BLOCK_M, BLOCK_N, num_warps, num_stages) of the three tiled kernels. The
-    forward and dQ kernels own BLOCK_M queries and step BLOCK_N keys (BLOCK_M a multiple of
-    BLOCK_N); the dK/dV kernel owns BLOCK_N keys and steps BLOCK_M queries (BLOCK_N a multiple
-    of BLOCK_M): the causal loop bounds rely on it. `small` serves head dims up to 64,
-    `large` up to 128 (more registers per row: smaller tiles or more warps)."""
-
-    fwd_small: tuple
-    fwd_large: tuple
-    dkdv_small: tuple
-    dkdv_large: tuple
-    dq_small: tuple
-    dq_large: tuple
-    preprocess_block: int = 128
-    # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
-    # more compiles and timings than it can save (matmul's tune_above, kernels/tuning.py)
-    tune_above: int = 1 << 22
-
-    def configs(self, kernel, block_d):
-        return getattr(self, f"{kernel}_{'small' if block_d <= 64 else 'large'}")
-
-
-# H100/H200 candidates, after Triton's fused-attention tutorial's choices (fwd 128x64/128x128,
-# bwd 32x128 / 128x32) and their neighbours; the autotuner picks per shape, dtype, causality.
-# Few of them: each is one compile per head dim, dtype and causality (16 in all per set).
-HOPPER = AttentionTuning(
-    fwd_small=((128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 4, 4), (128, 32, 4, 3),
-               (64, 64, 4, 3), (64, 32, 4, 4)),
-    fwd_large=((128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (128, 32, 4, 3),
-               (64, 64, 4, 3), (64, 32, 4, 4)),
-    dkdv_small=((32, 128, 4, 3), (32, 128, 8, 3), (64, 128, 8, 3), (32, 64, 4, 3),
-                (16, 64, 4, 4)),
-    dkdv_large=((32, 128, 8, 3), (32, 128, 4, 3), (64, 128, 8, 2), (32, 64, 4, 3),
-                (16, 64, 4, 3)),
-    dq_small=((128, 32, 4, 3), (128, 32, 8, 3), (128, 64, 8, 3), (64, 32, 4, 3),
-              (64, 16, 4, 4)),
-    dq_large=((128, 32, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (64, 32, 4, 3),
-              (64, 16, 4, 3)),
-)
-# The simulator: small tiles (tests use sequences of 16 to 80) with BLOCK_M != BLOCK_N, so the
-# causal bounds' multiple-of rule is exercised; one config, nothing to tune on a CPU.
-SIMULATOR = {"fwd": (32, 16, 4, 1), "dkdv": (16, 32, 4, 1), "dq": (32, 16, 4, 1)}
-
-
 def _autotune_bench(fn, quantiles=None):
     """Short timings for the autotuner: 80 configs x 3 kernels in the benchmark's table."""
     return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
 
 
 @functools.lru_cache(maxsize=None)
-def _tuned(kernel_name, block_d):
-    """The autotuned launcher of one kernel for a head-dim class (GPU only)."""
+def _tuned(kernel_name, block_d, device):
+    """The autotuned launcher of one kernel for a head-dim class and a GPU."""
     kernel = {"fwd": attn_fwd_kernel, "dkdv": attn_bwd_dkdv_kernel, "dq": attn_bwd_dq_kernel}[
         kernel_name]
     configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
-               for bm, bn, w, s in HOPPER.configs(kernel_name, block_d)]
+               for bm, bn, w, s in tuning_for("attention", device).configs(kernel_name, block_d)]
     return triton.autotune(configs=configs, key=["n_queries", "n_keys", "HEAD_DIM", "IS_CAUSAL"],
                            do_bench=_autotune_bench)(kernel)
 
 
-def _run(kernel_name, kernel, grid_rows, n_zh, work, args, tiles, on_gpu, **constexprs):
-    """Launch one tiled kernel: `tiles` (BLOCK_M, BLOCK_N, warps, stages) if given, else the
-    simulator's config on a CPU, and on a GPU the first config that fits (_first_fitting) for
-    `work` = batch*heads*Nq*Nk up to HOPPER.tune_above, the autotuner above.
+def _run(kernel_name, kernel, grid_rows, n_zh, work, args, tiles, device, **constexprs):
+    """Launch one tiled kernel on `device` (`tensor.get_device()`): `tiles` (BLOCK_M, BLOCK_N,
+    warps, stages) if given, else the tuning's simulator config on a CPU, and on a GPU the
+    first config that fits (_first_fitting) for `work` = batch*heads*Nq*Nk up to the tuning's
+    tune_above, the autotuner above.
     grid = (cdiv(grid_rows, row block), n_zh) where the row block is BLOCK_M (fwd, dq) or
     BLOCK_N (dkdv)."""
     along = "BLOCK_N" if kernel_name == "dkdv" else "BLOCK_M"
-    if tiles is None and on_gpu:
-        if work > HOPPER.tune_above:
-            tuned = _tuned(kernel_name, constexprs["BLOCK_D"])
+    t = tuning_for("attention", device)
+    if tiles is None and device >= 0:
+        if work > t.tune_above:
+            tuned = _tuned(kernel_name, constexprs["BLOCK_D"], device)
             tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args, **constexprs)
             return
-        _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs)
+        _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs,
+                       t.configs(kernel_name, constexprs["BLOCK_D"]))
         return
-    _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles or SIMULATOR[kernel_name],
+    _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles or t.simulator(kernel_name),
                   constexprs)
 
 
@@ -453,16 +410,15 @@ def _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles, constexprs):
            num_warps=warps, num_stages=stages, **constexprs)
 
 
-# (kernel, BLOCK_D, dtype) -> index of the first HOPPER config whose shared memory fits
+# (kernel, BLOCK_D, dtype) -> index of the first tuning config whose shared memory fits
 _FITS = {}
 
 
-def _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs):
+def _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs, configs):
     """Untuned GPU launch: the first config of the head-dim class that fits the SM's shared
     memory (fp32 operands need twice the bytes of 16-bit ones: the first 16-bit config can
     be too large), as the autotuner skips configs that raise OutOfResources. Nothing runs
     before a config compiles and fits, so trying the next one is safe."""
-    configs = HOPPER.configs(kernel_name, constexprs["BLOCK_D"])
     key = (kernel_name, constexprs["BLOCK_D"], args[0].dtype)
     for i in range(_FITS.get(key, 0), len(configs)):
         try:
@@ -531,8 +487,7 @@ def _forward(q, k, v, causal, scale, tiles=None):
         args = (q, k, v, o, lse, *_strides4(q), *_strides4(k), *_strides4(v), *_strides4(o),
                 heads, n_q, n_k, scale * LOG2E)
         _run("fwd", attn_fwd_kernel, n_q, batch * heads, batch * heads * n_q * n_k, args, tiles,
-             q.is_cuda,
-             HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal))
+             q.get_device(), HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal))
     return o, lse
 
 
@@ -540,7 +495,8 @@ def _delta(o, do, heads, n_q, d):
     """D = rowsum(dO * O), fp32 (batch*heads, n_queries)."""
     zh = o.numel() // max(1, n_q * d)
     delta = torch.empty(zh, n_q, dtype=torch.float32, device=o.device)
-    block = 16 if not o.is_cuda else HOPPER.preprocess_block
+    t = tuning_for("attention", o.get_device())
+    block = t.preprocess_block if o.is_cuda else t.simulator_preprocess_block
     launch(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), o, do, delta,
            *_strides4(o), *_strides4(do), heads, n_q, HEAD_DIM=d, BLOCK_D=_block_d(d),
            BLOCK_M=block)
@@ -579,17 +535,18 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tile
             *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E,
             scale)
     if mode:  # teaching variants: one config, never autotuned (atomics would need resets)
-        bm, bn, warps, stages = tiles.get("dkdv") or SIMULATOR["dkdv"]
+        bm, bn, warps, stages = (tiles.get("dkdv") or
+                                 tuning_for("attention", q.get_device()).simulator("dkdv"))
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
                BLOCK_N=bn, DQ_MODE=mode, num_warps=warps, num_stages=stages)
         return dq32.view(q.shape).to(q.dtype), dk, dv
     work = zh * n_q * n_k
-    _run("dkdv", attn_bwd_dkdv_kernel, n_k, zh, work, args, tiles.get("dkdv"), q.is_cuda,
+    _run("dkdv", attn_bwd_dkdv_kernel, n_k, zh, work, args, tiles.get("dkdv"), q.get_device(),
          DQ_MODE=0, **consts)
     _run("dq", attn_bwd_dq_kernel, n_q, zh, work,
          (q, k, v, do, lse, delta, dq, *_strides4(q), *_strides4(k), *_strides4(v),
           *_strides4(do), *_strides4(dq), heads, n_q, n_k, scale * LOG2E, scale),
-         tiles.get("dq"), q.is_cuda, **consts)
+         tiles.get("dq"), q.get_device(), **consts)
     return dq, dk, dv
 
 

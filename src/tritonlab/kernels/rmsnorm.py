@@ -33,10 +33,9 @@ import torch
 
 from ..backend import DEVICE, tl, triton
 from . import _native, ops
-from ._checks import (FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
-                      stats_dtype)
+from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, stats_dtype
 from ._launch import Bound, PlanCache, current_device, raw_stream, scratch
-from .tuning import tuning_for
+from .tuning import device_of, tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
 # BLOCK_N columns (4096 columns: 128 programs)
@@ -220,33 +219,6 @@ def _rows(t):
     return t if t.dim() == 2 else t.view(math.prod(t.shape[:-1]), t.shape[-1])
 
 
-def _programs_for(n_rows, n_cols, x, t):
-    """Programs of the whole-row backward on a GPU: more per SM for short rows, whose programs
-    are latency-bound; a handful on the simulator."""
-    if x.is_cuda:
-        per_sm = min(t.bwd_max_per_sm, max(1, t.bwd_cols_per_sm // max(1, n_cols)))
-        return max(1, min(n_rows, per_sm * sm_count(x.get_device())))
-    return max(1, min(n_rows, t.simulator_programs))
-
-
-def _bwd_warps(block, element_size, t, prefetch=False):
-    """Warps for the backward, which keeps x, dy, g and the dg accumulator of a whole row in
-    registers: enough that they do not spill, no more (more warps cost time); twice as many
-    where it holds the next row's x and dy too."""
-    warps = block * element_size // t.bwd_bytes_per_warp
-    return min(t.bwd_max_warps, max(t.bwd_min_warps, warps) * (2 if prefetch else 1))
-
-
-def _tiled_rows(n_rows, n_cols, block_m, block_n, x, t):
-    """Rows per program of the tiled backward (a multiple of block_m): enough programs for the
-    tuning's programs per SM (more in 16 bits than in fp32), a handful on the simulator."""
-    col_blocks = triton.cdiv(n_cols, block_n)
-    target = (max(1, t.tiled_bytes_per_sm // x.element_size()) * sm_count(x.get_device())
-              if x.is_cuda else t.simulator_programs)
-    row_blocks = max(1, target // col_blocks)
-    return triton.cdiv(triton.cdiv(n_rows, row_blocks), block_m) * block_m
-
-
 class _Plan:
     """What a call on inputs of one signature (x's shape, dtype and device, g's the same) needs,
     worked out once: the checks passed, which kernels run with which grids, blocks and warps,
@@ -268,6 +240,7 @@ class _Plan:
         if not (n_rows and n_cols):
             return
         acc, t = compute_dtype(x, tl), tuning_for("rmsnorm", x.get_device())
+        device, item = device_of(x.get_device()), x.element_size()
         if chunk or n_cols > t.fwd_register_max:
             self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=chunk or t.wide_fwd_chunk,
                              ACC=acc, num_warps=t.wide_warps)
@@ -280,18 +253,18 @@ class _Plan:
             self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=chunk or t.wide_chunk,
                              ACC=acc, num_warps=t.wide_warps)
             rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
-                    _tiled_rows(n_rows, n_cols, block_m, block_n, x, t))
+                    t.tiled_rows(n_rows, n_cols, block_m, block_n, item, device))
             grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
             self.bwd = Bound(rmsnorm_bwd_tiled_kernel, grid, BLOCK_M=block_m, BLOCK_N=block_n,
                              ACC=acc, num_warps=t.tile_warps)
         else:
-            rows = rows_per_program or triton.cdiv(n_rows, _programs_for(n_rows, n_cols, x, t))
+            rows = rows_per_program or triton.cdiv(n_rows, t.bwd_programs(n_rows, n_cols, device))
             grid = (triton.cdiv(n_rows, rows),)
             block = triton.next_power_of_2(n_cols)
-            prefetch = block * x.element_size() <= t.bwd_prefetch_bytes
+            prefetch = block * item <= t.bwd_prefetch_bytes
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
                              PREFETCH=prefetch,
-                             num_warps=_bwd_warps(block, x.element_size(), t, prefetch))
+                             num_warps=t.bwd_warps(block, item, prefetch))
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
                             BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)

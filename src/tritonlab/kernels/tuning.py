@@ -3,11 +3,12 @@ architecture (quack's style): tiles, warps, programs per SM and the sizes at whi
 function switches kernels. Why each value is what it is, with the measurements behind it:
 docs/decisions.md.
 
-`tuning_for(kind, device)` is the config of one op ("rmsnorm", "matmul", "softmax", "rowsum")
-for a device, looked up once per device (it is on the launch path). The tables are keyed by
+`tuning_for(kind, device)` is the config of one op ("rmsnorm", "matmul", "softmax", "rowsum",
+"attention") for a device, looked up once per device (it is on the launch path). The tables are keyed by
 compute capability major: 9 (Hopper, sm_90) holds what was measured on the H200. Other GPUs and
 the CPU (the simulator, Triton's interpreter) take DEFAULTS, Hopper's values until they are
-measured elsewhere.
+measured elsewhere. Rules that turn a config into a launch's numbers are its methods, on a
+small `Device` record (`device_of`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,31 @@ import dataclasses
 import functools
 
 import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """What the tuning rules need of where a launch runs: the CUDA device index (None: the CPU,
+    the simulator or Triton's interpreter) and its streaming multiprocessors (0 on the CPU)."""
+
+    index: int | None
+    sms: int = 0
+
+    @property
+    def on_gpu(self):
+        return self.index is not None
+
+
+@functools.lru_cache(maxsize=None)
+def device_of(index):
+    """The Device of `tensor.get_device()` (-1 or None: the CPU), looked up once per device."""
+    if index is None or index < 0:
+        return Device(None)
+    return Device(index, torch.cuda.get_device_properties(index).multi_processor_count)
+
+
+def _cdiv(a, b):
+    return -(-a // b)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +75,30 @@ class RMSNormTuning:
     # the warps (docs/decisions.md#rmsnorm-backward-prefetch)
     bwd_prefetch_bytes: int
     simulator_programs: int  # programs of either backward where there are no SMs
+
+    def bwd_programs(self, n_rows, n_cols, device):
+        """Programs of the whole-row backward: more per SM for short rows, whose programs are
+        latency-bound; a handful on the simulator."""
+        if device.on_gpu:
+            per_sm = min(self.bwd_max_per_sm, max(1, self.bwd_cols_per_sm // max(1, n_cols)))
+            return max(1, min(n_rows, per_sm * device.sms))
+        return max(1, min(n_rows, self.simulator_programs))
+
+    def bwd_warps(self, block, element_size, prefetch=False):
+        """Warps of the whole-row backward, which keeps x, dy, g and the dg accumulator of a row
+        in registers: enough that they do not spill, no more (more warps cost time); twice as
+        many where it holds the next row's x and dy too."""
+        warps = block * element_size // self.bwd_bytes_per_warp
+        return min(self.bwd_max_warps, max(self.bwd_min_warps, warps) * (2 if prefetch else 1))
+
+    def tiled_rows(self, n_rows, n_cols, block_m, block_n, element_size, device):
+        """Rows per program of the tiled backward (a multiple of block_m): enough programs for
+        tiled_bytes_per_sm (more in 16 bits than in fp32), a handful on the simulator."""
+        col_blocks = _cdiv(n_cols, block_n)
+        target = (max(1, self.tiled_bytes_per_sm // element_size) * device.sms
+                  if device.on_gpu else self.simulator_programs)
+        row_blocks = max(1, target // col_blocks)
+        return _cdiv(_cdiv(n_rows, row_blocks), block_m) * block_m
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +166,40 @@ class RowSumTuning:
     max_warps: int
 
 
+@dataclasses.dataclass(frozen=True)
+class AttentionTuning:
+    """Configs (BLOCK_M, BLOCK_N, num_warps, num_stages) of FlashAttention's three tiled
+    kernels (kernels/attention.py). The forward and dQ kernels own BLOCK_M queries and step
+    BLOCK_N keys (BLOCK_M a multiple of BLOCK_N); the dK/dV kernel owns BLOCK_N keys and steps
+    BLOCK_M queries (BLOCK_N a multiple of BLOCK_M): the causal loop bounds rely on it. `small`
+    serves head dims up to 64, `large` up to 128 (more registers per row: smaller tiles or more
+    warps). The autotuner picks among them per shape, dtype and causality."""
+
+    fwd_small: tuple
+    fwd_large: tuple
+    dkdv_small: tuple
+    dkdv_large: tuple
+    dq_small: tuple
+    dq_large: tuple
+    # The simulator's one config per kernel: small tiles (tests use sequences of 16 to 80)
+    # with BLOCK_M != BLOCK_N, so that the causal bounds' multiple-of rule is exercised
+    simulator_fwd: tuple = (32, 16, 4, 1)
+    simulator_dkdv: tuple = (16, 32, 4, 1)
+    simulator_dq: tuple = (32, 16, 4, 1)
+    preprocess_block: int = 128  # rows per program of D = rowsum(dO * O)
+    simulator_preprocess_block: int = 16
+    # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
+    # more compiles and timings than it can save (as matmul's tune_above)
+    tune_above: int = 1 << 22
+
+    def configs(self, kernel, block_d):
+        """The configs of kernel "fwd", "dkdv" or "dq" for a head-dim block."""
+        return getattr(self, f"{kernel}_{'small' if block_d <= 64 else 'large'}")
+
+    def simulator(self, kernel):
+        return getattr(self, f"simulator_{kernel}")
+
+
 TUNINGS = {
     "rmsnorm": {9: RMSNormTuning(
         fwd_register_max=32768, bwd_register_max=16384, wide_chunk=4096, wide_fwd_chunk=16384,
@@ -139,6 +223,22 @@ TUNINGS = {
     "rowsum": {9: RowSumTuning(
         block=2048, short_cols=1024, short_rows=2, bytes_per_warp=512, short_bytes_per_warp=1024,
         min_warps=4, max_warps=16)},
+    # H100/H200 candidates, after Triton's fused-attention tutorial's choices (fwd 128x64 /
+    # 128x128, bwd 32x128 / 128x32) and their neighbours. Few of them: each is one compile per
+    # head dim, dtype and causality (16 in all per set).
+    "attention": {9: AttentionTuning(
+        fwd_small=((128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 4, 4), (128, 32, 4, 3),
+                   (64, 64, 4, 3), (64, 32, 4, 4)),
+        fwd_large=((128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (128, 32, 4, 3),
+                   (64, 64, 4, 3), (64, 32, 4, 4)),
+        dkdv_small=((32, 128, 4, 3), (32, 128, 8, 3), (64, 128, 8, 3), (32, 64, 4, 3),
+                    (16, 64, 4, 4)),
+        dkdv_large=((32, 128, 8, 3), (32, 128, 4, 3), (64, 128, 8, 2), (32, 64, 4, 3),
+                    (16, 64, 4, 3)),
+        dq_small=((128, 32, 4, 3), (128, 32, 8, 3), (128, 64, 8, 3), (64, 32, 4, 3),
+                  (64, 16, 4, 4)),
+        dq_large=((128, 32, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (64, 32, 4, 3),
+                  (64, 16, 4, 3)))},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
