@@ -279,8 +279,8 @@ def test_bad_inputs():
 @pytest.mark.parametrize("shape", [(2, 4, 1024, 1024, 64), (1, 2, 2048, 2048, 128),
                                    (1, 3, 1000, 1531, 80), (1, 1, 4096, 4096, 32)])
 def test_gpu_against_sdpa(shape, dtype, causal):
-    """Shapes above the attention tuning's tune_above (autotuned) and below it, odd lengths, Nq != Nk, a padded
-    head dim, against float64 math; SDPA (top-left causal needs Nq == Nk there) as a check on
+    """Shapes above the attention tuning's tune_above (autotuned) and below it, odd lengths,
+    Nq != Nk, a padded head dim, against float64 math; SDPA (top-left causal needs Nq == Nk there) as a check on
     the reference."""
     b, h, n_q, n_k, d = shape
     q, k, v, do = inputs(b, n_q, n_k, d, dtype=dtype, heads=h)
