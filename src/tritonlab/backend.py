@@ -16,9 +16,7 @@ import minitriton
 import minitriton.language
 from minitriton.tools.tensor_descriptor import TensorDescriptor as SimTensorDescriptor
 
-from .errors import BackendError
-
-BACKENDS = ("triton", "sim", "interpret")
+from .errors import BACKENDS, BackendError
 
 
 def _cuda_triton_available():
@@ -36,7 +34,7 @@ def _choose():
     env = os.environ.get("TRITONLAB_BACKEND", "").strip().lower()
     if env:
         if env not in BACKENDS:
-            raise BackendError(f"TRITONLAB_BACKEND={env!r}: choose one of {', '.join(BACKENDS)}")
+            raise BackendError.unknown(env)
         return env
     return "triton" if _cuda_triton_available() else "sim"
 

@@ -144,3 +144,4 @@ def test_dot_engine_setting():
     with pytest.raises(ValueError, match="dot_engine"):
         minitriton.Settings(dot_engine="fast")
     assert minitriton.Settings.from_env({"MINITRITON_DOT_ENGINE": "NumPy"}).dot_engine == "numpy"
+

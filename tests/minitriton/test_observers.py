@@ -1,5 +1,7 @@
 """The observer protocol (minitriton/context.py): what a new check sees of a launch, and that
 the lockstep executor's re-runs of diverged programs are undone for it as for memory."""
+import re
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,12 @@ def test_the_environment_names_every_check_by_its_field():
     with pytest.raises(ValueError, match="races, order, padding, footprint"):
         triton.Settings.from_env({"MINITRITON_SANITIZE": "bounds"})
 
+
+def test_every_variable_the_settings_read_is_watched():
+    """current_settings makes the environment's settings again only when a variable of
+    _ENV_NAMES changed: every MINITRITON_ variable that from_env reads must be in it."""
+    import inspect
+    from minitriton import settings
+    read = set(re.findall(r'"(MINITRITON_[A-Z_]+)"', inspect.getsource(settings.Settings.from_env)))
+    read |= {f"MINITRITON_{n.upper()}" for n in ("strict_globals", "exact_dot")}
+    assert read <= set(settings._ENV_NAMES), read - set(settings._ENV_NAMES)

@@ -7,6 +7,7 @@ import runpy
 import sys
 from pathlib import Path
 
+from ..errors import BACKENDS, BackendError
 from .options import UserError
 
 OUT_ENV, DEFAULT_OUT = "TRITONLAB_OUT", "tritonlab-out"
@@ -73,9 +74,8 @@ def lecture_options(script, doc, writes_files=True):
     # the backend, before the lecture imports it (its import fails with a traceback): the
     # lectures call this first
     name = os.environ.get("TRITONLAB_BACKEND", "").strip().lower()
-    problem = backend_problem() or (
-        f"TRITONLAB_BACKEND={name!r}: choose one of triton, sim, interpret (or unset it)"
-        if name and name not in ("triton", "sim", "interpret") else None)
+    problem = backend_problem() or (str(BackendError.unknown(name))
+                                    if name and name not in BACKENDS else None)
     if problem:
         print(f"{Path(script).name}: error: {problem}", file=sys.stderr)
         sys.exit(2)

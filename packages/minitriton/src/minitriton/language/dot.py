@@ -282,8 +282,8 @@ def _in_range(bits, exps):
 
 def _fast_operand(v):
     """`v` as fp32 when the fast chain can take it, else None."""
-    f = np.asarray(v, np.float32)
-    if f.dtype != np.asarray(v).dtype and not np.array_equal(f, v):
+    f = _exact_f32(v)
+    if f is None:
         return None
     bits = f.view(np.uint32)
     if (bits & _LOW_BITS).any() or not _in_range(bits, _OPERAND_EXP):
