@@ -229,3 +229,26 @@ def test_autotune_sample_setting():
     assert triton.Settings.from_env({"MINITRITON_AUTOTUNE_SAMPLE": "0"}).autotune_sample == 0
     with pytest.raises(ValueError, match="autotune_sample"):
         triton.Settings(autotune_sample=-1)
+
+
+def test_configs_that_differ_only_in_warps_and_stages_share_one_trial():
+    """The simulated launch does not depend on num_warps or num_stages: one trial stands for
+    them all (LaunchRecord.stands_for), and each config's shared memory is still checked with
+    its own stages (64x32 + 32x64 halves a stage: 30 stages need 240 KiB, over the H100's)."""
+    configs = [triton.Config({"BM": 64, "BN": 64}, num_warps=4, num_stages=2),
+               triton.Config({"BM": 64, "BN": 64}, num_warps=8, num_stages=3),
+               triton.Config({"BM": 64, "BN": 64}, num_stages=30),
+               triton.Config({"BM": 32, "BN": 32}, num_warps=4)]
+    tuned = triton.autotune(configs, key=["M"])(matmul)
+    a, b, c = _mm_inputs()
+    with triton.record() as launches:
+        tuned[_grid2](a, b, c, 64, 64, 32)
+    records = list(launches)
+    trials, final = records[:-1], records[-1]
+    assert [r.constexprs["BM"] for r in trials] == [64, 32]  # two trial launches, not four
+    assert [r.stands_for for r in trials] == [3, 1] and final.stands_for == 1
+    t = {(cfg.kwargs["BM"], cfg.num_stages): ms[0] for cfg, ms in tuned.configs_timings.items()}
+    assert t[(64, 2)] == t[(64, 3)] < t[(32, 3)]  # same counts, same roofline time
+    assert t[(64, 30)] == float("inf")  # Triton's OutOfResources
+    assert tuned.best_config.num_stages in (2, 3) and tuned.best_config.kwargs["BM"] == 64
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)

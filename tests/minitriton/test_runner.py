@@ -414,6 +414,67 @@ def test_small_measures_the_smallest_points_once(tmp_path, capsys):
     assert rc == 0 and out.startswith("[16, 64, 1024, 4096]"), err
 
 
+SMALL_SAMPLED = """
+    import numpy as np
+    import triton
+    import triton.language as tl
+    import minitriton
+
+    @triton.jit
+    def mark(x_ptr):
+        tl.store(x_ptr + tl.program_id(0), 1.0)
+
+    seen = []
+
+    @triton.testing.perf_report(triton.testing.Benchmark(
+        x_names=["n"], x_vals=[256], line_arg="p", line_vals=["timed", "checked"],
+        line_names=["T", "C"], plot_name="p", args={}))
+    def bench(n, p):
+        x = np.zeros(n, np.float32)
+        with minitriton.record() as rec:
+            ms = triton.testing.do_bench(lambda: mark[(n,)](x))
+        seen.append((p, rec[-1].sampled, int(x.sum())))
+        if p == "checked":
+            assert x.all(), "not every program ran"  # fails under sampling: runs in full
+        return ms
+
+    bench.run(print_data=False)
+    x = np.zeros(256, np.float32)
+    mark[(256,)](x)  # outside a benchmark point: every program
+    print(seen, int(x.sum()))
+"""
+
+
+def test_small_samples_the_programs_of_benchmark_points(tmp_path, capsys):
+    """Under --small a benchmark point's launches run 16 programs of their grid; a point
+    whose own check fails that way runs again with every program."""
+    rc, out, err = run_here(tmp_path, capsys, SMALL_SAMPLED, small=True)
+    assert rc == 0, err
+    assert out.strip() == ("[('timed', (16, 256), 16), ('checked', (16, 256), 16), "
+                           "('checked', None, 256)] 256")
+
+
+def test_scaling_adds_the_programs_a_sample_left_out():
+    """testing.do_bench under --small: a sampled launch counts as its whole grid."""
+    import numpy as np
+
+    import minitriton.language as tl
+    from minitriton.runtime.launch import sampling, scaling
+
+    @minitriton.jit
+    def mark(x_ptr):
+        tl.store(x_ptr + tl.program_id(0), 1.0)
+
+    x = np.zeros(100, np.float32)
+    with scaling() as extra, sampling(10):
+        first = mark[(100,)](x)
+        second = mark[(100,)](x)
+    assert extra[0] == pytest.approx((first.seconds + second.seconds) * 9)
+    with scaling() as extra:
+        mark[(100,)](x)  # not sampled: nothing to add
+    assert extra == [0.0]
+
+
 def test_module_arguments_are_the_modules(tmp_path):
     (tmp_path / "shout.py").write_text("import sys\nprint(sys.argv[1:])\n")
     done = subprocess.run([sys.executable, "-m", "minitriton", "--gpu", "h200", "-m", "shout",

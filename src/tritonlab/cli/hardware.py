@@ -79,11 +79,22 @@ def run_roofline(args):
         print(launch_report(launch, args.gpu, rate))
         if launch.kernel in trials:
             print(f"  autotuned: this is the configuration chosen ({config_label(launch)}) of "
-                  f"{len(trials[launch.kernel])} tried" +
+                  f"{_tried(trials[launch.kernel])}" +
                   ("" if args.all_configs else "; --all-configs prints the bound of each"))
     if args.all_configs:
         _print_trials(trials, chosen, args, rate)
     return 0
+
+
+def _tried(records):
+    """'N tried', or where configurations that differ only in num_warps and num_stages shared
+    a trial launch (minitriton's autotuner runs one for them, LaunchRecord.stands_for):
+    'N configurations (M trial launches ...)'."""
+    configs = sum(r.stands_for for r in records)
+    if configs == len(records):
+        return f"{len(records)} tried"
+    return (f"{configs} configurations ({len(records)} trial launches: those that differ "
+            "only in num_warps and num_stages share one)")
 
 
 def _print_trials(trials, chosen, args, rate):
@@ -93,7 +104,9 @@ def _print_trials(trials, chosen, args, rate):
     for kernel, records in trials.items():
         picked = {config_label(c) for c in chosen if c.kernel == kernel}
         print(f"\n{kernel}: the {len(records)} configurations the autotuner tried (it ranks "
-              "them by their roofline time on its emulated GPU, Settings.autotune_gpu):")
+              "them by their roofline time on its emulated GPU, Settings.autotune_gpu; one "
+              "trial stands for the configurations that differ from it only in num_warps and "
+              "num_stages):")
         for launch in records:
             label = config_label(launch)
             print(f"- {label}{' (chosen)' if label in picked else ''}\n"

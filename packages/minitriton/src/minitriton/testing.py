@@ -26,8 +26,10 @@ import time
 
 import numpy as np
 
+from .runtime.launch import sampling, scaling
+
 RETURN_MODES = ("min", "max", "mean", "median", "all")
-_SMALL = {"points": None}  # set by small(): benchmarks measure only their smallest points
+_SMALL = {"points": None, "programs": 0}  # set by small(): benchmarks in a hurry
 _CPU_NOTE = ("minitriton.testing: timings are this CPU's wall time of the simulator, not a "
              "GPU's; compare providers on this machine only (a simulated kernel is slower than "
              "torch's CPU code: what it measures is not the GPU's ranking)")
@@ -35,18 +37,27 @@ _NOTED = []  # whether the note was printed in this process
 
 
 @contextlib.contextmanager
-def small(points=2):
-    """Benchmarks in a hurry (the runner's `--small`), for the duration: every `Benchmark` of
-    `perf_report` measures only its `points` smallest x values (by the product of their
-    numbers), and `do_bench` runs `fn` once and returns that call's time (its first, which
-    compiles: a small part of a simulated call), whatever its `warmup` and `rep`. Kernels, problem sizes outside benchmarks, and the
-    program's checks are untouched."""
-    saved = _SMALL["points"]
-    _SMALL["points"] = int(points)
+def small(points=2, programs=16):
+    """Benchmarks in a hurry (the runner's `--small`), for the duration:
+
+    - every `Benchmark` of `perf_report` measures only its `points` smallest x values (by the
+      product of their numbers);
+    - inside a benchmark point, every launch runs `programs` of its grid's programs, evenly
+      spread over the launch order (the autotuner's sampled trials; 0: all of them). The
+      values such a point computes are not the kernel's (the other programs did not run):
+      a point that fails that way (a check of values in the benchmark function, programs
+      waiting on others) runs again in full;
+    - `do_bench` runs `fn` once and returns that call's time (its first, which compiles),
+      each sampled launch's time scaled by its grid's programs over those that ran, whatever
+      `warmup` and `rep`.
+
+    Kernels and checks outside benchmark points, and problem sizes, are untouched."""
+    saved = dict(_SMALL)
+    _SMALL.update(points=int(points), programs=int(programs))
     try:
         yield
     finally:
-        _SMALL["points"] = saved
+        _SMALL.update(saved)
 
 
 def _magnitude(x):
@@ -96,7 +107,9 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     if _SMALL["points"] is not None:  # in a hurry: one call, timed, compilation and all
         for x in grad_to_none or ():
             x.grad = None
-        return _summarize([_call_ms(fn)], quantiles, return_mode)
+        with scaling() as extra:  # sampled launches count as their whole grids
+            ms = _call_ms(fn)
+        return _summarize([ms + extra[0] * 1e3], quantiles, return_mode)
     first = _call_ms(fn)  # compiles, as on the GPU: not part of the estimate
     n_estimate = max(1, min(5, int(rep / max(first, 1e-6))))
     estimate = max(sum(_call_ms(fn) for _ in range(n_estimate)) / n_estimate, 1e-6)
@@ -220,6 +233,17 @@ class Mark:
         self.fn = fn
         self.benchmarks = benchmarks
 
+    def _point(self, **kwargs):
+        """One point of a benchmark: under `small`, with sampled launches first, in full if
+        the sample fails."""
+        if not _SMALL["points"] or not _SMALL["programs"]:
+            return self.fn(**kwargs)
+        try:
+            with sampling(_SMALL["programs"]):
+                return self.fn(**kwargs)
+        except Exception:  # a check of the values, or programs that wait on ones not run
+            return self.fn(**kwargs)
+
     def _measure(self, bench, kwargs):
         """Rows of x values + (value, low, high) per line."""
         rows = []
@@ -234,8 +258,8 @@ class Mark:
                                  f"got {x}")
             lines = []
             for y in bench.line_vals:
-                ret = self.fn(**dict(zip(bench.x_names, xs)), **{bench.line_arg: y},
-                              **bench.args, **kwargs)
+                ret = self._point(**dict(zip(bench.x_names, xs)), **{bench.line_arg: y},
+                                  **bench.args, **kwargs)
                 lines.append(tuple(ret) if isinstance(ret, (list, tuple)) else (ret, None, None))
             rows.append((xs, lines))
         return rows

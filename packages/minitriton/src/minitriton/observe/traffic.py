@@ -64,6 +64,9 @@ class LaunchRecord:
     # (programs run, programs in the grid) where only a sample ran (the autotuner's trials on
     # the CPU, launch.sampling): the totals are then the sample's
     sampled: tuple = None
+    # how many autotune configurations this launch's counts stand for: an autotuner trial is
+    # shared by the configs that differ only in num_warps and num_stages (runtime/autotune.py)
+    stands_for: int = 1
 
     @property
     def num_programs(self):

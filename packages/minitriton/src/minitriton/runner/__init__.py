@@ -62,8 +62,10 @@ def parser():
                            "CPU either way")
     p.add_argument("--small", action="store_true",
                    help="benchmarks in a hurry: each triton.testing Benchmark measures its 2 "
-                        "smallest x values, do_bench times one call; kernels, checks and "
-                        "other sizes are untouched")
+                        "smallest x values, launches inside a benchmark point run 16 of their "
+                        "programs (the point runs again in full if it fails that way), "
+                        "do_bench times one call scaled to the whole grids; checks outside "
+                        "benchmarks and the program's sizes are untouched")
     p.add_argument("--shrink", type=int, default=None, metavar="N",
                    help="divide the program's hard-coded sizes by N before it runs: power-of-"
                         "two integer literals from 1024 up in the script itself, not in kernels,"

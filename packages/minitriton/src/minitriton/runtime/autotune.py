@@ -19,7 +19,10 @@ A trial runs only a sample of its grid's programs (`Settings.autotune_sample`, 1
 default: evenly spread over the launch order, first and last included; launch.sampling) and
 its counts are scaled to the grid: what ranks the configs is traffic per program, which the
 sample gives (benchmarks/autotune_sampling.py measures the agreement with full trials).
-Then only the chosen config runs in full. Trials sum their dots with NumPy's matmul
+Then only the chosen config runs in full. Configs that differ only in `num_warps` and
+`num_stages` share one trial (the simulated launch and its counts do not depend on them; each
+config's shared memory is checked with its own stages): the autotuner's and the configs'
+pre- and post-hooks run once per such group. Trials sum their dots with NumPy's matmul
 (`exact_dot=False`): their outputs are thrown away, and the counts are the same. A kernel that spins on other programs (a `while`
 loop and an atomic) has full trials, and so does a sampled trial that deadlocks.
 
@@ -51,7 +54,12 @@ from ..source import internal_frame
 from .compiled import estimate
 from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
-from .launch import ResourceWatcher, sampling, watching
+from .launch import ResourceWatcher, sampling, scaling, watching
+
+
+# A config's options that the simulated launch and its counts do not depend on: configs that
+# differ only in these share one trial (their timings differ through the shared-memory check).
+_PERFORMANCE_ONLY = ("num_warps", "num_stages")
 
 
 class InPlaceAutotuneWarning(UserWarning):
@@ -218,7 +226,7 @@ class Autotuner(KernelInterface):
                 pruned = sorted(est, key=est.get)[:top_k]
         return list(pruned)
 
-    def _trial(self, args, config, kwargs, snapshot, target, sample):
+    def _trial(self, args, config, kwargs, snapshot, sample):
         conflicts = kwargs.keys() & config.kwargs.keys()
         if conflicts:
             raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure "
@@ -230,8 +238,10 @@ class Autotuner(KernelInterface):
         self.pre_hook(full_nargs)
         probe, touched = ResourceWatcher(), _Touched()
         try:
-            # the trial's results are thrown away: its dots need the GPU's counts, not its bits
-            with watching(probe, touched), sampling(sample), configure(exact_dot=False):
+            # the trial's results are thrown away: its dots need the GPU's counts, not its bits;
+            # its time is not part of a `--small` benchmark's estimate (scaling)
+            with watching(probe, touched), sampling(sample), scaling(), \
+                    configure(exact_dot=False):
                 record = self.fn.run(*args, **current)
             self.post_hook(full_nargs, exception=None)
         except Exception as e:
@@ -240,13 +250,25 @@ class Autotuner(KernelInterface):
             finally:
                 snapshot.restore()
             if isinstance(e, DeadlockError) and sample:  # it waits on programs not sampled
-                return self._trial(args, config, kwargs, snapshot, target, 0)
+                return self._trial(args, config, kwargs, snapshot, 0)
             if isinstance(e, CompilationError) and "Static assertion failed" in e.message:
-                return [float("inf")] * 3  # Triton's CompileTimeAssertionFailure
+                return None  # Triton's CompileTimeAssertionFailure: timed as infinite
             raise
         snapshot.restore()
         self._note_in_place(touched, full_nargs)
-        shared = estimate(record.options, probe.max_block, probe.dots, probe.reductions)[2]
+        return record, probe
+
+    @staticmethod
+    def _time(trial, config, target):
+        """A config's [t, t, t] in ms from a trial of its group (the counts of its launch
+        under this config's warps and stages); infinite when the trial failed as Triton's
+        compile-time checks do, or the config's shared memory exceeds the GPU's."""
+        if trial is None:
+            return [float("inf")] * 3
+        record, probe = trial
+        options = {**record.options, **{k: v for k, v in config.all_kwargs().items()
+                                        if k in _PERFORMANCE_ONLY}}
+        shared = estimate(options, probe.max_block, probe.dots, probe.reductions)[2]
         if shared > target.shared_per_block_optin:  # Triton's OutOfResources
             return [float("inf")] * 3
         ran, total = record.sampled or (1, 1)
@@ -307,7 +329,15 @@ class Autotuner(KernelInterface):
         target = gpu(settings.autotune_gpu, "autotune_gpu")
         snapshot = _Snapshot({**self.nargs, **kwargs})
         sample = 0 if self._spins or len(configs) < 2 else settings.autotune_sample
-        timings = {c: self._trial(args, c, kwargs, snapshot, target, sample) for c in configs}
+        trials, timings = {}, {}
+        for c in configs:  # configs that differ in warps and stages only share one trial
+            group = (*((k, v) for k, v in c.all_kwargs().items() if k not in _PERFORMANCE_ONLY),
+                     c.pre_hook)
+            if group not in trials:
+                trials[group] = self._trial(args, c, kwargs, snapshot, sample)
+            elif trials[group] is not None:
+                trials[group][0].stands_for += 1
+            timings[c] = self._time(trials[group], c, target)
         self.cache[key] = builtins.min(timings, key=timings.get)
         self.configs_timings = timings
         self.pre_hook({**self.nargs, **kwargs, **self.cache[key].all_kwargs()}, reset_only=True)

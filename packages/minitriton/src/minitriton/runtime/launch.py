@@ -72,6 +72,24 @@ def sampling(programs):
         _SAMPLE.reset(token)
 
 
+_SCALED: contextvars.ContextVar = contextvars.ContextVar("minitriton_scaled", default=None)
+
+
+@contextlib.contextmanager
+def scaling():
+    """Yields a one-element list that collects, for the sampled launches in the block, the
+    seconds their whole grids would have added: each one's run time (compilation and argument
+    checks excluded) times (programs - sampled) / sampled. The `--small` benchmarks' estimate
+    of a call's full time; an upper bound for the lockstep executor, whose whole grid shares
+    per-operation costs that a sample pays alone."""
+    extra = [0.0]
+    token = _SCALED.set(extra)
+    try:
+        yield extra
+    finally:
+        _SCALED.reset(token)
+
+
 def _sample(ids, record):
     """The programs to run: all of `ids`, or an even sample of them under `sampling`."""
     want = _SAMPLE.get()
@@ -401,6 +419,10 @@ def launch(kernel, grid, args, kwargs):
         ctx.scratch.clear()  # the context lives on in reference cycles until a collection
         context.leave(token)
     record.seconds = time.perf_counter() - start
+    extra = _SCALED.get()
+    if record.sampled and extra is not None:
+        ran, total = record.sampled
+        extra[0] += record.seconds * (total - ran) / ran
     publish(record)
     return record
 
