@@ -20,7 +20,7 @@ What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -517,7 +517,7 @@ def _run_split(kernel, operands, out, *args):
         return
     rows = P > 1  # split the programs, else the rows of the one program
     size = -(-(P if rows else M) // parts)
-    jobs = []
+    calls = []
     for lo in range(0, P if rows else M, size):
         cut = slice(lo, lo + size)
         if rows:
@@ -526,7 +526,12 @@ def _run_split(kernel, operands, out, *args):
         else:  # x-like operands (even positions) and out are cut along M, y-like ones shared
             pieces = [a[:, cut] if i % 2 == 0 else a for i, a in enumerate(operands)]
             target = out[:, cut]
-        jobs.append(_pool().submit(kernel, *pieces, target, *args))
+        calls.append((*pieces, target, *args))
+    jobs = [_pool().submit(kernel, *call) for call in calls[1:]]
+    try:
+        kernel(*calls[0])  # this thread takes a slice too, instead of waiting idle
+    finally:
+        wait(jobs)  # no slice still written after an error
     for job in jobs:
         job.result()
 

@@ -44,6 +44,7 @@ from ..source import (KERNEL_CODES, PYTHON_ERRORS, as_compilation_error, full_tr
                       user_frames)
 from .compiled import CompiledKernel
 from .executors import program_ids, run_lockstep, run_sequential
+from .heap import keep_heap
 
 # Triton 3.6's launch keywords: its CUDA backend options (CUDAOptions) and the launcher's own
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
@@ -299,6 +300,8 @@ def _prepare(kernel, grid, args, kwargs):
     named, options = _bind(kernel, args, dict(kwargs))
     _check_host_arrays(kernel, named)
     settings = options.pop("minitriton_settings", None) or current_settings()
+    if settings.keep_heap:
+        keep_heap()
     fn = kernel.compile(settings)
     constexpr_names = {kernel.arg_names[i] for i in kernel.constexprs}
     user_grid = _resolve_grid(kernel, grid, named)
