@@ -97,6 +97,45 @@ def test_threads_and_one_program_split_by_rows():
     same_bits(*both(dot.mma_chain, x1, y1, None, 0))
 
 
+@minitriton.jit
+def _k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Each program sums its own BM x K @ K x BN product, BK at a time (`acc += tl.dot`)."""
+    pid = tl.program_id(0)
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + pid * BM * K + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * BN + rn[None, :]
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * BN
+    tl.store(c_ptr + pid * BM * BN + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("waiting", [False, True])
+def test_chains_summed_behind_the_kernel(waiting, monkeypatch):
+    """`acc += tl.dot` of 2^16 multiply-adds and more runs on the chain's thread while the
+    kernel goes on (dot.behind), alone or split when steps wait behind it: the same bits."""
+    if waiting:  # as if steps were queued: the chain's thread splits its dots
+        monkeypatch.setattr(dot, "_WAITING", [10 ** 6])
+    arith, behind, started = importlib.import_module("minitriton.language.arith"), dot.behind, []
+    monkeypatch.setattr(arith, "behind", lambda *a: started.append(behind(*a)) or started[-1])
+    rng = np.random.default_rng(11)
+    P, BM, BN, K = 8, 64, 64, 128
+    a = rng.standard_normal((P * BM, K)).astype(np.float32)
+    b = rng.standard_normal((K, BN)).astype(np.float32)
+
+    def run():
+        c = np.zeros((P * BM, BN), np.float32)
+        _k_loop[(P,)](a, b, c, K, BM=BM, BN=BN, BK=32)
+        return c
+    want, got = both(run)
+    same_bits(want, got)
+    assert all(started[-4:]) and not any(started[:-4])  # numba sums behind, NumPy now
+    assert not np.array_equal(got, a @ b)  # TF32 sums, not fp32's
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=0.02, atol=0.05)
+
+
 CORPUS = [n for n in names("case_") if "dot" in n or "matmul" in n or "tf32" in n]
 
 

@@ -372,8 +372,20 @@ def integer_promote(a, b):
     return b if b.int_bitwidth >= a.int_bitwidth else a
 
 
+_COMPUTATION_TYPES = {}  # (a, a_is_literal, b, b_is_literal, div_or_mod) -> type
+
+
 def computation_type(a, a_is_literal, b, b_is_literal, div_or_mod):
-    """Result type of an arithmetic op, as `computation_type_impl` in Triton."""
+    """Result type of an arithmetic op, as `computation_type_impl` in Triton (remembered per
+    combination: every operator of every kernel asks)."""
+    key = (a, a_is_literal, b, b_is_literal, div_or_mod)
+    found = _COMPUTATION_TYPES.get(key)
+    if found is None:
+        found = _COMPUTATION_TYPES[key] = _computation_type(*key)
+    return found
+
+
+def _computation_type(a, a_is_literal, b, b_is_literal, div_or_mod):
     if a_is_literal != b_is_literal:
         lit, ten = (a, b) if a_is_literal else (b, a)
         if lit.kind() <= ten.kind():

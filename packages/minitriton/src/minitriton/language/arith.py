@@ -19,10 +19,10 @@ from ..context import active
 from ..errors import CompilationError
 from ..settings import triton_release
 from ..types import _unwrap
-from .core import (broadcast_shapes, cast, compute_array, constant, elementwise, is_tensor,
-                   lazy_pointer, literal, pointer_parts, tensor, tensor_member, to_int1, to_tensor,
-                   _convert)
-from .dot import int_mma_chain, mma_chain
+from .core import (broadcast_shapes, cast, compute_array, constant, deferred, elementwise,
+                   is_tensor, lazy_pointer, literal, pointer_parts, tensor, tensor_member,
+                   to_int1, to_tensor, _convert)
+from .dot import behind, int_mma_chain, mma_chain
 
 
 def _literal_operand(value, ty):
@@ -76,8 +76,9 @@ def operands(a, b, allow_lhs_ptr=False, allow_rhs_ptr=False, arithmetic=True, di
     _check_ptr(b_ty, a_ty, allow_rhs_ptr)
     if arithmetic and not a_ty.is_ptr() and not b_ty.is_ptr():
         ty = _t.computation_type(a_ty, a_lit, b_ty, b_lit, div_or_mod)
-        a = _literal_operand(a, ty) if a_lit else cast(a, ty)
-        b = _literal_operand(b, ty) if b_lit else cast(b, ty)
+        # (a cast to the type it has returns it: skip the call, which every operator makes)
+        a = _literal_operand(a, ty) if a_lit else a if a_ty is ty else cast(a, ty)
+        b = _literal_operand(b, ty) if b_lit else b if b_ty is ty else cast(b, ty)
     else:
         a, b = to_tensor(a), to_tensor(b)
     return a, b, broadcast_shapes(a.shape, b.shape)
@@ -371,11 +372,16 @@ def _dot_accumulating(a, b, shape):
     for dot_result, d in ((b, a), (a, b)):
         if dot_result.chain is not None and list(dot_result.shape) == list(shape) and \
                 a.dtype == b.dtype and a.dtype in (_t.float32, _t.int32):
-            other = _expand(compute_array(d), d, len(shape))
             p, q, step = dot_result.chain
             if step == "int":
+                other = _expand(compute_array(d), d, len(shape))
                 return tensor(int_mma_chain(p, q, other), _t.int32, shape)
-            out = tensor(mma_chain(p, q, other, step), _t.float32, shape)
+            result = behind(p, q, lambda: _expand(compute_array(d), d, len(shape)), step)
+            if result is None:
+                out = tensor(mma_chain(p, q, _expand(compute_array(d), d, len(shape)), step),
+                             _t.float32, shape)
+            else:  # summed on the chain's thread while the kernel goes on
+                out = deferred(None, _t.float32, shape, make=result)
             out.layout = dot_result.layout  # still the dot's accumulator
             return out
     return None

@@ -303,14 +303,27 @@ def is_tensor(x):
     return isinstance(x, tensor)
 
 
+_LITERALS = {}  # (type, value, dtype) -> the read-only array of `literal`, for ints and floats
+_LITERALS_MAX = 4096
+
+
 def literal(value, dtype):
     """A uniform scalar tensor holding a Python value converted to `dtype`."""
-    with np.errstate(all="ignore"):
-        if dtype.is_bool():
-            arr = np.array([bool(value)])
-        else:
-            arr = np.array([value], dtype=np.float64 if dtype.is_floating() else None)
-            arr = _convert(arr, dtype)
+    kind = type(value)
+    # 0.0 == -0.0 and NaN != NaN: those are converted every time
+    key = (kind, value, dtype) if kind is int or (kind is float and value and value == value) \
+        else None
+    arr = None if key is None else _LITERALS.get(key)
+    if arr is None:
+        with np.errstate(all="ignore"):
+            if dtype.is_bool():
+                arr = np.array([bool(value)])
+            else:
+                arr = np.array([value], dtype=np.float64 if dtype.is_floating() else None)
+                arr = _convert(arr, dtype)
+        if key is not None and len(_LITERALS) < _LITERALS_MAX:
+            arr.flags.writeable = False  # shared by every tensor of this literal
+            _LITERALS[key] = arr
     return tensor(arr, dtype, [])
 
 

@@ -20,6 +20,7 @@ What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
@@ -190,9 +191,14 @@ def _exponents(v):
     return np.where(v != 0, e - 1, _NO_EXPONENT).astype(np.int32)
 
 
-def mma_chain(x, y, acc, step):
+_ASK = object()
+
+
+def mma_chain(x, y, acc, step, compiled=_ASK):
     """x (..., M, K) @ y (..., K, N) in the GPU's order, from the fp32 accumulator `acc` (or
-    zeros): `step` products per tensor-core step (0: one fused multiply-add per k)."""
+    zeros): `step` products per tensor-core step (0: one fused multiply-add per k).
+    `compiled`: dot_compiled or None (NumPy), as `_compiled()` answers in the launch (a
+    caller on another thread has no launch context to ask)."""
     lead = np.broadcast_shapes(np.shape(x)[:-2], np.shape(y)[:-2],
                                () if acc is None else np.shape(acc)[:-2])
     M, K, N = np.shape(x)[-2], np.shape(x)[-1], np.shape(y)[-1]
@@ -203,7 +209,7 @@ def mma_chain(x, y, acc, step):
            .copy())
     # inf * 0 and inf - inf: NaN, as on the GPU, without NumPy's warnings
     with np.errstate(invalid="ignore", over="ignore"):
-        compiled = _compiled()
+        compiled = _compiled() if compiled is _ASK else compiled
         if compiled is not None:
             fast = _compiled_chain(compiled, x, y, out, step, acc is None)
         else:
@@ -502,6 +508,40 @@ def _compiled():
 
 
 _MIN_SPLIT = 1 << 18  # multiply-adds per thread below which one thread does the whole dot
+_MIN_BEHIND = 1 << 16  # multiply-adds below which a chain is not worth a thread's hand-off
+_CHAINS = {}  # pid -> the thread that runs accumulating dots behind the kernel's Python
+_WAITING = [0]  # chains asked for and not started (approximate: a heuristic's)
+
+
+_THREAD = threading.local()
+
+
+def _alone():
+    """The chain's thread sums alone while it keeps up with the kernel (the kernel's Python
+    has the other core); with steps waiting behind it, it splits them as every dot does."""
+    _THREAD.alone = True
+
+
+def behind(x, y, acc, step):
+    """`mma_chain(x, y, acc(), step)` started on a thread of its own, for `acc += tl.dot(a,
+    b)`: a function that waits for its result, or None where the dot runs now (NumPy's chain,
+    which holds the GIL, or a small dot). While the compiled chain sums (numba, without the
+    GIL), the kernel's Python goes on to its next loads and masks; the result is read when
+    something needs it (the next step's chain, on the same thread, in order). `acc` gives the
+    accumulator's array: reading it there waits for the step before."""
+    compiled = _compiled()
+    if compiled is None or np.prod(np.shape(x), dtype=np.int64) * np.shape(y)[-1] < _MIN_BEHIND:
+        return None
+    pool = _CHAINS.get(os.getpid())
+    if pool is None:  # one thread: each chain's steps run in the order they were asked for
+        pool = _CHAINS[os.getpid()] = ThreadPoolExecutor(
+            1, thread_name_prefix="minitriton chain", initializer=_alone)
+    _WAITING[0] += 1
+
+    def run():
+        _WAITING[0] -= 1
+        return mma_chain(x, y, acc(), step, compiled)
+    return pool.submit(run).result
 
 
 def _run_split(kernel, operands, out, *args):
@@ -512,7 +552,7 @@ def _run_split(kernel, operands, out, *args):
     P, M = out.shape[:2]
     work = P * M * out.shape[2] * operands[0].shape[-1]
     parts = min(_WORKERS, work // _MIN_SPLIT, P if P > 1 else M)
-    if parts <= 1:
+    if parts <= 1 or (getattr(_THREAD, "alone", False) and _WAITING[0] <= 0):
         kernel(*operands, out, *args)
         return
     rows = P > 1  # split the programs, else the rows of the one program
