@@ -16,15 +16,12 @@ and the tag is to be removed here.
 # contract:bf16, contract2 (LLVM fuses the product with fewer uses, the left one on a tie, in
 # every float type), bf16_literal (comparisons promote the literal as a tensor; bf16 constants
 # go through std::to_string), and fp64 exp2 of a product (libdevice's reduction is contracted).
+# Fixed on 2026-12-05 (issue 33): const_fold (a compile-time constant is marked, `tensor.const`,
+# and folded as Triton's compiler does: `%` of constants is C's fmod, a product of constants is
+# rounded and never fused; docs/numerics.md "Constants").
 KNOWN = {
     "shared_product": "LLVM fuses the product with fewer uses, counting every use in the kernel "
                       "after CSE; minitriton counts the uses seen so far, so in `x * y + z * w` "
                       "with `x * y` written again later it fuses x * y (a tie so far) where the "
                       "GPU fuses z * w",
-    "const_fold": "Triton's compiler folds arithmetic on constants (literals, tl.full blocks): "
-                  "`%` of two constants is APFloat's mod, C's fmod (tl.full([4], 3.0) % "
-                  "0.3333333333333333 is 0.33333325, not -8.9e-08), and a product of constants "
-                  "is rounded before the add it would be fused into; minitriton's tl.full "
-                  "returns an ordinary block, with no mark of being a compile-time constant "
-                  "(the mark belongs to language/core.py and creation.py)",
 }

@@ -2,7 +2,9 @@
 
 Each operator: type-check and promote the operands (`dtypes.computation_type`), broadcast the
 block shapes, compute in NumPy (half types compute in fp32 and round once, which is what the
-GPU's correctly rounded fp16/bf16 instructions give), and round to the result type.
+GPU's correctly rounded fp16/bf16 instructions give), and round to the result type. Where
+every operand is a compile-time constant the result is one (`tensor.const`, core.py), folded
+as Triton's compiler folds it: float `%` is C's fmod, a product is rounded and never fused.
 
 Length: over 600 lines because every operator goes through the same promotion, pointer and
 padding rules here (`operands`, `_finish`, the lazy pointer offsets); split by operator, the
@@ -27,7 +29,9 @@ from .dot import behind, int_mma_chain, mma_chain
 
 def _literal_operand(value, ty):
     if ty.is_bf16() and not isinstance(value, bool) and value == value and value != 0:
-        return literal(_bf16_literal_value(value), ty)
+        out = literal(_bf16_literal_value(value), ty)
+        out.const = True
+        return out
     if ty.is_int():
         if value < 0 and ty.is_int_unsigned() and not ty.is_bool():
             raise CompilationError("Cannot perform a binary operation between an unsigned tensor "
@@ -100,6 +104,16 @@ def _finish(result, ty, shape, origin=None):
     return tensor(result, ty, shape, origin)
 
 
+def _folded(out, *operands):
+    """`out`, marked a compile-time constant where every operand is one: Triton's compiler
+    folds the operation (core.py, "compile-time constants")."""
+    for t in operands:
+        if not t.const:
+            return out
+    out.const = True
+    return out
+
+
 def _pointer_offset(ptr, off, shape):
     """ptr + off: offsets are in elements of the pointee type (addptr)."""
     if not off.dtype.is_int():
@@ -160,7 +174,9 @@ def _lazy_offset(ptr, o, shape):
 # `2 - x * y` is fma(-x, y, 2) in fp16. Not modelled (docs/numerics.md): LLVM's SLP vectorizer
 # packing fp16/bf16 products into f16x2 multiplies whose lanes are not fused, and operand
 # orders that InstCombine and Reassociate change (`c - (a * b - d * e)` is `c + (d * e - a * b)`
-# there). `kernel[grid](..., enable_fp_fusion=False)` turns contraction off.
+# there). A product of two compile-time constants (core.py, `tensor.const`) is folded, rounded,
+# long before the DAG combiner runs: it is an ordinary constant operand, never fused.
+# `kernel[grid](..., enable_fp_fusion=False)` turns contraction off.
 FUSED_TYPES = ("fp32", "fp64", "fp16", "bf16")
 
 
@@ -358,9 +374,13 @@ def add(a, b):
             return chained
         x, y = _arrays(a, b, shape)
         if a.dtype.is_bool():  # a 1-bit integer wraps: True + True is False, as on the GPU
-            return _finish(np.logical_xor(x, y), a.dtype, shape)
-        fused = _contracted(a, b, x, y, shape, 1) if _fusing(a.dtype) else None
-        return _finish(x + y if fused is None else fused, a.dtype, shape)
+            out = _finish(np.logical_xor(x, y), a.dtype, shape)
+        else:
+            fused = _contracted(a, b, x, y, shape, 1) if _fusing(a.dtype) else None
+            out = _finish(x + y if fused is None else fused, a.dtype, shape)
+    if a.const and b.const:
+        out.const = True
+    return out
 
 
 def _dot_accumulating(a, b, shape):
@@ -394,10 +414,14 @@ def sub(a, b):
         return _pointer_offset(a, neg(b), shape)
     x, y = _arrays(a, b, shape)
     if a.dtype.is_bool():  # mod 2, as `+`
-        return _finish(np.logical_xor(x, y), a.dtype, shape)
-    with np.errstate(all="ignore"):
-        fused = _contracted(a, b, x, y, shape, -1) if _fusing(a.dtype) else None
-        return _finish(x - y if fused is None else fused, a.dtype, shape)
+        out = _finish(np.logical_xor(x, y), a.dtype, shape)
+    else:
+        with np.errstate(all="ignore"):
+            fused = _contracted(a, b, x, y, shape, -1) if _fusing(a.dtype) else None
+            out = _finish(x - y if fused is None else fused, a.dtype, shape)
+    if a.const and b.const:
+        out.const = True
+    return out
 
 
 @elementwise
@@ -408,7 +432,9 @@ def mul(a, b):
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
         out = _finish(x * y, a.dtype, shape)
-    if _fusing(a.dtype):
+    if a.const and b.const:  # folded by the compiler: a constant, no product left to fuse
+        out.const = True
+    elif _fusing(a.dtype):
         out.fused = _Factors((x, y))
         out.fused.uses = _product_uses(a, b)
         out.fused.negated = negated
@@ -427,8 +453,8 @@ def truediv(a, b):
     if ty.is_int():
         a, b, ty = cast(a, _t.float32), cast(b, _t.float32), _t.float32
     x, y = _arrays(a, b, shape)
-    with np.errstate(all="ignore"):
-        return _finish(x / y, ty, shape)
+    with np.errstate(all="ignore"):  # folded, APFloat's division: correctly rounded, as here
+        return _folded(_finish(x / y, ty, shape), a, b)
 
 
 def _c_div(x, y):
@@ -449,30 +475,35 @@ def floordiv(a, b):
                                "Triton; use `/` (and tl.floor) for floating point")
     x, y = _arrays(a, b, shape)
     if a.dtype.is_int_signed():
-        return _finish(_c_div(x, y), a.dtype, shape)
+        return _folded(_finish(_c_div(x, y), a.dtype, shape), a, b)
     with np.errstate(all="ignore"):
-        return _finish(np.where(y == 0, 0, x // np.where(y == 0, 1, y)), a.dtype, shape)
+        return _folded(_finish(np.where(y == 0, 0, x // np.where(y == 0, 1, y)), a.dtype, shape),
+                       a, b)
 
 
 @elementwise
 def mod(a, b):
-    by_constant = not is_tensor(_unwrap(b))  # a literal or constexpr: known to the compiler
     a, b, shape = operands(a, b, div_or_mod=True)
     x, y = _arrays(a, b, shape)
     with np.errstate(all="ignore"):
-        if a.dtype.is_floating():
-            return _finish(_frem(x, y, by_constant), a.dtype, shape)
-        safe = np.where(y == 0, 1, y)
-        return _finish(np.where(y == 0, 0, np.fmod(x, safe)), a.dtype, shape)
+        if not a.dtype.is_floating():
+            safe = np.where(y == 0, 1, y)
+            return _folded(_finish(np.where(y == 0, 0, np.fmod(x, safe)), a.dtype, shape), a, b)
+        if a.const and b.const:
+            # arith.remf of constants, folded with APFloat's mod: the exact remainder with the
+            # sign of x (C's fmod), in the computation type (fp32 for fp16 and bf16)
+            return _folded(_finish(np.fmod(x, y), a.dtype, shape), a, b)
+        return _finish(_frem(x, y, b.const), a.dtype, shape)
 
 
 def _frem(x, y, by_constant=False):
     """LLVM's frem as NVPTX lowers it (fp16 and bf16 in fp32): x - trunc(x / y) * y, the
     multiply-subtract one fma (so a zero result is +0.0), and x where y is infinite. Far from
     C's fmod where the quotient is large (it is rounded before the trunc), and x / y
-    overflowing gives -inf or inf. By a constant power of two (+-2^k, a literal or constexpr)
-    LLVM's DAG combiner emits the same fma without the infinity test, with the sign of x
-    copied onto the result (`-4.0 % 2.0` is -0.0, `-4.0 % y` with y = 2.0 loaded is +0.0)."""
+    overflowing gives -inf or inf. By a constant power of two (+-2^k: a literal, a constexpr,
+    a `tl.full` of one, any compile-time constant, `tensor.const`) LLVM's DAG combiner emits
+    the same fma without the infinity test, with the sign of x copied onto the result
+    (`-4.0 % 2.0` is -0.0, `-4.0 % y` with y = 2.0 loaded is +0.0)."""
     if x.dtype != np.float64:
         x, y = x.astype(np.float32), y.astype(np.float32)
     ty = _t.float64 if x.dtype == np.float64 else _t.float32
@@ -502,7 +533,7 @@ def _bitwise(fn, name):
                                    f"bits, x.to(tl.int32, bitcast=True) first)")
         x, y = _arrays(a, b, shape)
         with np.errstate(all="ignore"):
-            return _finish(fn(x, y), a.dtype, shape)
+            return _folded(_finish(fn(x, y), a.dtype, shape), a, b)
     return op
 
 
@@ -561,7 +592,7 @@ def _shift(left):
                 r = np.right_shift(x.view(signed), ys.view(signed)).view(x.dtype)
             else:
                 r = np.right_shift(x, ys)
-            return _finish(np.where(ok, r, 0).astype(x.dtype), a.dtype, shape)
+            return _folded(_finish(np.where(ok, r, 0).astype(x.dtype), a.dtype, shape), a, b)
     return op
 
 
@@ -578,7 +609,7 @@ def _compare(fn):
         a, b = (to_tensor(t) if not is_tensor(t) else t for t in (_unwrap(a), _unwrap(b)))
         a, b, shape = operands(a, b, True, True)
         x, y = _arrays(a, b, shape)
-        return tensor(fn(x, y), _t.int1, shape)
+        return _folded(tensor(fn(x, y), _t.int1, shape), a, b)
     return op
 
 
@@ -597,8 +628,8 @@ def neg(a):
         raise CompilationError(f"wrong type argument to unary minus ({a.dtype!r})")
     if a.dtype.is_floating() and triton_release() >= (3, 7):
         # fneg from Triton 3.7 on: the sign flips, -(0.0) is -0.0; 3.6 computes 0 - x
-        return tensor(-a.data, a.dtype, a.shape)
-    return sub(literal(0, a.dtype), a)
+        return _folded(tensor(-a.data, a.dtype, a.shape), a)
+    return sub(constant(0, a.dtype), a)
 
 
 @elementwise
@@ -607,8 +638,8 @@ def invert(a):
     if a.dtype.is_ptr() or a.dtype.is_floating():
         raise CompilationError(f"wrong type argument to unary invert ({a.dtype!r})")
     if a.dtype.is_bool():
-        return tensor(~a.data, a.dtype, a.shape)
-    return tensor(np.invert(a.data), a.dtype, a.shape)
+        return _folded(tensor(~a.data, a.dtype, a.shape), a)
+    return _folded(tensor(np.invert(a.data), a.dtype, a.shape), a)
 
 
 def minmax_operands(x, y):
@@ -642,7 +673,7 @@ def _minmax(np_fn, np_nan_fn, negative_zero_wins):
                 signs = (np.signbit(a) | np.signbit(b)) if negative_zero_wins else \
                     (np.signbit(a) & np.signbit(b))
                 out = np.where(both_zero, np.where(signs, -0.0, 0.0).astype(out.dtype), out)
-        return _finish(out, x.dtype, shape)
+        return _folded(_finish(out, x.dtype, shape), x, y)
     return op
 
 
@@ -666,7 +697,7 @@ def where(condition, x, y):
     origin = x.origin if x.origin is y.origin else None
     if x.dtype.is_ptr() and origin is None:
         origin = "mixed"
-    return tensor(np.where(c, a, b), x.dtype, shape, origin)
+    return _folded(tensor(np.where(c, a, b), x.dtype, shape, origin), condition, x, y)
 
 
 # Python's operators on tensors are these functions: `x + y` is add(x, y), `2 + x` add(2, x).

@@ -34,7 +34,7 @@ TRITON_MAX_TENSOR_NUMEL = 1048576
 
 class tensor:
     _is_mt_tensor = True
-    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused", "chain", "layout")
+    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused", "chain", "layout", "const")
     __hash__ = object.__hash__
 
     def __init__(self, data, dtype, shape=None, origin=None):
@@ -46,6 +46,7 @@ class tensor:
         self.fused = None  # (x, y) of a float product the GPU may fuse into a later add
         self.chain = None  # (x, y, step) of a tl.dot whose chain a later add may continue
         self.layout = None  # where the GPU's registers hold the block: `elementwise` below
+        self.const = False  # a compile-time constant, which Triton's compiler folds: see below
 
     # ----- type information, as Triton exposes it
     @property
@@ -135,6 +136,7 @@ class tensor:
         out = tensor(data, self.dtype, new_shape, self.origin)
         if new_shape == self.shape:  # `x[:, :]`: the same block, in the same registers
             out.layout = self.layout
+        out.const = self.const  # the expand_dims of a splat constant is one
         return out
 
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
@@ -303,6 +305,23 @@ def is_tensor(x):
     return isinstance(x, tensor)
 
 
+# ----- compile-time constants: what Triton's compiler folds
+#
+# Triton makes a Python number in the kernel (a literal, a constexpr) an `arith.constant`
+# (`scalar_constant`), and `tl.full` of one a splat of it; its canonicalizer then folds every
+# operation whose operands are all constants (MLIR's arith and math folders, on APFloat; a splat
+# through broadcast, expand_dims, reshape, trans), and LLVM folds what reaches it as constants,
+# all before the DAG combiner contracts products into adds. `tensor.const` marks such values: set
+# by `constant` (so by `to_tensor` and every literal operand), `tl.full`, `tl.zeros`,
+# `tl.arange(s, s + 1)`, and by each operation that Triton folds when all its operands are
+# marked (arith.py's operators, math_ops.py's functions, `cast`, `x[:, None]`, `broadcast_to`).
+# Folding changes results where the runtime instruction is not the correctly rounded operation
+# (docs/numerics.md, "Constants"): float `%` is APFloat's mod (C's fmod), a product of constants
+# is rounded before any add sees it (never contracted: arith.py's FUSED_TYPES), exp, log,
+# sqrt... are the host's libm, without the GPU's approximations and flushed subnormals. Never
+# marked: scalar launch arguments (`literal`), program ids, loaded values, and what Triton does
+# not fold (reductions, dots, casts through tt.fp_to_fp, rsqrt, sqrt_rn, div_rn, clamp).
+
 _LITERALS = {}  # (type, value, dtype) -> the read-only array of `literal`, for ints and floats
 _LITERALS_MAX = 4096
 
@@ -329,21 +348,24 @@ def literal(value, dtype):
 
 def constant(value, dtype):
     """A Python number in the kernel made a constant of `dtype` as Triton's `scalar_constant`
-    does (`literal` is for runtime values, such as scalar launch arguments): a value equal to 0
-    is the type's null value, so `-0.0` is +0.0; `get_fp32`, `get_fp16`... take a C float,
-    so the value is first rounded to fp32. (Not modelled: `get_bf16` builds its constant from
-    `std::to_string` of that float in Triton's source, but the H200's results for a bf16
-    `x < 1e-40`, fuzz seed clean_run_1765, are those of a constant above the smallest bf16
-    subnormal, not of 0.)"""
+    does, marked a compile-time constant (`tensor.const`; `literal` is for runtime values, such
+    as scalar launch arguments): a value equal to 0 is the type's null value, so `-0.0` is
+    +0.0; `get_fp32`, `get_fp16`... take a C float, so the value is first rounded to fp32.
+    (Not modelled: `get_bf16` builds its constant from `std::to_string` of that float in
+    Triton's source, but the H200's results for a bf16 `x < 1e-40`, fuzz seed clean_run_1765,
+    are those of a constant above the smallest bf16 subnormal, not of 0.)"""
     value = _unwrap(value)
-    if not dtype.is_floating() or isinstance(value, tensor):
+    if isinstance(value, tensor):
         return literal(value, dtype)
-    if value == 0:
-        return literal(0.0, dtype)
-    if not dtype.is_fp64():
-        with np.errstate(all="ignore"):
-            value = float(np.float32(float(value)))
-    return literal(value, dtype)
+    if dtype.is_floating():
+        if value == 0:
+            value = 0.0
+        elif not dtype.is_fp64():
+            with np.errstate(all="ignore"):
+                value = float(np.float32(float(value)))
+    out = literal(value, dtype)
+    out.const = True
+    return out
 
 
 def to_tensor(x):
@@ -399,22 +421,38 @@ def cast(x, dst, fp_downcast_rounding=None, bitcast=False):
         if src.primitive_bitwidth != dst.primitive_bitwidth:
             raise CompilationError(f"Cannot bitcast data-type of size {src.primitive_bitwidth} to "
                                    f"data-type of size {dst.primitive_bitwidth}")
-        return tensor(np.ascontiguousarray(x.data).view(dst.np), dst, x.shape)
+        out = tensor(np.ascontiguousarray(x.data).view(dst.np), dst, x.shape)
+        out.const = x.const  # LLVM folds the bitcast of a constant
+        return out
     if src.is_ptr() or dst.is_ptr():
         return _pointer_cast(x, src, dst)
     rounding = _unwrap(fp_downcast_rounding)
     if rounding is not None and rounding not in ("rtne", "rtz"):
         raise CompilationError(f"Invalid rounding mode: {rounding}. Supported rounding modes "
                                "are 'rtne' and 'rtz'.")
+    rtz = rounding == "rtz" and dst.is_floating() and src.is_floating() and \
+        dst.primitive_bitwidth < src.primitive_bitwidth
     with np.errstate(all="ignore"):
         data = x.data
         if src.value_scale != 1.0 or dst.value_scale != 1.0:  # fp8e4b15 (types.py)
             data = data.astype(np.float32) * np.float32(src.value_scale / dst.value_scale)
-        if rounding == "rtz" and dst.is_floating() and src.is_floating() and \
-                dst.primitive_bitwidth < src.primitive_bitwidth:
-            data = _round_toward_zero(data, dst)
-            return tensor(data, dst, x.shape)
-        return tensor(_convert(data, dst), dst, x.shape)
+        out = tensor(_round_toward_zero(data, dst) if rtz else _convert(data, dst), dst, x.shape)
+    if x.const:
+        out.const = _cast_folds(src, dst, rtz, x.data)
+    return out
+
+
+def _cast_folds(src, dst, rtz, data):
+    """Whether Triton folds the cast of a constant holding `data`: arith's extf, truncf,
+    sitofp, fptosi... fold; a cast that Triton makes a tt.fp_to_fp (to or from an fp8 type, or
+    rounding toward zero) folds a zero only (FpToFpOp::fold), anything else becoming the GPU's
+    cvt instruction."""
+    if not (src.is_floating() and dst.is_floating()):
+        return True
+    if rtz or 8 in (src.primitive_bitwidth, dst.primitive_bitwidth):
+        with np.errstate(all="ignore"):
+            return bool(np.all(data.astype(np.float32) == 0))
+    return True
 
 
 def to_int1(x, advice=""):
@@ -502,7 +540,9 @@ def broadcast_to(t, shape):
         raise CompilationError(f"Cannot broadcast a block of shape {t.shape} to shape {shape}")
     data = expand_to_rank(t, len(shape))
     data = np.broadcast_to(data, (data.shape[0], *shape))
-    return tensor(data, t.dtype, shape, t.origin)
+    out = tensor(data, t.dtype, shape, t.origin)
+    out.const = t.const
+    return out
 
 
 __all__ = ["tensor", "tensor_member", "constexpr", "cast", "to_tensor", "broadcast_to",

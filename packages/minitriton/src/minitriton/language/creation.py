@@ -48,7 +48,9 @@ def arange(start, end):
         raise CompilationError(f"arange's range must be a power of 2 (got {start}..{end}, {n} "
                                "elements); use the next power of two and mask the extra lanes")
     validate_block_shape([n])
-    return tensor(np.arange(start, end, dtype=np.int32)[None], _t.int32, [n])
+    out = tensor(np.arange(start, end, dtype=np.int32)[None], _t.int32, [n])
+    out.const = n == 1  # MakeRangeOp::fold: a range of one element is the constant `start`
+    return out
 
 
 def _describe(v):
@@ -90,7 +92,9 @@ def _full(shape, value, dtype, op):
     else:
         v = constant(value, dtype)  # Triton's scalar_constant: -0.0 is +0.0
     data = np.broadcast_to(v.data.reshape((-1,) + (1,) * len(shape)), (v.data.shape[0], *shape))
-    return tensor(np.array(data), dtype, shape)
+    out = tensor(np.array(data), dtype, shape)
+    out.const = v.const  # the splat of a constant is one (SplatOp::fold)
+    return out
 
 
 def zeros(shape, dtype):

@@ -1,7 +1,9 @@
 """Element-wise math: exp, log, sqrt, sigmoid, erf, fma, clamp, where... with Triton's dtype rules.
 
 Like Triton (libdevice's convention), the transcendental functions accept fp32/fp64 only: call
-them on fp16/bf16 and you get the GPU's error, telling you to cast first.
+them on fp16/bf16 and you get the GPU's error, telling you to cast first. On a compile-time
+constant (core.py, `tensor.const`) most are folded by MLIR's math dialect with the host's libm
+(`_folding`), not computed by the GPU's approximate instructions.
 """
 from __future__ import annotations
 
@@ -56,19 +58,41 @@ def _exp(x):
     return np.exp(x)
 
 
-def _unary(name, fn, allowed=FP32_64):
+def _folding(fn, positive=False):
+    """What MLIR's math folder of a constant computes (math::ExpOp::fold and the others): the
+    host's libm in the operand's type, `expf(x)` for fp32 and `exp(x)` for fp64, here `fn` in
+    float64 rounded once, which is the correctly rounded result (glibc's float functions are
+    within about 0.5 to 0.8 ulp of it, so a rare value may differ in its last bit), with no
+    flushing of subnormal inputs. `positive`: the folder leaves a negative operand (-0.0 too)
+    to the GPU (log, log2, sqrt): None there."""
+    def fold(arr):
+        if positive and np.signbit(arr).any():
+            return None
+        return fn(arr.astype(np.float64))
+    return fold
+
+
+def _unary(name, fn, allowed=FP32_64, folded=None):
+    """A `tl` function of one float operand computed by `fn`; `folded` (`_folding`) what the
+    compiler computes for a constant operand, None where Triton does not fold it."""
     def op(x):
         x = to_tensor(_unwrap(x))
         _check(x, allowed, name)
         with np.errstate(all="ignore"):
+            if x.const and folded is not None:
+                out = folded(compute_array(x))
+                if out is not None:
+                    out = _finish(np.asarray(out), x.dtype, x.shape)
+                    out.const = True
+                    return out
             out = fn(compute_array(x))
         return _finish(np.asarray(out), x.dtype, x.shape)
     op.__name__ = name
     return tensor_member(elementwise(op))
 
 
-exp = _unary("exp", _exp)
-_exp2 = _unary("exp2", np.exp2)
+exp = _unary("exp", _exp, folded=_folding(np.exp))
+_exp2 = _unary("exp2", np.exp2, folded=_folding(np.exp2))
 
 
 @tensor_member
@@ -81,7 +105,7 @@ def exp2(x):
     apart at 2^78: fuzz seed 901211 on the H200). fp32 is ex2.approx of x: nothing to fuse."""
     x = to_tensor(_unwrap(x))
     if x.fused is None or not x.dtype.is_fp64() or not _fusing(x.dtype):
-        return _exp2(x)
+        return _exp2(x)  # (a constant's product is folded: never fused)
     a, b = _factors(x, len(x.shape))
     with np.errstate(all="ignore"):
         k = np.rint(x.data)
@@ -89,18 +113,20 @@ def exp2(x):
         out = np.where(np.isfinite(k) & (np.abs(k) < 2048), np.ldexp(np.exp2(r), np.where(
             np.isfinite(k), k, 0).astype(np.int64)), np.exp2(x.data))
     return _finish(out, x.dtype, x.shape)
-log = _unary("log", np.log)
-log2 = _unary("log2", np.log2)
-cos = _unary("cos", np.cos)
-sin = _unary("sin", np.sin)
+log = _unary("log", np.log, folded=_folding(np.log, positive=True))
+log2 = _unary("log2", np.log2, folded=_folding(np.log2, positive=True))
+cos = _unary("cos", np.cos, folded=_folding(np.cos))
+sin = _unary("sin", np.sin, folded=_folding(np.sin))
 # sqrt.approx.ftz.f32, rsqrt.approx.ftz.f32, cvt.rmi/rpi.ftz.f32: subnormal fp32 inputs read as
-# zeros of their sign (rsqrt(-1e-43) = -inf, floor(-3e-39) = -0.0, sqrt(1e-40) = 0)
-sqrt = _unary("sqrt", lambda a: np.sqrt(_ftz(a)))
+# zeros of their sign (rsqrt(-1e-43) = -inf, floor(-3e-39) = -0.0, sqrt(1e-40) = 0); folded,
+# a constant's are not flushed (floor of a constant -3e-39 is -1.0). Not folded: sqrt_rn
+# (tt.precise_sqrt has no folder) and rsqrt (math::RsqrtOp has a folder in later MLIR only).
+sqrt = _unary("sqrt", lambda a: np.sqrt(_ftz(a)), folded=_folding(np.sqrt, positive=True))
 sqrt_rn = _unary("sqrt_rn", np.sqrt, ("fp32",))
 rsqrt = _unary("rsqrt", lambda a: 1 / np.sqrt(_ftz(a)))
-erf = _unary("erf", _erf)
-floor = _unary("floor", lambda a: np.floor(_ftz(a)))
-ceil = _unary("ceil", lambda a: np.ceil(_ftz(a)))
+erf = _unary("erf", _erf, folded=_folding(lambda a: _ERF(a).astype(np.float64)))
+floor = _unary("floor", lambda a: np.floor(_ftz(a)), folded=_folding(np.floor))
+ceil = _unary("ceil", lambda a: np.ceil(_ftz(a)), folded=_folding(np.ceil))
 
 
 @tensor_member
@@ -112,7 +138,9 @@ def abs(x):  # noqa: A001 - Triton's name
     if x.dtype.is_int_unsigned():
         return x
     with np.errstate(all="ignore"):
-        return _finish(np.abs(compute_array(x)), x.dtype, x.shape)
+        out = _finish(np.abs(compute_array(x)), x.dtype, x.shape)
+    out.const = x.const  # math.absf / absi fold
+    return out
 
 
 @tensor_member
@@ -143,7 +171,9 @@ def fma(x, y, z):
             out = fma_exact(a, b, c, x.dtype)  # one rounding, like the fused instruction
         else:
             out = a * b + c
-    return _finish(out, x.dtype, shape)
+    out = _finish(out, x.dtype, shape)
+    out.const = x.const and y.const and z.const  # folded (APFloat's fusedMultiplyAdd) by LLVM
+    return out
 
 
 @tensor_member
@@ -203,7 +233,9 @@ def fdiv(x, y, ieee_rounding=False):
 def div_rn(x, y):
     x = to_tensor(_unwrap(x))
     _check(x, ("fp32",), "div_rn")
-    return x / y
+    out = x / y
+    out.const = False  # tt.precise_divf has no folder: div.rn.f32 at runtime, a runtime value
+    return out
 
 
 _LOW32 = np.uint64(0xFFFFFFFF)
