@@ -20,8 +20,6 @@ What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py
 from __future__ import annotations
 
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -30,6 +28,7 @@ from ..context import active, current
 from ..errors import CompilationError
 from ..settings import current_settings, triton_release
 from ..types import _unwrap
+from .dot_threads import MIN_PART, WORKERS, chain, pool, run_split
 from .shape import reshape
 from .core import (_round_toward_zero, cast, deferred, expand_to_rank, mma_layout_record,
                    tensor, to_tensor)
@@ -315,37 +314,23 @@ def _fast_chain(x, y, out, step, zero=False):
         xf = np.concatenate([xf, np.zeros((P, M, pad), np.float32)], axis=2)
         yf = np.concatenate([yf, np.zeros((P, pad, N), np.float32)], axis=1)
         K += pad
-    parts = max(-(-P * M * N // _FAST_ELEMENTS), min(_WORKERS, P * M * N // _MIN_PART))
+    parts = max(-(-P * M * N // _FAST_ELEMENTS), min(WORKERS, P * M * N // MIN_PART))
     per = -(-P // max(parts, 1))
     slices = [slice(lo, lo + per) for lo in range(0, P, per)]
     ctx = active()  # the launch keeps each part's work arrays from one dot to the next
     work = [{} if ctx is None else ctx.scratch.setdefault(("dot", i), {})
             for i in range(len(slices))]
-    if len(slices) == 1 or _WORKERS == 1:
+    if len(slices) == 1 or WORKERS == 1:
         for part, mine in zip(slices, work):
             _fast_slices(xf[part], yf[part], out[part], step, base_bits, mine)
         return True
-    done = [_pool().submit(_fast_slices_quiet, xf[part], yf[part], out[part], step, base_bits,
+    done = [pool().submit(_fast_slices_quiet, xf[part], yf[part], out[part], step, base_bits,
                            mine, _outer_broadcast) for part, mine in zip(slices, work)]
     for future in done:
         future.result()
     return True
 
 
-# The fast chain's slices of programs run on up to _WORKERS threads (NumPy releases the GIL in
-# its loops): disjoint slices of `out`, so the bits do not depend on the threads. One pool for
-# the process, made at the first dot big enough to be split (at least _MIN_PART outputs a part).
-_WORKERS = max(1, min(4, os.cpu_count() or 1))
-_MIN_PART = 1 << 16  # below that, one thread with einsum beats two (2-core machine)
-_POOL = {}  # pid -> pool: a forked child makes its own (the parent's threads are not in it)
-
-
-def _pool():
-    pool = _POOL.get(os.getpid())
-    if pool is None:
-        pool = _POOL[os.getpid()] = ThreadPoolExecutor(_WORKERS,
-                                                       thread_name_prefix="minitriton dot")
-    return pool
 
 
 def _fast_slices_quiet(*args):
@@ -469,7 +454,7 @@ def int_mma_chain(x, y, acc):
         ys = np.ascontiguousarray(np.broadcast_to(y, (*lead, K, N)).reshape(-1, K, N), np.int32)
         out = (np.zeros((xs.shape[0], M, N), np.int64) if acc is None else np.array(
             np.broadcast_to(acc, (*lead, M, N)).reshape(-1, M, N), np.int64))
-        _run_split(compiled.int_mma_chain, (xs, ys), out, INT_STEP)
+        run_split(compiled.int_mma_chain, (xs, ys), out, INT_STEP)
         return out.astype(np.int32).reshape((*lead, M, N))
     x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
     K = x.shape[-1]
@@ -507,73 +492,20 @@ def _compiled():
     return module
 
 
-_MIN_SPLIT = 1 << 18  # multiply-adds per thread below which one thread does the whole dot
 _MIN_BEHIND = 1 << 16  # multiply-adds below which a chain is not worth a thread's hand-off
-_CHAINS = {}  # pid -> the thread that runs accumulating dots behind the kernel's Python
-_WAITING = [0]  # chains asked for and not started (approximate: a heuristic's)
-
-
-_THREAD = threading.local()
-
-
-def _alone():
-    """The chain's thread sums alone while it keeps up with the kernel (the kernel's Python
-    has the other core); with steps waiting behind it, it splits them as every dot does."""
-    _THREAD.alone = True
 
 
 def behind(x, y, acc, step):
-    """`mma_chain(x, y, acc(), step)` started on a thread of its own, for `acc += tl.dot(a,
-    b)`: a function that waits for its result, or None where the dot runs now (NumPy's chain,
-    which holds the GIL, or a small dot). While the compiled chain sums (numba, without the
-    GIL), the kernel's Python goes on to its next loads and masks; the result is read when
-    something needs it (the next step's chain, on the same thread, in order). `acc` gives the
-    accumulator's array: reading it there waits for the step before."""
+    """`mma_chain(x, y, acc(), step)` started on the chain's thread (dot_threads.chain), for
+    `acc += tl.dot(a, b)`: a function that waits for its result, or None where the dot runs
+    now (NumPy's chain, which holds the GIL, or a small dot). While the compiled chain sums
+    (numba, without the GIL), the kernel's Python goes on to its next loads and masks; the
+    result is read when something needs it (the next step's chain, on the same thread, in
+    order). `acc` gives the accumulator's array: reading it there waits for the step before."""
     compiled = _compiled()
     if compiled is None or np.prod(np.shape(x), dtype=np.int64) * np.shape(y)[-1] < _MIN_BEHIND:
         return None
-    pool = _CHAINS.get(os.getpid())
-    if pool is None:  # one thread: each chain's steps run in the order they were asked for
-        pool = _CHAINS[os.getpid()] = ThreadPoolExecutor(
-            1, thread_name_prefix="minitriton chain", initializer=_alone)
-    _WAITING[0] += 1
-
-    def run():
-        _WAITING[0] -= 1
-        return mma_chain(x, y, acc(), step, compiled)
-    return pool.submit(run).result
-
-
-def _run_split(kernel, operands, out, *args):
-    """kernel(*operands, out, *args) over slices of the programs (or, for one program, of the
-    rows) on up to _WORKERS threads: disjoint slices of `out`, so the bits do not depend on
-    the threads. The operands are (P, M, ...) and (P, ..., N) arrays; extra leading-P arrays
-    (exponents) follow the same slicing."""
-    P, M = out.shape[:2]
-    work = P * M * out.shape[2] * operands[0].shape[-1]
-    parts = min(_WORKERS, work // _MIN_SPLIT, P if P > 1 else M)
-    if parts <= 1 or (getattr(_THREAD, "alone", False) and _WAITING[0] <= 0):
-        kernel(*operands, out, *args)
-        return
-    rows = P > 1  # split the programs, else the rows of the one program
-    size = -(-(P if rows else M) // parts)
-    calls = []
-    for lo in range(0, P if rows else M, size):
-        cut = slice(lo, lo + size)
-        if rows:
-            pieces = [a[cut] for a in operands]
-            target = out[cut]
-        else:  # x-like operands (even positions) and out are cut along M, y-like ones shared
-            pieces = [a[:, cut] if i % 2 == 0 else a for i, a in enumerate(operands)]
-            target = out[:, cut]
-        calls.append((*pieces, target, *args))
-    jobs = [_pool().submit(kernel, *call) for call in calls[1:]]
-    try:
-        kernel(*calls[0])  # this thread takes a slice too, instead of waiting idle
-    finally:
-        wait(jobs)  # no slice still written after an error
-    for job in jobs:
-        job.result()
+    return chain(lambda: mma_chain(x, y, acc(), step, compiled))
 
 
 def _compiled_chain(compiled, x, y, out, step, zero):
@@ -587,16 +519,16 @@ def _compiled_chain(compiled, x, y, out, step, zero):
             if (compiled.fast_exponents(xf, ex, *_OPERAND_EXP) and
                     compiled.fast_exponents(yf, ey, *_OPERAND_EXP) and
                     (zero or compiled.fast_accumulator(out, *_ACC_EXP))):
-                _run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey), out, step)
+                run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey), out, step)
                 return True
     x64, y64 = np.ascontiguousarray(x, np.float64), np.ascontiguousarray(y, np.float64)
     if not step:
-        _run_split(compiled.fma_chain, (x64, y64), out)
+        run_split(compiled.fma_chain, (x64, y64), out)
         return False
     ex, ey = np.empty(x64.shape, np.int32), np.empty(y64.shape, np.int32)
     compiled.exponents(x64, ex)
     compiled.exponents(y64, ey)
-    _run_split(compiled.mma_chain, (x64, y64, ex, ey), out, step)
+    run_split(compiled.mma_chain, (x64, y64, ex, ey), out, step)
     return False
 
 
