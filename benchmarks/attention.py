@@ -3,16 +3,24 @@ attention and SDPA's backends (cuDNN, FlashAttention-2, memory-efficient), in on
 
     python benchmarks/attention.py [--quick] [--out DIR] [--dtypes bf16,fp32] [--seqs 128,1024]
                                    [--dims 64,128] [--no-speed] [--no-table]
+                                   [--variants ours-tma,ours-atomic] [--rows 0,2]
 
 Two tables:
   * speed (issue 14): 4x32x4096x128 fp16 causal and not, 16x16384x64 bf16 causal (the CS336
     leaderboard: 16 batch*heads), 1x65536x128 bf16 causal: forward and forward+backward
     TFLOP/s, ours against cuDNN and flash SDPA measured in the same run, and the goals
     (forward >= 0.9x cuDNN, fwd+bwd >= 0.8x cuDNN and >= 1.3x flash; leaderboard <= 5.0 ms);
+  * the variants (issue 36), timed in the speed rows beside ours: the TMA forwards
+    (ours-tma: descriptors made in the kernel; ours-tma-ws: the same with warp
+    specialization; ours-tma-host: host TensorDescriptors), the one-pass backward
+    (ours-atomic: dQ by atomics) and both (ours-tma+atomic); each against ours, cuDNN and
+    flash, to choose AttentionTuning's fwd_impl / bwd_impl (kernels/tuning.py);
   * the assignment's table: batch 1, causal, sequence 128 ... 65536, head dim 16 ... 128
     (powers of 2), bf16 and fp32: forward, backward and end-to-end latency per implementation.
-`--quick`: the speed rows only (under 4 minutes on an H200, autotuning included). The full table
-takes longer than one 10-minute command: split it with --dtypes / --seqs / --dims.
+`--quick`: the speed rows only. Without variants (`--variants ''`) under 4 minutes on an H200,
+autotuning included; each variant autotunes its own kernel per row (6 configs), so split the
+variants over several commands (--variants, --rows; docs/attention.md lists them). The full
+table takes longer than one 10-minute command: split it with --dtypes / --seqs / --dims.
 
 Every configuration is first checked against SDPA (O and dQ, dK, dV, tolerances per dtype)
 and only then timed, with triton.testing.do_bench (25 ms warm-up, 100 ms of repetitions, L2
@@ -72,6 +80,15 @@ def eager_attention(q, k, v, causal):
     return torch.softmax(s.float(), -1).to(q.dtype) @ v
 
 
+# our implementations beside "ours" (the device's defaults): name -> (fwd_impl, bwd_impl,
+# the passes it changes, which alone are timed)
+VARIANTS = {"ours-tma": ("tma", None, ("fwd", "fwd+bwd")),
+            "ours-tma-ws": ("tma-ws", None, ("fwd", "fwd+bwd")),
+            "ours-tma-host": ("tma-host", None, ("fwd", "fwd+bwd")),
+            "ours-atomic": (None, "atomic", ("bwd", "fwd+bwd")),
+            "ours-tma+atomic": ("tma", "atomic", PASSES)}
+
+
 def implementations(names):
     """{name: (fn(q, k, v, causal), context manager factory or None)}."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -79,6 +96,9 @@ def implementations(names):
     from tritonlab.kernels import attention as fa
     impls = {"ours": (lambda q, k, v, c: fa.flash_attention(q, k, v, c), None),
              "eager": (eager_attention, None)}
+    for name, (fwd, bwd, _) in VARIANTS.items():
+        impls[name] = (lambda q, k, v, c, f=fwd, b=bwd: fa.flash_attention(q, k, v, c, None, f, b),
+                       None)
     for name, member in SDPA_BACKENDS.items():
         impls[name] = (lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c),
                        (lambda m=getattr(SDPBackend, member): sdpa_kernel(m)))
@@ -120,18 +140,19 @@ def reference_outputs(q, k, v, do, causal):
     return (o, *torch.autograd.grad(o, (q, k, v), do))
 
 
-def measure(name, fn, ctx, shape, dtype, causal, reference, inputs):
-    """Rows of one implementation on one shape: check, then time fwd, bwd, fwd+bwd. A backend
-    that cannot run the shape gives one row with its reason."""
+def measure(name, fn, ctx, shape, dtype, causal, reference, inputs, passes=PASSES):
+    """Rows of one implementation on one shape: check, then time `passes` (fwd, bwd,
+    fwd+bwd). A backend that cannot run the shape gives one row with its reason."""
     batch, heads, n, d = shape
     q, k, v, do = inputs
     base = {"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
             "dtype": str(dtype).replace("torch.", ""), "causal": causal}
     try:
         err = check(fn, ctx, q, k, v, do, causal, reference)
-    except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # no kernel for it, or no memory
+    except Exception as e:  # no kernel for it, no memory, or (a variant) no compile
         torch.cuda.empty_cache()
-        return [dict(base, status=f"n/a: {str(e).splitlines()[0][:120]}")]
+        first = (str(e).splitlines() or [""])[0]
+        return [dict(base, status=f"n/a: {type(e).__name__}: {first[:120]}")]
     if err > CHECK_TOLERANCES[dtype]:
         return [dict(base, status=f"wrong: max rel diff {err:.2e} against SDPA")]
     rows = []
@@ -141,6 +162,8 @@ def measure(name, fn, ctx, shape, dtype, causal, reference, inputs):
                  "bwd": lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True),
                  "fwd+bwd": lambda: torch.autograd.grad(fn(q, k, v, causal), (q, k, v), do)}
         for which, call in timed.items():
+            if which not in passes:
+                continue
             try:
                 median, p20, p80 = _bench(call)
             except torch.cuda.OutOfMemoryError:
@@ -167,7 +190,8 @@ def run_shape(label, shape, dtype, causal, impl_names, eager_max_seq, table):
                          "table": table, "label": label,
                          "status": f"skipped (seq > {eager_max_seq})"})
             continue
-        measured = measure(name, fn, ctx, shape, dtype, causal, reference, inputs)
+        passes = VARIANTS[name][2] if name in VARIANTS else PASSES
+        measured = measure(name, fn, ctx, shape, dtype, causal, reference, inputs, passes)
         for row in measured:
             rows.append(dict(row, table=table, label=label))
         times = " ".join(f"{r['pass']} {r['median_ms']:.3f} ms" if r.get("status") == "ok"
@@ -213,6 +237,29 @@ def speed_summary(rows):
     return out
 
 
+def variants_summary(rows):
+    """Per speed row and our implementation (ours and each variant timed): fwd, bwd and
+    fwd+bwd ms, and the ratios that choose the defaults: against ours (> 1: the variant is
+    faster) and against cuDNN."""
+    out = []
+    for label, batch, heads, n, d, dt, causal in SPEED_ROWS:
+        mine = [r for r in rows if r.get("label") == label]
+        for impl in ("ours", *VARIANTS):
+            if not any(r["impl"] == impl for r in mine):
+                continue
+            entry = {"label": label, "impl": impl}
+            failed = [r["status"] for r in mine if r["impl"] == impl and r["status"] != "ok"]
+            entry["status"] = failed[0] if failed else "ok"
+            for which in PASSES:
+                ms = _time(mine, impl, which)
+                entry[f"{which} ms"] = ms
+                base, cudnn = _time(mine, "ours", which), _time(mine, "sdpa-cudnn", which)
+                entry[f"{which} vs ours"] = base / ms if ms and base else None
+                entry[f"{which} vs cudnn"] = cudnn / ms if ms and cudnn else None
+            out.append(entry)
+    return out
+
+
 def _fmt(x, spec):
     return "—" if x is None else format(x, spec)
 
@@ -229,6 +276,25 @@ def speed_markdown(summary):
         cells += [f"{_fmt(e['fwd_vs_cudnn'], '.2f')}x", f"{_fmt(e['fwd+bwd_vs_cudnn'], '.2f')}x",
                   f"{_fmt(e['fwd+bwd_vs_flash'], '.2f')}x", _fmt(e["ours fwd+bwd ms"], ".2f"),
                   "met" if e["goals met"] else "missed"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _ratio(x):
+    return "—" if x is None else f"{x:.2f}x"
+
+
+def variants_markdown(summary):
+    lines = ["| shape | impl | fwd ms | bwd ms | fwd+bwd ms | fwd vs ours | bwd vs ours | "
+             "fwd+bwd vs ours | fwd vs cuDNN | fwd+bwd vs cuDNN |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for e in summary:
+        if e["status"] != "ok":
+            lines.append(f"| {e['label']} | {e['impl']} | {e['status']} |" + " |" * 7)
+            continue
+        cells = [e["label"], e["impl"]] + [_fmt(e[f"{w} ms"], ".3f") for w in PASSES]
+        cells += [_ratio(e[f"{w} vs ours"]) for w in PASSES]
+        cells += [_ratio(e[f"{w} vs cudnn"]) for w in ("fwd", "fwd+bwd")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -272,13 +338,23 @@ def parse_args(argv=None):
     p.add_argument("--rep", type=int, default=100, help="do_bench repetitions per timing, ms")
     p.add_argument("--no-speed", action="store_true", help="skip the speed rows")
     p.add_argument("--no-table", action="store_true", help="skip the assignment's table")
+    p.add_argument("--variants", default="ours-tma,ours-tma-ws,ours-tma-host,ours-atomic",
+                   help=f"our variants timed in the speed rows, of {','.join(VARIANTS)} "
+                        f"('' for none)")
+    p.add_argument("--rows", default=",".join(map(str, range(len(SPEED_ROWS)))),
+                   help="the speed rows to run, by index: " + "; ".join(
+                       f"{i} {r[0]}" for i, r in enumerate(SPEED_ROWS)))
     args = p.parse_args(argv)
     args.dtypes = _csv(args.dtypes, lambda s: DTYPES[s])
     args.seqs, args.dims = _csv(args.seqs, int), _csv(args.dims, int)
-    args.impls = _csv(args.impls, str)
-    unknown = set(args.impls) - {"ours", "eager", *SDPA_BACKENDS}
+    args.impls, args.variants = _csv(args.impls, str), _csv(args.variants, str)
+    args.rows = _csv(args.rows, int)
+    unknown = (set(args.impls) - {"ours", "eager", *SDPA_BACKENDS, *VARIANTS}
+               | set(args.variants) - set(VARIANTS))
     if unknown:
         p.error(f"unknown implementations {sorted(unknown)}")
+    if not set(args.rows) <= set(range(len(SPEED_ROWS))):
+        p.error(f"--rows: indices 0 to {len(SPEED_ROWS) - 1}")
     if args.quick:
         args.no_table = True
     return args
@@ -301,8 +377,9 @@ def main(argv=None):
         (out / "attention.partial.json").write_text(json.dumps(rows, indent=1, default=str))
 
     if not args.no_speed:
-        speed_impls = [i for i in ("ours", "sdpa-cudnn", "sdpa-flash") if i in args.impls]
-        for label, batch, heads, n, d, dt, causal in SPEED_ROWS:
+        speed_impls = ([i for i in ("ours", "sdpa-cudnn", "sdpa-flash") if i in args.impls]
+                       + args.variants)
+        for label, batch, heads, n, d, dt, causal in (SPEED_ROWS[i] for i in args.rows):
             keep(run_shape(label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
                            args.eager_max_seq, "speed"))
     if not args.no_table:
@@ -319,6 +396,11 @@ def main(argv=None):
         summary = speed_summary([r for r in rows if r.get("table") == "speed"])
         parts.append("### Speed (issue 14)\n\n" + speed_markdown(summary))
         meta["speed_summary"] = summary
+        if args.variants:
+            variants = variants_summary([r for r in rows if r.get("table") == "speed"])
+            parts.append("### Variants (issue 36): against ours (> 1x: faster) and cuDNN\n\n"
+                         + variants_markdown(variants))
+            meta["variants_summary"] = variants
     if not args.no_table:
         parts.append("### The assignment's table (batch 1, causal)\n\n"
                      + table_markdown([r for r in rows if r.get("table") == "assignment"],

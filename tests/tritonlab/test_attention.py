@@ -2,7 +2,8 @@
 PyTorch attention: O, L and dQ, dK, dV, on the active backend (minitriton here, real Triton on a
 GPU machine), plus the assignment's saved-tensor contract, torch.compile, the race sanitizer on
 the dQ variants, and the traffic the tiles imply. GPU-only cases (bigger shapes, against SDPA)
-carry the `gpu` marker."""
+carry the `gpu` marker. The faster variants (TMA forward, one-pass backward) have their own file,
+test_attention_variants.py; the tests here that count a kernel's traffic name the baseline's."""
 import math
 import types
 
@@ -143,8 +144,9 @@ def test_module_scale_and_empty_queries():
 def test_other_tiles(fwd, dkdv, dq):
     """The causal loop bounds for other tile shapes (each tile a multiple of the step)."""
     q, k, v, do = inputs(2, 70, 53, 32)
-    o, lse = fa.attention_forward(q, k, v, True, tiles=fwd)
-    dqs = fa.attention_backward(do, q, k, v, o, lse, True, tiles={"dkdv": dkdv, "dq": dq})
+    o, lse = fa.attention_forward(q, k, v, True, tiles=fwd, impl="pointers")
+    dqs = fa.attention_backward(do, q, k, v, o, lse, True, tiles={"dkdv": dkdv, "dq": dq},
+                                impl="two-kernel")
     assert_matches((o, lse, *dqs), reference(q, k, v, do, True), torch.float32)
 
 
@@ -156,7 +158,7 @@ def test_causal_skips_the_tiles_above_the_diagonal():
     counts = {}
     for causal in (False, True):
         with minitriton.record() as rec:
-            sim.attention_forward(q, k, v, causal, tiles=(16, 16, 4, 1))
+            sim.attention_forward(q, k, v, causal, tiles=(16, 16, 4, 1), impl="pointers")
         counts[causal] = rec[0]
     per_pair = 2 * (2 * 16 * 16 * 16)
     assert counts[False].dot_flops == 64 * per_pair and counts[True].dot_flops == 36 * per_pair
@@ -171,7 +173,7 @@ def test_forward_traffic_is_the_tile_model():
     n, d, bm = 96, 32, 32
     q, k, v, _ = (t.detach().cpu() for t in inputs(2, n, n, d))
     with minitriton.record() as rec:
-        sim.attention_forward(q, k, v, tiles=(bm, 16, 4, 1))
+        sim.attention_forward(q, k, v, tiles=(bm, 16, 4, 1), impl="pointers")
     a = rec[0].args
     assert a["q_ptr"].loaded == 2 * n * d and a["o_ptr"].stored == 2 * n * d
     assert a["k_ptr"].loaded == a["v_ptr"].loaded == 2 * (n // bm) * n * d
@@ -201,8 +203,8 @@ def test_sanitizers_atomic_clean_racy_caught(executor):
     want = reference(q, k, v, do, True)
     o, lse = sim.attention_forward(q, k, v, True)
     with minitriton.configure(races=True, padding=True):
-        for variant in (sim.attention_backward, sim.attention_backward_atomic):
-            dq, dk, dv = variant(do, q, k, v, o, lse, True)
+        for impl in ("two-kernel", "atomic"):
+            dq, dk, dv = sim.attention_backward(do, q, k, v, o, lse, True, impl=impl)
             assert max(rel_err(a, b) for a, b in zip((dq, dk, dv), want[2:])) < 5e-3
         with pytest.raises(minitriton.RaceError, match="attn_bwd_dkdv_kernel.*\n.*\n.*dq_ptr"):
             sim.attention_backward_racy(do, q, k, v, o, lse, True)

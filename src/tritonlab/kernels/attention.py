@@ -13,10 +13,17 @@ Backward, FlashAttention-2's Algorithm 2 with P recomputed from L:
     dS = P * (dP - D);  dK = scale * dS^T Q              attn_bwd_dkdv_kernel, per key tile
     dQ = scale * dS K                                    attn_bwd_dq_kernel, per query tile
 The dK/dV kernel owns one key tile and loops over query tiles; the dQ kernel owns one query tile
-and loops over key tiles, so neither ever shares an output with another program. The teaching
-variants put dQ into the dK/dV kernel instead: `attention_backward_atomic` with `tl.atomic_add`
-(correct, non-deterministic order on a GPU) and `attention_backward_racy` with a plain
-load-add-store, which loses updates; the simulator's race sanitizer names it.
+and loops over key tiles, so neither ever shares an output with another program. The one-pass
+backward (`impl="atomic"`, `attention_backward_atomic`) puts dQ into the dK/dV kernel instead,
+added with `tl.atomic_add` into fp32 (P and dS computed once, not twice; the order of the adds,
+and so dQ's last bits, vary from run to run on a GPU), after one pass that computes D and clears
+dQ. `attention_backward_racy` does it with a plain load-add-store, kept wrong on purpose: it
+loses updates, and the simulator's race sanitizer names it.
+
+The TMA forward (`attn_fwd_tma_kernel`, `impl="tma"`, `"tma-ws"`, `"tma-host"`) is the same
+algorithm with Q, K, V and O moved by tensor descriptors (Hopper's TMA: asynchronous bulk copies,
+zero-filled past the edges, so no load masks), its key loop software-pipelined (num_stages) or
+warp-specialized, and its causal programs ordered longest rows first across groups of heads.
 
 Causal (top-left aligned, as the assignment: query i keeps key j when i >= j, also for
 Nq != Nk): tiles above the diagonal are skipped by the loop bounds, and only tiles that cross
@@ -27,20 +34,20 @@ Inputs are (batch, seq, d) or (batch, heads, seq, d), any strides; fp32 inputs m
 TF32 on the tensor cores (Triton's default for tl.dot).
 
 On a GPU the tiles, warps and stages are autotuned per head dim from the configs of
-kernels/tuning.py's AttentionTuning; the simulator runs one small config of it, the CPU being
-no place for tuning. The launch
-goes through torch.library custom ops under torch.compile, so that tracing sees one opaque op
-(no graph break); eager calls launch directly.
+kernels/tuning.py's AttentionTuning, which also names the implementations that run by default
+(fwd_impl, bwd_impl); the simulator runs one small config of it, the CPU being no place for
+tuning. The launch goes through torch.library custom ops under torch.compile, so that tracing
+sees one opaque op (no graph break); eager calls launch directly.
 """
 import functools
 import math
 
 import torch
 
-from ..backend import DEVICE, tl, triton
+from ..backend import DEVICE, TensorDescriptor, tl, triton
 from ._checks import FLOAT_DTYPES, check_inputs
 from . import ops
-from ._launch import launch
+from ._launch import launch, scratch
 from .tuning import tuning_for
 
 MAX_HEAD_DIM = 128
@@ -156,11 +163,122 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
 
 
 @triton.jit
-def attn_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr,
+def _desc_tile(desc, off_z, off_h, row, ROWS: tl.constexpr, BLOCK_D: tl.constexpr,
+               HOST_DESC: tl.constexpr):
+    """The (ROWS, BLOCK_D) tile of one head from `row` on: a host descriptor spans (batch,
+    heads, seq, d), an in-kernel one the head's own (seq, d). Rows past the sequence and
+    columns past the head dim arrive as zeros (TMA's fill): no masks."""
+    if HOST_DESC:
+        tile = desc.load([off_z, off_h, row, 0]).reshape([ROWS, BLOCK_D])
+    else:
+        tile = desc.load([row, 0])
+    return tile
+
+
+@triton.jit
+def _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m, offs_n, n_keys, lo,
+                   hi, qk_scale, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                   IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr,
+                   WARP_SPECIALIZE: tl.constexpr, HOST_DESC: tl.constexpr):
+    """_fwd_inner with K and V tiles through TMA: the loads are asynchronous copies into
+    shared memory, num_stages of them in flight (software pipelining), or issued by a
+    producer warp of their own (WARP_SPECIALIZE). The masks remain only on S."""
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        k = _desc_tile(k_desc, off_z, off_h, start_n, BLOCK_N, BLOCK_D, HOST_DESC)  # read BN*d
+        s = tl.dot(q, tl.trans(k)) * qk_scale  # (BM, BN) scores in log2 units
+        if MASKED:  # padded keys read 0, so s = 0 there: masked like the causal part
+            cols = start_n + offs_n
+            keep = cols[None, :] < n_keys
+            if IS_CAUSAL:
+                keep = keep & (offs_m[:, None] >= cols[None, :])
+            s = tl.where(keep, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp2(s - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = _desc_tile(v_desc, off_z, off_h, start_n, BLOCK_N, BLOCK_D, HOST_DESC)  # read BN*d
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
+                        stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
+                        stride_vz, stride_vh, stride_vn, stride_oz, stride_oh, stride_om,
+                        n_heads, n_queries, n_keys, group_zh, qk_scale,
+                        HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                        IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+                        HOST_DESC: tl.constexpr):
+    # attn_fwd_kernel with Q, K, V and O through TMA descriptors. HOST_DESC: q_desc ... o_desc
+    # are host TensorDescriptors of (batch, heads, seq, d); else they are pointers (with the
+    # strides) and each program describes its own head's (seq, d) here.
+    # Programs in launch order go by groups of group_zh heads; within a group, the last query
+    # tiles (causal: the longest rows of keys) of every head first, so the grid's tail is
+    # short programs while the group's K and V stay in L2. group_zh = 1: one head at a time.
+    n_m = tl.num_programs(0)
+    pid = tl.program_id(1) * n_m + tl.program_id(0)
+    first_zh = pid // (group_zh * n_m) * group_zh
+    size = tl.minimum(tl.num_programs(1) - first_zh, group_zh)  # the last group: fewer
+    rank = pid % (group_zh * n_m)
+    pid_m = n_m - 1 - rank // size
+    pid_zh = first_zh + rank % size
+    off_z = pid_zh // n_heads
+    off_h = pid_zh % n_heads
+    if not HOST_DESC:  # the tile's own head: TMA fills and clips at its sequence's end
+        q_desc = tl.make_tensor_descriptor(
+            q_desc + off_z.to(tl.int64) * stride_qz + off_h.to(tl.int64) * stride_qh,
+            shape=[n_queries, HEAD_DIM], strides=[stride_qm, 1], block_shape=[BLOCK_M, BLOCK_D])
+        k_desc = tl.make_tensor_descriptor(
+            k_desc + off_z.to(tl.int64) * stride_kz + off_h.to(tl.int64) * stride_kh,
+            shape=[n_keys, HEAD_DIM], strides=[stride_kn, 1], block_shape=[BLOCK_N, BLOCK_D])
+        v_desc = tl.make_tensor_descriptor(
+            v_desc + off_z.to(tl.int64) * stride_vz + off_h.to(tl.int64) * stride_vh,
+            shape=[n_keys, HEAD_DIM], strides=[stride_vn, 1], block_shape=[BLOCK_N, BLOCK_D])
+        o_desc = tl.make_tensor_descriptor(
+            o_desc + off_z.to(tl.int64) * stride_oz + off_h.to(tl.int64) * stride_oh,
+            shape=[n_queries, HEAD_DIM], strides=[stride_om, 1], block_shape=[BLOCK_M, BLOCK_D])
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = _desc_tile(q_desc, off_z, off_h, start_m, BLOCK_M, BLOCK_D, HOST_DESC)  # read BM*d
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    full = n_keys - n_keys % BLOCK_N
+    if IS_CAUSAL:  # attn_fwd_kernel's bounds (BLOCK_M a multiple of BLOCK_N)
+        mid = tl.minimum(start_m, full)
+        hi = tl.minimum(start_m + BLOCK_M, n_keys)
+    else:
+        mid = full
+        hi = n_keys
+    acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m,
+                                   offs_n, n_keys, 0, mid, qk_scale, BLOCK_N, BLOCK_D,
+                                   IS_CAUSAL, False, WARP_SPECIALIZE, HOST_DESC)
+    acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m,
+                                   offs_n, n_keys, mid, hi, qk_scale, BLOCK_N, BLOCK_D,
+                                   IS_CAUSAL, True, WARP_SPECIALIZE, HOST_DESC)
+    out = (acc / l_i[:, None]).to(o_desc.dtype)
+    if HOST_DESC:  # rows past the sequence and columns past the head dim are clipped
+        o_desc.store([off_z, off_h, start_m, 0],
+                     out.reshape([1, 1, BLOCK_M, BLOCK_D]))  # write BM*d
+    else:
+        o_desc.store([start_m, 0], out)  # write BM*d
+    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
+    tl.store(lse_ptr + pid_zh.to(tl.int64) * n_queries + offs_m, lse,
+             mask=offs_m < n_queries)  # write BM
+
+
+@triton.jit
+def attn_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, dq_ptr,
                                stride_oz, stride_oh, stride_om, stride_od,
                                stride_doz, stride_doh, stride_dom, stride_dod,
                                n_heads, n_queries, HEAD_DIM: tl.constexpr,
-                               BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr):
+                               BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
+                               ZERO_DQ: tl.constexpr):
+    # ZERO_DQ (the one-pass backward): also clear the fp32 dQ rows (batch*heads, n_queries,
+    # HEAD_DIM) that its atomics add into, in this pass rather than a memset of its own
     pid_m, pid_zh = tl.program_id(0), tl.program_id(1)
     off_z = (pid_zh // n_heads).to(tl.int64)
     off_h = (pid_zh % n_heads).to(tl.int64)
@@ -175,6 +293,11 @@ def attn_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr,
     delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)
     tl.store(delta_ptr + pid_zh.to(tl.int64) * n_queries + offs_m, delta,
              mask=offs_m < n_queries)  # write BM
+    if ZERO_DQ:
+        tl.store(dq_ptr + pid_zh.to(tl.int64) * n_queries * HEAD_DIM
+                 + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+                 tl.zeros([BLOCK_M, BLOCK_D], tl.float32),
+                 mask=(offs_m[:, None] < n_queries) & (offs_d[None, :] < HEAD_DIM))  # write BM*d
 
 
 @triton.jit
@@ -211,8 +334,9 @@ def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, lse_ptr, delta_ptr, 
             dq = tl.dot(tl.trans(ds_t).to(k.dtype), k) * scale  # this key tile's share of dQ
             dq_tile = dq_ptrs + start_m * stride_dqm
             dq_mask = (rows[:, None] < n_queries) & (offs_d[None, :] < HEAD_DIM)
-            if DQ_MODE == 1:
-                tl.atomic_add(dq_tile, dq, mask=dq_mask)  # every key tile adds into the rows
+            if DQ_MODE == 1:  # every key tile adds into the rows; relaxed: only the sum
+                # matters, no order with other memory (the default acq_rel fences each add)
+                tl.atomic_add(dq_tile, dq, mask=dq_mask, sem="relaxed")
             else:  # the race: two key tiles read the same dQ rows before either writes
                 old = tl.load(dq_tile, mask=dq_mask, other=0.0)
                 tl.store(dq_tile, old + dq, mask=dq_mask)
@@ -231,8 +355,8 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                          HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                          IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          DQ_MODE: tl.constexpr):
-    # dq_ptr (fp32, contiguous like (batch*heads, n_queries, BLOCK_D)'s first HEAD_DIM
-    # columns: row stride HEAD_DIM) is only touched when DQ_MODE != 0
+    # dq_ptr (fp32, contiguous (batch*heads, n_queries, HEAD_DIM), zeroed by the D pass) is
+    # only touched when DQ_MODE != 0: 1 the one-pass backward's atomics, 2 the racy variant
     pid_n, pid_zh = tl.program_id(0), tl.program_id(1)
     off_z = (pid_zh // n_heads).to(tl.int64)
     off_h = (pid_zh % n_heads).to(tl.int64)
@@ -371,55 +495,89 @@ def _autotune_bench(fn, quantiles=None):
     return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
 
 
+# The launches that _run knows, by name: (kernel, tuning config set). The three TMA forward
+# variants share one kernel and one config set, and each has its own autotuner and choices
+_LAUNCHES = {"fwd": (attn_fwd_kernel, "fwd"), "dkdv": (attn_bwd_dkdv_kernel, "dkdv"),
+             "dq": (attn_bwd_dq_kernel, "dq"), "fwd_tma": (attn_fwd_tma_kernel, "fwd_tma"),
+             "fwd_tma_ws": (attn_fwd_tma_kernel, "fwd_tma"),
+             "fwd_tma_host": (attn_fwd_tma_kernel, "fwd_tma"),
+             "dkdv_atomic": (attn_bwd_dkdv_kernel, "dkdv_atomic")}
+
+
+def _set_desc_blocks(q_desc, k_desc, v_desc, o_desc, block_m, block_n):
+    """Host descriptors' blocks follow the tiles: (1, 1, rows, BLOCK_D) of (batch, heads, seq,
+    d). No-op for pointers (the in-kernel descriptors' variants)."""
+    if isinstance(q_desc, torch.Tensor):
+        return
+    block_d = q_desc.block_shape[-1]
+    q_desc.block_shape = o_desc.block_shape = [1, 1, block_m, block_d]
+    k_desc.block_shape = v_desc.block_shape = [1, 1, block_n, block_d]
+
+
+def _desc_blocks_hook(nargs):
+    """Autotuner pre-hook of the TMA forward: each config's tiles set the blocks."""
+    _set_desc_blocks(nargs["q_desc"], nargs["k_desc"], nargs["v_desc"], nargs["o_desc"],
+                     nargs["BLOCK_M"], nargs["BLOCK_N"])
+
+
 @functools.lru_cache(maxsize=None)
-def _tuned(kernel_name, block_d, device):
-    """The autotuned launcher of one kernel for a head-dim class and a GPU."""
-    kernel = {"fwd": attn_fwd_kernel, "dkdv": attn_bwd_dkdv_kernel, "dq": attn_bwd_dq_kernel}[
-        kernel_name]
-    configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
-               for bm, bn, w, s in tuning_for("attention", device).configs(kernel_name, block_d)]
+def _tuned(name, block_d, device, dtype):
+    """The autotuned launcher of one launch of _LAUNCHES for a head-dim class, a GPU and a
+    dtype (host descriptors do not show their dtype to the autotuner's key). The one-pass
+    backward's trials add into dQ: the autotuner zeroes it before each (reset_to_zero)."""
+    kernel, config_set = _LAUNCHES[name]
+    hook = _desc_blocks_hook if name == "fwd_tma_host" else None
+    configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s,
+                             pre_hook=hook)
+               for bm, bn, w, s in tuning_for("attention", device).configs(config_set, block_d)]
     return triton.autotune(configs=configs, key=["n_queries", "n_keys", "HEAD_DIM", "IS_CAUSAL"],
-                           do_bench=_autotune_bench)(kernel)
+                           do_bench=_autotune_bench,
+                           reset_to_zero=["dq_ptr"] if name == "dkdv_atomic" else None)(kernel)
 
 
-def _run(kernel_name, kernel, grid_rows, n_zh, work, args, tiles, device, **constexprs):
-    """Launch one tiled kernel on `device` (`tensor.get_device()`): `tiles` (BLOCK_M, BLOCK_N,
-    warps, stages) if given, else the tuning's simulator config on a CPU, and on a GPU the
-    first config that fits (_first_fitting) for `work` = batch*heads*Nq*Nk up to the tuning's
-    tune_above, the autotuner above.
-    grid = (cdiv(grid_rows, row block), n_zh) where the row block is BLOCK_M (fwd, dq) or
-    BLOCK_N (dkdv)."""
-    along = "BLOCK_N" if kernel_name == "dkdv" else "BLOCK_M"
+def _run(name, grid_rows, n_zh, work, args, tiles, device, dtype, **constexprs):
+    """Launch `name` (_LAUNCHES) on `device` (`tensor.get_device()`): `tiles` (BLOCK_M,
+    BLOCK_N, warps, stages) if given, else the tuning's simulator config on a CPU, and on a
+    GPU the first config that fits (_first_fitting) for `work` = batch*heads*Nq*Nk up to the
+    tuning's tune_above, the autotuner above.
+    grid = (cdiv(grid_rows, row block), n_zh) where the row block is BLOCK_M (forward, dQ) or
+    BLOCK_N (dK/dV)."""
+    kernel, config_set = _LAUNCHES[name]
+    along = "BLOCK_N" if config_set.startswith("dkdv") else "BLOCK_M"
     t = tuning_for("attention", device)
     if tiles is None and device >= 0:
         if work > t.tune_above:
-            tuned = _tuned(kernel_name, constexprs["BLOCK_D"], device)
+            tuned = _tuned(name, constexprs["BLOCK_D"], device, dtype)
             tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args, **constexprs)
             return
-        _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs,
-                       t.configs(kernel_name, constexprs["BLOCK_D"]))
+        _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs,
+                       t.configs(config_set, constexprs["BLOCK_D"]), dtype)
         return
-    _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles or t.simulator(kernel_name),
+    _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles or t.simulator(config_set),
                   constexprs)
 
 
 def _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles, constexprs):
     bm, bn, warps, stages = tiles
+    if constexprs.get("HOST_DESC"):
+        _set_desc_blocks(*args[:4], bm, bn)
     block = bn if along == "BLOCK_N" else bm
     launch(kernel, (triton.cdiv(grid_rows, block), n_zh), *args, BLOCK_M=bm, BLOCK_N=bn,
            num_warps=warps, num_stages=stages, **constexprs)
 
 
-# (kernel, BLOCK_D, dtype) -> index of the first tuning config whose shared memory fits
+# (launch name, BLOCK_D, dtype) -> index of the first tuning config whose shared memory fits
 _FITS = {}
 
 
-def _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs, configs):
+def _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs, configs, dtype=None):
     """Untuned GPU launch: the first config of the head-dim class that fits the SM's shared
     memory (fp32 operands need twice the bytes of 16-bit ones: the first 16-bit config can
     be too large), as the autotuner skips configs that raise OutOfResources. Nothing runs
-    before a config compiles and fits, so trying the next one is safe."""
-    key = (kernel_name, constexprs["BLOCK_D"], args[0].dtype)
+    before a config compiles and fits, so trying the next one is safe. `dtype`: the
+    inputs' (default: the first argument's, a tensor)."""
+    dtype = args[0].dtype if dtype is None else dtype
+    key = (name, constexprs["BLOCK_D"], dtype)
     for i in range(_FITS.get(key, 0), len(configs)):
         try:
             _launch_tiles(kernel, grid_rows, n_zh, along, args, configs[i], constexprs)
@@ -427,8 +585,8 @@ def _first_fitting(kernel_name, kernel, grid_rows, n_zh, along, args, constexprs
             continue
         _FITS[key] = i
         return
-    raise RuntimeError(f"flash_attention: no {kernel_name} config of {configs} fits this GPU "
-                       f"for head dim block {constexprs['BLOCK_D']} and {args[0].dtype}")
+    raise RuntimeError(f"flash_attention: no {name} config of {configs} fits this GPU "
+                       f"for head dim block {constexprs['BLOCK_D']} and {dtype}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -478,47 +636,163 @@ def _block_d(d):
     return max(16, triton.next_power_of_2(d))  # tl.dot needs K >= 16
 
 
-def _forward(q, k, v, causal, scale, tiles=None):
+FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host")
+BWD_IMPLS = ("two-kernel", "atomic")
+
+
+def tma_problem(*tensors):
+    """Why TMA descriptors cannot read or write these (batch, [heads,] seq, d) tensors (and
+    an output laid out like the first), or None: TMA needs a Hopper or newer GPU, a
+    contiguous last dimension, a 16-byte aligned base and 16-byte multiples for every other
+    stride that is stepped along (dimensions of size 1 never are)."""
+    first = tensors[0]
+    if first.is_cuda and not _has_tma(first.get_device()):
+        return "TMA needs a Hopper or newer GPU (compute capability 9+)"
+    if first.shape[-1] * first.element_size() % 16:
+        return (f"the output's rows of {first.shape[-1]} x {first.element_size()} bytes are "
+                f"not a multiple of 16 bytes")
+    for t in tensors:
+        size = t.element_size()
+        if t.stride(-1) != 1 and t.shape[-1] > 1:
+            return f"a last dimension of stride {t.stride(-1)}, not 1"
+        if t.data_ptr() % 16:
+            return "a base address not 16-byte aligned"
+        for extent, stride in zip(t.shape[:-1], t.stride()[:-1]):
+            if extent > 1 and (stride == 0 or stride * size % 16):
+                return f"a stride of {stride} x {size} bytes, not a nonzero multiple of 16"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _has_tma(device_index):
+    return torch.cuda.get_device_capability(device_index)[0] >= 9  # Hopper or newer
+
+
+def forward_impl(q, k, v, impl=None):
+    """The forward implementation that runs for these inputs: `impl` if given (one of
+    FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
+    tuning's `fwd_impl`, or "pointers" where that is a TMA one and TMA cannot take them."""
+    if impl is None:
+        impl = tuning_for("attention", q.get_device()).fwd_impl
+        return "pointers" if impl != "pointers" and tma_problem(q, k, v) else impl
+    if impl not in FWD_IMPLS:
+        raise ValueError(f"flash_attention: unknown forward impl {impl!r}; one of "
+                         f"{', '.join(FWD_IMPLS)}")
+    problem = impl != "pointers" and tma_problem(q, k, v)
+    if problem:
+        raise ValueError(f"flash_attention: impl={impl!r} reads through TMA descriptors, which "
+                         f"these inputs do not allow: {problem}; use impl='pointers'")
+    return impl
+
+
+def backward_impl(q, impl=None):
+    """The backward implementation that runs: `impl` if given (one of BWD_IMPLS), else the
+    device tuning's `bwd_impl`."""
+    if impl is None:
+        return tuning_for("attention", q.get_device()).bwd_impl
+    if impl not in BWD_IMPLS:
+        raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "
+                         f"{', '.join(BWD_IMPLS)}")
+    return impl
+
+
+def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     """(O, L) for checked inputs: O like q (contiguous), L fp32 of shape q.shape[:-1]."""
     batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v)
+    impl = forward_impl(q, k, v, impl)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
-    if o.numel():
+    if not o.numel():
+        return o, lse
+    consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal))
+    work = batch * heads * n_q * n_k
+    if impl == "pointers":
         args = (q, k, v, o, lse, *_strides4(q), *_strides4(k), *_strides4(v), *_strides4(o),
                 heads, n_q, n_k, scale * LOG2E)
-        _run("fwd", attn_fwd_kernel, n_q, batch * heads, batch * heads * n_q * n_k, args, tiles,
-             q.get_device(), HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal))
+        _run("fwd", n_q, batch * heads, work, args, tiles, q.get_device(), q.dtype, **consts)
+        return o, lse
+    host = impl == "tma-host"
+    if host:  # blocks set per config before each launch (_set_desc_blocks)
+        tensors = [_descriptor4(t, consts["BLOCK_D"]) for t in (q, k, v, o)]
+    else:  # in-kernel descriptors: their global scratch comes from Triton's allocator
+        triton.set_allocator(_tma_scratch)
+        tensors = [q, k, v, o]
+    args = (*tensors, lse, *_tma_strides(q)[:3], *_tma_strides(k)[:3], *_tma_strides(v)[:3],
+            *_tma_strides(o)[:3], heads, n_q, n_k,
+            _causal_group(batch * heads, n_k, d, q.element_size(), causal, q.get_device()),
+            scale * LOG2E)
+    _run({"tma": "fwd_tma", "tma-ws": "fwd_tma_ws", "tma-host": "fwd_tma_host"}[impl], n_q,
+         batch * heads, work, args, tiles, q.get_device(), q.dtype,
+         WARP_SPECIALIZE=impl == "tma-ws", HOST_DESC=host, **consts)
     return o, lse
 
 
-def _delta(o, do, heads, n_q, d):
-    """D = rowsum(dO * O), fp32 (batch*heads, n_queries)."""
+def _tma_scratch(size, alignment, stream):
+    return torch.empty(size, dtype=torch.int8, device=DEVICE)
+
+
+def _shape4(t):
+    return [t.shape[0], t.shape[1] if t.dim() == 4 else 1, t.shape[-2], t.shape[-1]]
+
+
+def _tma_strides(t):
+    """(batch, heads, seq, d) strides of a tensor that tma_problem accepts, where each
+    dimension of size 1 has the stride it would have if contiguous: nothing steps along it,
+    but TMA checks every stride's alignment, and its own may be anything."""
+    shape, strides = _shape4(t), list(_strides4(t))
+    for i in (2, 1, 0):
+        if shape[i] == 1:
+            strides[i] = shape[i + 1] * strides[i + 1]
+    return strides
+
+
+def _descriptor4(t, block_d):
+    """A host TensorDescriptor of a 3-D or 4-D tensor as (batch, heads, seq, d); its block is
+    set per launch."""
+    return TensorDescriptor(t, _shape4(t), _tma_strides(t), [1, 1, 16, block_d])
+
+
+def _causal_group(n_zh, n_k, d, element_size, causal, device):
+    """Heads whose causal programs the TMA forward orders together, longest rows first: as
+    many as keep their K and V within the tuning's causal_group_bytes (1: not causal)."""
+    if not causal:
+        return 1
+    budget = tuning_for("attention", device).causal_group_bytes
+    return max(1, min(n_zh, budget // max(1, 2 * n_k * d * element_size)))
+
+
+def _delta(o, do, heads, n_q, d, dq32=None):
+    """D = rowsum(dO * O), fp32 (batch*heads, n_queries); `dq32` (the one-pass backward's fp32
+    dQ) is zeroed in the same pass."""
     zh = o.numel() // max(1, n_q * d)
     delta = torch.empty(zh, n_q, dtype=torch.float32, device=o.device)
     t = tuning_for("attention", o.get_device())
     block = t.preprocess_block if o.is_cuda else t.simulator_preprocess_block
     launch(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), o, do, delta,
-           *_strides4(o), *_strides4(do), heads, n_q, HEAD_DIM=d, BLOCK_D=_block_d(d),
-           BLOCK_M=block)
+           delta if dq32 is None else dq32, *_strides4(o), *_strides4(do), heads, n_q,
+           HEAD_DIM=d, BLOCK_D=_block_d(d), BLOCK_M=block, ZERO_DQ=dq32 is not None)
     return delta
 
 
-def _backward(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tiles=None):
-    """(dQ, dK, dV), contiguous, in q's dtype. dq_mode: "kernel" (the dQ kernel), "atomic" or
-    "racy" (dQ added inside the dK/dV kernel; the teaching variants). `tiles`: {"dkdv": ...,
-    "dq": ...} configs instead of the simulator's or the autotuner's."""
+def _backward(do, q, k, v, o, lse, causal, scale, impl=None, tiles=None):
+    """(dQ, dK, dV), contiguous, in q's dtype. impl: "two-kernel" (the dK/dV and dQ
+    kernels), "atomic" (one pass: dQ added inside the dK/dV kernel), "racy" (the teaching
+    variant that loses updates), None (the device's default). `tiles`: {"dkdv": ..., "dq":
+    ...} configs instead of the simulator's or the autotuner's."""
     check_attention_inputs(q, k, v, op="flash_attention backward")
     check_inputs("flash_attention backward", do, o, device=DEVICE, dtypes=(q.dtype,),
                  same_shape=False, contiguous=False)
     if do.shape != q.shape or o.shape != q.shape:
         raise ValueError(f"flash_attention backward: dO {tuple(do.shape)} and O "
                          f"{tuple(o.shape)} must have q's shape {tuple(q.shape)}")
-    return _backward_checked(do, q, k, v, o, lse, causal, scale, dq_mode, tiles)
+    return _backward_checked(do, q, k, v, o, lse, causal, scale,
+                             impl if impl == "racy" else backward_impl(q, impl), tiles)
 
 
-def _backward_checked(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tiles=None):
-    """`_backward` for inputs known good: the autograd Function's saved tensors, checked by
-    its forward, and a dO that autograd gave the output's shape, dtype and device."""
+def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", tiles=None):
+    """`_backward` for inputs known good (and an impl already resolved): the autograd
+    Function's saved tensors, checked by its forward, and a dO that autograd gave the
+    output's shape, dtype and device."""
     batch, heads, n_q, n_k, d = _dims(q, k)
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
@@ -527,26 +801,38 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, dq_mode="kernel", tile
         return dq.zero_(), dk.zero_(), dv.zero_()
     tiles = tiles or {}
     zh, block_d = batch * heads, _block_d(d)
-    delta = _delta(o, do, heads, n_q, d)
     consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
-    mode = {"kernel": 0, "atomic": 1, "racy": 2}[dq_mode]
-    dq32 = (torch.zeros(zh, n_q, d, dtype=torch.float32, device=q.device) if mode else dq)
+    work, device = zh * n_q * n_k, q.get_device()
+    if impl == "two-kernel":
+        delta = _delta(o, do, heads, n_q, d)
+        args = (q, k, v, do, lse, delta, dk, dv, dq, *_strides4(q), *_strides4(k),
+                *_strides4(v), *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k,
+                scale * LOG2E, scale)
+        _run("dkdv", n_k, zh, work, args, tiles.get("dkdv"), device, q.dtype, DQ_MODE=0,
+             **consts)
+        _run("dq", n_q, zh, work,
+             (q, k, v, do, lse, delta, dq, *_strides4(q), *_strides4(k), *_strides4(v),
+              *_strides4(do), *_strides4(dq), heads, n_q, n_k, scale * LOG2E, scale),
+             tiles.get("dq"), device, q.dtype, **consts)
+        return dq, dk, dv
+    # dQ in fp32, (batch*heads, n_queries, d) contiguous: fp32 inputs add straight into the
+    # output (laid out so), 16-bit ones into a scratch buffer converted at the end
+    dq32 = dq if q.dtype == torch.float32 else scratch(
+        "attention_dq32", (zh, n_q, d), torch.float32, q.device)
+    delta = _delta(o, do, heads, n_q, d, dq32)
     args = (q, k, v, do, lse, delta, dk, dv, dq32, *_strides4(q), *_strides4(k), *_strides4(v),
             *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E,
             scale)
-    if mode:  # teaching variants: one config, never autotuned (atomics would need resets)
+    if impl == "atomic":
+        _run("dkdv_atomic", n_k, zh, work, args, tiles.get("dkdv"), device, q.dtype,
+             DQ_MODE=1, **consts)
+    else:  # racy, the teaching variant: one config, never autotuned
         bm, bn, warps, stages = (tiles.get("dkdv") or
-                                 tuning_for("attention", q.get_device()).simulator("dkdv"))
+                                 tuning_for("attention", device).simulator("dkdv"))
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
-               BLOCK_N=bn, DQ_MODE=mode, num_warps=warps, num_stages=stages)
-        return dq32.view(q.shape).to(q.dtype), dk, dv
-    work = zh * n_q * n_k
-    _run("dkdv", attn_bwd_dkdv_kernel, n_k, zh, work, args, tiles.get("dkdv"), q.get_device(),
-         DQ_MODE=0, **consts)
-    _run("dq", attn_bwd_dq_kernel, n_q, zh, work,
-         (q, k, v, do, lse, delta, dq, *_strides4(q), *_strides4(k), *_strides4(v),
-          *_strides4(do), *_strides4(dq), heads, n_q, n_k, scale * LOG2E, scale),
-         tiles.get("dq"), q.get_device(), **consts)
+               BLOCK_N=bn, DQ_MODE=2, num_warps=warps, num_stages=stages)
+    if dq32 is not dq:
+        dq.copy_(dq32.view(q.shape))  # read and write N*d
     return dq, dk, dv
 
 
@@ -554,21 +840,29 @@ def default_scale(q):
     return 1.0 / math.sqrt(q.shape[-1])
 
 
-def attention_forward(q, k, v, causal=False, scale=None, tiles=None):
+def attention_forward(q, k, v, causal=False, scale=None, tiles=None, impl=None):
     """(O, L): O = softmax(q k^T * scale [causal mask]) v and L = logsumexp of the scaled
     scores per query row (fp32, shape q.shape[:-1]). `tiles` (BLOCK_M, BLOCK_N, warps, stages)
-    replaces the simulator's config or the autotuner (tests, probes)."""
-    return _forward(q, k, v, causal, default_scale(q) if scale is None else scale, tiles)
+    replaces the simulator's config or the autotuner (tests, probes). `impl`: "pointers"
+    (attn_fwd_kernel), "tma" (attn_fwd_tma_kernel, descriptors made in the kernel),
+    "tma-ws" (the same with warp specialization), "tma-host" (host TensorDescriptors), or
+    None: the device's default (forward_impl)."""
+    return _forward(q, k, v, causal, default_scale(q) if scale is None else scale, tiles, impl)
 
 
-def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None):
-    """(dQ, dK, dV) from the forward's O and L (two kernels after the D preprocess)."""
+def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None, impl=None):
+    """(dQ, dK, dV) from the forward's O and L. `impl`: "two-kernel" (D, then the dK/dV and
+    dQ kernels: deterministic), "atomic" (D and dQ's zeros, then one pass that recomputes P
+    once and adds dQ with atomics: attention_backward_atomic), or None: the device's
+    default."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
-                     tiles=tiles)
+                     impl, tiles)
 
 
 def attention_backward_atomic(do, q, k, v, o, lse, causal=False, scale=None, tiles=None):
-    """The teaching variant: dQ accumulated with tl.atomic_add inside the dK/dV kernel."""
+    """The one-pass backward: every dK/dV program adds its share of dQ with tl.atomic_add into
+    an fp32 dQ, so P and dS are computed once (the two-kernel backward computes them twice).
+    On a GPU the order of the adds varies from run to run: dQ is not bitwise deterministic."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
                      "atomic", tiles)
 
@@ -687,25 +981,25 @@ _BWD_OP = f"{_NAMESPACE}::flash_attention_bwd{'_' + _SUFFIX if _SUFFIX else ''}"
 
 
 @torch.library.custom_op(_FWD_OP, mutates_args=())
-def _fwd_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-            scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    return _forward(q, k, v, causal, scale)
+def _fwd_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
+            impl: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, causal, scale, impl=impl or None)
 
 
 @_fwd_op.register_fake
-def _(q, k, v, causal, scale):
+def _(q, k, v, causal, scale, impl):
     return (q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32))
 
 
 @torch.library.custom_op(_BWD_OP, mutates_args=())
 def _bwd_op(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-            o: torch.Tensor, lse: torch.Tensor, causal: bool,
-            scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _backward(do, q, k, v, o, lse, causal, scale)
+            o: torch.Tensor, lse: torch.Tensor, causal: bool, scale: float,
+            impl: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _backward(do, q, k, v, o, lse, causal, scale, impl or None)
 
 
 @_bwd_op.register_fake
-def _(do, q, k, v, o, lse, causal, scale):
+def _(do, q, k, v, o, lse, causal, scale, impl):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -728,15 +1022,20 @@ def _compiling():
 class FlashAttentionTriton(torch.autograd.Function):
     """The assignment's interface: forward(ctx, Q, K, V, is_causal=False) -> O, saving L (fp32,
     (batch, n_queries) for 3-D inputs), Q, K, V and O. `scale` (default 1/sqrt(d)) is an extra,
-    optional argument."""
+    optional argument, and so are `fwd_impl` and `bwd_impl` (attention_forward's and
+    attention_backward's `impl`; default: the device's)."""
 
     @staticmethod
-    def forward(ctx, Q, K, V, is_causal=False, scale=None):
+    def forward(ctx, Q, K, V, is_causal=False, scale=None, fwd_impl=None, bwd_impl=None):
         scale = default_scale(Q) if scale is None else float(scale)
-        O, L = (_fwd_op(Q, K, V, bool(is_causal), scale) if _compiling() else
-                _forward(Q, K, V, is_causal, scale))
+        if bwd_impl is not None and bwd_impl not in BWD_IMPLS:
+            raise ValueError(f"flash_attention: unknown backward impl {bwd_impl!r}; one of "
+                             f"{', '.join(BWD_IMPLS)}")
+        # the ops take a string, "" for the device's default, and resolve it themselves
+        O, L = (_fwd_op(Q, K, V, bool(is_causal), scale, fwd_impl or "") if _compiling() else
+                _forward(Q, K, V, is_causal, scale, impl=fwd_impl))
         ctx.save_for_backward(L, Q, K, V, O)
-        ctx.is_causal, ctx.scale = bool(is_causal), scale
+        ctx.is_causal, ctx.scale, ctx.bwd_impl = bool(is_causal), scale, bwd_impl
         return O
 
     @staticmethod
@@ -745,15 +1044,19 @@ class FlashAttentionTriton(torch.autograd.Function):
         # through the op when compiling, and under create_graph (grad mode on in a backward),
         # whose own gradient raises rather than being silently zero
         through_op = _compiling() or torch.is_grad_enabled()
-        dQ, dK, dV = (_bwd_op(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale) if through_op else
-                      _backward_checked(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale))
-        return dQ, dK, dV, None, None
+        dQ, dK, dV = (_bwd_op(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale, ctx.bwd_impl or "")
+                      if through_op else
+                      _backward_checked(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale,
+                                        backward_impl(Q, ctx.bwd_impl)))
+        return dQ, dK, dV, None, None, None, None
 
 
-def flash_attention(q, k, v, causal=False, scale=None):
+def flash_attention(q, k, v, causal=False, scale=None, fwd_impl=None, bwd_impl=None):
     """softmax(q k^T * scale) v, differentiable; q, k, v (batch, seq, d) or (batch, heads, seq,
-    d). The Function's output itself (no view), so `out.grad_fn.saved_tensors` holds L."""
-    return FlashAttentionTriton.apply(q, k, v, causal, scale)
+    d). The Function's output itself (no view), so `out.grad_fn.saved_tensors` holds L.
+    `fwd_impl`/`bwd_impl` choose the implementations (FWD_IMPLS, BWD_IMPLS; default: the
+    device tuning's)."""
+    return FlashAttentionTriton.apply(q, k, v, causal, scale, fwd_impl, bwd_impl)
 
 
 class FlashAttention(torch.nn.Module):

@@ -168,12 +168,16 @@ class RowSumTuning:
 
 @dataclasses.dataclass(frozen=True)
 class AttentionTuning:
-    """Configs (BLOCK_M, BLOCK_N, num_warps, num_stages) of FlashAttention's three tiled
-    kernels (kernels/attention.py). The forward and dQ kernels own BLOCK_M queries and step
-    BLOCK_N keys (BLOCK_M a multiple of BLOCK_N); the dK/dV kernel owns BLOCK_N keys and steps
-    BLOCK_M queries (BLOCK_N a multiple of BLOCK_M): the causal loop bounds rely on it. `small`
-    serves head dims up to 64, `large` up to 128 (more registers per row: smaller tiles or more
-    warps). The autotuner picks among them per shape, dtype and causality."""
+    """Configs (BLOCK_M, BLOCK_N, num_warps, num_stages) of FlashAttention's tiled kernels
+    (kernels/attention.py). The forward and dQ kernels own BLOCK_M queries and step BLOCK_N
+    keys (BLOCK_M a multiple of BLOCK_N); the dK/dV kernels own BLOCK_N keys and step BLOCK_M
+    queries (BLOCK_N a multiple of BLOCK_M): the causal loop bounds rely on it. `small` serves
+    head dims up to 64, `large` up to 128 (more registers per row: smaller tiles or more
+    warps). The autotuner picks among them per shape, dtype and causality. Each
+    implementation has its own sets: `fwd` the pointer forward, `fwd_tma` the TMA forward
+    (all three of its variants: in-kernel descriptors, the same with warp specialization,
+    host descriptors), `dkdv` + `dq` the two-kernel backward, `dkdv_atomic` the one-pass
+    backward (dQ by atomics inside the dK/dV kernel)."""
 
     fwd_small: tuple
     fwd_large: tuple
@@ -181,11 +185,27 @@ class AttentionTuning:
     dkdv_large: tuple
     dq_small: tuple
     dq_large: tuple
+    fwd_tma_small: tuple = ()
+    fwd_tma_large: tuple = ()
+    dkdv_atomic_small: tuple = ()
+    dkdv_atomic_large: tuple = ()
+    # What flash_attention runs when no implementation is asked for: forward "pointers",
+    # "tma", "tma-ws" or "tma-host" (a TMA one only for inputs TMA can read, else
+    # "pointers"); backward "two-kernel" or "atomic". To be set by measurement on the GPU
+    # (benchmarks/attention.py --quick times them side by side; docs/attention.md)
+    fwd_impl: str = "pointers"
+    bwd_impl: str = "two-kernel"
+    # The TMA forward runs causal programs longest query rows first across groups of heads
+    # whose K and V together take at most this many bytes (so that they stay in L2 while
+    # every query tile of the group reads them): about half an H100's/H200's 50 MB L2
+    causal_group_bytes: int = 24 << 20
     # The simulator's one config per kernel: small tiles (tests use sequences of 16 to 80)
     # with BLOCK_M != BLOCK_N, so that the causal bounds' multiple-of rule is exercised
     simulator_fwd: tuple = (32, 16, 4, 1)
     simulator_dkdv: tuple = (16, 32, 4, 1)
     simulator_dq: tuple = (32, 16, 4, 1)
+    simulator_fwd_tma: tuple = (32, 16, 4, 1)
+    simulator_dkdv_atomic: tuple = (16, 32, 4, 1)
     preprocess_block: int = 128  # rows per program of D = rowsum(dO * O)
     simulator_preprocess_block: int = 16
     # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
@@ -193,7 +213,8 @@ class AttentionTuning:
     tune_above: int = 1 << 22
 
     def configs(self, kernel, block_d):
-        """The configs of kernel "fwd", "dkdv" or "dq" for a head-dim block."""
+        """The configs of kernel "fwd", "dkdv", "dq", "fwd_tma" or "dkdv_atomic" for a
+        head-dim block."""
         return getattr(self, f"{kernel}_{'small' if block_d <= 64 else 'large'}")
 
     def simulator(self, kernel):
@@ -238,7 +259,21 @@ TUNINGS = {
         dq_small=((128, 32, 4, 3), (128, 32, 8, 3), (128, 64, 8, 3), (64, 32, 4, 3),
                   (64, 16, 4, 4)),
         dq_large=((128, 32, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (64, 32, 4, 3),
-                  (64, 16, 4, 3)))},
+                  (64, 16, 4, 3)),
+        # TMA forward: the tutorial's space (BLOCK_M 64/128, BLOCK_N 32-128, 2-4 stages of
+        # TMA loads in flight, 8 warps only for 128x128 tiles on Hopper), its test config
+        # (128, 64, 4, 2) among them
+        fwd_tma_small=((128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 4, 4), (128, 64, 4, 2),
+                       (128, 32, 4, 3), (64, 64, 4, 3)),
+        fwd_tma_large=((128, 64, 4, 3), (128, 128, 8, 2), (128, 64, 4, 2), (128, 128, 8, 3),
+                       (128, 32, 4, 4), (64, 64, 4, 3)),
+        # one-pass backward: each step now also does dQ's dot and BLOCK_M x d atomics, so
+        # taller query steps (64, FlashAttention-3's 64 x 128 on Hopper) join the two-kernel
+        # dK/dV kernel's tiles
+        dkdv_atomic_small=((64, 128, 8, 2), (32, 128, 4, 3), (64, 128, 4, 2), (32, 128, 8, 3),
+                           (64, 64, 4, 3), (32, 64, 4, 3)),
+        dkdv_atomic_large=((64, 128, 8, 2), (32, 128, 8, 3), (32, 128, 4, 3), (64, 128, 8, 1),
+                           (64, 64, 4, 2), (32, 64, 4, 3)))},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 

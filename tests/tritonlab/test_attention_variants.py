@@ -1,0 +1,262 @@
+"""FlashAttention's faster variants (kernels/attention.py, issue 36) against float64 PyTorch
+attention, beside the baseline kernels that test_attention.py covers: the TMA forward
+(`impl="tma"`: descriptors made in the kernel, `"tma-ws"`: the same with warp specialization,
+`"tma-host"`: host TensorDescriptors) and the one-pass backward (`impl="atomic"`: P and dS
+computed once, dQ added with tl.atomic_add), on the active backend (minitriton here, real
+Triton on a GPU machine). GPU-only cases (autotuned shapes) carry the `gpu` marker."""
+import dataclasses
+
+import pytest
+import torch
+
+import minitriton
+from test_attention import assert_matches, inputs, reference
+from torch_references import ATTENTION_TOLERANCES, DEV, DTYPES, rel_err
+from tritonlab import backend
+from tritonlab.kernels import attention as fa
+from tritonlab.kernels import tuning
+
+# (batch, n_queries, n_keys, head dim), in the simulator's 32 x 16 forward and 16 x 32 dK/dV
+# tiles: whole tiles at d = 16; tails in both sequences with Nq < Nk at d = 64; Nq > Nk
+# (causal: the last queries see every key) at d = 48, padded to 64 by TMA's zero fill (and
+# the pointer kernels' masks); d = 128 with a key tail
+SHAPES = [(1, 32, 32, 16), (2, 47, 61, 64), (1, 50, 21, 48), (1, 20, 36, 128)]
+
+
+def forward_matches(q, k, v, do, causal, impl, **kw):
+    o, lse = fa.attention_forward(q.detach(), k.detach(), v.detach(), causal, impl=impl, **kw)
+    assert o.dtype == q.dtype and lse.dtype == torch.float32
+    want = reference(q, k, v, do, causal)
+    for name, got, w in (("O", o, want[0]), ("L", lse, want[1])):
+        assert rel_err(got, w) < ATTENTION_TOLERANCES[q.dtype], name
+    return o, lse
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_tma_forward(shape, dtype, causal):
+    q, k, v, do = inputs(*shape, dtype=dtype)
+    forward_matches(q, k, v, do, causal, "tma")
+
+
+# the other two TMA variants: the same tiles and masks, other descriptors (ws: the same
+# kernel with warp_specialize on its loops, which the simulator runs as the plain loop)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("impl", ["tma-ws", "tma-host"])
+def test_tma_forward_variants(impl, dtype, causal):
+    q, k, v, do = inputs(2, 47, 61, 48, dtype=dtype)
+    forward_matches(q, k, v, do, causal, impl)
+
+
+@pytest.mark.parametrize("impl", ["tma", "tma-host"])
+def test_tma_forward_four_d_strided_views(impl):
+    """(batch, heads, seq, d) views of (batch, seq, heads, d) tensors, k every other row of a
+    longer sequence: TMA takes any strides that are 16-byte multiples."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 33, 3, 32, generator=g).to(DEV).transpose(1, 2)
+    k = torch.randn(2, 50, 3, 32, generator=g).to(DEV).transpose(1, 2)[:, :, ::2]
+    v = torch.randn(2, 3, 25, 48, generator=g).to(DEV)[..., 16:48]
+    assert not any(t.is_contiguous() for t in (q, k, v))
+    for causal in (False, True):
+        o, lse = forward_matches(q, k, v, torch.zeros_like(q), causal, impl)
+        assert lse.shape == (2, 3, 33)
+
+
+def test_tma_forward_causal_groups(monkeypatch):
+    """Causal programs go by groups of heads, longest rows first: with a budget for 2 heads'
+    K and V, 5 heads make groups of 2, 2 and 1 (the last one short); 1 head a group; and
+    all 5 at once. Every (query tile, head) runs once: the outputs match."""
+    q, k, v, do = inputs(5, 45, 45, 16)
+    per_head = 2 * 45 * 16 * 4  # K and V bytes of one head
+    defaults = tuning.tuning_for("attention", -1)
+    for heads in (2, 1, 5):
+        budget = dataclasses.replace(defaults, causal_group_bytes=heads * per_head)
+        monkeypatch.setattr(fa, "tuning_for", lambda kind, device, t=budget: t)
+        assert fa._causal_group(5, 45, 16, 4, True, -1) == heads
+        forward_matches(q, k, v, do, True, "tma")
+
+
+def test_tma_forward_skips_the_tiles_above_the_diagonal():
+    """The pointer forward's loop bounds (test_attention.py), through descriptors: N = 128 in
+    16 x 16 tiles runs 36 of the 64 tile pairs and reads K and V 36 tiles' worth."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    q, k, v, _ = (t.detach().cpu() for t in inputs(1, 128, 128, 16))
+    with minitriton.record() as rec:
+        sim.attention_forward(q, k, v, True, tiles=(16, 16, 4, 1), impl="tma")
+    per_pair = 2 * (2 * 16 * 16 * 16)
+    assert rec[0].dot_flops == 36 * per_pair
+    assert rec[0].args["k_desc"].loaded == rec[0].args["v_desc"].loaded == 36 * 16 * 16
+    assert rec[0].args["o_desc"].stored == 128 * 16
+
+
+def test_tma_forward_sanitizers(executor):
+    """No race (every program writes its own rows of O and L), no padded lane that changes a
+    max, a sum or a dot (TMA's zeros are masked in S), on both executors."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    q, k, v, do = (t.detach().cpu() for t in inputs(2, 37, 45, 48))
+    want = reference(q, k, v, do, True)[0]
+    with minitriton.configure(races=True, padding=True):
+        for impl in ("tma", "tma-host"):
+            o = sim.attention_forward(q, k, v, True, impl=impl)[0]
+            assert rel_err(o, want) < ATTENTION_TOLERANCES[torch.float32], impl
+
+
+def test_tma_needs_aligned_rows_and_the_default_falls_back(monkeypatch):
+    """impl="tma" refuses inputs TMA cannot read (fp16 rows of d = 20: 40 bytes), naming the
+    fix; a device whose default forward is a TMA one runs the pointer kernel for them (and
+    for a base 2 bytes off alignment)."""
+    q, k, v, do = inputs(1, 24, 24, 20, dtype=torch.float16)
+    q, k, v = q.detach(), k.detach(), v.detach()
+    with pytest.raises(ValueError, match="not a multiple of 16 bytes; use impl='pointers'"):
+        fa.attention_forward(q, k, v, impl="tma")
+    with pytest.raises(ValueError, match="unknown forward impl 'wgmma'"):
+        fa.attention_forward(q, k, v, impl="wgmma")
+    tma_default = dataclasses.replace(tuning.tuning_for("attention", -1), fwd_impl="tma")
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: tma_default)
+    assert fa.forward_impl(q, k, v) == "pointers"
+    aligned = [t[..., :16].contiguous() for t in (q, k, v)]
+    assert fa.forward_impl(*aligned) == "tma"
+    shifted = torch.zeros(aligned[2].numel() + 1, dtype=torch.float16, device=DEV)[1:]
+    assert fa.forward_impl(aligned[0], aligned[1], shifted.view(aligned[2].shape)) == "pointers"
+    o = fa.attention_forward(q, k, v, True)[0]
+    assert rel_err(o, reference(q, k, v, do, True)[0]) < ATTENTION_TOLERANCES[torch.float16]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_atomic_backward(shape, dtype, causal):
+    """dQ, dK, dV of the one-pass backward, under the race sanitizer: the atomics into dQ and
+    the zeros the D pass writes there first are no race."""
+    q, k, v, do = inputs(*shape, dtype=dtype)
+    q, k, v = q.detach(), k.detach(), v.detach()
+    o, lse = fa.attention_forward(q, k, v, causal)
+    with minitriton.configure(races=True):
+        grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl="atomic")
+    assert all(g.dtype == dtype and g.is_contiguous() for g in grads)
+    assert_matches((o, lse, *grads), reference(q, k, v, do, causal), dtype)
+
+
+def test_atomic_backward_sanitizers_both_executors(executor):
+    """Both executors, race and padding sanitizers, fp16 (dQ through the fp32 scratch) and
+    fp32 (atomics straight into dQ), tiles where four key programs add into each query row."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    q, k, v, do = (t.detach().cpu() for t in inputs(2, 45, 70, 32, dtype=torch.float16))
+    want = reference(q, k, v, do, True)
+    with minitriton.configure(races=True, padding=True):
+        for dtype in (torch.float16, torch.float32):
+            args = [t.to(dtype) for t in (q, k, v)]
+            o, lse = sim.attention_forward(*args, True)
+            grads = sim.attention_backward(do.to(dtype), *args, o, lse, True, impl="atomic",
+                                           tiles={"dkdv": (16, 16, 4, 1)})
+            assert_matches((o, lse, *grads), want, dtype)
+
+
+def test_autograd_and_compile_with_the_variants():
+    """flash_attention's fwd_impl/bwd_impl reach the kernels, eagerly and under torch.compile
+    (one graph through the custom ops, which take the implementations' names)."""
+    q, k, v, do = inputs(1, 24, 40, 16)
+    with minitriton.record() as rec:
+        o = fa.flash_attention(q, k, v, True, None, "tma-host", "atomic")
+        lse = o.grad_fn.saved_tensors[0]
+        o.backward(do)
+    if backend.NAME == "sim":  # the forward, then D with dQ's zeros and the one pass
+        assert [r.kernel for r in rec] == ["attn_fwd_tma_kernel", "attn_bwd_preprocess_kernel",
+                                           "attn_bwd_dkdv_kernel"]
+    assert_matches((o, lse, q.grad, k.grad, v.grad), reference(q, k, v, do, True),
+                   torch.float32)
+    q.grad = k.grad = v.grad = None
+    compiled = torch.compile(fa.FlashAttentionTriton.apply, backend="aot_eager", fullgraph=True)
+    o = compiled(q, k, v, True, None, "tma", "atomic")
+    o.backward(do)
+    assert_matches((o, fa.attention_forward(q, k, v, True)[1], q.grad, k.grad, v.grad),
+                   reference(q, k, v, do, True), torch.float32)
+    with pytest.raises(ValueError, match="unknown backward impl 'fused'"):
+        fa.flash_attention(q, k, v, bwd_impl="fused")
+
+
+def test_variant_configs():
+    """Every config keeps the multiple-of rule its causal bounds use (the TMA forward: BLOCK_M
+    a multiple of BLOCK_N; the one-pass dK/dV: BLOCK_N of BLOCK_M), and the defaults name
+    implementations that exist."""
+    t = tuning.TUNINGS["attention"][9]
+    for name in ("fwd_tma", "dkdv_atomic"):
+        for block_d in (64, 128):
+            configs = t.configs(name, block_d)
+            assert configs
+            for bm, bn, _, _ in configs:
+                assert (bn % bm if name == "dkdv_atomic" else bm % bn) == 0, (name, bm, bn)
+    assert t.fwd_impl in fa.FWD_IMPLS and t.bwd_impl in fa.BWD_IMPLS
+
+
+# -- GPU only: real Triton, at shapes the simulator cannot afford
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 2, 512, 512, 64), (1, 2, 1000, 1531, 80),
+                                   (1, 1, 1024, 2048, 128), (1, 1, 300, 200, 32)])
+def test_gpu_variants(shape, dtype, causal):
+    """Each TMA forward and the one-pass backward below the tuning's tune_above (the first
+    config that fits: one compile each), odd lengths, Nq != Nk, a padded head dim, against
+    float64 math."""
+    check_gpu_variants(shape, dtype, causal)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_variants_autotuned(causal):
+    """Above tune_above: every config of each variant compiles and runs (the host
+    descriptors' blocks set by the autotuner's pre-hook, dQ reset between the one-pass
+    backward's trials)."""
+    check_gpu_variants((2, 4, 1024, 1024, 64), torch.bfloat16, causal)
+
+
+def check_gpu_variants(shape, dtype, causal):
+    b, h, n_q, n_k, d = shape
+    q, k, v, do = inputs(b, n_q, n_k, d, dtype=dtype, heads=h)
+    want = reference(q, k, v, do, causal)
+    q, k, v = q.detach(), k.detach(), v.detach()
+    for impl in ("tma", "tma-ws", "tma-host"):
+        o, lse = fa.attention_forward(q, k, v, causal, impl=impl)
+        assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[dtype], impl
+        assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[dtype], impl
+    grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl="atomic")
+    assert_matches((o, lse, *grads), want, dtype)
+
+
+def test_autotuned_launches_on_the_simulator(monkeypatch):
+    """The GPU's autotuned path, run by minitriton's autotuner (a GPU above tune_above
+    emulated: device 0 with tune_above 0): every Hopper config of the TMA forwards and of the
+    one-pass backward runs, the host descriptors' blocks set by the pre-hook per config, dQ
+    zeroed between the one-pass backward's trials (reset_to_zero), and the results match."""
+    emulated = dataclasses.replace(tuning.TUNINGS["attention"][9], tune_above=0)
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: emulated)
+    run = fa._run
+    monkeypatch.setattr(fa, "_run", lambda *a, **kw: run(*a[:6], 0, *a[7:], **kw))
+    fa._tuned.cache_clear()
+    try:
+        q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
+        q, k, v = q.detach(), k.detach(), v.detach()
+        want = reference(q, k, v, do, True)
+        for impl in ("tma", "tma-host"):
+            o, lse = fa.attention_forward(q, k, v, True, impl=impl)
+            assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float16], impl
+        grads = fa.attention_backward(do, q, k, v, o, lse, True, impl="atomic")
+        assert_matches((o, lse, *grads), want, torch.float16)
+    finally:
+        fa._tuned.cache_clear()
+
+
+@pytest.mark.parametrize("impl", ["tma", "tma-host"])
+def test_tma_ignores_the_strides_of_size_one_dimensions(impl):
+    """A single query of a single head, sliced from fp16 rows of 20 (40 bytes): its strides
+    are not 16-byte multiples, but no tile steps along them, so TMA takes it (with the
+    strides a contiguous tensor would have)."""
+    q = torch.randn(1, 1, 1, 20, generator=torch.Generator().manual_seed(0)).to(DEV).half()
+    q = q[..., :16]
+    _, k, v, do = inputs(1, 40, 40, 16, dtype=torch.float16, heads=1)
+    assert fa.tma_problem(q, k, v) is None and q.stride(2) * 2 % 16
+    forward_matches(q, k, v, do[:, :, :1], False, impl)
