@@ -7,7 +7,7 @@
 - `chain(fn)`: `acc += tl.dot(a, b)` summed on a thread of its own while the kernel's Python
   goes on (dot.behind): one thread, so a chain's steps run in the order they were asked for.
   That thread sums alone while it keeps up (the kernel's Python has the other core); with
-  steps waiting behind it, it splits them as `run_split` does. On the 2-core machine, matmul+ReLU
+  steps waiting behind it, or the kernel waiting for it, it splits them as `run_split` does. On the 2-core machine, matmul+ReLU
   512^3: 36 ms a launch before, 30-32 ms (benchmarks/sim_speed.py).
 
 Pools are per process: a forked child makes its own (the parent's threads are not in it).
@@ -24,6 +24,7 @@ MIN_SPLIT = 1 << 18  # multiply-adds per thread below which one thread does the 
 _POOL = {}  # pid -> the pool of WORKERS threads
 _CHAINS = {}  # pid -> the one thread that runs accumulating dots behind the kernel's Python
 _WAITING = [0]  # chains asked for and not started (approximate: a heuristic's)
+_BLOCKED = [0]  # threads waiting for a chain's result
 _THREAD = threading.local()
 
 
@@ -51,7 +52,17 @@ def chain(fn):
     def run():
         _WAITING[0] -= 1
         return fn()
-    return found.submit(run).result
+    future = found.submit(run)
+
+    def result():
+        if future.done():
+            return future.result()
+        _BLOCKED[0] += 1  # the kernel waits: the chain's thread may split its dots
+        try:
+            return future.result()
+        finally:
+            _BLOCKED[0] -= 1
+    return result
 
 
 def run_split(kernel, operands, out, *args):
@@ -60,7 +71,8 @@ def run_split(kernel, operands, out, *args):
     P, M = out.shape[:2]
     work = P * M * out.shape[2] * operands[0].shape[-1]
     parts = min(WORKERS, work // MIN_SPLIT, P if P > 1 else M)
-    if parts <= 1 or (getattr(_THREAD, "alone", False) and _WAITING[0] <= 0):
+    if parts <= 1 or (getattr(_THREAD, "alone", False) and _WAITING[0] <= 0 and
+                      _BLOCKED[0] <= 0):
         kernel(*operands, out, *args)
         return
     rows = P > 1  # split the programs, else the rows of the one program
