@@ -1,12 +1,15 @@
-"""Loops in kernels: Python's `range`, `tl.range` and `tl.static_range`.
+"""Loops in kernels: Python's `range`, `tl.range` and `tl.static_range`; what names hold inside
+@jit code (`assigned`) and `min`/`max` on tensors.
 
 With runtime bounds that differ between the programs executed together but give every program
 the same trip count (`range(pid * R, pid * R + R)`), the loop variable is a per-program tensor
 and the programs stay together; different trip counts diverge (the lockstep executor then
-splits the programs by trip count).
+splits the programs by trip count). The types Triton requires of branches and returns:
+branches.py.
 """
 from __future__ import annotations
 
+import ast
 import builtins
 
 import numpy as np
@@ -14,7 +17,9 @@ import numpy as np
 from .. import types as _t
 from ..context import Divergence
 from ..errors import CompilationError
-from .core import is_tensor, tensor
+from ..types import constexpr
+from . import arith
+from .core import is_tensor, tensor, to_tensor
 
 
 def kernel_range(*args):
@@ -66,3 +71,51 @@ class static_range:
 
     def __iter__(self):
         return iter(self._range)
+
+
+def is_static_range(call):
+    """Whether a loop's iterable is `tl.static_range(...)` (unrolled at compile time)."""
+    if not isinstance(call, ast.Call):
+        return False
+    f = call.func
+    return (isinstance(f, ast.Attribute) and f.attr == "static_range") or \
+        (isinstance(f, ast.Name) and f.id == "static_range")
+
+
+# ----- what names hold inside @jit code
+
+_SCALARS = (bool, int, float)
+
+
+def assigned(value):
+    """What a name bound by `x = value` holds inside @jit code: Triton's code generator
+    (visit_Assign) makes a constexpr or a Python number a tensor (bool int1, int int32 or
+    int64, float fp32), element by element in tuples; None, dtypes, tensors and other objects
+    stay as they are. So `B2 = B * 2; tl.arange(0, B2)` fails as on the GPU ("arange's
+    arguments must be of type tl.constexpr"), and `B2: tl.constexpr = B * 2` is the way."""
+    if is_tensor(value):  # the common case: nothing to do
+        return value
+    raw = value.value if isinstance(value, constexpr) else value
+    if type(raw) in _SCALARS or isinstance(raw, (np.bool_, np.integer, np.floating)):
+        return to_tensor(raw.item() if isinstance(raw, np.generic) else raw)
+    if type(raw) is tuple:
+        return tuple(assigned(v) for v in raw)
+    return value
+
+
+def kernel_min_max(py_fn, tl_name, args, kwargs):
+    """`min`/`max` in a kernel: on tensors `tl.minimum`/`tl.maximum`, as in Triton."""
+    if len(args) > 1 and any(is_tensor(a) for a in args):
+        out = args[0]
+        for a in args[1:]:
+            out = getattr(arith, tl_name)(out, a)
+        return out
+    return py_fn(*args, **kwargs)
+
+
+def kernel_min(*args, **kwargs):
+    return kernel_min_max(builtins.min, "minimum", args, kwargs)
+
+
+def kernel_max(*args, **kwargs):
+    return kernel_min_max(builtins.max, "maximum", args, kwargs)

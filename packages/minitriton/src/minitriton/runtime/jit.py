@@ -12,7 +12,13 @@ tracebacks point at the user's lines:
     short-circuits; block operands of `and`/`or` draw Triton's deprecation warning;
   * `x = value` makes a Python number a tensor, as Triton's `visit_Assign` (`x += 1` too);
   * a runtime `for`/`while` loop checks, after each iteration, that its loop-carried variables
-    keep their types (Triton's "Loop-carried variable ... re-assigned" error).
+    keep their types (Triton's "Loop-carried variable ... re-assigned" error);
+  * an `if` whose branches bind names, and every ternary, pass their condition through a check
+    that, where it is a runtime value, compares the types both sides give (Triton's
+    "Mismatched type for x" and "Ternary expression ... inconsistent types" errors,
+    language/branches.py); a ternary's result on a runtime condition is a tensor, as in Triton.
+A call of a @jit function with several `return` statements checks that their types agree
+("Return type mismatch").
 Syntax Triton has no visitor for (`break`, `lambda`, ...) and the names a kernel may use are
 checked before that (runtime/rules.py). Everything else runs as written: `tl` calls operate on
 minitriton tensors.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import functools
 import inspect
 import linecache
@@ -29,12 +36,10 @@ import textwrap
 import types
 import warnings
 
-import numpy as np
-
 from .. import context, source
 from ..errors import CompilationError, LaunchError
-from ..language import arith
-from ..language.control import kernel_range
+from ..language import arith, branches
+from ..language.control import assigned, is_static_range, kernel_max, kernel_min, kernel_range
 from ..language.core import is_tensor, to_int1, to_tensor
 from ..language.debug import device_assert, kernel_print
 from ..types import _unwrap, constexpr
@@ -51,7 +56,30 @@ _WARNED: dict = {}  # the registry of warn_explicit: each kernel line warns once
 
 
 class _KernelBuiltins:
-    """What the rewritten builtins call."""
+    """What the rewritten code calls; one per compiled function, holding its branches
+    (language/branches.py's Branch, by the index the rewritten code passes)."""
+
+    def __init__(self, branches):
+        self.branches = branches
+
+    def if_(self, site, test):
+        """The condition of an `if` whose branches bind names: on a runtime value (a scalar;
+        a block is the truth-value error `if` raises), both branches' types are compared."""
+        if is_tensor(test) and (not test.shape or test.numel == 1):
+            self.branches[site].check(sys._getframe(1).f_locals)
+        return test
+
+    def ifexp(self, site, test, then, other):
+        """`then() if test else other()`: on a runtime value both sides' types are compared,
+        and the result is a tensor (Triton's visit_IfExp; None where the sides are calls that
+        return nothing, Triton's void: `tl.store(...) if c else tl.store(...)`)."""
+        if not is_tensor(test):
+            return then() if test else other()
+        self.branches[site].check(sys._getframe(1).f_locals)
+        value = then() if test else other()
+        if value is None or getattr(type(value), "_is_mt_tensor", False):
+            return value
+        return to_tensor(value)
 
     @staticmethod
     def print(*args, **kwargs):
@@ -59,11 +87,11 @@ class _KernelBuiltins:
 
     @staticmethod
     def min(*args, **kwargs):
-        return _min_max(builtins.min, "minimum", args, kwargs)
+        return kernel_min(*args, **kwargs)
 
     @staticmethod
     def max(*args, **kwargs):
-        return _min_max(builtins.max, "maximum", args, kwargs)
+        return kernel_max(*args, **kwargs)
 
     @staticmethod
     def range(*args):
@@ -75,7 +103,7 @@ class _KernelBuiltins:
 
     @staticmethod
     def assign(value):
-        return _assigned(value)
+        return assigned(value)
 
     @staticmethod
     def not_(value):
@@ -116,15 +144,6 @@ class _KernelBuiltins:
             return device_assert(False, msg or "assert")
 
 
-def _min_max(py_fn, tl_name, args, kwargs):
-    if len(args) > 1 and any(is_tensor(a) for a in args):
-        out = args[0]
-        for a in args[1:]:
-            out = getattr(arith, tl_name)(out, a)
-        return out
-    return py_fn(*args, **kwargs)
-
-
 def _bool_op(op, where, first, rest):
     """`a and b and ...` / `a or b or ...` as Triton's `visit_BoolOp`: operands are evaluated
     in order (`rest` are thunks); a constexpr that decides the result is returned at once,
@@ -155,25 +174,6 @@ def _bool_op(op, where, first, rest):
     return nontrivial[0]
 
 
-_SCALARS = (bool, int, float)
-
-
-def _assigned(value):
-    """What a name bound by `x = value` holds inside @jit code: Triton's code generator
-    (visit_Assign) makes a constexpr or a Python number a tensor (bool int1, int int32 or
-    int64, float fp32), element by element in tuples; None, dtypes, tensors and other objects
-    stay as they are. So `B2 = B * 2; tl.arange(0, B2)` fails as on the GPU ("arange's
-    arguments must be of type tl.constexpr"), and `B2: tl.constexpr = B * 2` is the way."""
-    if is_tensor(value):  # the common case: nothing to do
-        return value
-    raw = value.value if isinstance(value, constexpr) else value
-    if type(raw) in _SCALARS or isinstance(raw, (np.bool_, np.integer, np.floating)):
-        return to_tensor(raw.item() if isinstance(raw, np.generic) else raw)
-    if type(raw) is tuple:
-        return tuple(_assigned(v) for v in raw)
-    return value
-
-
 def _to_int1(x):
     """The operand of Python's `and`, `or`, `not` on a Triton tensor, as Triton takes it."""
     return to_int1(x, " (Python `and`/`or`/`not` on a Triton tensor need booleans: compare "
@@ -181,13 +181,44 @@ def _to_int1(x):
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, shadowed, filename="<kernel>", first=1):
+    def __init__(self, shadowed, filename="<kernel>", first=1, names=None, local_names=(),
+                 visible=None):
         self.shadowed = shadowed
         self.loops = 0
         self.filename, self.first = filename, first  # where warnings point
+        self.names = names if names is not None else {}  # the kernel's globals
+        self.local_names = local_names  # its parameters, the names it binds, its closure's
+        self.visible = visible if visible is not None else {}  # branches.visible_names
+        self.branches = []  # branches.Branch of each `if` and ternary checked, by index
 
     def _rt(self, attr):
         return ast.Attribute(value=ast.Name(_RT, ast.Load()), attr=attr, ctx=ast.Load())
+
+    def _branch(self, node):
+        """Register `node` (as written, before rewriting) as a branch to check; its index."""
+        self.branches.append(branches.Branch(copy.deepcopy(node), self.names, self.local_names,
+                                            self.visible.get(id(node))))
+        return ast.Constant(len(self.branches) - 1)
+
+    def visit_If(self, node):
+        # an `if` that binds no name has no types to compare (`if pid >= n: return`)
+        site = self._branch(node) if any(
+            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            for stmt in node.body + node.orelse for n in ast.walk(stmt)) else None
+        self.generic_visit(node)
+        if site is not None:
+            node.test = ast.copy_location(
+                ast.Call(func=self._rt("if_"), args=[site, node.test], keywords=[]), node.test)
+        return node
+
+    def visit_IfExp(self, node):
+        site = self._branch(node)
+        self.generic_visit(node)
+        thunks = [ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                                kw_defaults=[], defaults=[]), body=side)
+                  for side in (node.body, node.orelse)]
+        call = ast.Call(func=self._rt("ifexp"), args=[site, node.test, *thunks], keywords=[])
+        return ast.copy_location(call, node)
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
@@ -236,7 +267,7 @@ class _Rewriter(ast.NodeTransformer):
     def _carry_check(self, node):
         """[before, node]: `node` (a runtime `for` or `while`) with Triton's loop-carried type
         check after each iteration; a `static_range` loop is unrolled by Triton: no check."""
-        if isinstance(node, ast.For) and _is_static_range(node.iter):
+        if isinstance(node, ast.For) and is_static_range(node.iter):
             return node
         loop_names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} \
             if isinstance(node, ast.For) else set()
@@ -269,15 +300,6 @@ class _Rewriter(ast.NodeTransformer):
             func=ast.Attribute(value=ast.Name(_RT, ast.Load()), attr="assert_", ctx=ast.Load()),
             args=[node.test] + ([node.msg] if node.msg is not None else []), keywords=[])
         return ast.copy_location(ast.Expr(ast.copy_location(call, node)), node)
-
-
-def _is_static_range(call):
-    """Whether a loop's iterable is `tl.static_range(...)` (unrolled at compile time)."""
-    if not isinstance(call, ast.Call):
-        return False
-    f = call.func
-    return (isinstance(f, ast.Attribute) and f.attr == "static_range") or \
-        (isinstance(f, ast.Name) and f.id == "static_range")
 
 
 def _local_names(fn_def):
@@ -388,7 +410,9 @@ def compile_kernel(fn, src=None):
     fn_def.decorator_list = []
     freevars = list(fn.__code__.co_freevars)
     shadowed = set(fn.__globals__) | set(freevars) | _local_names(fn_def)
-    fn_def = _Rewriter(shadowed, filename, first).visit(fn_def)
+    rewriter = _Rewriter(shadowed, filename, first, fn.__globals__,
+                         _local_names(fn_def) | set(freevars), branches.visible_names(fn_def))
+    fn_def = rewriter.visit(fn_def)
     factory = ast.FunctionDef(
         name="_minitriton_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in [_RT] + freevars],
@@ -407,7 +431,7 @@ def compile_kernel(fn, src=None):
             cells.append(fn.__closure__[i].cell_contents)
         except ValueError:
             raise CompilationError(f"`{fn.__name__}` uses `{name}` before it is defined") from None
-    new = make(_KernelBuiltins, *cells)
+    new = make(_KernelBuiltins(rewriter.branches), *cells)
     new.__defaults__ = fn.__defaults__
     new.__kwdefaults__ = fn.__kwdefaults__
     source.register(new.__code__, fn.__name__)
@@ -454,6 +478,8 @@ class JITFunction(KernelInterface):
                               for i in do_not_specialize}
         self._compiled = None
         self._violation = False  # not checked yet
+        self._definition = None  # the function's AST as written (`definition`)
+        self._returns = None  # branches.Returns, or False where there is one return or none
         # read now: a kernel exec'd from a string is found through the frames running now
         self._source = KernelSource.of(fn, sys._getframe(1))
         # constexpr values -> the largest block a lockstep launch of them accessed: the next
@@ -476,7 +502,14 @@ class JITFunction(KernelInterface):
         self._source = KernelSource.replaced(self.fn, new_src)
         self._compiled = None
         self._violation = False
+        self._definition = self._returns = None
         self.block_sizes = {}
+
+    def definition(self):
+        """The function's definition as written (an ast.FunctionDef), parsed once."""
+        if self._definition is None:
+            self._definition = parse_kernel(self.fn, self._source)[0]
+        return self._definition
 
     @property
     def compiled(self):
@@ -509,7 +542,14 @@ class JITFunction(KernelInterface):
         if ctx is None:
             raise LaunchError(f"Cannot call @jit'd function `{self.__name__}` outside of the "
                               f"scope of a kernel; launch it with `{self.__name__}[grid](...)`")
-        return self.compile(ctx.settings)(*args, **kwargs)
+        fn = self.compile(ctx.settings)
+        returns = self._returns
+        if returns is None:
+            returns = self._returns = branches.Returns.of(self) or False
+        if returns is False:
+            return fn(*args, **kwargs)
+        decided = returns.decide(args, kwargs)  # Triton's "Return type mismatch"
+        return returns.returned(fn(*args, **kwargs), decided)
 
     def run(self, *args, grid, warmup=False, **kwargs):
         __tracebackhide__ = True  # pytest shows the caller's line, not this one
