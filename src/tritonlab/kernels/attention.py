@@ -83,6 +83,27 @@ def _store_tile(ptrs, value, rows, n_rows, cols, HEAD_DIM: tl.constexpr):
 
 
 @triton.jit
+def _keep(offs_m, cols, n_keys, IS_CAUSAL: tl.constexpr):
+    """Which (query, key) pairs of a tile count: keys before n_keys, and, causal, not after the
+    query."""
+    keep = cols[None, :] < n_keys
+    if IS_CAUSAL:
+        keep = keep & (offs_m[:, None] >= cols[None, :])
+    return keep
+
+
+@triton.jit
+def _softmax_step(s, m_i, l_i):
+    """One key tile of the online softmax: the tile's P under the new row maximum, the factor
+    alpha that rescales what was summed under the old one, the new maximum and row sum. Every
+    row meets key 0 in its first tile, so the maximum is finite: no -inf - -inf."""
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    p = tl.exp2(s - m_new[:, None])
+    alpha = tl.exp2(m_i - m_new)
+    return p, alpha, m_new, l_i * alpha + tl.sum(p, 1)
+
+
+@triton.jit
 def _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n, offs_d,
                n_keys, lo, hi, qk_scale, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
                BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr):
@@ -96,15 +117,8 @@ def _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, o
         v = _load_tile(v_ptrs, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D, MASKED)  # read BN*d
         s = tl.dot(q, tl.trans(k)) * qk_scale  # (BM, BN) scores in log2 units, on chip only
         if MASKED:
-            keep = cols[None, :] < n_keys
-            if IS_CAUSAL:
-                keep = keep & (offs_m[:, None] >= cols[None, :])
-            s = tl.where(keep, s, float("-inf"))
-        # every row meets key 0 in its first tile, so m_new is finite: no -inf - -inf
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp2(s - m_new[:, None])
-        alpha = tl.exp2(m_i - m_new)  # rescales what was summed under the old maximum
-        l_i = l_i * alpha + tl.sum(p, 1)
+            s = tl.where(_keep(offs_m, cols, n_keys, IS_CAUSAL), s, float("-inf"))
+        p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
         m_i = m_new
         k_ptrs += BLOCK_N * stride_kn
@@ -187,15 +201,8 @@ def _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m, offs_
         k = _desc_tile(k_desc, off_z, off_h, start_n, BLOCK_N, BLOCK_D, HOST_DESC)  # read BN*d
         s = tl.dot(q, tl.trans(k)) * qk_scale  # (BM, BN) scores in log2 units
         if MASKED:  # padded keys read 0, so s = 0 there: masked like the causal part
-            cols = start_n + offs_n
-            keep = cols[None, :] < n_keys
-            if IS_CAUSAL:
-                keep = keep & (offs_m[:, None] >= cols[None, :])
-            s = tl.where(keep, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp2(s - m_new[:, None])
-        alpha = tl.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
+            s = tl.where(_keep(offs_m, start_n + offs_n, n_keys, IS_CAUSAL), s, float("-inf"))
+        p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i)
         v = _desc_tile(v_desc, off_z, off_h, start_n, BLOCK_N, BLOCK_D, HOST_DESC)  # read BN*d
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
         m_i = m_new
@@ -421,10 +428,7 @@ def _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, o
         s = tl.dot(q, tl.trans(k)) * qk_scale
         p = tl.exp2(s - lse[:, None])
         if MASKED:  # a padded key has k = 0, s = 0: not P = 0 by itself
-            keep = cols[None, :] < n_keys
-            if IS_CAUSAL:
-                keep = keep & (offs_m[:, None] >= cols[None, :])
-            p = tl.where(keep, p, 0.0)
+            p = tl.where(_keep(offs_m, cols, n_keys, IS_CAUSAL), p, 0.0)
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq)
