@@ -210,6 +210,16 @@ def _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m, offs_
 
 
 @triton.jit
+def _head_desc(base, off_z, off_h, stride_z, stride_h, n_rows, stride_row,
+               HEAD_DIM: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
+    """A device-side tensor descriptor of one head's (n_rows, HEAD_DIM) matrix, in tiles of
+    (BLOCK_ROWS, BLOCK_D): TMA fills and clips at the sequence's end."""
+    return tl.make_tensor_descriptor(
+        base + off_z.to(tl.int64) * stride_z + off_h.to(tl.int64) * stride_h,
+        shape=[n_rows, HEAD_DIM], strides=[stride_row, 1], block_shape=[BLOCK_ROWS, BLOCK_D])
+
+
+@triton.jit
 def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
                         stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
                         stride_vz, stride_vh, stride_vn, stride_oz, stride_oh, stride_om,
@@ -234,18 +244,14 @@ def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
     off_z = pid_zh // n_heads
     off_h = pid_zh % n_heads
     if not HOST_DESC:  # the tile's own head: TMA fills and clips at its sequence's end
-        q_desc = tl.make_tensor_descriptor(
-            q_desc + off_z.to(tl.int64) * stride_qz + off_h.to(tl.int64) * stride_qh,
-            shape=[n_queries, HEAD_DIM], strides=[stride_qm, 1], block_shape=[BLOCK_M, BLOCK_D])
-        k_desc = tl.make_tensor_descriptor(
-            k_desc + off_z.to(tl.int64) * stride_kz + off_h.to(tl.int64) * stride_kh,
-            shape=[n_keys, HEAD_DIM], strides=[stride_kn, 1], block_shape=[BLOCK_N, BLOCK_D])
-        v_desc = tl.make_tensor_descriptor(
-            v_desc + off_z.to(tl.int64) * stride_vz + off_h.to(tl.int64) * stride_vh,
-            shape=[n_keys, HEAD_DIM], strides=[stride_vn, 1], block_shape=[BLOCK_N, BLOCK_D])
-        o_desc = tl.make_tensor_descriptor(
-            o_desc + off_z.to(tl.int64) * stride_oz + off_h.to(tl.int64) * stride_oh,
-            shape=[n_queries, HEAD_DIM], strides=[stride_om, 1], block_shape=[BLOCK_M, BLOCK_D])
+        q_desc = _head_desc(q_desc, off_z, off_h, stride_qz, stride_qh, n_queries, stride_qm,
+                            HEAD_DIM, BLOCK_M, BLOCK_D)
+        k_desc = _head_desc(k_desc, off_z, off_h, stride_kz, stride_kh, n_keys, stride_kn,
+                            HEAD_DIM, BLOCK_N, BLOCK_D)
+        v_desc = _head_desc(v_desc, off_z, off_h, stride_vz, stride_vh, n_keys, stride_vn,
+                            HEAD_DIM, BLOCK_N, BLOCK_D)
+        o_desc = _head_desc(o_desc, off_z, off_h, stride_oz, stride_oh, n_queries, stride_om,
+                            HEAD_DIM, BLOCK_M, BLOCK_D)
     start_m = pid_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
