@@ -2,7 +2,7 @@
 launcher, the custom-op layer, autograd), to find where small and launch-bound calls lose their
 time.
 
-    python benchmarks/launch_overhead.py [--out DIR] [--small | --step]
+    python benchmarks/launch_overhead.py [--out DIR] [--small | --step | --ops [--small]]
 
 Each line is microseconds of CPU per call, averaged over many calls of a small problem (the GPU
 keeps up, so the figure is the host's cost). The "layers" table adds one layer per row, from
@@ -17,6 +17,11 @@ runs only the GPU-bound training steps (8192x4096 fp32 and bf16, autograd's work
 and off): our step with its native C++ backward node (kernels/_native.py), the same with the
 Python Function (TRITONLAB_NATIVE's switch off for those calls), torch.compile and eager
 F.rms_norm, as do_bench medians and as the wall time per step of 200 back-to-back steps.
+`--ops` (issue 37's table) times every public op at a small size against torch's equivalent
+in the same process: wall time per call of 2000 back-to-back calls synchronised once (the
+median of 5 such windows), forward (no gradient) and forward+backward (`autograd.grad` of the
+output against a fixed dy), and their ratio; `--ops --small` is a few calls on whatever backend
+is active (the simulator on a CPU: a check that the table runs). Writes DIR/launch_ops.txt.
 """
 import argparse
 import cProfile
@@ -82,6 +87,66 @@ def wall_per_step(fn, n=200, windows=5):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) / n * 1e6)
     return sorted(times)[len(times) // 2]
+
+
+def wall(fn, n, windows=5):
+    """wall_per_step on any device (a CPU run synchronises nothing)."""
+    for _ in range(min(10, n)):
+        fn()
+    _sync()
+    times = []
+    for _ in range(windows):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        _sync()
+        times.append((time.perf_counter() - t0) / n * 1e6)
+    return sorted(times)[len(times) // 2]
+
+
+def public_ops(dev, small):
+    """(name, ours, torch's, inputs, grad?) for every public op at a small size (the sizes of
+    issue 37; smaller under --small): each fn takes the inputs and returns the output."""
+    import torch.nn.functional as F
+
+    from tritonlab.kernels import attention, elementwise, rowsum, softmax
+    f = 16 if small else 1
+    n, m, k = 4096 // f, 64 // f, 256 // f
+    r = lambda *shape: torch.randn(*shape, device=dev)  # noqa: E731
+    q = lambda: torch.randn(1, 1, 1024 // f, 64, device=dev, dtype=torch.float16)  # noqa: E731
+    return [
+        ("add 4096 fp32", elementwise.add, torch.add, (r(n), r(n))),
+        ("gelu 4096 fp32", elementwise.gelu, lambda x: F.gelu(x, approximate="tanh"), (r(n),)),
+        ("silu 4096 fp32", elementwise.silu, F.silu, (r(n),)),
+        (f"softmax {m}x{n} fp32", softmax.softmax, lambda x: torch.softmax(x, -1), (r(m, n),)),
+        (f"row_sum {m}x{n} fp32", rowsum.row_sum, lambda x: x.sum(-1), (r(m, n),)),
+        (f"rmsnorm {m}x{n} fp32", rn.rmsnorm,
+         lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-6), (r(m, n), r(n))),
+        (f"matmul+relu {k}^3 fp32", lambda a, b: mm.matmul(a, b, "relu"),
+         lambda a, b: torch.relu(a @ b), (r(k, k), r(k, k))),
+        (f"attention 1x1x{1024 // f}x64 fp16", attention.flash_attention,
+         F.scaled_dot_product_attention, (q(), q(), q())),
+    ]
+
+
+def ops_table(dev, small):
+    """--ops: wall per call of every public op against torch's, forward and forward+backward."""
+    calls = 3 if small else 2000
+    say(f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU, ' + backend.NAME}, torch "
+        f"{torch.__version__}, triton {triton.__version__}; wall us per call of {calls} "
+        "back-to-back calls (median of 5 windows)")
+    say(f"  {'op':<30}{'ours fwd':>10}{'torch fwd':>10}{'ratio':>8}"
+        f"{'ours f+b':>10}{'torch f+b':>10}{'ratio':>8}")
+    for name, ours, theirs, inputs in public_ops(dev, small):
+        fwd = [wall(lambda fn=fn: fn(*inputs), calls) for fn in (ours, theirs)]
+        grads = [x.detach().clone().requires_grad_() for x in inputs]
+        dy = torch.randn_like(theirs(*inputs))
+
+        def step(fn):
+            return lambda: torch.autograd.grad(fn(*grads), grads, dy)
+        both = [wall(step(fn), max(1, calls // 4)) for fn in (ours, theirs)]
+        say(f"  {name:<30}{fwd[0]:10.1f}{fwd[1]:10.1f}{fwd[0] / fwd[1]:8.2f}"
+            f"{both[0]:10.1f}{both[1]:10.1f}{both[0] / both[1]:8.2f}")
 
 
 def in_thread(fn):
@@ -212,9 +277,15 @@ def main():
                         help="only the layers table, a few calls of a tiny problem (any backend)")
     parser.add_argument("--step", action="store_true",
                         help="only the GPU-bound training steps (GPU)")
+    parser.add_argument("--ops", action="store_true",
+                        help="every public op against torch's, wall per call (issue 37)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.ops:
+        ops_table(backend.DEVICE, args.small)
+        (out / "launch_ops.txt").write_text("\n".join(LINES) + "\n")
+        return
     if args.step:
         say(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton "
             f"{triton.__version__}")

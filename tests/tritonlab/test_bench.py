@@ -269,3 +269,23 @@ def test_ledger_summary_gives_the_fraction_of_the_same_bytes_copy(tmp_path):
     assert table[2].endswith("| 0.90 (0.90) |") and table[1].count("---") == 11
     plain = report.summary(bench.read_ledger(path, run="same"), impl="torch eager")
     assert plain.splitlines()[2].endswith("| 0.45 (-) |")  # the copy over eager's 1.0 ms
+
+
+def test_launch_overhead_ops_table_runs(tmp_path):
+    """benchmarks/launch_overhead.py --ops (issue 37's table of every public op against torch's,
+    forward and forward+backward) runs on the simulator with --small: a row per op, numbers in
+    every column. The figures themselves are a GPU's (docs/performance.md)."""
+    import sys
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "launch_overhead.py"
+    done = subprocess.run([sys.executable, str(script), "--ops", "--small", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = (tmp_path / "launch_ops.txt").read_text().splitlines()[2:]
+    names = [r.split()[0] for r in rows]
+    assert names == ["add", "gelu", "silu", "softmax", "row_sum", "rmsnorm", "matmul+relu",
+                     "attention"]
+    for row in rows:
+        numbers = [float(v) for v in row.split()[-6:]]
+        assert all(v > 0 for v in numbers)
+        for ours, theirs, ratio in (numbers[:3], numbers[3:]):  # of the unrounded times
+            assert ratio == pytest.approx(ours / theirs, rel=0.2)
