@@ -276,3 +276,28 @@ def test_returns_that_agree_run(executor, choose):
     y = x * 10
     kernel[(1,)](x, y, out, choose, BLOCK=N)
     np.testing.assert_array_equal(out, y if choose else x)
+
+
+@triton.jit
+def constexpr_types_kernel(out, value: tl.constexpr, other: tl.constexpr):
+    """`.type` of constexpr arguments and literals is their constexpr_type (equal values, equal
+    types); a constexpr assigned to a plain name is a tensor of its type."""
+    tl.static_assert(value.type == (10).type)
+    tl.static_assert(value.type == tl.constexpr(10).type)
+    tl.static_assert(value.type != other.type)
+    lifted = value
+    tl.static_assert(lifted.type == tl.int32)
+    tl.store(out, lifted)
+
+
+@pytest.mark.parametrize("executor", ["lockstep", "sequential"])
+def test_constexpr_type_of_arguments_and_literals(executor):
+    from minitriton.language.core import constexpr_type
+    assert tl.constexpr(5).type == constexpr_type(5) != constexpr_type(6)
+    assert repr(constexpr_type(5)) == "constexpr_type[5]"
+    out = np.zeros(1, np.int32)
+    with triton.configure(executor=executor):
+        constexpr_types_kernel[(1,)](out, 10, 11)
+    assert out[0] == 10
+    with pytest.raises(CompilationError, match="Static assertion"):
+        constexpr_types_kernel[(1,)](out, 11, 11)  # value.type != (10).type

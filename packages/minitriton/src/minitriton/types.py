@@ -281,6 +281,24 @@ class const:
     read but not store to or update atomically ("Cannot store to a constant pointer")."""
 
 
+class constexpr_type:
+    """The type of a compile-time constant (Triton's `constexpr_type`): `c.type` of a constexpr,
+    and of the Python values a kernel sees for constexpr arguments and literals; equal when the
+    values are."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value}]"
+
+
 class constexpr:
     """A compile-time constant. Used as an annotation (`BLOCK: tl.constexpr`) and as a value.
 
@@ -311,6 +329,10 @@ class constexpr:
 
     def __call__(self, *args, **kwargs):
         return self.value(*args, **kwargs)
+
+    @property
+    def type(self):
+        return constexpr_type(self.value)
 
     def __getattr__(self, name):
         if name == "value":

@@ -8,10 +8,10 @@ from __future__ import annotations
 import enum
 
 
-from ..types import (bfloat16, block_type, const, constexpr, dtype, float8e4b8, float8e4b15,
-                     float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8,
-                     int16, int32, int64, pointer_type, str_to_ty, uint8, uint16, uint32,
-                     uint64)
+from ..types import (bfloat16, block_type, const, constexpr, constexpr_type, dtype, float8e4b8,
+                     float8e4b15, float8e4nv, float8e5, float8e5b16, float16, float32, float64,
+                     int1, int8, int16, int32, int64, pointer_type, str_to_ty, uint8, uint16,
+                     uint32, uint64)
 from . import extra, math  # tl.extra.libdevice, tl.math.exp and friends
 from .extra._extern import missing_name
 from ..settings import triton_release

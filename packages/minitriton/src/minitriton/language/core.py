@@ -25,7 +25,7 @@ from ..context import Divergence, current
 from ..errors import CompilationError
 from ..settings import triton_release
 from ..source import kernel_location
-from ..types import _unwrap, constexpr
+from ..types import _unwrap, constexpr, constexpr_type  # noqa: F401 - Triton's core has it
 from . import marks
 from .marks import reshaping
 

@@ -42,7 +42,7 @@ from ..language import arith, branches
 from ..language.control import assigned, is_static_range, kernel_max, kernel_min, kernel_range
 from ..language.core import is_tensor, to_int1, to_tensor
 from ..language.debug import device_assert, kernel_print
-from ..types import _unwrap, constexpr
+from ..types import _unwrap, constexpr, constexpr_type
 from . import rules
 from .launch import launch
 from .launch import warmup as compile_only
@@ -53,6 +53,9 @@ _BOOL_OP_WARNING = ("Logical operators 'and' and 'or' are deprecated for non-sca
                     "please use '&' or '|' instead")
 _WARNED: dict = {}  # the registry of warn_explicit: each kernel line warns once, as Triton's
 #                     compile-time warning appears once per compiled kernel
+
+
+_NO_TYPE = object()
 
 
 class _KernelBuiltins:
@@ -68,6 +71,13 @@ class _KernelBuiltins:
         if is_tensor(test) and (not test.shape or test.numel == 1):
             self.branches[site].check(sys._getframe(1).f_locals)
         return test
+
+    @staticmethod
+    def type_of(value):
+        """`value.type`: the attribute where it has one, else the constexpr_type of the
+        Python value (the kernel's constexpr arguments and literals are plain values here)."""
+        found = getattr(value, "type", _NO_TYPE)
+        return constexpr_type(value) if found is _NO_TYPE else found
 
     def ifexp(self, site, test, then, other):
         """`then() if test else other()`: on a runtime value both sides' types are compared,
@@ -236,6 +246,15 @@ class _Rewriter(ast.NodeTransformer):
         if not isinstance(node.op, ast.Not):
             return node
         return ast.copy_location(ast.Call(func=self._rt("not_"), args=[node.operand],
+                                          keywords=[]), node)
+
+    def visit_Attribute(self, node):
+        # `x.type` of a Python value (a constexpr argument, a literal: `(10).type`) is its
+        # constexpr_type, as in Triton, where such values are constexprs
+        self.generic_visit(node)
+        if node.attr != "type" or not isinstance(node.ctx, ast.Load):
+            return node
+        return ast.copy_location(ast.Call(func=self._rt("type_of"), args=[node.value],
                                           keywords=[]), node)
 
     def visit_Call(self, node):
