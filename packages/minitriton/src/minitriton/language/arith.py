@@ -378,9 +378,7 @@ def add(a, b):
         else:
             fused = _contracted(a, b, x, y, shape, 1) if _fusing(a.dtype) else None
             out = _finish(x + y if fused is None else fused, a.dtype, shape)
-    if a.const and b.const:
-        out.const = True
-    return out
+    return _folded(out, a, b)
 
 
 def _dot_accumulating(a, b, shape):
@@ -419,9 +417,7 @@ def sub(a, b):
         with np.errstate(all="ignore"):
             fused = _contracted(a, b, x, y, shape, -1) if _fusing(a.dtype) else None
             out = _finish(x - y if fused is None else fused, a.dtype, shape)
-    if a.const and b.const:
-        out.const = True
-    return out
+    return _folded(out, a, b)
 
 
 @elementwise

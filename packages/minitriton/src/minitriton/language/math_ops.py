@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import CompilationError
 from ..types import _unwrap
 from .arith import (fma_exact, maximum, minimum, operands, where, _arrays, _factors,  # noqa: F401
-                    _finish, _fusing, _is_propagating, _widen_bf16)
+                    _finish, _folded, _fusing, _is_propagating, _widen_bf16)
 from .core import cast, compute_array, elementwise, tensor_member, to_tensor
 from .reduce import max as _max, sum as _sum
 
@@ -139,8 +139,7 @@ def abs(x):  # noqa: A001 - Triton's name
         return x
     with np.errstate(all="ignore"):
         out = _finish(np.abs(compute_array(x)), x.dtype, x.shape)
-    out.const = x.const  # math.absf / absi fold
-    return out
+    return _folded(out, x)  # math.absf / absi fold
 
 
 @tensor_member
@@ -171,9 +170,7 @@ def fma(x, y, z):
             out = fma_exact(a, b, c, x.dtype)  # one rounding, like the fused instruction
         else:
             out = a * b + c
-    out = _finish(out, x.dtype, shape)
-    out.const = x.const and y.const and z.const  # folded (APFloat's fusedMultiplyAdd) by LLVM
-    return out
+    return _folded(_finish(out, x.dtype, shape), x, y, z)  # APFloat's fusedMultiplyAdd
 
 
 @tensor_member
