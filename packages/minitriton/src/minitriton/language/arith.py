@@ -394,10 +394,10 @@ def _dot_accumulating(a, b, shape):
             if step == "int":
                 other = _expand(compute_array(d), d, len(shape))
                 return tensor(int_mma_chain(p, q, other), _t.int32, shape)
-            result = behind(p, q, lambda: _expand(compute_array(d), d, len(shape)), step)
+            start = lambda d=d: _expand(compute_array(d), d, len(shape))  # noqa: E731
+            result = behind(p, q, start, step)
             if result is None:
-                out = tensor(mma_chain(p, q, _expand(compute_array(d), d, len(shape)), step),
-                             _t.float32, shape)
+                out = tensor(mma_chain(p, q, start(), step), _t.float32, shape)
             else:  # summed on the chain's thread while the kernel goes on
                 out = deferred(None, _t.float32, shape, make=result)
             out.layout = dot_result.layout  # still the dot's accumulator
