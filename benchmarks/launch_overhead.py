@@ -2,7 +2,7 @@
 launcher, the custom-op layer, autograd), to find where small and launch-bound calls lose their
 time.
 
-    python benchmarks/launch_overhead.py [--out DIR] [--small | --step | --ops [--small]]
+    python benchmarks/launch_overhead.py [--out DIR] [--small | --step | --ops [--small] [--profile]]
 
 Each line is microseconds of CPU per call, averaged over many calls of a small problem (the GPU
 keeps up, so the figure is the host's cost). The "layers" table adds one layer per row, from
@@ -129,8 +129,10 @@ def public_ops(dev, small):
     ]
 
 
-def ops_table(dev, small):
-    """--ops: wall per call of every public op against torch's, forward and forward+backward."""
+def ops_table(dev, small, profile=None):
+    """--ops: wall per call of every public op against torch's, forward and forward+backward;
+    `profile`: a list that receives, per op, a cProfile of 200 of our forward and of our
+    forward+backward calls (top 25 functions by own time)."""
     calls = 3 if small else 2000
     say(f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU, ' + backend.NAME}, torch "
         f"{torch.__version__}, triton {triton.__version__}; wall us per call of {calls} "
@@ -147,6 +149,26 @@ def ops_table(dev, small):
         both = [wall(step(fn), max(1, calls // 4)) for fn in (ours, theirs)]
         say(f"  {name:<30}{fwd[0]:10.1f}{fwd[1]:10.1f}{fwd[0] / fwd[1]:8.2f}"
             f"{both[0]:10.1f}{both[1]:10.1f}{both[0] / both[1]:8.2f}")
+        if profile is not None:
+            for what, fn in (("forward", lambda: ours(*inputs)), ("forward+backward", step(ours))):
+                profile.append(f"=== {name}, ours, {what}: 200 calls\n" + profiled(fn, 200))
+
+
+def profiled(fn, calls):
+    """cProfile of `calls` calls of fn (autograd's worker thread off, so that the profiler
+    sees the backward): the top 25 functions by own time."""
+    torch.autograd.set_multithreading_enabled(False)
+    try:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(calls):
+            fn()
+        prof.disable()
+    finally:
+        torch.autograd.set_multithreading_enabled(True)
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+    return text.getvalue()
 
 
 def in_thread(fn):
@@ -279,12 +301,17 @@ def main():
                         help="only the GPU-bound training steps (GPU)")
     parser.add_argument("--ops", action="store_true",
                         help="every public op against torch's, wall per call (issue 37)")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --ops: also a cProfile of each op, DIR/launch_ops_profile.txt")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.ops:
-        ops_table(backend.DEVICE, args.small)
+        profiles = [] if args.profile else None
+        ops_table(backend.DEVICE, args.small, profiles)
         (out / "launch_ops.txt").write_text("\n".join(LINES) + "\n")
+        if profiles:
+            (out / "launch_ops_profile.txt").write_text("\n".join(profiles))
         return
     if args.step:
         say(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton "

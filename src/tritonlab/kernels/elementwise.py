@@ -91,6 +91,8 @@ def _add_shape(x, y):
     if x.dtype != y.dtype:
         raise TypeError(f"add: dtypes differ: {x.dtype} and {y.dtype} (argument 1); cast one "
                         f"(torch would promote, tritonlab does not)")
+    if x.shape == y.shape:  # the common case: no broadcasting to work out
+        return x.shape
     try:
         return torch.broadcast_shapes(x.shape, y.shape)
     except RuntimeError:
@@ -100,7 +102,9 @@ def _add_shape(x, y):
 
 def _add_impl(x, y, block_size):
     shape = _add_shape(x, y)
-    x, y = (t.expand(shape).contiguous() for t in (x, y))  # read in place where it is dense
+    if x.shape != shape or y.shape != shape:
+        x, y = x.expand(shape), y.expand(shape)
+    x, y = x.contiguous(), y.contiguous()  # read in place where it is dense
     return _launch(add_kernel, (x, y), block_size)
 
 
