@@ -220,6 +220,10 @@ def check_gpu_variants(shape, dtype, causal):
     want = reference(q, k, v, do, causal)
     q, k, v = q.detach(), k.detach(), v.detach()
     for impl in ("tma", "tma-ws", "tma-host"):
+        if impl == "tma-ws" and not fa._warp_specialization_compiles(q.get_device()):
+            with pytest.raises(NotImplementedError, match="does not compile with Triton"):
+                fa.attention_forward(q, k, v, causal, impl=impl)
+            continue
         o, lse = fa.attention_forward(q, k, v, causal, impl=impl)
         assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[dtype], impl
         assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[dtype], impl

@@ -692,7 +692,22 @@ def forward_impl(q, k, v, impl=None):
     if problem:
         raise ValueError(f"flash_attention: impl={impl!r} reads through TMA descriptors, which "
                          f"these inputs do not allow: {problem}; use impl='pointers'")
+    if impl == "tma-ws" and q.is_cuda and not _warp_specialization_compiles(q.get_device()):
+        raise NotImplementedError(
+            f"flash_attention: impl='tma-ws' does not compile with Triton {triton.__version__} "
+            f"on this GPU (compute capability 9: its NVGPUWarpSpecialization pass fails on "
+            f"this kernel, seen on an H100 on 2026-12-05); use impl='tma', the same kernel "
+            f"without warp specialization (docs/attention.md#variants)")
     return impl
+
+
+@functools.lru_cache(maxsize=None)
+def _warp_specialization_compiles(device_index):
+    """Whether the warp-specialized TMA forward compiles here: not with Triton 3.6 on Hopper
+    (compute capability 9), where Triton's own tutorial 06 also specializes only its
+    non-causal forward with other tiles; untried elsewhere, so allowed."""
+    hopper = torch.cuda.get_device_capability(device_index)[0] == 9
+    return not (hopper and str(getattr(triton, "__version__", "")).startswith("3.6."))
 
 
 def backward_impl(q, impl=None):
