@@ -98,13 +98,18 @@ def test_threads_and_one_program_split_by_rows():
 
 
 @minitriton.jit
-def _k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """Each program sums its own BM x K @ K x BN product, BK at a time (`acc += tl.dot`)."""
+def _k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+            LOAD_ACC: tl.constexpr = False):
+    """Each program sums its own BM x K @ K x BN product, BK at a time (`acc += tl.dot`), from
+    zeros or (LOAD_ACC) from what c holds."""
     pid = tl.program_id(0)
     rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
     a_ptrs = a_ptr + pid * BM * K + rm[:, None] * K + rk[None, :]
     b_ptrs = b_ptr + rk[:, None] * BN + rn[None, :]
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    if LOAD_ACC:
+        acc = tl.load(c_ptr + pid * BM * BN + rm[:, None] * BN + rn[None, :])
+    else:
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k in range(0, K, BK):
         acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
         a_ptrs += BK
@@ -135,6 +140,30 @@ def test_chains_summed_behind_the_kernel(waiting, monkeypatch):
     assert all(started[-4:]) and not any(started[:-4])  # numba sums behind, NumPy now
     assert not np.array_equal(got, a @ b)  # TF32 sums, not fp32's
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=0.02, atol=0.05)
+
+
+@pytest.mark.parametrize("start,scale", [("loaded", 1.0), ("-0.0", 1.0), ("1e35", 1.0),
+                                         ("loaded", 2.0 ** 50)])
+def test_chains_behind_from_any_accumulator(start, scale):
+    """The chain's thread sums from operands prepared on the kernel's (dot._fast_operands) and
+    from the accumulator it is given: a loaded one; -0.0 lanes and values past the fast range
+    (then mma_chain's other paths); operands past it (then no prepared operands): the
+    reference's bits every time."""
+    rng = np.random.default_rng(5)
+    P, BM, BN, K = 4, 64, 64, 128
+    a = (rng.standard_normal((P * BM, K)) * scale).astype(np.float32)
+    b = rng.standard_normal((K, BN)).astype(np.float32)
+    init = rng.standard_normal((P * BM, BN)).astype(np.float32)
+    if start != "loaded":  # a few lanes the fast chain does not take
+        init[::7, ::5] = float(start)
+
+    def run():
+        c = init.copy()
+        _k_loop[(P,)](a, b, c, K, BM=BM, BN=BN, BK=32, LOAD_ACC=True)
+        return c
+    want, got = both(run)
+    same_bits(want, got)
+    assert not np.array_equal(got, init)
 
 
 CORPUS = [n for n in names("case_") if "dot" in n or "matmul" in n or "tf32" in n]

@@ -505,7 +505,46 @@ def behind(x, y, acc, step):
     compiled = _compiled()
     if compiled is None or np.prod(np.shape(x), dtype=np.int64) * np.shape(y)[-1] < _MIN_BEHIND:
         return None
-    return chain(lambda: mma_chain(x, y, acc(), step, compiled))
+    fast = _fast_operands(compiled, x, y) if step else None
+    if fast is None:
+        return chain(lambda: mma_chain(x, y, acc(), step, compiled))
+    return chain(lambda: _fast_step(compiled, x, y, fast, acc(), step))
+
+
+def _fast_operands(compiled, x, y):
+    """x (P, M, K) and y (P, K, N) as the compiled fp32 chain takes them, made on the kernel's
+    thread: (xf, yf, ex, ey), or None where that chain cannot take them. The chain's thread
+    then runs compiled code alone (no GIL), instead of taking the GIL from the kernel's
+    Python for each of a step's NumPy calls."""
+    if np.ndim(x) != 3 or np.ndim(y) != 3:
+        return None
+    lead = max(x.shape[0], y.shape[0])
+    xf = _exact_f32(np.broadcast_to(x, (lead, *x.shape[1:])))
+    yf = _exact_f32(np.broadcast_to(y, (lead, *y.shape[1:])))
+    if xf is None or yf is None:
+        return None
+    ex, ey = np.empty(xf.shape, np.int32), np.empty(yf.shape, np.int32)
+    if compiled.fast_exponents(xf, ex, *_OPERAND_EXP) and \
+            compiled.fast_exponents(yf, ey, *_OPERAND_EXP):
+        return xf, yf, ex, ey
+    return None
+
+
+def _fast_step(compiled, x, y, fast, start, step):
+    """mma_chain(x, y, start, step) from `_fast_operands`'s arrays, on the chain's thread: the
+    sums from `start` into a new array, or mma_chain itself where `start` is outside the fast
+    chain's range."""
+    xf, yf, ex, ey = fast
+    shape = (xf.shape[0], xf.shape[1], yf.shape[2])
+    if np.ndim(start) != 3 or np.asarray(start).dtype != np.float32:
+        return mma_chain(x, y, start, step, compiled)
+    if start.shape != shape or not start.flags.c_contiguous:
+        start = np.ascontiguousarray(np.broadcast_to(start, shape))
+    if not compiled.fast_accumulator(start, *_ACC_EXP):
+        return mma_chain(x, y, start, step, compiled)
+    out = np.empty(shape, np.float32)
+    run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey, start), out, step)
+    return out
 
 
 def _compiled_chain(compiled, x, y, out, step, zero):
@@ -519,7 +558,7 @@ def _compiled_chain(compiled, x, y, out, step, zero):
             if (compiled.fast_exponents(xf, ex, *_OPERAND_EXP) and
                     compiled.fast_exponents(yf, ey, *_OPERAND_EXP) and
                     (zero or compiled.fast_accumulator(out, *_ACC_EXP))):
-                run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey), out, step)
+                run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey, out), out, step)
                 return True
     x64, y64 = np.ascontiguousarray(x, np.float64), np.ascontiguousarray(y, np.float64)
     if not step:

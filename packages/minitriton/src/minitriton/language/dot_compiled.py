@@ -128,12 +128,13 @@ _FAST_FLOOR = -100  # dot._TOP_FLOOR: below the top of every nonzero term in the
 
 
 @numba.njit(**_OPTIONS)
-def mma_chain_fp32(x, y, ex, ey, out, step):
+def mma_chain_fp32(x, y, ex, ey, start, out, step):
     """mma_chain in fp32 and int32 (dot._fast_slices' arithmetic), for operands and an
     accumulator in dot._fast_chain's range: x (P, M, K) and y (P, K, N) fp32 of at most 12
-    significant bits, ex and ey their exponents (int32, _NO_EXPONENT for zeros), `out`
-    (P, M, N) fp32 without -0.0, in place. Every product is exact in fp32, every scaled term
-    below 2**26 and a step's sum below 2**31, so the integer sum is the exact sum."""
+    significant bits, ex and ey their exponents (int32, _NO_EXPONENT for zeros), `start`
+    (P, M, N) fp32 without -0.0 the accumulator, the sums into `out` (P, M, N), which may be
+    `start` itself. Every product is exact in fp32, every scaled term below 2**26 and a step's
+    sum below 2**31, so the integer sum is the exact sum."""
     P, M, K = x.shape
     N = y.shape[2]
     top = np.empty(N, np.int32)
@@ -142,6 +143,7 @@ def mma_chain_fp32(x, y, ex, ey, out, step):
     for p in range(P):
         for m in range(M):
             row = out[p, m]
+            row[:] = start[p, m]
             bits = row.view(np.int32)
             for k0 in range(0, K, step):
                 k1 = min(k0 + step, K)
