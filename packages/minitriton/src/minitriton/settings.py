@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import os
 from typing import Literal, get_args
 
@@ -163,6 +164,7 @@ class Settings:
         return cls(**kwargs)
 
 
+@functools.lru_cache(maxsize=64)  # (a dot asks at every call: parse each string once)
 def version_tuple(version):
     """(major, minor, patch) of a release string: "3.6.0" -> (3, 6, 0), "3.9.0+git" too."""
     parts = []

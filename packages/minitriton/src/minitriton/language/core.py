@@ -15,6 +15,7 @@ attached where they are defined with `@tensor_member`, as Triton's `_tensor_memb
 from __future__ import annotations
 
 import functools
+import math
 import sys
 import warnings
 
@@ -55,7 +56,7 @@ class tensor:
 
     @property
     def numel(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(map(int, self.shape))
 
     @property
     def ndim(self):
@@ -329,9 +330,13 @@ _LITERALS_MAX = 4096
 def literal(value, dtype):
     """A uniform scalar tensor holding a Python value converted to `dtype`."""
     kind = type(value)
-    # 0.0 == -0.0 and NaN != NaN: those are converted every time
-    key = (kind, value, dtype) if kind is int or (kind is float and value and value == value) \
-        else None
+    # 0.0 == -0.0 (so a zero's key holds its sign) and NaN != NaN (converted every time)
+    if kind is int:
+        key = (kind, value, dtype)
+    elif kind is float and value == value:
+        key = (kind, value, dtype) if value else (kind, value, dtype, math.copysign(1.0, value))
+    else:
+        key = None
     arr = None if key is None else _LITERALS.get(key)
     if arr is None:
         with np.errstate(all="ignore"):

@@ -516,17 +516,15 @@ def _fast_operands(compiled, x, y):
     thread: (xf, yf, ex, ey), or None where that chain cannot take them. The chain's thread
     then runs compiled code alone (no GIL), instead of taking the GIL from the kernel's
     Python for each of a step's NumPy calls."""
-    if np.ndim(x) != 3 or np.ndim(y) != 3:
-        return None
-    lead = max(x.shape[0], y.shape[0])
-    xf = _exact_f32(np.broadcast_to(x, (lead, *x.shape[1:])))
-    yf = _exact_f32(np.broadcast_to(y, (lead, *y.shape[1:])))
-    if xf is None or yf is None:
-        return None
-    ex, ey = np.empty(xf.shape, np.int32), np.empty(yf.shape, np.int32)
-    if compiled.fast_exponents(xf, ex, *_OPERAND_EXP) and \
-            compiled.fast_exponents(yf, ey, *_OPERAND_EXP):
-        return xf, yf, ex, ey
+    if np.ndim(x) == 3 and np.ndim(y) == 3:
+        lead = max(x.shape[0], y.shape[0])
+        xf = _exact_f32(np.broadcast_to(x, (lead, *x.shape[1:])))
+        yf = _exact_f32(np.broadcast_to(y, (lead, *y.shape[1:])))
+        if xf is not None and yf is not None:
+            ex, ey = np.empty(xf.shape, np.int32), np.empty(yf.shape, np.int32)
+            if compiled.fast_exponents(xf, ex, *_OPERAND_EXP) and \
+                    compiled.fast_exponents(yf, ey, *_OPERAND_EXP):
+                return xf, yf, ex, ey
     return None
 
 
@@ -536,30 +534,23 @@ def _fast_step(compiled, x, y, fast, start, step):
     chain's range."""
     xf, yf, ex, ey = fast
     shape = (xf.shape[0], xf.shape[1], yf.shape[2])
-    if np.ndim(start) != 3 or np.asarray(start).dtype != np.float32:
-        return mma_chain(x, y, start, step, compiled)
-    if start.shape != shape or not start.flags.c_contiguous:
-        start = np.ascontiguousarray(np.broadcast_to(start, shape))
-    if not compiled.fast_accumulator(start, *_ACC_EXP):
-        return mma_chain(x, y, start, step, compiled)
-    out = np.empty(shape, np.float32)
-    run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey, start), out, step)
-    return out
+    if np.ndim(start) == 3 and np.asarray(start).dtype == np.float32:
+        start = np.ascontiguousarray(np.broadcast_to(start, shape))  # (no copy if it is one)
+        if compiled.fast_accumulator(start, *_ACC_EXP):
+            out = np.empty(shape, np.float32)
+            run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey, start), out, step)
+            return out
+    return mma_chain(x, y, start, step, compiled)
 
 
 def _compiled_chain(compiled, x, y, out, step, zero):
     """mma_chain's sums into `out` (P, M, N) by the compiled kernels: the fp32 one where
     _fast_chain's range conditions hold (True), else the float64 one or, for step 0, the FMA
     loop (False)."""
-    if step:
-        xf, yf = _exact_f32(x), _exact_f32(y)
-        if xf is not None and yf is not None:
-            ex, ey = np.empty(xf.shape, np.int32), np.empty(yf.shape, np.int32)
-            if (compiled.fast_exponents(xf, ex, *_OPERAND_EXP) and
-                    compiled.fast_exponents(yf, ey, *_OPERAND_EXP) and
-                    (zero or compiled.fast_accumulator(out, *_ACC_EXP))):
-                run_split(compiled.mma_chain_fp32, (xf, yf, ex, ey, out), out, step)
-                return True
+    fast = _fast_operands(compiled, x, y) if step else None
+    if fast is not None and (zero or compiled.fast_accumulator(out, *_ACC_EXP)):
+        run_split(compiled.mma_chain_fp32, (*fast, out), out, step)
+        return True
     x64, y64 = np.ascontiguousarray(x, np.float64), np.ascontiguousarray(y, np.float64)
     if not step:
         run_split(compiled.fma_chain, (x64, y64), out)
