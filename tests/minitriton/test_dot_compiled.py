@@ -214,3 +214,50 @@ def test_dot_engine_setting():
         minitriton.Settings(dot_engine="fast")
     assert minitriton.Settings.from_env({"MINITRITON_DOT_ENGINE": "NumPy"}).dot_engine == "numpy"
 
+
+
+@minitriton.jit
+def _fma_kernel(x_ptr, y_ptr, z_ptr, o_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x, y, z = tl.load(x_ptr + offs), tl.load(y_ptr + offs), tl.load(z_ptr + offs)
+    tl.store(o_ptr + offs, x * y + z)  # contracted: arith.fma_exact
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16"])
+def test_fma_check_gives_the_reference_bits(dtype):
+    """fma_exact's sums checked by fma_compiled.count_unlike (one pass) or by NumPy: the same
+    bits, with lanes on rounding midpoints and below the normal range among ordinary ones."""
+    import ml_dtypes
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    rng = np.random.default_rng(3)
+    n = 1 << 14
+    x, y, z = (rng.standard_normal(n).astype(dt) for _ in range(3))
+    eps = float(np.finfo(dt).eps)
+    x[:64] = y[:64] = 1 + 2 * eps  # x * y = 1 + 4 eps + 4 eps^2: a midpoint where z = 0
+    z[:64] = 0
+    x[64:128] = y[64:128] = float(np.finfo(dt).tiny) ** 0.5 / 4  # products below the normals
+    z[64:128] = 0
+
+    def run():
+        out = np.zeros(n, dt)
+        _fma_kernel[(n // 1024,)](x, y, z, out, BLOCK=1024)
+        return out
+    want, got = both(run)
+    same_bits(want, got)
+    exact = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
+    np.testing.assert_allclose(got.astype(np.float64), exact, rtol=2 * eps, atol=1e-30)
+
+
+def test_count_unlike_counts_what_unlike_marks():
+    arith = importlib.import_module("minitriton.language.arith")
+    fma = importlib.import_module("minitriton.language.fma_compiled")
+    rng = np.random.default_rng(4)
+    s = rng.standard_normal(5000)
+    s[:10] = 1 + 2.0 ** -23 + 2.0 ** -24  # fp32 midpoints
+    s[10:20] = 1e-40
+    s[20:30] = [0.0, -0.0, np.nan, np.inf, -np.inf, 2.0 ** -127, -(2.0 ** -130), 1.0, 3.0, 2.0 ** -126]
+    for name in ("fp32", "fp16", "bf16"):
+        low, tiny = arith._NARROW[name]
+        ty = getattr(minitriton.types, {"fp32": "float32", "fp16": "float16",
+                                        "bf16": "bfloat16"}[name])
+        assert fma.count_unlike(s, np.uint64(64 - low), tiny) == arith._unlike(s, ty).sum()

@@ -24,7 +24,7 @@ from ..types import _unwrap
 from .core import (broadcast_shapes, cast, compute_array, constant, deferred, elementwise,
                    is_tensor, lazy_pointer, literal, pointer_parts, tensor, tensor_member,
                    to_int1, to_tensor, _convert)
-from .dot import behind, int_mma_chain, mma_chain
+from .dot import _compiled, behind, int_mma_chain, mma_chain
 
 
 def _literal_operand(value, ty):
@@ -252,6 +252,7 @@ def _round_to_odd(s, e):
 # per narrow type: the float64 fraction bits below its own, and its smallest normal number
 _NARROW = {"fp32": (29, 2.0 ** -126), "fp16": (42, 2.0 ** -14), "bf16": (45, 2.0 ** -126)}
 _TOP_BIT = np.uint64(1 << 63)
+_COUNT_COMPILED = 4096  # lanes from which fma_exact checks its sums with fma_compiled
 
 
 def _unlike(s, ty):
@@ -282,6 +283,10 @@ def fma_exact(a, b, c, ty):
                        out=s if s.shape == np.broadcast_shapes(s.shape, np.shape(c)) else None)
             # the few lanes where the float64 sum may round differently: rounded to odd
             # from the exact sum there (a TwoSum), the others kept
+            compiled = _compiled("fma_compiled") if s.size >= _COUNT_COMPILED else None
+            if compiled is not None and s.flags.c_contiguous and not compiled.count_unlike(
+                    s, np.uint64(64 - _NARROW[ty.name][0]), _NARROW[ty.name][1]):
+                return s  # (one compiled pass instead of _unlike's five)
             unlike = _unlike(s, ty)
             if not unlike.any():  # (np.nonzero of a 2-D block is slow even when none is set)
                 return s

@@ -19,6 +19,7 @@ What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py
 """
 from __future__ import annotations
 
+import importlib
 import os
 
 import numpy as np
@@ -472,19 +473,19 @@ def int_mma_chain(x, y, acc):
 _COMPILED = {}
 
 
-def _compiled():
-    """dot_compiled (imported at the first dot that asks for it) or None for NumPy."""
+def _compiled(name="dot_compiled"):
+    """The compiled module `name` (imported at the first operation that asks) or None."""
     ctx = active()  # inside a launch its settings, without reading the environment again
     engine = (ctx.settings if ctx is not None else current_settings()).dot_engine
     if engine == "numpy":
         return None
-    module = _COMPILED.get("module", False)
+    module = _COMPILED.get(name, False)
     if module is False:
         try:
-            from . import dot_compiled as module
+            module = importlib.import_module(f"{__package__}.{name}")
         except ImportError as err:  # numba missing (or broken): the NumPy path
             module, _COMPILED["why"] = None, err
-        _COMPILED["module"] = module
+        _COMPILED[name] = module
     if module is None and engine == "numba":
         raise ImportError(f"Settings.dot_engine='numba' but numba cannot be imported "
                           f"({_COMPILED['why']}); install it with `pip install "

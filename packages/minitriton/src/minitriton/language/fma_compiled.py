@@ -1,0 +1,32 @@
+"""arith.fma_exact's check of its float64 sums compiled with numba (`pip install
+minitriton[fast]`), imported where dot._compiled("fma_compiled") asks for it.
+
+fma_exact computes a narrow float type's `a * b + c` as a float64 sum (exact product, one
+rounding) and must then find the lanes whose float64 sum may round to the narrow type otherwise
+than the exact sum would: the sums on a rounding midpoint of the narrow type, and the nonzero
+ones below its normal range (arith._unlike). In NumPy that is five passes over the block (a
+shift, a compare, an abs, a compare, an any); here it is one, which counts them. Where the count
+is not zero fma_exact finds and fixes those lanes with NumPy, as without numba, so the bits are
+the reference's by construction (tests/minitriton/test_dot_compiled.py compares them anyway).
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_OPTIONS = dict(nogil=True, cache=True, error_model="numpy", fastmath=False)
+
+
+@numba.njit(**_OPTIONS)
+def count_unlike(s, shift, tiny):
+    """How many lanes of the C-contiguous float64 array `s` arith._unlike marks: low bits (the
+    bits below the narrow type's mantissa, `shift` = 64 - their count, shifted to the top)
+    equal to 1 then zeros, or 0 < |s| < tiny."""
+    flat = s.reshape(-1)
+    bits = flat.view(np.uint64)
+    top = np.uint64(1) << np.uint64(63)
+    count = 0
+    for i in range(flat.size):
+        v = flat[i]
+        count += ((bits[i] << shift) == top) | ((abs(v) < tiny) & (v != 0.0))
+    return count
