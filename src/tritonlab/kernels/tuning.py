@@ -273,7 +273,12 @@ TUNINGS = {
         dkdv_atomic_small=((64, 128, 8, 2), (32, 128, 4, 3), (64, 128, 4, 2), (32, 128, 8, 3),
                            (64, 64, 4, 3), (32, 64, 4, 3)),
         dkdv_atomic_large=((64, 128, 8, 2), (32, 128, 8, 3), (32, 128, 4, 3), (64, 128, 8, 1),
-                           (64, 64, 4, 2), (32, 64, 4, 3)))},
+                           (64, 64, 4, 2), (32, 64, 4, 3)),
+        # measured 2026-12-05 on an H100 (triton 3.6, benchmarks/attention.py --quick, the four
+        # speed rows): the TMA forward 1.03-1.11x the pointer one on every row, so it is the
+        # default; the one-pass backward 0.98x and 0.79x the two-kernel one, so not
+        # (docs/attention.md#measured)
+        fwd_impl="tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
