@@ -121,9 +121,9 @@ def _k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.c
 def test_chains_summed_behind_the_kernel(waiting, monkeypatch):
     """`acc += tl.dot` of 2^16 multiply-adds and more runs on the chain's thread while the
     kernel goes on (dot.behind), alone or split when steps wait behind it: the same bits."""
-    if waiting:  # as if steps were queued: the chain's thread splits its dots
+    if waiting:  # as if the kernel waited for the chain: its thread splits its dots
         threads = importlib.import_module("minitriton.language.dot_threads")
-        monkeypatch.setattr(threads, "_WAITING", [10 ** 6])
+        monkeypatch.setattr(threads, "_BLOCKED", [10 ** 6])
     arith, behind, started = importlib.import_module("minitriton.language.arith"), dot.behind, []
     monkeypatch.setattr(arith, "behind", lambda *a: started.append(behind(*a)) or started[-1])
     rng = np.random.default_rng(11)

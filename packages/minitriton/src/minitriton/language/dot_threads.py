@@ -6,9 +6,11 @@
   depend on the threads. The NumPy fast chain (dot._fast_chain) splits on the same pool.
 - `chain(fn)`: `acc += tl.dot(a, b)` summed on a thread of its own while the kernel's Python
   goes on (dot.behind): one thread, so a chain's steps run in the order they were asked for.
-  That thread sums alone while it keeps up (the kernel's Python has the other core); with
-  steps waiting behind it, or the kernel waiting for it, it splits them as `run_split` does. On the 2-core machine, matmul+ReLU
-  512^3: 36 ms a launch before, 30-32 ms (benchmarks/sim_speed.py).
+  That thread sums alone while the kernel's Python runs (which has the other core), steps
+  queued behind it or not; while the kernel waits for it, it splits them as `run_split` does.
+  (Splitting because steps were queued put three busy threads on two cores and slowed the
+  kernel's Python: matmul+ReLU 256^3 6.5 or 9.5 ms a launch by the race, now 6.1-7 ms; 512^3
+  30-38 -> 28-30 ms; benchmarks/sim_speed.py, 2026-12-05.)
 
 Pools are per process: a forked child makes its own (the parent's threads are not in it).
 """
@@ -23,7 +25,6 @@ MIN_PART = 1 << 16  # fast chain: below that many outputs a part, one thread wit
 MIN_SPLIT = 1 << 18  # multiply-adds per thread below which one thread does the whole dot
 _POOL = {}  # pid -> the pool of WORKERS threads
 _CHAINS = {}  # pid -> the one thread that runs accumulating dots behind the kernel's Python
-_WAITING = [0]  # chains asked for and not started (approximate: a heuristic's)
 _BLOCKED = [0]  # threads waiting for a chain's result
 _THREAD = threading.local()
 
@@ -47,12 +48,7 @@ def chain(fn):
     if found is None:
         found = _CHAINS[os.getpid()] = ThreadPoolExecutor(
             1, thread_name_prefix="minitriton chain", initializer=_alone)
-    _WAITING[0] += 1
-
-    def run():
-        _WAITING[0] -= 1
-        return fn()
-    future = found.submit(run)
+    future = found.submit(fn)
 
     def result():
         if future.done():
@@ -71,8 +67,7 @@ def run_split(kernel, operands, out, *args):
     P, M = out.shape[:2]
     work = P * M * out.shape[2] * operands[0].shape[-1]
     parts = min(WORKERS, work // MIN_SPLIT, P if P > 1 else M)
-    if parts <= 1 or (getattr(_THREAD, "alone", False) and _WAITING[0] <= 0 and
-                      _BLOCKED[0] <= 0):
+    if parts <= 1 or (getattr(_THREAD, "alone", False) and _BLOCKED[0] <= 0):
         kernel(*operands, out, *args)
         return
     rows = P > 1  # split the programs, else the rows of the one program
