@@ -697,7 +697,7 @@ def forward_impl(q, k, v, impl=None):
             f"flash_attention: impl='tma-ws' does not compile with Triton {triton.__version__} "
             f"on this GPU (compute capability 9: its NVGPUWarpSpecialization pass fails on "
             f"this kernel, seen on an H100 on 2026-12-05); use impl='tma', the same kernel "
-            f"without warp specialization (docs/attention.md#variants)")
+            f"without warp specialization (docs/attention.md#measured)")
     return impl
 
 

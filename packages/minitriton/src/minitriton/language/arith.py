@@ -284,9 +284,10 @@ def fma_exact(a, b, c, ty):
             # the few lanes where the float64 sum may round differently: rounded to odd
             # from the exact sum there (a TwoSum), the others kept
             compiled = _compiled("fma_compiled") if s.size >= _COUNT_COMPILED else None
-            if compiled is not None and s.flags.c_contiguous and not compiled.count_unlike(
-                    s, np.uint64(64 - _NARROW[ty.name][0]), _NARROW[ty.name][1]):
-                return s  # (one compiled pass instead of _unlike's five)
+            if compiled is not None and s.flags.c_contiguous:
+                low, tiny = _NARROW[ty.name]
+                if not compiled.count_unlike(s, np.uint64(64 - low), tiny):
+                    return s  # (one compiled pass instead of _unlike's five)
             unlike = _unlike(s, ty)
             if not unlike.any():  # (np.nonzero of a 2-D block is slow even when none is set)
                 return s

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_OPTIONS = dict(nogil=True, cache=True, error_model="numpy", fastmath=False)
+from .dot_compiled import _OPTIONS  # the same compile options, cached on disk
 
 
 @numba.njit(**_OPTIONS)
