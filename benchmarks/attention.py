@@ -82,7 +82,8 @@ def eager_attention(q, k, v, causal):
 
 # our implementations beside "ours" (the device's defaults): name -> (fwd_impl, bwd_impl,
 # the passes it changes, which alone are timed)
-VARIANTS = {"ours-tma": ("tma", None, ("fwd", "fwd+bwd")),
+VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
+            "ours-tma": ("tma", None, ("fwd", "fwd+bwd")),
             "ours-tma-ws": ("tma-ws", None, ("fwd", "fwd+bwd")),
             "ours-tma-host": ("tma-host", None, ("fwd", "fwd+bwd")),
             "ours-atomic": (None, "atomic", ("bwd", "fwd+bwd")),
