@@ -25,6 +25,7 @@ gives the real byte address, as on the GPU.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -404,7 +405,7 @@ class AddressSpace:
         from the summed addresses. None where only those can tell (an error or a warning to
         give, an arrangement of the parts not handled here)."""
         buf = self.buffers[ptr.origin]
-        n = int(np.prod(full, dtype=np.int64))
+        n = math.prod(full)
         if not n or ptr.dtype.element_ty.itemsize != buf.dtype.itemsize or \
                 offsets.shape[1:] != tuple(full[1:]):
             return None

@@ -15,6 +15,13 @@ from ..source import kernel_location
 from .core import broadcast_to, expand_to_rank, lazy_pointer, pointer_parts, tensor, to_tensor
 
 
+def all_true(arr):
+    """arr.all(), at once for a view of one value (an all-true mask of an outer shape)."""
+    if arr.size and not any(arr.strides):
+        return bool(arr.flat[0])
+    return bool(arr.all())
+
+
 def check_mask(mask, shape, what="Mask"):
     mask = to_tensor(mask)
     if not shape and mask.shape:
@@ -55,7 +62,7 @@ class Lanes:
             self.ptr = lazy_pointer(None, ptr.dtype, self.shape, ptr.origin, parts[0], parts[1],
                                     (self.lanes, *self.shape), ptr.stats)
         # an all-true mask (a full block) is no mask: no boolean gathers or scatters
-        self.active = None if mask is None or mask.data.all() else \
+        self.active = None if mask is None or all_true(mask.data) else \
             np.array(full(mask, self.lanes, self.shape), dtype=bool)
         self.elt = ptr.dtype.element_ty
 

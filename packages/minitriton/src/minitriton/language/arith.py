@@ -12,6 +12,7 @@ pieces would import each other's private rules.
 """
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -358,8 +359,7 @@ def _sharing(t, shape):
     used by each of the thread's elements that it covers, one use each on the GPU."""
     if list(t.shape) == list(shape):
         return 1
-    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    own = int(np.prod(t.shape, dtype=np.int64)) if t.shape else 1
+    total, own = math.prod(shape), math.prod(t.shape)
     ctx = active()
     warps = ctx.record.options.get("num_warps", 4) if ctx is not None else 4
     return max(1, min(total // max(own, 1), total // (32 * (warps or 4))))
@@ -534,9 +534,22 @@ def _bitwise(fn, name):
                                    f"`{name}` needs integer or boolean operands (for a float's "
                                    f"bits, x.to(tl.int32, bitcast=True) first)")
         x, y = _arrays(a, b, shape)
+        if fn is np.bitwise_and and a.dtype.is_bool() and _outer_all_true(x, y):
+            # two all-true masks of a row and a column (`(m[:, None] < M) & (k[None, :] < K)`):
+            # the block of their outer shape is a read-only view of one True, not an array
+            out = tensor(np.broadcast_to(np.True_, np.broadcast_shapes(x.shape, y.shape)),
+                         a.dtype, shape)
+            return _folded(out, a, b)
         with np.errstate(all="ignore"):
             return _folded(_finish(fn(x, y), a.dtype, shape), a, b)
     return op
+
+
+def _outer_all_true(x, y):
+    """Whether x & y (booleans) is all true and at least twice the size of its operands
+    together, where testing them is cheaper than making the block."""
+    n = math.prod(np.broadcast_shapes(x.shape, y.shape))
+    return n >= 2 * (x.size + y.size) and n >= 1024 and bool(x.all()) and bool(y.all())
 
 
 and_ = _bitwise(np.bitwise_and, "&")

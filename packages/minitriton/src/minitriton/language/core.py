@@ -248,18 +248,21 @@ def join_layouts(a, b):
 
 
 def elementwise(fn):
-    """An element-wise operation: padding marks (marks.elementwise) and the layout record, kept
+    """An element-wise operation: padding marks (marks.propagate) and the layout record, kept
     from the operands of the result's full shape (`join_layouts`); an operation that sets its
     result's record itself, or returns an operand, is left as it is."""
-    marked = marks.elementwise(fn)
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        out = marked(*args, **kwargs)
+        out = fn(*args, **kwargs)
+        operands = (*args, *kwargs.values()) if kwargs else args
+        for a in operands:  # marked operands: marks.propagate
+            if getattr(a, "pad", None) is not None:
+                out = marks.propagate(out, operands)
+                break
         if out.__class__ not in _TENSOR_TYPES or out.layout is not None or not out.shape:
             return out
         layout = None
-        for a in (*args, *kwargs.values()) if kwargs else args:
+        for a in operands:
             if a.__class__ in _TENSOR_TYPES:
                 if a is out:
                     return out

@@ -504,7 +504,7 @@ def behind(x, y, acc, step):
     result is read when something needs it (the next step's chain, on the same thread, in
     order). `acc` gives the accumulator's array: reading it there waits for the step before."""
     compiled = _compiled()
-    if compiled is None or np.prod(np.shape(x), dtype=np.int64) * np.shape(y)[-1] < _MIN_BEHIND:
+    if compiled is None or np.size(x) * np.shape(y)[-1] < _MIN_BEHIND:
         return None
     fast = _fast_operands(compiled, x, y) if step else None
     if fast is None:

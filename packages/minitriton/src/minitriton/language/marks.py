@@ -1,11 +1,11 @@
 """Padding marks: which lanes of a block hold masked-out padding rather than loaded data.
 
 The padding check (observe/padding.py) marks the lanes a masked load did not read; these
-decorators carry the marks through the language's operations, so that a reduction or a dot can
-tell padding from data. Element-wise operations keep a mark where every full-size operand is
-padding (a broadcast operand or a constant does not clear it); shape operations move the marks
-along with the values. With the check off no tensor carries a mark and the decorators cost one
-attribute test per operand.
+helpers (`propagate`, called by core.elementwise, and `reshaping`) carry the marks through the
+language's operations, so that a reduction or a dot can tell padding from data. Element-wise
+operations keep a mark where every full-size operand is padding (a broadcast operand or a
+constant does not clear it); shape operations move the marks along with the values. With the
+check off no tensor carries a mark and they cost one attribute test per operand.
 """
 from __future__ import annotations
 
@@ -27,25 +27,19 @@ def _pad_of(arg, shape, numel):
     return False
 
 
-def elementwise(fn):
-    """Propagate padding marks through an element-wise operation."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        out = fn(*args, **kwargs)
-        operands = list(args) + list(kwargs.values())
-        if not any(getattr(a, "pad", None) is not None for a in operands):
-            return out
-        if not isinstance(out, tuple) and hasattr(out, "_is_mt_tensor") and out.shape:
-            pads = [_pad_of(a, out.shape, out.numel) for a in operands]
-            pads = [p for p in pads if p is not None]
-            if pads and all(p is not False for p in pads):
-                result = pads[0]
-                for p in pads[1:]:
-                    result = result & p
-                out.pad = np.broadcast_to(result, (max(result.shape[0], out.data.shape[0]),
-                                                   *out.shape))
-        return out
-    return wrapper
+def propagate(out, operands):
+    """`out` of an element-wise operation of `operands`, some of them marked: marked where
+    every full-size operand is padding."""
+    if not isinstance(out, tuple) and hasattr(out, "_is_mt_tensor") and out.shape:
+        pads = [_pad_of(a, out.shape, out.numel) for a in operands]
+        pads = [p for p in pads if p is not None]
+        if pads and all(p is not False for p in pads):
+            result = pads[0]
+            for p in pads[1:]:
+                result = result & p
+            out.pad = np.broadcast_to(result, (max(result.shape[0], out.data.shape[0]),
+                                               *out.shape))
+    return out
 
 
 def reshaping(fn):

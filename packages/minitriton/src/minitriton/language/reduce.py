@@ -38,6 +38,7 @@ only be read with the other.
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def blocked_layout(shape, bits, num_warps):
     BlockedEncodingAttr::get spreads lanes and warps over the dims, the last one first."""
     rank = len(shape)
     threads = THREADS_PER_WARP * num_warps
-    numel = int(np.prod(shape, dtype=np.int64))
+    numel = math.prod(shape)
     vec = builtins.min(builtins.max(VECTOR_BITS // bits, 1), shape[-1],
                        builtins.max(numel // threads, 1))
     spt = [1] * (rank - 1) + [vec]

@@ -1,6 +1,8 @@
 """Shape manipulation: trans/permute, reshape/view, expand_dims, broadcast_to, join/split."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import CompilationError
@@ -47,7 +49,7 @@ def trans(input, *dims):
 def reshape(input, *shape, can_reorder=False):
     x = to_tensor(_unwrap(input))
     shape = validate_block_shape(_dims(shape)) if _dims(shape) else []
-    if int(np.prod(shape, dtype=np.int64)) != x.numel:
+    if math.prod(shape) != x.numel:
         raise CompilationError("reshape() cannot change total number of elements in tensor")
     return tensor(x.data.reshape((x.data.shape[0], *shape)), x.dtype, shape, x.origin)
 
