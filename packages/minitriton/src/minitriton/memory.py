@@ -467,13 +467,26 @@ def _consecutive(a):
     decides: the ends first, then one comparison pass (strictly ascending integers whose ends
     are n - 1 apart are consecutive)."""
     n = a.size
-    return n > 16 and int(a[-1]) - int(a[0]) == n - 1 and bool(np.all(a[1:] > a[:-1]))
+    return n > 16 and _spot_check(a) and bool(np.all(a[1:] > a[:-1]))
+
+
+def _spot_check(a):
+    """Whether the 1-D integers `a` may be consecutive and ascending: a[k] - a[0] == k at the
+    end and at a few points between (O(log n) scalar reads), so that a block of rows, whose
+    ends may still be n - 1 apart, fails before the full comparison pass."""
+    n, first = a.size, int(a[0])
+    k = n - 1
+    while k:
+        if int(a[k]) - first != k:
+            return False
+        k >>= 2
+    return True
 
 
 def _ascending(a):
     """Whether the 1-D integers `a` are consecutive and ascending (`_consecutive` without its
     minimum length)."""
-    return a.size < 2 or (int(a[-1]) - int(a[0]) == a.size - 1 and bool(np.all(a[1:] > a[:-1])))
+    return a.size < 2 or (_spot_check(a) and bool(np.all(a[1:] > a[:-1])))
 
 
 def _ascending_once(offsets, stats):
@@ -487,7 +500,7 @@ def _ascending_once(offsets, stats):
 def _as_slice(idx):
     """Consecutive offsets as a slice (a view instead of a gather), else the array."""
     n = idx.size
-    if n > 16 and idx[-1] - idx[0] == n - 1 and np.all(idx[1:] > idx[:-1]):
+    if n > 16 and _spot_check(idx) and np.all(idx[1:] > idx[:-1]):
         return slice(int(idx[0]), int(idx[0]) + n)
     return idx
 

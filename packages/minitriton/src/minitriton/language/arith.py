@@ -682,6 +682,11 @@ def _minmax(np_fn, np_nan_fn, negative_zero_wins):
         fn = np_nan_fn if (x.dtype.is_floating() and not _is_propagating(propagate_nan)) \
             else np_fn
         out = fn(a, b)
+        if not negative_zero_wins and x.dtype.is_floating() and _positive_zero(b):
+            # max(v, +0.0) (ReLU): where the result is a zero, it is +0.0; v + 0.0 is v for
+            # every other v (NaN included) and +0.0 for -0.0: one pass, not the zeros' four
+            return _folded(_finish(np.add(out, out.dtype.type(0), out=out), x.dtype, shape),
+                           x, y)
         if x.dtype.is_floating():  # the GPU's max.f32/min.f32 order -0.0 below +0.0
             both_zero = (a == 0) & (b == 0)
             if both_zero.any():
@@ -690,6 +695,11 @@ def _minmax(np_fn, np_nan_fn, negative_zero_wins):
                 out = np.where(both_zero, np.where(signs, -0.0, 0.0).astype(out.dtype), out)
         return _folded(_finish(out, x.dtype, shape), x, y)
     return op
+
+
+def _positive_zero(b):
+    """Whether the operand array `b` is one +0.0 (a literal or a uniform constant)."""
+    return b.size == 1 and b.reshape(-1)[0] == 0 and not np.signbit(b.reshape(-1)[0])
 
 
 # Triton's minimum/maximum return the non-NaN operand unless propagate_nan=ALL (fmin/fmax);

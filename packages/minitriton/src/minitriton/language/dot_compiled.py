@@ -7,8 +7,9 @@ an order whose results cannot differ (a step's scaled terms are integers below 2
 float64 sum is exact in any order). tests/minitriton/test_dot_compiled.py runs both on the
 fuzzer's dot cases and the corpus and compares the bits.
 
-The loops run over one row of outputs at a time (`n` innermost, contiguous), which LLVM turns
-into SIMD; the caller splits the programs into slices for its threads (`nogil`).
+The loops run over rows of outputs (`n` innermost, contiguous; the fp32 chain four rows at a
+time), which LLVM turns into SIMD; the caller splits the programs into slices for its threads
+(`nogil`).
 """
 from __future__ import annotations
 
@@ -134,47 +135,77 @@ def mma_chain_fp32(x, y, ex, ey, start, out, step):
     significant bits, ex and ey their exponents (int32, _NO_EXPONENT for zeros), `start`
     (P, M, N) fp32 without -0.0 the accumulator, the sums into `out` (P, M, N), which may be
     `start` itself. Every product is exact in fp32, every scaled term below 2**26 and a step's
-    sum below 2**31, so the integer sum is the exact sum."""
+    sum below 2**31, so the integer sum is the exact sum. Rows of outputs go four at a time
+    where there are four, each y and ey element read once for the four (15-20 % faster than
+    one row at a time on an AVX-512 EPYC), the rest one at a time."""
     P, M, K = x.shape
     N = y.shape[2]
-    top = np.empty(N, np.int32)
-    scale = np.empty(N, np.float32)
-    total = np.empty(N, np.int32)
+    top = np.empty((4, N), np.int32)
+    scale = np.empty((4, N), np.float32)
+    total = np.empty((4, N), np.int32)
     for p in range(P):
-        for m in range(M):
-            row = out[p, m]
-            row[:] = start[p, m]
-            bits = row.view(np.int32)
+        for m0 in range(0, M, 4):
+            rows = min(4, M - m0)
+            for r in range(rows):
+                out[p, m0 + r, :] = start[p, m0 + r, :]
             for k0 in range(0, K, step):
                 k1 = min(k0 + step, K)
                 # the step's top: the accumulator's exponent (the floor for 0) and its products'
                 # (a zero's is far below the floor), the first k folded into the first pass
-                e = ex[p, m, k0]
-                for n in range(N):
-                    field = bits[n] & np.int32(0x7F800000)
-                    acc_e = np.int32((field >> 23) - 127) if field else np.int32(_FAST_FLOOR)
-                    top[n] = max(acc_e, np.int32(e + ey[p, k0, n]))
-                for k in range(k0 + 1, k1):
-                    e = ex[p, m, k]
+                for r in range(rows):
+                    bits = out[p, m0 + r].view(np.int32)
+                    e = ex[p, m0 + r, k0]
                     for n in range(N):
-                        top[n] = max(top[n], np.int32(e + ey[p, k, n]))
-                xv = x[p, m, k0]
-                for n in range(N):  # 2**(25 - top), the accumulator's term and the first product's
-                    s = np.int32((_ALIGN + 127 - top[n]) << 23).view(np.float32)
-                    scale[n] = s
-                    total[n] = np.int32(row[n] * s) + np.int32(xv * y[p, k0, n] * s)
+                        field = bits[n] & np.int32(0x7F800000)
+                        acc_e = np.int32((field >> 23) - 127) if field else np.int32(_FAST_FLOOR)
+                        top[r, n] = max(acc_e, np.int32(e + ey[p, k0, n]))
                 for k in range(k0 + 1, k1):
-                    xv = x[p, m, k]
+                    if rows == 4:
+                        e0, e1, e2, e3 = ex[p, m0, k], ex[p, m0 + 1, k], ex[p, m0 + 2, k], \
+                            ex[p, m0 + 3, k]
+                        for n in range(N):
+                            v = ey[p, k, n]
+                            top[0, n] = max(top[0, n], np.int32(e0 + v))
+                            top[1, n] = max(top[1, n], np.int32(e1 + v))
+                            top[2, n] = max(top[2, n], np.int32(e2 + v))
+                            top[3, n] = max(top[3, n], np.int32(e3 + v))
+                    else:
+                        for r in range(rows):
+                            e = ex[p, m0 + r, k]
+                            for n in range(N):
+                                top[r, n] = max(top[r, n], np.int32(e + ey[p, k, n]))
+                for r in range(rows):  # 2**(25 - top), the accumulator's and first product's terms
+                    row = out[p, m0 + r]
+                    xv = x[p, m0 + r, k0]
                     for n in range(N):
-                        total[n] += np.int32(xv * y[p, k, n] * scale[n])
-                for n in range(N):
+                        s = np.int32((_ALIGN + 127 - top[r, n]) << 23).view(np.float32)
+                        scale[r, n] = s
+                        total[r, n] = np.int32(row[n] * s) + np.int32(xv * y[p, k0, n] * s)
+                for k in range(k0 + 1, k1):
+                    if rows == 4:
+                        x0, x1, x2, x3 = x[p, m0, k], x[p, m0 + 1, k], x[p, m0 + 2, k], \
+                            x[p, m0 + 3, k]
+                        for n in range(N):
+                            v = y[p, k, n]
+                            total[0, n] += np.int32(x0 * v * scale[0, n])
+                            total[1, n] += np.int32(x1 * v * scale[1, n])
+                            total[2, n] += np.int32(x2 * v * scale[2, n])
+                            total[3, n] += np.int32(x3 * v * scale[3, n])
+                    else:
+                        for r in range(rows):
+                            xv = x[p, m0 + r, k]
+                            for n in range(N):
+                                total[r, n] += np.int32(xv * y[p, k, n] * scale[r, n])
+                for r in range(rows):
                     # the sum toward zero to 24 bits: to nearest, then one step back toward zero
                     # where that went past it (|sum| < 2**31 - 64: the float converts back)
-                    t = total[n]
-                    f = np.float32(t)
-                    if abs(np.int32(f)) > abs(t):
-                        f = np.int32(f.view(np.int32) - 1).view(np.float32)
-                    row[n] = f * np.int32((top[n] - _ALIGN + 127) << 23).view(np.float32)
+                    row = out[p, m0 + r]
+                    for n in range(N):
+                        t = total[r, n]
+                        f = np.float32(t)
+                        if abs(np.int32(f)) > abs(t):
+                            f = np.int32(f.view(np.int32) - 1).view(np.float32)
+                        row[n] = f * np.int32((top[r, n] - _ALIGN + 127) << 23).view(np.float32)
 
 
 @numba.njit(**_OPTIONS)
