@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CompilationError
-from .memory import offsets_array
+from .memory import Shifted, offsets_array
 
 _CURRENT: contextvars.ContextVar = contextvars.ContextVar("minitriton_launch", default=None)
 OBSERVERS: list = []  # every Observer subclass, in definition order (filled by subclassing)
@@ -81,17 +81,38 @@ class Access:
     array of that shape; `idx` the element offsets of the active lanes, in lane order (a slice
     when consecutive); `repeat` how many programs a shared (uniform) load stands for."""
 
-    __slots__ = ("buf", "lanes", "idx", "shape", "repeat")
+    __slots__ = ("buf", "lanes", "_idx", "shape", "repeat", "_shifted")
 
     def __init__(self, buf, lanes, idx, shape, repeat=1):
-        self.buf, self.lanes, self.idx, self.shape, self.repeat = buf, lanes, idx, shape, repeat
+        self.buf, self.lanes, self.shape, self.repeat = buf, lanes, shape, repeat
+        if isinstance(idx, Shifted):  # summed only where an observer asks for the offsets
+            self._idx, self._shifted = None, idx
+        else:
+            self._idx, self._shifted = idx, None
+
+    @property
+    def idx(self):
+        if self._idx is None:
+            self._idx = self._shifted.offsets()
+        return self._idx
 
     @property
     def count(self):
         """Elements touched, over every program it stands for."""
-        idx = self.idx
+        idx = self._shifted if self._idx is None else self._idx
         n = idx.stop - idx.start if isinstance(idx, slice) else idx.size
         return n * self.repeat
+
+    def read(self):
+        """The values at the active lanes' offsets, in lane order (a view where they are
+        consecutive)."""
+        if self._idx is None:
+            return self._shifted.take(self.buf.flat)
+        idx = self._idx
+        # resolve() kept only offsets inside the storage, so `take` needs no bounds check of
+        # its own: mode="wrap" skips it (1.5x faster than `flat[idx]` on 32 K offsets)
+        return self.buf.flat[idx] if isinstance(idx, slice) else \
+            self.buf.flat.take(idx, mode="wrap")
 
     def lane_mask(self):
         return np.ones(self.shape, dtype=bool) if self.lanes is None else self.lanes

@@ -427,6 +427,9 @@ class AddressSpace:
             return None
         if consecutive:  # ascending: its ends are its bounds
             return buf, None, slice(low, high + 1)
+        if base.size == 1 and stats["bounds"][0] >= 0 and offsets.shape == tuple(full) and \
+                offsets.flags.c_contiguous:  # one base, offsets from it: no sum made to read
+            return buf, None, Shifted(int(base.reshape(-1)[0]) - buf.base, offsets.reshape(-1))
         idx = np.add(base - buf.base, offsets)
         if idx.shape != tuple(full):
             idx = np.broadcast_to(idx, full)
@@ -460,6 +463,28 @@ class AddressSpace:
                 bad &= rows == row
                 self.on_outside_view(buf, idx[bad], op, int(bad.sum()), int(row))
         return lanes, idx
+
+
+class Shifted:
+    """The element offsets `start + offsets` of an access, kept apart (`offsets` 1-D, none
+    negative, every sum inside the storage): a load reads them from the storage shifted by
+    `start`, without the summed array an observer asks for (`offsets()`)."""
+
+    __slots__ = ("start", "_offsets")
+
+    def __init__(self, start, offsets):
+        self.start, self._offsets = start, offsets
+
+    @property
+    def size(self):
+        return self._offsets.size
+
+    def offsets(self):
+        return np.add(self._offsets, self.start)
+
+    def take(self, flat):
+        # inside the storage (resolve's bounds), so no bounds check: mode="wrap" skips it
+        return flat[self.start:].take(self._offsets, mode="wrap")
 
 
 def _consecutive(a):
