@@ -99,9 +99,9 @@ def test_threads_and_one_program_split_by_rows():
 
 @minitriton.jit
 def _k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-            LOAD_ACC: tl.constexpr = False):
-    """Each program sums its own BM x K @ K x BN product, BK at a time (`acc += tl.dot`), from
-    zeros or (LOAD_ACC) from what c holds."""
+            LOAD_ACC: tl.constexpr = False, EXPLICIT: tl.constexpr = False):
+    """Each program sums its own BM x K @ K x BN product, BK at a time (`acc += tl.dot`, or
+    `acc = tl.dot(a, b, acc)` with EXPLICIT), from zeros or (LOAD_ACC) from what c holds."""
     pid = tl.program_id(0)
     rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
     a_ptrs = a_ptr + pid * BM * K + rm[:, None] * K + rk[None, :]
@@ -111,21 +111,25 @@ def _k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.c
     else:
         acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k in range(0, K, BK):
-        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        if EXPLICIT:
+            acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        else:
+            acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
         a_ptrs += BK
         b_ptrs += BK * BN
     tl.store(c_ptr + pid * BM * BN + rm[:, None] * BN + rn[None, :], acc)
 
 
-@pytest.mark.parametrize("waiting", [False, True])
-def test_chains_summed_behind_the_kernel(waiting, monkeypatch):
-    """`acc += tl.dot` of 2^16 multiply-adds and more runs on the chain's thread while the
-    kernel goes on (dot.behind), alone or split when steps wait behind it: the same bits."""
+@pytest.mark.parametrize("waiting,explicit", [(False, False), (True, False), (False, True)])
+def test_chains_summed_behind_the_kernel(waiting, explicit, monkeypatch):
+    """`acc += tl.dot` (and `acc = tl.dot(a, b, acc)`) of 2^16 multiply-adds and more runs on
+    the chain's thread while the kernel goes on (dot.behind), alone or split when steps wait
+    behind it: the same bits."""
     if waiting:  # as if the kernel waited for the chain: its thread splits its dots
         threads = importlib.import_module("minitriton.language.dot_threads")
         monkeypatch.setattr(threads, "_BLOCKED", [10 ** 6])
-    arith, behind, started = importlib.import_module("minitriton.language.arith"), dot.behind, []
-    monkeypatch.setattr(arith, "behind", lambda *a: started.append(behind(*a)) or started[-1])
+    behind, started = dot.behind, []
+    monkeypatch.setattr(dot, "behind", lambda *a: started.append(behind(*a)) or started[-1])
     rng = np.random.default_rng(11)
     P, BM, BN, K = 8, 64, 64, 128
     a = rng.standard_normal((P * BM, K)).astype(np.float32)
@@ -133,7 +137,7 @@ def test_chains_summed_behind_the_kernel(waiting, monkeypatch):
 
     def run():
         c = np.zeros((P * BM, BN), np.float32)
-        _k_loop[(P,)](a, b, c, K, BM=BM, BN=BN, BK=32)
+        _k_loop[(P,)](a, b, c, K, BM=BM, BN=BN, BK=32, EXPLICIT=explicit)
         return c
     want, got = both(run)
     same_bits(want, got)

@@ -22,10 +22,10 @@ from ..context import active
 from ..errors import CompilationError
 from ..settings import triton_release
 from ..types import _unwrap
-from .core import (broadcast_shapes, cast, compute_array, constant, deferred, elementwise,
+from .core import (broadcast_shapes, cast, compute_array, constant, elementwise,
                    is_tensor, lazy_pointer, literal, pointer_parts, tensor, tensor_member,
                    to_int1, to_tensor, _convert)
-from .dot import _compiled, behind, int_mma_chain, mma_chain
+from .dot import _compiled, accumulate, int_mma_chain
 
 
 def _literal_operand(value, ty):
@@ -400,12 +400,8 @@ def _dot_accumulating(a, b, shape):
             if step == "int":
                 other = _expand(compute_array(d), d, len(shape))
                 return tensor(int_mma_chain(p, q, other), _t.int32, shape)
-            start = lambda d=d: _expand(compute_array(d), d, len(shape))  # noqa: E731
-            result = behind(p, q, start, step)
-            if result is None:
-                out = tensor(mma_chain(p, q, start(), step), _t.float32, shape)
-            else:  # summed on the chain's thread while the kernel goes on
-                out = deferred(None, _t.float32, shape, make=result)
+            out = accumulate(p, q, lambda d=d: _expand(compute_array(d), d, len(shape)), step,
+                             shape)
             out.layout = dot_result.layout  # still the dot's accumulator
             return out
     return None

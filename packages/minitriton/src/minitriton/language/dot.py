@@ -16,6 +16,12 @@ What an H200 (Triton 3.6) computes, measured with benchmarks/probes/dot_order.py
   saturation at the int32 range (the `.satfinite` integer MMA). fp8 operands, fp16 accumulators and fp64: fp32
   (fp64) products summed by NumPy's matmul: within an fp32 rounding of the sum, not bit-exact
   (the H200 accumulates fp8 products with fewer bits; see docs/numerics.md).
+
+Length: over 600 lines because the exact chain's NumPy reference, its compiled dispatch and
+the chain summed behind the kernel (`accumulate`, `behind`) share the same private ranges and
+operand forms (`_fast_operands`, `_OPERAND_EXP`, `_ACC_EXP`); split, each part would import the
+others' private rules. The threads themselves are in dot_threads.py, the compiled loops in
+dot_compiled.py.
 """
 from __future__ import annotations
 
@@ -124,9 +130,8 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         if acc is None:  # `d + tl.dot(a, b)` continues the chain from d: the sum from 0 waits
             out = deferred(None, _t.float32, shape, make=lambda: mma_chain(x, y, None, steps))
             out.chain = (x, y, steps)
-        else:
-            out = tensor(mma_chain(x, y, expand_to_rank(acc, len(shape)), steps), _t.float32,
-                         shape)
+        else:  # as `acc += tl.dot(a, b)`: behind the kernel where it can be
+            out = accumulate(x, y, lambda: expand_to_rank(acc, len(shape)), steps, shape)
         out.layout = layout
         return out
     if a.dtype.is_int():  # the integer MMA saturates: one step of 32 products at a time
@@ -494,6 +499,15 @@ def _compiled(name="dot_compiled"):
 
 
 _MIN_BEHIND = 1 << 16  # multiply-adds below which a chain is not worth a thread's hand-off
+
+
+def accumulate(x, y, start, step, shape):
+    """The fp32 block of mma_chain(x, y, start(), step): summed on the chain's thread where
+    `behind` takes it (deferred: read when something needs it), else now."""
+    result = behind(x, y, start, step)
+    if result is None:
+        return tensor(mma_chain(x, y, start(), step), _t.float32, shape)
+    return deferred(None, _t.float32, shape, make=result)
 
 
 def behind(x, y, acc, step):
