@@ -177,10 +177,10 @@ def fold_in_gpu_order(arrays, shape, axis, bits, combine, exact=None, fma=None, 
     else:
         reps, w_, t_, s_ = axis_geometry(shape, axis or 0, bits, warps)
 
-        def regs(a):  # (R * S, lanes, *other dims, W, T): a thread's registers in order
+        def regs(a):  # R * S views (lanes, *other dims, W, T): a thread's registers in order
             a = np.moveaxis(a, axis + 1 if axis else 1, -1)
             a = np.moveaxis(a.reshape(a.shape[:-1] + (reps, w_, t_, s_)), (-4, -1), (0, 1))
-            return np.ascontiguousarray(a).reshape((reps * s_,) + a.shape[2:])
+            return [a[r, k] for r in range(reps) for k in range(s_)]  # no reordered copy
     views = [regs(a) for a in arrays]
     exact = None if exact is None else regs(exact)
     acc = [v[0] for v in views]
