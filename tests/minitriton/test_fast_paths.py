@@ -86,3 +86,78 @@ def test_consecutive_tests_agree_with_their_definition(a):
     assert _ascending(a) == (truth or a.size < 2)
     assert _consecutive(a) == (truth and a.size > 16)
     assert isinstance(_as_slice(a), slice) == (truth and a.size > 16)
+
+
+@triton.jit
+def masked_rows_kernel(x_ptr, y_ptr, stride, lo, hi, BLOCK: tl.constexpr, STORE: tl.constexpr):
+    """Row `program_id` of x: the lanes lo <= col < hi read (others -2.0), the row doubled and
+    stored at the same lanes of y (STORE)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = (cols >= lo) & (cols < hi)
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=-2.0)
+    tl.store(y_ptr + row * BLOCK + cols, x * 2.0)
+    if STORE:
+        tl.store(x_ptr + row * stride + cols, x + 1.0, mask=mask)
+
+
+@triton.jit
+def masked_tile_kernel(x_ptr, y_ptr, n_cols, BM: tl.constexpr, BN: tl.constexpr):
+    """A 2-D tile per program whose column mask is the same in every program (offsets per
+    program: the general path)."""
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = cols[None, :] < n_cols
+    x = tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.5)
+    tl.store(y_ptr + rows[:, None] * BN + cols[None, :], x)
+    tl.store(x_ptr + rows[:, None] * n_cols + cols[None, :], -x, mask=mask)
+
+
+@pytest.mark.parametrize("executor", ["lockstep", "sequential"])
+@pytest.mark.parametrize("stride,lo,hi,store", [
+    (100, 0, 77, True),      # the softmax shape: a prefix of each row, rows apart
+    (100, 5, 60, True),      # consecutive lanes inside the row
+    (40, 0, 77, False),      # rows that overlap in memory (a load may; a store goes lane by lane)
+    (40, 0, 77, True),
+    (0, 0, 50, False),       # every program the same row
+    (100, 0, 0, True),       # no lane active
+    (100, 0, 1, True),       # one lane
+])
+def test_masked_rows_match_numpy(executor, stride, lo, hi, store):
+    rows, block = 6, 128
+    rng = np.random.default_rng(stride + lo + hi)
+    x = rng.standard_normal(rows * max(stride, 1) + block).astype(np.float32)
+    y = np.zeros((rows, block), np.float32)
+    want_x, want_y = x.copy(), y.copy()
+    for r in range(rows):  # the programs in order, as the sequential executor runs them; in
+        base = r * stride  # lockstep every program loads before any stores (overlapping rows)
+        src = x if executor == "lockstep" else want_x
+        row = np.where((np.arange(block) >= lo) & (np.arange(block) < hi),
+                       src[base:base + block], -2.0)
+        want_y[r] = row * 2
+        if store:
+            want_x[base + lo:base + hi] = row[lo:hi] + 1
+    masked_rows_kernel[(rows,)](x, y, stride, lo, hi, BLOCK=block, STORE=store,
+                                minitriton_settings=Settings(executor=executor))
+    np.testing.assert_array_equal(y, want_y)
+    if store and stride >= hi - lo:
+        np.testing.assert_array_equal(x, want_x)
+
+
+@pytest.mark.parametrize("n_cols", [24, 32, 1])
+def test_masked_tiles_match_numpy(n_cols):
+    BM, BN, programs = 8, 32, 4
+    x = np.arange(programs * BM * n_cols, dtype=np.float32)
+    y = np.zeros((programs * BM, BN), np.float32)
+    want = np.full((programs * BM, BN), 0.5, np.float32)
+    want[:, :n_cols] = x.reshape(-1, n_cols)
+    masked_tile_kernel[(programs,)](x, y, n_cols, BM=BM, BN=BN)
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(x, -np.arange(programs * BM * n_cols, dtype=np.float32))
+
+
+def test_masked_rows_out_of_bounds_still_reported():
+    x = np.zeros(300, np.float32)
+    y = np.zeros((4, 128), np.float32)
+    with pytest.raises(Exception, match="out of bounds"):
+        masked_rows_kernel[(4,)](x, y, 100, 0, 128, BLOCK=128, STORE=False)

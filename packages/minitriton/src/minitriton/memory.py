@@ -355,11 +355,13 @@ class AddressSpace:
         `offsets` (in elements, in lane order) is a slice when they are consecutive. With
         `check_bounds=False`, out-of-range lanes are dropped (read as 0 / not written).
         """
-        if active is not None and active.all():
+        if active is not None and (active[0] if active.ndim and not active.strides[0]
+                                   else active).all():
             active = None  # an all-true mask is no mask: no boolean gathers
         parts = ptr.parts() if hasattr(ptr, "parts") else None
-        if parts is not None and active is None and isinstance(ptr.origin, int):
-            found = self._resolve_parts(ptr, *parts)
+        if parts is not None and isinstance(ptr.origin, int):
+            found = self._resolve_parts(ptr, *parts) if active is None else \
+                self._resolve_rows(ptr, active, *parts)
             if found is not None:
                 return [found]
         addrs = ptr.data
@@ -435,6 +437,29 @@ class AddressSpace:
             idx = np.broadcast_to(idx, full)
         return buf, None, idx.reshape(-1)
 
+    def _resolve_rows(self, ptr, active, base, offsets, full):
+        """`resolve` of a masked access through a lazy pointer of one base per program and
+        offsets shared by all, whose mask is the same in every program (`active` broadcast
+        along the programs: `cols < n`) and picks consecutive offsets, at evenly spaced bases
+        inside the view: (buffer, active, Rows), a strided view of memory instead of a
+        boolean gather of summed addresses. None where another arrangement or a lane outside
+        the view needs the general path."""
+        buf, programs = self.buffers[ptr.origin], full[0]
+        if active.ndim < 2 or active.strides[0] != 0 or programs < 2 or \
+                offsets.shape[0] != 1 or base.size != programs or \
+                ptr.dtype.element_ty.itemsize != buf.dtype.itemsize:
+            return None
+        row = active[0]
+        off = np.broadcast_to(offsets[0], row.shape)[row]  # the active offsets, in lane order
+        if off.size < 2 or not _ascending(off):
+            return None
+        starts = base.reshape(-1) - buf.base + int(off[0])
+        step = int(starts[1] - starts[0])
+        if step < 0 or not np.all(starts[1:] - starts[:-1] == step) or \
+                int(starts[0]) < buf.view_lo or int(starts[-1]) + off.size > buf.view_hi:
+            return None
+        return buf, active, Rows(int(starts[0]), step, programs, off.size, row)
+
     def _outside_view(self, buf, addrs, lanes, idx, op, check_bounds, outside_storage):
         """Lanes outside the view: an error outside the storage; inside it, the listener's
         (a warning or an error). Returns the (lanes, idx) to access."""
@@ -485,6 +510,37 @@ class Shifted:
     def take(self, flat):
         # inside the storage (resolve's bounds), so no bounds check: mode="wrap" skips it
         return flat[self.start:].take(self._offsets, mode="wrap")
+
+
+class Rows:
+    """The element offsets of a masked access as `rows` runs of `n` consecutive elements, the
+    first at `start`, each `step` after the one before (memory._resolve_rows), the same block
+    lanes `cols` (a boolean block) active in every row: read and written as a strided view."""
+
+    __slots__ = ("start", "step", "rows", "n", "cols")
+
+    def __init__(self, start, step, rows, n, cols):
+        self.start, self.step, self.rows, self.n = start, step, rows, n
+        lanes = np.flatnonzero(cols)
+        self.cols = slice(int(lanes[0]), int(lanes[0]) + n) if \
+            int(lanes[-1]) - int(lanes[0]) == n - 1 else lanes
+
+    @property
+    def size(self):
+        return self.rows * self.n
+
+    def offsets(self):
+        firsts = self.start + self.step * np.arange(self.rows, dtype=np.int64)
+        return (firsts[:, None] + np.arange(self.n, dtype=np.int64)).reshape(-1)
+
+    def view(self, flat):
+        """(rows, n): the accessed elements of `flat`, a view (overlapping rows where step < n)."""
+        item = flat.itemsize
+        return np.lib.stride_tricks.as_strided(flat[self.start:], (self.rows, self.n),
+                                               (self.step * item, item))
+
+    def disjoint(self):
+        return self.step >= self.n or self.rows == 1
 
 
 def _consecutive(a):

@@ -61,8 +61,11 @@ class Lanes:
         else:  # the addresses stay unsummed: resolve bounds-checks the parts
             self.ptr = lazy_pointer(None, ptr.dtype, self.shape, ptr.origin, parts[0], parts[1],
                                     (self.lanes, *self.shape), ptr.stats)
-        # an all-true mask (a full block) is no mask: no boolean gathers or scatters
+        # an all-true mask (a full block) is no mask: no boolean gathers or scatters; one the
+        # same in every program stays a read-only view along the programs (memory.Rows)
         self.active = None if mask is None or all_true(mask.data) else \
+            np.asarray(full(mask, self.lanes, self.shape), dtype=bool) if \
+            mask.data.shape[0] == 1 and mask.data.dtype == bool else \
             np.array(full(mask, self.lanes, self.shape), dtype=bool)
         self.elt = ptr.dtype.element_ty
 
@@ -86,15 +89,15 @@ def gather(ctx, lanes, other, op="load", accesses=None):
     for acc in accesses:
         for hook in ctx.hooks["on_load"]:
             hook(acc)
-        values = acc.read()
         if acc.lanes is None:
+            values = acc.read()
             result = values.reshape((lanes.lanes, *lanes.shape))
             if values.base is not None:
                 result = result.copy()  # a load is a snapshot, not a view of memory
         else:
             if result is None:
                 result = _fill(other, lanes)
-            result[acc.lanes] = values
+            acc.place(result)
     if result is None:
         result = _fill(other, lanes)
     out = tensor(result, lanes.elt, lanes.shape)
@@ -119,8 +122,8 @@ def scatter(ctx, lanes, value):
     for acc in lanes.accesses(ctx, "store"):
         for hook in ctx.hooks["on_store"]:
             hook(acc)
-        ctx.memory.before_write(acc.buf, acc.idx)
-        acc.buf.flat[acc.idx] = vals.reshape(-1) if acc.lanes is None else vals[acc.lanes]
+        ctx.memory.before_write(acc.buf, acc.idx if ctx.memory.journaling else None)
+        acc.write(vals)
 
 
 def poll(ctx, buf, idx, old, cmp):
