@@ -1,0 +1,151 @@
+"""A launch's GPU time from what the simulator counts and what the compiler allocates (issue 38,
+first version): the terms that decide it on real hardware, each with a constant fitted on
+measurements of that GPU (`CONSTANTS`, one row per GPU; benchmarks/perf_model_fit.py fits them
+from a stored configuration sweep and says how well they predict cases left out of the fit).
+
+    time = launch + max(memory, compute)
+
+- **occupancy**: programs resident per SM, the fewest that registers (allocated per warp in
+  units of 256), shared memory (plus 1 KB reserved per program), threads (2048) or the
+  32-program limit allow (NVIDIA's CUDA occupancy rules, as tritonlab.hardware.occupancy).
+- **memory**: the slowest of three: the unique bytes at the attainable fraction `mem_eff` of
+  the data sheet's bandwidth (DRAM); every byte the programs load and store, re-reads
+  included (a matmul's operand tiles, `traffic`), at `l2_ratio` times that (L2 reuse across
+  programs); and that traffic at the rate the bytes in flight cover the memory latency
+  (Little's law: in flight = resident warps x `warp_bytes`, x the pipeline's stages for
+  software-pipelined loops, / `latency`). A grid smaller than the GPU leaves SMs idle and
+  falls under the last limit.
+- **compute**: tl.dot FLOPs at the tensor-core rate of the operands' type (the data sheet's
+  dense rate) x `tc_eff` x tile / (tile + `tile_half`) for a BM x BN output tile (small tiles
+  keep the tensor cores waiting on their operands), x the wave quantization (the last wave of
+  programs runs as long as a full one).
+- **K-loop latency**: a program's K loop is at least its trips x `step_latency` / the stages
+  in flight, per wave (the loads of one trip wait for memory unless earlier stages hide it).
+- **spills**: a program that spills registers (a large accumulator tile on few warps) runs
+  `spill_factor` times slower: its spills sit in the K loop.
+- **launch**: a fixed cost per launch (the launch itself, the first wave's ramp).
+
+Where it is wrong, and by how much, is in docs/hardware.md ("A performance model").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from .gpus import dot_rate, gpu
+
+MAX_PROGRAMS_PER_SM = 32  # resident thread blocks per SM (sm80, sm90)
+REGISTER_GRANULARITY = 256  # registers are allocated per warp in units of 256
+SHARED_RESERVED = 1024  # bytes of shared memory the system reserves per block (sm80+)
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The fitted constants of one GPU (see the module's docstring for each term)."""
+    launch: float  # seconds per launch
+    latency: float  # seconds of memory latency to cover
+    warp_bytes: float  # bytes a resident warp keeps in flight
+    mem_eff: float  # attainable fraction of the data sheet's memory bandwidth
+    tc_eff: float  # attainable fraction of the tensor-core rate with a large tile
+    tile_half: float  # output-tile elements (BM x BN) at which half of tc_eff is reached
+    l2_ratio: float  # L2-to-SM bandwidth over the attainable memory bandwidth
+    spill_factor: float  # how many times slower a program that spills registers runs
+    step_latency: float  # seconds one iteration of a K loop waits for its loads, unhidden
+
+    def as_dict(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# fitted by benchmarks/perf_model_fit.py (the source, date and fit quality are in
+# docs/hardware.md, "A performance model")
+CONSTANTS = {
+    "H100": Constants(launch=5.72e-06, latency=1.37e-07, warp_bytes=1.95e+03, mem_eff=0.791,
+                      tc_eff=0.605, tile_half=8.47e+03, l2_ratio=2.2, spill_factor=6.41,
+                      step_latency=7.9e-07),
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the model needs of one launch: the simulator's counts (bytes moved, dot FLOPs and the
+    dots' operand type), the grid, and the compiled program's resources."""
+    bytes: int  # the unique bytes (each element once: what DRAM must move)
+    programs: int
+    num_warps: int = 4
+    num_stages: int = 1
+    registers: int = 32  # per thread
+    shared: int = 0  # bytes per program
+    flops: int = 0
+    dot_dtype: str = "fp16"
+    tile: int = 0  # output elements of one program's dot (BM x BN), 0 if no dot
+    pipelined: bool = False  # a K loop whose loads the compiler pipelines over num_stages
+    traffic: int = 0  # bytes every program loads and stores, re-reads included (0: `bytes`)
+    spills: int = 0  # registers spilled to local memory per thread
+    iterations: int = 0  # trips of the program's K loop (K / BLOCK_K), 0 if none
+
+
+@dataclass(frozen=True)
+class Prediction:
+    seconds: float
+    bound: str  # "memory", "compute" or "launch": the term that decides the time
+    memory: float
+    compute: float
+    launch: float
+    programs_per_sm: int
+    waves: int
+
+    def __str__(self):
+        return (f"{self.seconds * 1e6:.1f} us ({self.bound}-bound: memory "
+                f"{self.memory * 1e6:.1f} us, compute {self.compute * 1e6:.1f} us, launch "
+                f"{self.launch * 1e6:.1f} us; {self.programs_per_sm} programs/SM, "
+                f"{self.waves} wave{'s' if self.waves != 1 else ''})")
+
+
+def programs_per_sm(g, num_warps, registers, shared):
+    """Programs resident per SM on the GPU `g` (runtime/gpus.py), at least 1."""
+    threads = num_warps * g.warp_size
+    per_warp = math.ceil(registers * g.warp_size / REGISTER_GRANULARITY) * REGISTER_GRANULARITY
+    limits = [MAX_PROGRAMS_PER_SM, g.max_threads_per_sm // threads]
+    if per_warp:
+        limits.append(g.registers_per_sm // (per_warp * num_warps))
+    if shared:
+        limits.append(g.shared_per_sm // (shared + SHARED_RESERVED))
+    return max(1, min(limits))
+
+
+def predict(launch, gpu_name="H100", constants=None):
+    """The predicted `Prediction` of a `Launch` on a GPU of runtime/gpus.py whose constants are
+    in CONSTANTS (or the given `Constants`)."""
+    g = gpu(gpu_name)
+    c = constants or CONSTANTS.get(g.key)
+    if c is None:
+        raise ValueError(f"no fitted constants for {g.key}: the model is fitted for "
+                         f"{', '.join(CONSTANTS)} (benchmarks/perf_model_fit.py)")
+    per_sm = programs_per_sm(g, launch.num_warps, launch.registers, launch.shared)
+    slots = g.multiprocessor_count * per_sm
+    resident = min(launch.programs, slots)
+    waves = max(1, math.ceil(launch.programs / slots))
+    in_flight = resident * launch.num_warps * c.warp_bytes * \
+        (max(1, launch.num_stages - 1) if launch.pipelined else 1)
+    attainable = c.mem_eff * g.bandwidth
+    traffic = max(launch.traffic, launch.bytes)  # re-reads come from L2, at l2_ratio the rate
+    memory = max(launch.bytes / attainable, traffic / (c.l2_ratio * attainable),
+                 traffic / (in_flight / c.latency))
+    compute = 0.0
+    if launch.flops:
+        tile = launch.tile or 128 * 128
+        rate = dot_rate(g, launch.dot_dtype) * c.tc_eff * tile / (tile + c.tile_half)
+        sms = g.multiprocessor_count
+        if launch.programs <= slots:  # one wave: only the SMs that got a program work
+            compute = launch.flops / rate * sms / min(launch.programs, sms)
+        else:  # every wave takes as long as a full one
+            compute = launch.flops / rate * waves * slots / launch.programs
+    if launch.iterations:  # each trip waits for its loads, hidden by the stages in flight
+        stages = max(1, launch.num_stages - 1) if launch.pipelined else 1
+        compute = max(compute, waves * launch.iterations * c.step_latency / stages)
+    if launch.spills:  # local-memory traffic inside the loop: the whole program waits on it
+        memory, compute = memory * c.spill_factor, compute * c.spill_factor
+    seconds = c.launch + max(memory, compute)
+    bound = "launch" if c.launch > max(memory, compute) else \
+        ("compute" if compute > memory else "memory")
+    return Prediction(seconds, bound, memory, compute, c.launch, per_sm, waves)
