@@ -79,27 +79,29 @@ class Access:
 
     `lanes` is None when every lane of the (programs, *block) access is active, else a bool
     array of that shape; `idx` the element offsets of the active lanes, in lane order (a slice
-    when consecutive); `repeat` how many programs a shared (uniform) load stands for."""
+    when consecutive; made on first use where resolve gave a memory.Shifted or memory.Rows,
+    which `read`, `place` and `write` use directly); `repeat` how many programs a shared
+    (uniform) load stands for."""
 
-    __slots__ = ("buf", "lanes", "_idx", "shape", "repeat", "_shifted")
+    __slots__ = ("buf", "lanes", "_idx", "shape", "repeat", "_lazy")
 
     def __init__(self, buf, lanes, idx, shape, repeat=1):
         self.buf, self.lanes, self.shape, self.repeat = buf, lanes, shape, repeat
         if isinstance(idx, (Shifted, Rows)):  # made only where an observer asks for them
-            self._idx, self._shifted = None, idx
+            self._idx, self._lazy = None, idx
         else:
-            self._idx, self._shifted = idx, None
+            self._idx, self._lazy = idx, None
 
     @property
     def idx(self):
         if self._idx is None:
-            self._idx = self._shifted.offsets()
+            self._idx = self._lazy.offsets()
         return self._idx
 
     @property
     def count(self):
         """Elements touched, over every program it stands for."""
-        idx = self._shifted if self._idx is None else self._idx
+        idx = self._lazy if self._idx is None else self._idx
         n = idx.stop - idx.start if isinstance(idx, slice) else idx.size
         return n * self.repeat
 
@@ -107,9 +109,9 @@ class Access:
         """The values at the active lanes' offsets, in lane order (a view where they are
         consecutive)."""
         if self._idx is None:
-            if isinstance(self._shifted, Rows):
-                return self._shifted.view(self.buf.flat).reshape(-1)
-            return self._shifted.take(self.buf.flat)
+            if isinstance(self._lazy, Rows):
+                return self._lazy.view(self.buf.flat).reshape(-1)
+            return self._lazy.take(self.buf.flat)
         idx = self._idx
         # resolve() kept only offsets inside the storage, so `take` needs no bounds check of
         # its own: mode="wrap" skips it (1.5x faster than `flat[idx]` on 32 K offsets)
@@ -118,7 +120,7 @@ class Access:
 
     def place(self, result):
         """Write the values read into the (lanes, *block) array `result` at the active lanes."""
-        rows = self._shifted if self._idx is None else None
+        rows = self._lazy if self._idx is None else None
         if isinstance(rows, Rows):
             result.reshape(rows.rows, -1)[:, rows.cols] = rows.view(self.buf.flat)
         else:
@@ -126,7 +128,7 @@ class Access:
 
     def write(self, vals):
         """Store the (lanes, *block) values `vals` (broadcast) at the active lanes."""
-        rows = self._shifted if self._idx is None else None
+        rows = self._lazy if self._idx is None else None
         if isinstance(rows, Rows) and rows.disjoint():
             rows.view(self.buf.flat)[...] = vals.reshape(rows.rows, -1)[:, rows.cols]
         else:
