@@ -227,20 +227,27 @@ def _fma_kernel(x_ptr, y_ptr, z_ptr, o_ptr, BLOCK: tl.constexpr):
     tl.store(o_ptr + offs, x * y + z)  # contracted: arith.fma_exact
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16"])
-def test_fma_check_gives_the_reference_bits(dtype):
+@pytest.mark.parametrize("dtype,special", [(np.float32, True), (np.float16, True),
+                                           ("bfloat16", True), (np.float32, False)])
+def test_fma_check_gives_the_reference_bits(dtype, special):
     """fma_exact's sums checked by fma_compiled.count_unlike (one pass) or by NumPy: the same
-    bits, with lanes on rounding midpoints and below the normal range among ordinary ones."""
+    bits, with lanes on rounding midpoints and below the normal range among ordinary ones; and
+    fp32 blocks without such lanes, summed and rounded by fma_compiled.fma32 in one pass."""
     import ml_dtypes
     dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
     rng = np.random.default_rng(3)
     n = 1 << 14
     x, y, z = (rng.standard_normal(n).astype(dt) for _ in range(3))
     eps = float(np.finfo(dt).eps)
-    x[:64] = y[:64] = 1 + 2 * eps  # x * y = 1 + 4 eps + 4 eps^2: a midpoint where z = 0
-    z[:64] = 0
-    x[64:128] = y[64:128] = float(np.finfo(dt).tiny) ** 0.5 / 4  # products below the normals
-    z[64:128] = 0
+    if special:
+        x[:64] = y[:64] = 1 + 2 * eps  # x * y = 1 + 4 eps + 4 eps^2: a midpoint where z = 0
+        z[:64] = 0
+        x[64:128] = y[64:128] = float(np.finfo(dt).tiny) ** 0.5 / 4  # products below normals
+        z[64:128] = 0
+    else:
+        z[:100] = -x[:100] * y[:100]  # cancellations (exact zeros and tiny residues)
+        x[100:110], z[110:120] = np.inf, np.nan
+        np.random.default_rng(5).shuffle(z[:2000])
 
     def run():
         out = np.zeros(n, dt)
@@ -248,8 +255,13 @@ def test_fma_check_gives_the_reference_bits(dtype):
         return out
     want, got = both(run)
     same_bits(want, got)
-    exact = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        exact = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
     np.testing.assert_allclose(got.astype(np.float64), exact, rtol=2 * eps, atol=1e-30)
+    if not special:  # the compiled pass took the whole block (it found no lane to fix)
+        arith = importlib.import_module("minitriton.language.arith")
+        x, y, z = (v.reshape(-1, 1024)[:4].copy() for v in (x, y, z))  # 4096 lanes
+        assert arith._fma32(x, y, z) is not None
 
 
 def test_count_unlike_counts_what_unlike_marks():

@@ -276,7 +276,12 @@ def fma_exact(a, b, c, ty):
     """a * b + c with one rounding to the float type `ty`, as a float64 array whose conversion
     to `ty` is that rounding: correctly rounded for fp64 (Boldo and Melquiond's emulated fma,
     a TwoProduct, a TwoSum and a sum rounded to odd), rounded to odd for the narrower types
-    (whose products are exact in float64)."""
+    (whose products are exact in float64). For fp32 blocks of one shape the compiled pass
+    (`_fma32`) returns the fp32 result itself, the same bits."""
+    if ty.name == "fp32":
+        fast = _fma32(a, b, c)
+        if fast is not None:
+            return fast
     with np.errstate(all="ignore"):
         if ty.name != "fp64":
             s = np.multiply(a, b, dtype=np.float64)  # exact: no conversions to float64 first
@@ -317,6 +322,25 @@ def fma_exact(a, b, c, ty):
         safe = np.isfinite(out) & np.isfinite(ul) & (np.abs(a) < 2.0 ** 995) & \
             (np.abs(b) < 2.0 ** 995) & ((uh == 0) | (np.abs(uh) > 2.0 ** -960))
         return np.where(safe, out, plain)
+
+
+def _fma32(a, b, c):
+    """fma_exact of three C-contiguous fp32 blocks of one shape in one compiled pass (numba:
+    fma_compiled.fma32), the fp32 result; None where that does not apply or where a lane's
+    float64 sum may round otherwise than the exact sum (then NumPy fixes those lanes)."""
+    if not all(isinstance(v, np.ndarray) and v.dtype == np.float32 and v.flags.c_contiguous
+               for v in (a, b, c)) or not a.shape == b.shape == c.shape or \
+            a.size < _COUNT_COMPILED:
+        return None
+    compiled = _compiled("fma_compiled")
+    if compiled is None:
+        return None
+    out = np.empty(a.shape, np.float32)
+    low, tiny = _NARROW["fp32"]
+    if compiled.fma32(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1),
+                      np.uint64(64 - low), tiny):
+        return None
+    return out
 
 
 def _factors(t, rank):

@@ -30,3 +30,24 @@ def count_unlike(s, shift, tiny):
         v = flat[i]
         count += ((bits[i] << shift) == top) | ((abs(v) < tiny) & (v != 0.0))
     return count
+
+
+@numba.njit(**_OPTIONS)
+def fma32(a, b, c, out, shift, tiny):
+    """fp32 `a * b + c` of 1-D C-contiguous fp32 arrays into `out` (fp32), rounded once: the
+    float64 sum of the exact product (fma_exact's), converted to fp32. Returns how many lanes
+    count_unlike would mark (their float64 sum may round to fp32 otherwise than the exact sum
+    does); where that is not zero `out` is not the answer and fma_exact takes its NumPy path."""
+    top = np.uint64(1) << np.uint64(63)
+    count = 0
+    for i in range(a.size):
+        s = np.float64(a[i]) * np.float64(b[i]) + np.float64(c[i])
+        bits = _bits(s)
+        count += ((bits << shift) == top) | ((abs(s) < tiny) & (s != 0.0))
+        out[i] = np.float32(s)
+    return count
+
+
+@numba.njit(**_OPTIONS)
+def _bits(v):
+    return np.float64(v).view(np.uint64)
