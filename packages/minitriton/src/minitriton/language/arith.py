@@ -297,7 +297,8 @@ def fma_exact(a, b, c, ty):
             unlike = _unlike(s, ty)
             if not unlike.any():  # (np.nonzero of a 2-D block is slow even when none is set)
                 return s
-            lanes = np.nonzero(unlike)
+            # the few lanes' indices from the flat ones (np.nonzero of an n-D block is slow)
+            lanes = np.unravel_index(np.flatnonzero(unlike), s.shape)
             a, b, c = (np.broadcast_to(v, s.shape)[lanes].astype(np.float64) for v in (a, b, c))
             s[lanes] = _round_to_odd(*_two_sum(a * b, c))
             return s
