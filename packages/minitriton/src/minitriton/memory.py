@@ -412,8 +412,10 @@ class AddressSpace:
                 offsets.shape[1:] != tuple(full[1:]):
             return None
         stats = ptr.stats
-        if "bounds" not in stats:
-            stats["bounds"] = (int(offsets.min()), int(offsets.max()))
+        if "bounds" not in stats:  # consecutive offsets' ends are their bounds: no min, no max
+            flat = offsets.reshape(-1)
+            stats["bounds"] = (int(flat[0]), int(flat[-1])) if \
+                _ascending_once(offsets, stats) else (int(flat.min()), int(flat.max()))
         low, high = stats["bounds"]
         low, high = low + int(base.min()) - buf.base, high + int(base.max()) - buf.base
         if low < buf.view_lo or high >= buf.view_hi:
