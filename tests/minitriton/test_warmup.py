@@ -54,10 +54,15 @@ def test_dot_estimates_shared_memory_from_the_tiles_and_stages():
     c = np.zeros((64, 64), np.float32)
     compiled = tile_dot.warmup(a, b, c, 64, 64, 32, grid=(1,), num_stages=2)
     assert compiled.shared == 2 * (64 * 32 + 32 * 64) * 2
-    # accumulator 64*64/128 = 32, operands (2*2048*2 bytes)/4/128 = 16, block 3*32 + 24
-    assert compiled.n_regs == 168 and compiled.n_spills == 0
-    capped = tile_dot.warmup(a, b, c, 64, 64, 32, grid=(1,), maxnreg=128)
-    assert (capped.n_regs, capped.n_spills) == (128, 40)
+    # 24 + accumulator 64*64/128 = 32 + operands (2*2048*2 bytes)/4/128 = 16
+    assert compiled.n_regs == 72 and compiled.n_spills == 0
+    capped = tile_dot.warmup(a, b, c, 64, 64, 32, grid=(1,), maxnreg=64)
+    assert (capped.n_regs, capped.n_spills) == (64, 8)
+    # Triton 3.6 on an H100 gives 128x256 fp32 accumulators on 4 warps 255 registers and
+    # spills (docs/results/config-sweep-h100-2026-12-05.csv); the estimate spills too
+    a, b = np.ones((128, 64), np.float16), np.ones((64, 256), np.float16)
+    big = tile_dot.warmup(a, b, np.zeros((128, 256), np.float32), 128, 256, 64, grid=(1,))
+    assert big.n_regs == 255 and big.n_spills > 0
 
 
 def test_triton_launch_options_are_accepted_and_recorded():

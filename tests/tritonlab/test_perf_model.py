@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import minitriton
+import minitriton.language as minitl
 from minitriton.runtime.gpus import gpu
 from minitriton.runtime.perf_model import CONSTANTS, Launch, predict, programs_per_sm
 from tritonlab.hardware import occupancy
@@ -67,3 +69,44 @@ def test_memory_bound_cases_within_1_3x_and_picks_near_the_best():
         within, total = within + w, total + n
         assert pick_vs_best <= 1.15, kernel
     assert within >= 0.9 * total
+
+
+@minitriton.jit
+def _tile_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: minitl.constexpr, BN: minitl.constexpr,
+                 BK: minitl.constexpr):
+    pm, pn = minitl.program_id(0), minitl.program_id(1)
+    rm, rn, rk = pm * BM + minitl.arange(0, BM), pn * BN + minitl.arange(0, BN), \
+        minitl.arange(0, BK)
+    acc = minitl.zeros([BM, BN], dtype=minitl.float32)
+    for k in range(0, K, BK):
+        a = minitl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = minitl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = minitl.dot(a, b, acc)
+    minitl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("rank,want", [("roofline", (128, 256)), ("model", (64, 128))])
+def test_autotune_ranks_by_the_model_when_asked(rank, want):
+    """The roofline favours the tile that moves the fewest bytes, 128x256 on 4 warps, whose
+    fp32 accumulator alone needs 256 registers a thread (it spills: 6-10x slower on the H100,
+    docs/results/config-sweep-h100-2026-12-05.csv); the model takes the spill into account."""
+    import numpy as np
+    configs = [minitriton.Config({"BM": 128, "BN": 256}, num_warps=4),
+               minitriton.Config({"BM": 64, "BN": 128}, num_warps=8)]
+    tuned = minitriton.autotune(configs, key=["M"])(_tile_matmul)
+    a = np.random.default_rng(0).standard_normal((256, 64)).astype(np.float16)
+    b = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float16)
+    c = np.zeros((256, 256), np.float32)
+    grid = lambda meta: (256 // meta["BM"], 256 // meta["BN"])  # noqa: E731
+    with minitriton.configure(autotune_rank=rank):
+        tuned[grid](a, b, c, 256, 256, 64, BK=32)
+    assert (tuned.best_config.kwargs["BM"], tuned.best_config.kwargs["BN"]) == want
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2,
+                               atol=2e-2)
+
+
+def test_autotune_rank_is_checked():
+    with pytest.raises(ValueError, match="unknown autotune_rank 'fast'"):
+        minitriton.Settings(autotune_rank="fast")
+    assert minitriton.Settings.from_env({"MINITRITON_AUTOTUNE_RANK": "Model"}).autotune_rank \
+        == "model"

@@ -21,7 +21,9 @@ from typing import Literal, get_args
 
 Executor = Literal["lockstep", "sequential"]
 DotEngine = Literal["auto", "numba", "numpy"]
+AutotuneRank = Literal["roofline", "model"]
 EXECUTORS, DOT_ENGINES = get_args(Executor), get_args(DotEngine)
+AUTOTUNE_RANKS = get_args(AutotuneRank)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +79,11 @@ class Settings:
         Triton's interpreter (TRITON_INTERPRET=1) does, leniently.
     autotune_gpu: the emulated GPU whose roofline (memory bandwidth, tl.dot throughput) the
         autotuner ranks configurations on: "H100" (default), "H200", "A100".
+    autotune_rank: what the autotuner ranks configurations by: "roofline" (default) or
+        "model", runtime/perf_model.py's predicted time where it has constants for
+        `autotune_gpu` (the H100 so far; elsewhere the roofline) (`MINITRITON_AUTOTUNE_RANK`).
+        On the H100 sweep's matmuls the model's picks from the simulator alone ran 1.2-1.6x the
+        best configuration, the roofline's 6-11x (docs/hardware.md).
     autotune_sample: how many of a grid's programs each autotuning trial runs (the ranking
         needs counts per program; launch.sampling), 0 for all (`MINITRITON_AUTOTUNE_SAMPLE`);
         the chosen config then runs in full.
@@ -115,6 +122,7 @@ class Settings:
     strict_globals: bool = True
     autotune_gpu: str = "H100"
     autotune_sample: int = 16
+    autotune_rank: AutotuneRank = "roofline"
     exact_dot: bool = True
     dot_engine: DotEngine = "auto"
     triton_version: str = "3.6.0"
@@ -128,6 +136,9 @@ class Settings:
         if self.autotune_sample < 0:
             raise ValueError(f"autotune_sample must be 0 (every program) or more, got "
                              f"{self.autotune_sample}")
+        if self.autotune_rank not in AUTOTUNE_RANKS:
+            raise ValueError(f"unknown autotune_rank {self.autotune_rank!r}; choose one of "
+                             f"{AUTOTUNE_RANKS}")
         if self.dot_engine not in DOT_ENGINES:
             raise ValueError(f"unknown dot_engine {self.dot_engine!r}; choose one of "
                              f"{DOT_ENGINES}")
@@ -150,6 +161,8 @@ class Settings:
             kwargs["autotune_sample"] = int(env["MINITRITON_AUTOTUNE_SAMPLE"])
         if env.get("MINITRITON_DOT_ENGINE"):
             kwargs["dot_engine"] = env["MINITRITON_DOT_ENGINE"].strip().lower()
+        if env.get("MINITRITON_AUTOTUNE_RANK"):
+            kwargs["autotune_rank"] = env["MINITRITON_AUTOTUNE_RANK"].strip().lower()
         if env.get("MINITRITON_AUTOTUNE_GPU"):
             kwargs["autotune_gpu"] = env["MINITRITON_AUTOTUNE_GPU"].strip()
         for item in filter(None, (s.strip() for s in env.get("MINITRITON_SANITIZE", "").split(","))):

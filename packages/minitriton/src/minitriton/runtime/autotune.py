@@ -12,7 +12,10 @@ what Triton counts as out of resources, shared memory over the GPU's or a failed
 What is timed is not the CPU: each config's launch is ranked by its roofline time on the
 emulated GPU `Settings.autotune_gpu` (runtime/gpus.py: H100 by default), max(bytes read and
 written / bandwidth, tl.dot FLOPs / tensor-core rate), from the traffic the simulator counted.
-Ties (elementwise kernels move the same bytes in every config) go to the first config.
+Ties (elementwise kernels move the same bytes in every config) go to the first config. With
+`Settings.autotune_rank="model"` the rank is runtime/perf_model.py's predicted time instead
+(occupancy, latency, tile efficiency, spills from the estimated resources), where the model
+has constants for the GPU.
 `configs_timings` maps each config to [t, t, t] in milliseconds (Triton's median, p20, p80).
 
 A trial runs only a sample of its grid's programs (`Settings.autotune_sample`, 16 by
@@ -55,6 +58,7 @@ from .compiled import estimate
 from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
 from .launch import ResourceWatcher, sampling, scaling, watching
+from .perf_model import CONSTANTS, launch_of, predict
 
 
 # A config's options that the simulated launch and its counts do not depend on: configs that
@@ -256,10 +260,12 @@ class Autotuner(KernelInterface):
             raise
         snapshot.restore()
         self._note_in_place(touched, full_nargs)
+        probe.arg_bytes = sum(_array_of(v).nbytes for v in full_nargs.values()
+                              if _is_array(_array_of(v)))
         return record, probe
 
     @staticmethod
-    def _time(trial, config, target):
+    def _time(trial, config, target, rank="roofline"):
         """A config's [t, t, t] in ms from a trial of its group (the counts of its launch
         under this config's warps and stages); infinite when the trial failed as Triton's
         compile-time checks do, or the config's shared memory exceeds the GPU's."""
@@ -271,8 +277,13 @@ class Autotuner(KernelInterface):
         shared = estimate(options, probe.max_block, probe.dots, probe.reductions)[2]
         if shared > target.shared_per_block_optin:  # Triton's OutOfResources
             return [float("inf")] * 3
-        ran, total = record.sampled or (1, 1)
-        ms = roofline_seconds(target, record, probe.dots) * 1e3 * total / ran
+        if rank == "model" and target.key in CONSTANTS:  # the model, where it has constants
+            launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
+                               getattr(probe, "arg_bytes", None))
+            ms = predict(launch, target.key).seconds * 1e3
+        else:
+            ran, total = record.sampled or (1, 1)
+            ms = roofline_seconds(target, record, probe.dots) * 1e3 * total / ran
         return [ms, ms, ms]
 
     def _note_in_place(self, touched, full_nargs):
@@ -337,7 +348,7 @@ class Autotuner(KernelInterface):
                 trials[group] = self._trial(args, c, kwargs, snapshot, sample)
             elif trials[group] is not None:
                 trials[group][0].stands_for += 1
-            timings[c] = self._time(trials[group], c, target)
+            timings[c] = self._time(trials[group], c, target, settings.autotune_rank)
         self.cache[key] = builtins.min(timings, key=timings.get)
         self.configs_timings = timings
         self.pre_hook({**self.nargs, **kwargs, **self.cache[key].all_kwargs()}, reset_only=True)

@@ -10,9 +10,12 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
 `num_warps * 32` threads of a program (T):
   * registers per thread: 24 (pointers, offsets, program ids, loop counters) + 3 * ceil(E / T)
     (an operand, a result and a temporary of the largest block live at once, one 32-bit
-    register per element) + for a dot ceil(M*N / T) (the fp32 accumulator) + ceil((M*K + K*N)
-    * itemsize / 4 / T) (operand fragments); rounded up to a multiple of 8 and capped at
-    `maxnreg` (255 by default);
+    register per element); for a kernel with a dot, 24 + ceil(M*N / T) (the fp32
+    accumulator) + ceil((M*K + K*N) * itemsize / 4 / T) (operand fragments) instead, its
+    tiles passing through shared memory (a least-squares fit of 130 matmul compilations of
+    Triton 3.6 on an H100 gave 21 + 1.08 x accumulator + 1.05 x fragments, a median error of 9
+    registers; docs/hardware.md); rounded up to a multiple of 8 and capped at `maxnreg` (255
+    by default);
   * spills: the registers over that cap (Triton reports spilled 32-bit registers);
   * shared memory, in bytes: for a dot, `num_stages` buffers of both operand tiles (the
     software pipeline's ring: num_stages * (M*K + K*N) * itemsize); for a reduction, the
@@ -46,10 +49,12 @@ def estimate(options, max_block, dots, reductions=()):
     threads = num_warps * THREADS_PER_WARP
     regs = 24 + 3 * _ceil_div(max_block, threads)
     shared = max((num_warps * numel * max(4, size) for numel, size in reductions), default=0)
+    if dots:
+        regs = 24
     for a_ty, b_ty, m, n, k, _ in dots:
         size = max(a_ty.itemsize, b_ty.itemsize)
         regs_dot = _ceil_div(m * n, threads) + _ceil_div((m * k + k * n) * size, 4 * threads)
-        regs = max(regs, 24 + 3 * _ceil_div(max_block, threads) + regs_dot)
+        regs = max(regs, 24 + regs_dot)
         shared = max(shared, num_stages * (m * k * a_ty.itemsize + k * n * b_ty.itemsize))
     regs = _ceil_div(regs, 8) * 8
     cap = options.get("maxnreg") or MAX_REGISTERS

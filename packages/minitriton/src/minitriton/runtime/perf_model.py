@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from .compiled import estimate
 from .gpus import dot_rate, gpu
 
 MAX_PROGRAMS_PER_SM = 32  # resident thread blocks per SM (sm80, sm90)
@@ -99,6 +100,32 @@ class Prediction:
                 f"{self.memory * 1e6:.1f} us, compute {self.compute * 1e6:.1f} us, launch "
                 f"{self.launch * 1e6:.1f} us; {self.programs_per_sm} programs/SM, "
                 f"{self.waves} wave{'s' if self.waves != 1 else ''})")
+
+
+def launch_of(record, dots, max_block, reductions, options, arg_bytes=None):
+    """The `Launch` of a simulated launch, as the autotuner's trials and warmup see it: its
+    LaunchRecord (counts scaled to the whole grid where only a sample of programs ran), the
+    dots, largest block and reductions a ResourceWatcher noted (runtime/launch.py), the
+    registers, spills and shared memory estimated from them (compiled.estimate), and the bytes
+    of the launch's array arguments (`arg_bytes`, the unique bytes' upper bound; None: the
+    traffic)."""
+    ran, total = record.sampled or (1, 1)
+    scale = total / ran
+    traffic = int((record.bytes_read + record.bytes_written) * scale)
+    regs, spills, shared = estimate(options, max_block, dots, reductions)
+    flops = int(record.dot_flops * scale)
+    programs = record.num_programs
+    tile = iterations = 0
+    dot_dtype = "fp16"
+    if dots:
+        a_ty, _, m, n, k, _ = dots[0]
+        tile, dot_dtype = m * n, str(a_ty)
+        iterations = max(1, round(flops / programs / (2 * m * n * k)))
+    return Launch(bytes=traffic if arg_bytes is None else min(traffic, arg_bytes),
+                  programs=programs, num_warps=options.get("num_warps") or 4,
+                  num_stages=options.get("num_stages") or 3, registers=regs, shared=shared,
+                  flops=flops, dot_dtype=dot_dtype, tile=tile, pipelined=bool(dots),
+                  traffic=traffic, spills=spills, iterations=iterations)
 
 
 def programs_per_sm(g, num_warps, registers, shared):
