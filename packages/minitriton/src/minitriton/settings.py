@@ -205,7 +205,8 @@ _SETTINGS: contextvars.ContextVar = contextvars.ContextVar("minitriton_settings"
 # when one of them changed (current_settings runs at every launch and dot)
 _ENV_NAMES = ("MINITRITON_EXECUTOR", "MINITRITON_SEED", "MINITRITON_STRICT_GLOBALS",
               "MINITRITON_EXACT_DOT", "MINITRITON_TRITON_VERSION", "MINITRITON_AUTOTUNE_SAMPLE",
-              "MINITRITON_DOT_ENGINE", "MINITRITON_AUTOTUNE_GPU", "MINITRITON_SANITIZE")
+              "MINITRITON_DOT_ENGINE", "MINITRITON_AUTOTUNE_GPU", "MINITRITON_AUTOTUNE_RANK",
+              "MINITRITON_SANITIZE")
 _FROM_ENV: dict = {}
 
 
