@@ -46,9 +46,10 @@ def test_the_terms_move_the_way_the_hardware_does():
         predict(base, "A100")
 
 
-def test_stored_constants_are_the_fit_of_the_stored_sweep():
+@pytest.mark.parametrize("sweep", [SWEEP, ROOT / "docs/results/config-sweep-h200-2026-12-05.csv"])
+def test_stored_constants_are_the_fit_of_the_stored_sweep(sweep):
     fit = _fit_module()
-    cases, key = fit.load(SWEEP)
+    cases, key = fit.load(sweep)
     fitted = fit.fit(cases, key, 1200).as_dict()
     stored = CONSTANTS[key].as_dict()
     for name, value in stored.items():

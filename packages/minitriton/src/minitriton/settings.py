@@ -81,7 +81,7 @@ class Settings:
         autotuner ranks configurations on: "H100" (default), "H200", "A100".
     autotune_rank: what the autotuner ranks configurations by: "roofline" (default) or
         "model", runtime/perf_model.py's predicted time where it has constants for
-        `autotune_gpu` (the H100 so far; elsewhere the roofline) (`MINITRITON_AUTOTUNE_RANK`).
+        `autotune_gpu` (the H100 and H200; elsewhere the roofline) (`MINITRITON_AUTOTUNE_RANK`).
         On the H100 sweep's matmuls the model's picks from the simulator alone ran 1.2-1.6x the
         best configuration, the roofline's 6-11x (docs/hardware.md).
     autotune_sample: how many of a grid's programs each autotuning trial runs (the ranking

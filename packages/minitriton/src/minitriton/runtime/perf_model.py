@@ -57,12 +57,15 @@ class Constants:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-# fitted by benchmarks/perf_model_fit.py (the source, date and fit quality are in
-# docs/hardware.md, "A performance model")
+# fitted by benchmarks/perf_model_fit.py on docs/results/config-sweep-{h100,h200}-2026-12-05.csv
+# (the fit quality and where the model is wrong: docs/hardware.md, "A performance model")
 CONSTANTS = {
     "H100": Constants(launch=5.72e-06, latency=1.37e-07, warp_bytes=1.95e+03, mem_eff=0.791,
                       tc_eff=0.605, tile_half=8.47e+03, l2_ratio=2.2, spill_factor=6.41,
                       step_latency=7.9e-07),
+    "H200": Constants(launch=6.8e-06, latency=1.01e-07, warp_bytes=5.4e+03, mem_eff=0.739,
+                      tc_eff=1.2, tile_half=2.27e+04, l2_ratio=1.64, spill_factor=7.06,
+                      step_latency=4.02e-09),
 }
 
 
