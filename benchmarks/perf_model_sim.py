@@ -16,7 +16,6 @@ comes from the GPU's compiler: this is the path a user without a GPU gets.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 import sys
@@ -33,19 +32,15 @@ from minitriton.runtime.launch import ResourceWatcher, sampling, watching  # noq
 from minitriton.runtime.perf_model import launch_of, predict  # noqa: E402
 
 import config_sweep  # noqa: E402
-from perf_model_fit import gpu_key  # noqa: E402
+from perf_model_fit import load  # noqa: E402
 
 
 def measured(path):
-    """{(kernel, shape, dtype): {config json: median seconds}} and the GPU key of a sweep CSV."""
-    out, key = {}, None
-    for row in csv.DictReader(open(path)):
-        if row["error"] or not row["median_ms"]:
-            continue
-        key = key or gpu_key(row["gpu"])
-        out.setdefault((row["kernel"], row["shape"], row["dtype"]), {})[row["config"]] = \
-            float(row["median_ms"]) / 1e3
-    return out, key
+    """{(kernel, shape, dtype): {config json: median seconds}} and the GPU key of a sweep CSV
+    (perf_model_fit.load's rows, keyed as the sweep writes each configuration)."""
+    cases, key = load(path)
+    return {case: {json.dumps(config, sort_keys=True): t for _, t, config in rows}
+            for case, rows in cases.items()}, key
 
 
 def simulate(case, config, args, programs, target):

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CompilationError
-from .memory import Rows, Shifted, offsets_array
+from .lanes import Rows, Shifted
+from .memory import offsets_array
 
 _CURRENT: contextvars.ContextVar = contextvars.ContextVar("minitriton_launch", default=None)
 OBSERVERS: list = []  # every Observer subclass, in definition order (filled by subclassing)
@@ -79,7 +80,7 @@ class Access:
 
     `lanes` is None when every lane of the (programs, *block) access is active, else a bool
     array of that shape; `idx` the element offsets of the active lanes, in lane order (a slice
-    when consecutive; made on first use where resolve gave a memory.Shifted or memory.Rows,
+    when consecutive; made on first use where resolve gave a lanes.Shifted or lanes.Rows,
     which `read`, `place` and `write` use directly); `repeat` how many programs a shared
     (uniform) load stands for."""
 

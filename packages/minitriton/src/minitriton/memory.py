@@ -35,6 +35,7 @@ from .bounds import oob_error
 from .errors import LaunchError, OutOfBoundsError
 from .host import (as_numpy, byte_address, describe, flat_span, host_bytes, host_owner,
                    host_span, storage_of)
+from .lanes import Rows, Shifted, all_true
 
 _REGION_SHIFT = 36  # 2**36 elements between two buffers' base addresses
 # where pointers made from integers that no known memory holds go: below every buffer, so that
@@ -355,8 +356,7 @@ class AddressSpace:
         `offsets` (in elements, in lane order) is a slice when they are consecutive. With
         `check_bounds=False`, out-of-range lanes are dropped (read as 0 / not written).
         """
-        if active is not None and (active[0] if active.ndim and not active.strides[0]
-                                   else active).all():
+        if active is not None and all_true(active):
             active = None  # an all-true mask is no mask: no boolean gathers
         parts = ptr.parts() if hasattr(ptr, "parts") else None
         if parts is not None and isinstance(ptr.origin, int):
@@ -490,59 +490,6 @@ class AddressSpace:
                 bad &= rows == row
                 self.on_outside_view(buf, idx[bad], op, int(bad.sum()), int(row))
         return lanes, idx
-
-
-class Shifted:
-    """The element offsets `start + offsets` of an access, kept apart (`offsets` 1-D, none
-    negative, every sum inside the storage): a load reads them from the storage shifted by
-    `start`, without the summed array an observer asks for (`offsets()`)."""
-
-    __slots__ = ("start", "_offsets")
-
-    def __init__(self, start, offsets):
-        self.start, self._offsets = start, offsets
-
-    @property
-    def size(self):
-        return self._offsets.size
-
-    def offsets(self):
-        return np.add(self._offsets, self.start)
-
-    def take(self, flat):
-        # inside the storage (resolve's bounds), so no bounds check: mode="wrap" skips it
-        return flat[self.start:].take(self._offsets, mode="wrap")
-
-
-class Rows:
-    """The element offsets of a masked access as `rows` runs of `n` consecutive elements, the
-    first at `start`, each `step` after the one before (memory._resolve_rows), the same block
-    lanes `cols` (a boolean block) active in every row: read and written as a strided view."""
-
-    __slots__ = ("start", "step", "rows", "n", "cols")
-
-    def __init__(self, start, step, rows, n, cols):
-        self.start, self.step, self.rows, self.n = start, step, rows, n
-        lanes = np.flatnonzero(cols)
-        self.cols = slice(int(lanes[0]), int(lanes[0]) + n) if \
-            int(lanes[-1]) - int(lanes[0]) == n - 1 else lanes
-
-    @property
-    def size(self):
-        return self.rows * self.n
-
-    def offsets(self):
-        firsts = self.start + self.step * np.arange(self.rows, dtype=np.int64)
-        return (firsts[:, None] + np.arange(self.n, dtype=np.int64)).reshape(-1)
-
-    def view(self, flat):
-        """(rows, n): the accessed elements of `flat`, a view (overlapping rows where step < n)."""
-        item = flat.itemsize
-        return np.lib.stride_tricks.as_strided(flat[self.start:], (self.rows, self.n),
-                                               (self.step * item, item))
-
-    def disjoint(self):
-        return self.step >= self.n or self.rows == 1
 
 
 def _consecutive(a):

@@ -11,15 +11,9 @@ import numpy as np
 
 from ..context import Access, Wait
 from ..errors import CompilationError
+from ..lanes import all_true
 from ..source import kernel_location
 from .core import broadcast_to, expand_to_rank, lazy_pointer, pointer_parts, tensor, to_tensor
-
-
-def all_true(arr):
-    """arr.all(), at once for a view of one value (an all-true mask of an outer shape)."""
-    if arr.size and not any(arr.strides):
-        return bool(arr.flat[0])
-    return bool(arr.all())
 
 
 def check_mask(mask, shape, what="Mask"):
@@ -62,7 +56,7 @@ class Lanes:
             self.ptr = lazy_pointer(None, ptr.dtype, self.shape, ptr.origin, parts[0], parts[1],
                                     (self.lanes, *self.shape), ptr.stats)
         # an all-true mask (a full block) is no mask: no boolean gathers or scatters; one the
-        # same in every program stays a read-only view along the programs (memory.Rows)
+        # same in every program stays a read-only view along the programs (lanes.Rows)
         self.active = None if mask is None or all_true(mask.data) else \
             np.asarray(full(mask, self.lanes, self.shape), dtype=bool) if \
             mask.data.shape[0] == 1 and mask.data.dtype == bool else \

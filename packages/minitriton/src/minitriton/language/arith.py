@@ -555,22 +555,23 @@ def _bitwise(fn, name):
                                    f"`{name}` needs integer or boolean operands (for a float's "
                                    f"bits, x.to(tl.int32, bitcast=True) first)")
         x, y = _arrays(a, b, shape)
-        if fn is np.bitwise_and and a.dtype.is_bool() and _outer_all_true(x, y):
+        outer = _outer_all_true(x, y) if fn is np.bitwise_and and a.dtype.is_bool() else None
+        if outer is not None:
             # two all-true masks of a row and a column (`(m[:, None] < M) & (k[None, :] < K)`):
             # the block of their outer shape is a read-only view of one True, not an array
-            out = tensor(np.broadcast_to(np.True_, np.broadcast_shapes(x.shape, y.shape)),
-                         a.dtype, shape)
-            return _folded(out, a, b)
+            return _folded(tensor(np.broadcast_to(np.True_, outer), a.dtype, shape), a, b)
         with np.errstate(all="ignore"):
             return _folded(_finish(fn(x, y), a.dtype, shape), a, b)
     return op
 
 
 def _outer_all_true(x, y):
-    """Whether x & y (booleans) is all true and at least twice the size of its operands
-    together, where testing them is cheaper than making the block."""
-    n = math.prod(np.broadcast_shapes(x.shape, y.shape))
-    return n >= 2 * (x.size + y.size) and n >= 1024 and bool(x.all()) and bool(y.all())
+    """The shape of x & y (booleans) where it is all true and at least twice the size of its
+    operands together (testing them is then cheaper than making the block), else None."""
+    outer = np.broadcast_shapes(x.shape, y.shape)
+    n = math.prod(outer)
+    ok = n >= 2 * (x.size + y.size) and n >= 1024 and bool(x.all()) and bool(y.all())
+    return outer if ok else None
 
 
 and_ = _bitwise(np.bitwise_and, "&")

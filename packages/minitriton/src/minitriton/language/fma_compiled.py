@@ -23,13 +23,17 @@ def count_unlike(s, shift, tiny):
     bits below the narrow type's mantissa, `shift` = 64 - their count, shifted to the top)
     equal to 1 then zeros, or 0 < |s| < tiny."""
     flat = s.reshape(-1)
-    bits = flat.view(np.uint64)
-    top = np.uint64(1) << np.uint64(63)
     count = 0
     for i in range(flat.size):
-        v = flat[i]
-        count += ((bits[i] << shift) == top) | ((abs(v) < tiny) & (v != 0.0))
+        count += _unlike(flat[i], shift, tiny)
     return count
+
+
+@numba.njit(**_OPTIONS)
+def _unlike(v, shift, tiny):
+    """arith._unlike of one float64 sum: its low bits those of a midpoint, or 0 < |v| < tiny."""
+    bits = np.float64(v).view(np.uint64)
+    return ((bits << shift) == (np.uint64(1) << np.uint64(63))) | ((abs(v) < tiny) & (v != 0.0))
 
 
 @numba.njit(**_OPTIONS)
@@ -38,16 +42,9 @@ def fma32(a, b, c, out, shift, tiny):
     float64 sum of the exact product (fma_exact's), converted to fp32. Returns how many lanes
     count_unlike would mark (their float64 sum may round to fp32 otherwise than the exact sum
     does); where that is not zero `out` is not the answer and fma_exact takes its NumPy path."""
-    top = np.uint64(1) << np.uint64(63)
     count = 0
     for i in range(a.size):
         s = np.float64(a[i]) * np.float64(b[i]) + np.float64(c[i])
-        bits = _bits(s)
-        count += ((bits << shift) == top) | ((abs(s) < tiny) & (s != 0.0))
+        count += _unlike(s, shift, tiny)
         out[i] = np.float32(s)
     return count
-
-
-@numba.njit(**_OPTIONS)
-def _bits(v):
-    return np.float64(v).view(np.uint64)
