@@ -22,6 +22,7 @@ from .observe.traffic import ArgTraffic, LaunchRecord, Recording, record
 from .runtime.allocation import set_allocator
 from .runtime.autotune import Config, InPlaceAutotuneWarning, autotune, heuristics
 from .runtime.jit import JITFunction, jit
+from .runtime.predicting import LaunchPrediction, predicting
 from .runtime.reinterpret import TensorWrapper, reinterpret
 from .runtime.gpus import DEFAULT_GPU, gpu as _gpu
 from .settings import Settings, configure, current_settings
@@ -49,7 +50,7 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "RaceError", "OrderError", "DeadlockError", "UninitializedReadError", "PaddingError",
            "GPUFaultError", "set_allocator", "register_memory", "install_as_triton",
            "reinterpret", "TensorWrapper", "OutsideViewWarning", "PartialWriteWarning",
-           "InPlaceAutotuneWarning", "trace",
+           "InPlaceAutotuneWarning", "trace", "predicting", "LaunchPrediction",
            "Trace", "Tracing", "TraceLimitError", "viz"]
 
 

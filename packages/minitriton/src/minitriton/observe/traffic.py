@@ -67,6 +67,8 @@ class LaunchRecord:
     # how many autotune configurations this launch's counts stand for: an autotuner trial is
     # shared by the configs that differ only in num_warps and num_stages (runtime/autotune.py)
     stands_for: int = 1
+    # an autotuner's trial launch, not one the program asked for (runtime/autotune.py)
+    trial: bool = False
 
     @property
     def num_programs(self):

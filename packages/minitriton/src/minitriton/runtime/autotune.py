@@ -59,6 +59,7 @@ from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
 from .launch import ResourceWatcher, sampling, scaling, watching
 from .perf_model import CONSTANTS, launch_of, predict
+from .predicting import PREDICTING
 
 
 # A config's options that the simulated launch and its counts do not depend on: configs that
@@ -247,6 +248,7 @@ class Autotuner(KernelInterface):
             with watching(probe, touched), sampling(sample), scaling(), \
                     configure(exact_dot=False):
                 record = self.fn.run(*args, **current)
+            record.trial = True  # not one of the program's launches (predicting leaves it out)
             self.post_hook(full_nargs, exception=None)
         except Exception as e:
             try:
@@ -351,6 +353,9 @@ class Autotuner(KernelInterface):
             timings[c] = self._time(trials[group], c, target, settings.autotune_rank)
         self.cache[key] = builtins.min(timings, key=timings.get)
         self.configs_timings = timings
+        watcher = PREDICTING.get()
+        if watcher is not None:  # minitriton.predicting: the ranking goes with the next launch
+            watcher.tuned(self.__name__, timings)
         self.pre_hook({**self.nargs, **kwargs, **self.cache[key].all_kwargs()}, reset_only=True)
 
     def run(self, *args, grid, warmup=False, **kwargs):

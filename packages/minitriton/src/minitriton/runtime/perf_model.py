@@ -69,6 +69,13 @@ CONSTANTS = {
 }
 
 
+# Where the measured time falls around the prediction (measured / predicted, the 10th and 90th
+# percentiles) on kernels the constants were not fitted on: `Prediction.low` and `.high`.
+# H200: benchmarks/perf_model_validate.py's validation set (docs/hardware.md); H100: the H100
+# sweep's rows held out of its fit.
+SPREAD = {"H100": (0.77, 1.3), "H200": (0.77, 1.3)}
+
+
 @dataclass(frozen=True)
 class Launch:
     """What the model needs of one launch: the simulator's counts (bytes moved, dot FLOPs and the
@@ -97,9 +104,12 @@ class Prediction:
     launch: float
     programs_per_sm: int
     waves: int
+    low: float = 0.0  # the range the measured time falls in, 8 times in 10 (SPREAD)
+    high: float = 0.0
 
     def __str__(self):
-        return (f"{self.seconds * 1e6:.1f} us ({self.bound}-bound: memory "
+        return (f"{self.seconds * 1e6:.1f} us [{self.low * 1e6:.1f}-{self.high * 1e6:.1f}] "
+                f"({self.bound}-bound: memory "
                 f"{self.memory * 1e6:.1f} us, compute {self.compute * 1e6:.1f} us, launch "
                 f"{self.launch * 1e6:.1f} us; {self.programs_per_sm} programs/SM, "
                 f"{self.waves} wave{'s' if self.waves != 1 else ''})")
@@ -178,4 +188,6 @@ def predict(launch, gpu_name="H100", constants=None):
     seconds = c.launch + max(memory, compute)
     bound = "launch" if c.launch > max(memory, compute) else \
         ("compute" if compute > memory else "memory")
-    return Prediction(seconds, bound, memory, compute, c.launch, per_sm, waves)
+    lo, hi = SPREAD.get(g.key, (1.0, 1.0))
+    return Prediction(seconds, bound, memory, compute, c.launch, per_sm, waves, seconds * lo,
+                      seconds * hi)
