@@ -173,3 +173,47 @@ def test_a_bad_backend_name_is_one_line_and_code_2():
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "tritonlab info: error: TRITONLAB_BACKEND='bogus': choose one of triton, sim, interpret"]
+
+
+PREDICT_SCRIPT = '''
+import torch, triton
+import triton.language as tl
+
+@triton.autotune([triton.Config({"B": 256}, num_warps=2), triton.Config({"B": 1024}, num_warps=8)],
+                 key=["n"])
+@triton.jit
+def double(x, y, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y + i, tl.load(x + i, mask=i < n) * 2, mask=i < n)
+
+x = torch.randn(1 << 16, device="cuda")
+y = torch.empty_like(x)
+for _ in range(2):
+    double[lambda m: (triton.cdiv(x.numel(), m["B"]),)](x, y, x.numel())
+assert torch.equal(y, x * 2)
+print("checked")
+'''
+
+
+def test_predict_runs_a_script_and_prints_each_launch_once(tmp_path, capsys):
+    script = tmp_path / "double.py"
+    script.write_text(PREDICT_SCRIPT)
+    assert main(["predict", "--gpu", "h100", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("checked\n")
+    assert "predicted on the H100" in out
+    heads = [line for line in out.splitlines() if line.startswith("double grid")]
+    assert len(heads) == 1 and "(x2: " in heads[0] and "-bound" in heads[0]
+    assert "autotuned: 2 configurations, by predicted time:" in out
+    assert out.count("<- chosen") == 1
+    assert "total: 2 launches" in out
+
+
+def test_predict_errors_are_one_line(tmp_path, capsys):
+    assert main(["predict", str(tmp_path / "missing.py")]) == 2
+    one_error_line(capsys.readouterr().err, "tritonlab predict")
+    script = tmp_path / "s.py"
+    script.write_text("print(1)\n")
+    assert main(["predict", "--gpu", "A100", str(script)]) == 2
+    assert "no fitted constants for A100" in one_error_line(capsys.readouterr().err,
+                                                            "tritonlab predict")

@@ -1,11 +1,13 @@
-"""`tritonlab occupancy`, `waves` and `roofline`: the hardware model on the command line."""
+"""`tritonlab occupancy`, `waves`, `roofline` and `predict`: the hardware model on the command
+line."""
 from __future__ import annotations
 
+import argparse
 import warnings
 
 from ..hardware import GPUS, occupancy, roofline, waves
-from .options import (DTYPES, UserError, add_dtype, add_gpu, non_negative_int, parse_shape,
-                      positive_int)
+from .options import (DTYPES, UserError, add_dtype, add_gpu, gpu_name, non_negative_int,
+                      parse_shape, positive_int)
 
 _GPU_LIST = ", ".join(GPUS)
 
@@ -159,6 +161,50 @@ def launch_report(launch, gpu, dtype):
     return "\n".join(lines)
 
 
+def run_predict(args):
+    import os
+
+    import minitriton
+    from minitriton.runner import run
+    if not os.path.isfile(args.script):
+        raise UserError(f"there is no file {args.script}")
+    try:
+        watch = minitriton.predicting(args.gpu, sample=args.sample)
+        launches = watch.__enter__()
+    except ValueError as e:  # a GPU the model has no constants for
+        raise UserError(str(e)) from None
+    try:
+        code = run(args.script, args.args, gpu=args.gpu, small=args.small, cuda_on_cpu=True)
+    finally:
+        watch.__exit__(None, None, None)
+    from minitriton.runtime.gpus import gpu
+    print(predict_report(launches, gpu(args.gpu).key, args.sample))
+    return code
+
+
+def predict_report(launches, gpu, sample):
+    """What `tritonlab predict` prints: each distinct launch (kernel, grid, configuration)
+    once, with how often it ran, then the predicted total."""
+    if not launches:
+        return "(the script launched no kernel)"
+    groups = {}
+    for p in launches:
+        groups.setdefault((p.kernel, p.grid, p.config), []).append(p)
+    lines = [f"\npredicted on the {gpu} (minitriton's performance model, constants fitted on "
+             f"measurements; 8 times in 10 the GPU's time falls in the range){'' if not sample else f'; {sample} programs of each launch ran, so its results are not the GPU results'}:"]
+    for same in groups.values():
+        first = same[0]
+        ranked = next((p for p in same if p.ranking), first)
+        head, _, rest = str(ranked).partition("\n")
+        if len(same) > 1:
+            head += f" (x{len(same)}: {sum(p.seconds for p in same) * 1e6:.1f} us in all)"
+        lines += [head, rest]
+    total = sum(p.seconds for p in launches)
+    lines.append(f"total: {len(launches)} launch{'es' if len(launches) != 1 else ''}, "
+                 f"{total * 1e6:.1f} us predicted")
+    return "\n".join(lines)
+
+
 def register(subparsers):
     p = subparsers.add_parser("occupancy",
                               help="blocks and warps resident per SM, and what limits them",
@@ -202,3 +248,25 @@ def register(subparsers):
                    help="also print the bound of every configuration an autotuned kernel tried "
                         "(default: only the one it chose)")
     p.set_defaults(func=run_roofline)
+
+    p = subparsers.add_parser("predict",
+                              help="each launch's GPU time, predicted from the simulator",
+                              description="Run SCRIPT under minitriton (as `python -m "
+                                          "minitriton SCRIPT`: `import triton` gives minitriton, "
+                                          "CUDA tensors live on the CPU) and print, for each "
+                                          "kernel launch, its predicted time on the GPU, the "
+                                          "range the GPU's time falls in, the term that bounds "
+                                          "it, and for each autotuned kernel the ranking of its "
+                                          "configurations (the autotuner ranks by the same "
+                                          "model). GPUs: H100, H200 (the model's constants are "
+                                          "fitted on their measurements; docs/hardware.md).")
+    p.add_argument("script", help="a Python program that launches Triton kernels")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments")
+    p.add_argument("--gpu", type=gpu_name, default="H200")
+    p.add_argument("--sample", type=non_negative_int, default=0,
+                   help="run only this many programs of each launch, counts scaled to the grid "
+                        "(fast at a GPU's sizes, but the program's results are wrong: its own "
+                        "checks fail); 0 (default) runs them all")
+    p.add_argument("--small", action="store_true",
+                   help="shrink triton.testing's benchmarks as `python -m minitriton --small`")
+    p.set_defaults(func=run_predict)
