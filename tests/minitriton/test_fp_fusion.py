@@ -86,6 +86,37 @@ def test_a_sum_of_products_fuses_the_one_with_fewer_uses():
     np.testing.assert_array_equal(out[2 * N:], (d[1] * d[3] + r(d[0] * d[2])).astype(np.float32))
 
 
+@minitriton.jit
+def later_use_kernel(x_ptr, y_ptr, z_ptr, w_ptr, out_ptr, BLOCK: mtl.constexpr):
+    offs = mtl.arange(0, BLOCK)
+    x = mtl.load(x_ptr + offs)
+    y = mtl.load(y_ptr + offs)
+    z = mtl.load(z_ptr + offs)
+    w = mtl.load(w_ptr + offs)
+    mtl.store(out_ptr + offs, x * y + z * w)  # a tie so far; x * y has a use still to come
+    mtl.store(out_ptr + BLOCK + offs, x * y + 1.0)
+
+
+@pytest.mark.usefixtures("executor")
+def test_uses_still_to_come_count_and_the_launch_is_seen_once():
+    """LLVM counts a product's uses over the whole kernel: `x * y` is used again after
+    `x * y + z * w`, so the GPU fuses `z * w` there (the fuzzer's `shared_product`). The launch
+    runs again with the final counts; the record and the watchers see it once."""
+    x, y, z = inputs(np.float32)
+    w = np.flip(x).copy()
+    out = np.empty(2 * N, np.float32)
+    with minitriton.record() as records, minitriton.predicting("H200") as seen:
+        later_use_kernel[(1,)](x, y, z, w, out, BLOCK=N)
+    d = [a.astype(np.float64) for a in (x, y, z, w)]
+    r = lambda v: v.astype(np.float32).astype(np.float64)  # noqa: E731 - an fp32 rounding
+    gpu = (d[2] * d[3] + r(d[0] * d[1])).astype(np.float32)
+    assert (gpu != (d[0] * d[1] + r(d[2] * d[3])).astype(np.float32)).any()  # they differ
+    np.testing.assert_array_equal(out[:N], gpu)
+    np.testing.assert_array_equal(out[N:], (d[0] * d[1] + 1.0).astype(np.float32))
+    assert len(records) == 1 and len(seen) == 1
+    assert records[0].bytes_read == 4 * N * 4 and records[0].bytes_written == 2 * N * 4
+
+
 def test_fusion_off_rounds_the_product_first():
     x, y, z = inputs(np.float32)
     out = run(load(minitriton, mtl, FUSION), (x, y, z, np.empty(6 * N, np.float32)),

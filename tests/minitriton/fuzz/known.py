@@ -19,9 +19,7 @@ and the tag is to be removed here.
 # Fixed on 2026-12-05 (issue 33): const_fold (a compile-time constant is marked, `tensor.const`,
 # and folded as Triton's compiler does: `%` of constants is C's fmod, a product of constants is
 # rounded and never fused; docs/numerics.md "Constants").
-KNOWN = {
-    "shared_product": "LLVM fuses the product with fewer uses, counting every use in the kernel "
-                      "after CSE; minitriton counts the uses seen so far, so in `x * y + z * w` "
-                      "with `x * y` written again later it fuses x * y (a tie so far) where the "
-                      "GPU fuses z * w",
-}
+# Fixed on 2026-12-05 (session 20, issue 33): shared_product (a launch that chose between two
+# products by the uses seen so far runs again with the whole launch's uses where they choose
+# otherwise, as LLVM counts uses after CSE; language/arith.py, final_uses).
+KNOWN = {}

@@ -12,6 +12,8 @@ pieces would import each other's private rules.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import weakref
 
@@ -168,7 +170,10 @@ def _lazy_offset(ptr, o, shape):
 # (`_Factors.uses`): the same two blocks multiplied again are one value after the compiler's
 # common-subexpression elimination, so every product of them and every add or sub that took
 # one counts as a use, and a product broadcast in the add counts once for each element of a
-# thread it covers (`_sharing`); uses still to come are not seen. A negative literal factor
+# thread it covers (`_sharing`). LLVM counts the uses of the whole kernel, later ones too: a
+# launch that chose between two products with the uses seen so far, where the launch's final
+# uses choose the other, runs again deciding with those (`final_uses`, runtime/launch.py; what
+# it prints shows once, from the first run). A negative literal factor
 # makes the product the right operand (`_Factors.negated`). Measured on the H200 (Triton 3.6,
 # benchmarks/probes/fp_contract.py): `x * y + z * w` is fma(x, y, round(z * w)) in fp16, bf16,
 # fp32 and fp64, `x * y + z * x` after four other uses of x * y is fma(z, x, round(x * y)),
@@ -211,9 +216,48 @@ def _product_uses(a, b):
         if len(table) > 4096:  # drop the entries of blocks no longer alive
             for k in [k for k, v in table.items() if v[0]() is None or v[1]() is None]:
                 del table[k]
-        found = table[key] = (weakref.ref(lo), weakref.ref(hi), [0])
+        counters = ctx.scratch.setdefault("product_counters", [])
+        found = table[key] = (weakref.ref(lo), weakref.ref(hi), [0, len(counters)])
+        counters.append(found[2])
     found[2][0] += 1
     return found[2]
+
+
+# The uses of every product in the whole launch, by the order its counter was made in: set
+# while a launch runs again because a fusion it chose with the uses seen so far goes the
+# other way with all of them (final_uses; runtime/launch.py)
+_FINAL_USES: contextvars.ContextVar = contextvars.ContextVar("minitriton_final_uses",
+                                                             default=None)
+
+
+def _left_first(left, right, hoisted):
+    """Whether LLVM fuses the left of two products with `left` and `right` uses: the one with
+    fewer uses, the left on a tie; `hoisted`: the left has a negative constant factor (and the
+    right none), so LLVM's `-A + B` is `B - A` with B first."""
+    return not right <= left if hoisted else left <= right
+
+
+def final_uses(ctx):
+    """None, or where a fusion this launch chose between two products would go the other way
+    with the uses of the whole launch (LLVM counts the uses of a value over the kernel after
+    common-subexpression elimination, later ones included): every product's uses by its
+    counter's order, for the launch to run again with (`deciding_with`)."""
+    if _FINAL_USES.get() is not None:
+        return None
+    for ua, ub, sa, sb, hoisted, was_left in ctx.scratch.get("fusion_choices", ()):
+        if _left_first(ua[0] * sa, ub[0] * sb, hoisted) != was_left:
+            return {counter[1]: counter[0] for counter in ctx.scratch["product_counters"]}
+    return None
+
+
+@contextlib.contextmanager
+def deciding_with(uses):
+    """Launches in the block choose fusions with these uses (final_uses)."""
+    token = _FINAL_USES.set(uses)
+    try:
+        yield
+    finally:
+        _FINAL_USES.reset(token)
 
 
 def _two_sum(a, b):
@@ -357,21 +401,32 @@ def _contracted(a, b, x, y, shape, sign):
     ua, ub = (getattr(t.fused, "uses", None) for t in (a, b))
     if isinstance(ua, list) and ua is ub:
         return None  # `x * y + x * y`: one product after CSE, which LLVM never fuses into itself
-    uses = {}
+    uses, share = {}, {}
     for t, counter in ((a, ua), (b, ub)):
         if t.fused is not None:
             if isinstance(counter, list):
                 counter[0] += 1
-            uses[id(t)] = (counter[0] if counter is not None else 1) * _sharing(t, shape)
-    if sign > 0 and a.fused is not None and b.fused is not None and \
-            getattr(a.fused, "negated", False) and not getattr(b.fused, "negated", False):
+            share[id(t)] = _sharing(t, shape)
+            uses[id(t)] = (counter[0] if counter is not None else 1) * share[id(t)]
+    if a.fused is None or b.fused is None:
+        first = a if b.fused is None else b
+    else:
         # LLVM hoists a negative constant factor out of the product (`(x * -3) * y` is
         # `-((x * 3) * y)`) and turns `-A + B` into `B - A`: B is then the left operand
-        first = b if uses[id(b)] <= uses[id(a)] else a
-    elif a.fused is not None and (b.fused is None or uses[id(a)] <= uses[id(b)]):
-        first = a
-    else:
-        first = b
+        hoisted = sign > 0 and getattr(a.fused, "negated", False) and \
+            not getattr(b.fused, "negated", False)
+        left = _left_first(uses[id(a)], uses[id(b)], hoisted)
+        if isinstance(ua, list) and isinstance(ub, list):  # two counted products: a choice
+            sa, sb = share[id(a)], share[id(b)]
+            final = _FINAL_USES.get()
+            ctx = active()
+            if final is not None:
+                left = _left_first(final.get(ua[1], ua[0]) * sa, final.get(ub[1], ub[0]) * sb,
+                                   hoisted)
+            elif ctx is not None:
+                ctx.scratch.setdefault("fusion_choices", []).append((ua, ub, sa, sb, hoisted,
+                                                                      left))
+        first = a if left else b
     p, q = _factors(first, len(shape))
     if first is a:
         return fma_exact(p, q, -y if sign < 0 else y, a.dtype)

@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import context, types as _t
 from ..errors import CompilationError, LaunchError, MiniTritonError, OutOfBoundsError
+from ..language import arith
 from ..language.core import literal, tensor
 from ..language.descriptors import tensor_descriptor
 from ..language.experimental import descriptor_argument
@@ -386,7 +387,9 @@ def launch(kernel, grid, args, kwargs):
     start = time.perf_counter()
     token = context.enter(ctx)
     try:
-        ctx.watch([w(ctx) for w in watchers] + list(_WATCHERS.get()))
+        outside = list(_WATCHERS.get())
+        marks = [w.mark() for w in outside]
+        ctx.watch([w(ctx) for w in watchers] + outside)
         ids = _sample(program_ids(ctx.grid), record)
         if settings.executor == "sequential":
             run_sequential(ctx, fn, values, ids)
@@ -395,9 +398,14 @@ def launch(kernel, grid, args, kwargs):
             run_lockstep(ctx, fn, values, ids, kernel.block_sizes.get(key))
             if key is not None:
                 kernel.block_sizes[key] = ctx.max_block
-        rerun = _Rerun(ctx, fn, values, ids)
-        for observer in ctx.observers:
-            observer.finish(rerun)
+        again = _decide_again(ctx, memory)
+        if again is None:
+            rerun = _Rerun(ctx, fn, values, ids)
+            for observer in ctx.observers:
+                observer.finish(rerun)
+        else:  # the watchers from outside see the launch once: the run to come
+            for watcher, mark in zip(outside, marks):
+                watcher.undo(mark)
     except BaseException as e:
         message = str(e)  # before locating adds the kernel, program and line
         err = as_compilation_error(e, ctx)
@@ -417,10 +425,16 @@ def launch(kernel, grid, args, kwargs):
         kernel_lines = user_frames(e).__traceback__  # where Triton points its error
         raise user_frames(err).with_traceback(kernel_lines) from e
     else:
-        memory.commit_launch()
+        if again is None:
+            memory.commit_launch()
+        else:
+            memory.undo_launch()
     finally:
         ctx.scratch.clear()  # the context lives on in reference cycles until a collection
         context.leave(token)
+    if again is not None:  # see _decide_again: what it printed, it printed the first time
+        with arith.deciding_with(again), contextlib.redirect_stdout(io.StringIO()):
+            return launch(kernel, grid, args, kwargs)
     record.seconds = time.perf_counter() - start
     extra = _SCALED.get()
     if record.sampled and extra is not None:
@@ -428,6 +442,17 @@ def launch(kernel, grid, args, kwargs):
         extra[0] += record.seconds * (total - ran) / ran
     publish(record)
     return record
+
+
+def _decide_again(ctx, memory):
+    """None, or the uses to run the launch again with: where it fused one of two products by
+    the uses seen so far and the whole launch's uses would fuse the other, as LLVM counts them
+    (language/arith.py, final_uses). Only where every buffer it wrote can be put back; else
+    the first run's results stand (the launch wrote more than Settings.rollback_limit)."""
+    uses = arith.final_uses(ctx)
+    if uses is None or any(b.too_big_to_restore for b in memory.buffers):
+        return None
+    return uses
 
 
 def _stopped(ctx, shown, error, message):
