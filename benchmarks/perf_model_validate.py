@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import dataclasses
 import datetime
 import json
 import math
@@ -356,9 +357,11 @@ def predict_all(args):
                    "high": sum(p.prediction.high for p in got),
                    "launches": [{"kernel": p.kernel, "grid": list(p.grid), "config": p.config,
                                  "seconds": p.seconds, "bound": p.prediction.bound,
-                                 "registers": p.launch.registers, "spills": p.launch.spills,
-                                 "shared": p.launch.shared} for p in got],
+                                 "launch": dataclasses.asdict(p.launch)} for p in got],
                    "rankings": {p.kernel: p.ranking for p in got if p.ranking},
+                   "ranked_launches": {p.kernel: {label: dataclasses.asdict(launch)
+                                                  for label, launch in p.ranked_launches.items()}
+                                       for p in got if p.ranking},
                    "cpu_seconds": time.perf_counter() - t0}
             out["pairs"][pair.name] = row
             print(f"{pair.name}: {row['seconds'] * 1e6:.1f} us "
@@ -372,6 +375,54 @@ def _bench(fn):
     from triton.testing import do_bench
     fn()
     return do_bench(fn, warmup=10, rep=40, quantiles=[0.5, 0.2, 0.8])
+
+
+_FLUSH = {}
+
+
+def _kernel_events(work, calls):
+    """The GPU kernels (name, start, microseconds) that `work` ran, `calls` times, under
+    torch.profiler (CUPTI's device timestamps), in order; memory copies and sets left out."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            work()
+        torch.cuda.synchronize()
+    out = [(e.name, e.time_range.start, e.time_range.elapsed_us()) for e in prof.events()
+           if e.device_type == DeviceType.CUDA and not e.name.startswith(("Memcpy", "Memset"))]
+    return sorted(out, key=lambda e: e[1])
+
+
+def _device_ms(fn, calls=10):
+    """The GPU time of one call of `fn`: the device durations of the kernels it launches,
+    summed per call (the median over `calls`), with the L2 flushed before each call as do_bench
+    does (its kernel left out). Host time between the kernels is not in it: the time a kernel
+    takes, which the model predicts."""
+    import torch
+    if "buf" not in _FLUSH:
+        _FLUSH["buf"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+        _FLUSH["names"] = {n for n, _, _ in _kernel_events(_FLUSH["buf"].zero_, 3)}
+    fn()
+    events = [e for e in _kernel_events(lambda: (_FLUSH["buf"].zero_(), fn()), calls)
+              if e[0] not in _FLUSH["names"]]
+    if not events:
+        raise RuntimeError("the profiler saw no kernel of this call")
+    if len(events) % calls:
+        return sum(us for _, _, us in events) / calls / 1e3
+    per = len(events) // calls
+    return statistics.median(sum(us for _, _, us in events[i:i + per])
+                             for i in range(0, len(events), per)) / 1e3
+
+
+def _safely(f, *args):
+    """f(*args), or the error's text (a measurement that failed is recorded, not fatal)."""
+    try:
+        return f(*args)
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {str(e)[:200]}"
 
 
 def measure_all(args):
@@ -395,23 +446,25 @@ def measure_all(args):
             fn = pair.make(env)
             ms = _bench(fn)
             row = {"source": pair.source, "median_ms": ms[0], "p20_ms": ms[1], "p80_ms": ms[2],
-                   "configs": {}}
+                   "device_ms": _safely(_device_ms, fn), "configs": {}}
             for key, attr in pair.tuned:
                 tuner = getattr(env.modules[key], attr)
                 configs, picked = list(tuner.configs), tuner.best_config
-                timed = {}
+                timed, device = {}, {}
                 try:
                     for c in configs:
                         tuner.configs = [c]
                         tuner.cache.clear()
                         try:
                             timed[config_label(c)] = _bench(fn)[0]
+                            device[config_label(c)] = _safely(_device_ms, fn)
                         except Exception as e:  # noqa: BLE001 - out of resources, say
                             timed[config_label(c)] = f"{type(e).__name__}: {str(e)[:120]}"
                 finally:
                     tuner.configs = configs
                     tuner.cache.clear()
-                row["configs"][attr] = {"picked": config_label(picked), "ms": timed}
+                row["configs"][attr] = {"picked": config_label(picked), "ms": timed,
+                                        "device_ms": device}
         except Exception as e:  # noqa: BLE001 - recorded, the other pairs go on
             out["pairs"][pair.name] = {"error": f"{type(e).__name__}: {e}"[:500]}
             print(f"{pair.name}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
@@ -425,13 +478,38 @@ def measure_all(args):
         _write(args.out, out)
 
 
+def _predicted(p, gpu, stored):
+    """A pair's predicted seconds and its ranking {kernel: [(label, seconds)]}: as stored, or
+    (default) from the stored Launches by the model as it is now (runtime/perf_model.py)."""
+    from minitriton.runtime.perf_model import Launch, predict
+    if stored:
+        return p["seconds"], p["rankings"] or {}
+    seconds = sum(predict(Launch(**launch["launch"]), gpu).seconds for launch in p["launches"])
+    rankings = {}
+    for kernel, configs in (p.get("ranked_launches") or {}).items():
+        order = [label for label, _ in p["rankings"][kernel]]  # the autotuner's order on ties
+        times = {label: predict(Launch(**d), gpu).seconds for label, d in configs.items()}
+        rankings[kernel] = sorted(((label, times[label]) for label in order if label in times),
+                                  key=lambda r: r[1])
+    return seconds, rankings
+
+
+def _measured(m, timing):
+    """A pair's measured seconds: its kernels' device time (`device`), or do_bench's median."""
+    if timing == "device" and isinstance(m.get("device_ms"), float):
+        return m["device_ms"] / 1e3
+    return m["median_ms"] / 1e3
+
+
 def judge(args):
     pred = json.loads(Path(args.predicted).read_text())
     meas = json.loads(Path(args.measured).read_text())
     rows, picks = [], []
-    lines = [f"Predicted ({pred['gpu']} constants, simulator with {pred['sample']} programs per "
-             f"launch, {pred['date']}) against measured ({meas['gpu']}, torch {meas['torch']}, "
-             f"triton {meas['triton']}, {meas['date']}), do_bench medians.", "",
+    how = "kernel device time (CUPTI)" if args.timing == "device" else "do_bench medians"
+    lines = [f"Predicted ({pred['gpu']} constants{' as stored' if args.stored else ''}, "
+             f"simulator with {pred['sample']} programs per launch, {pred['date']}) against "
+             f"measured ({meas['gpu']}, torch {meas['torch']}, triton {meas['triton']}, "
+             f"{meas['date']}), {how}.", "",
              "| pair | predicted us | measured us | measured / predicted | bound |",
              "|---|---|---|---|---|"]
     for name, m in meas["pairs"].items():
@@ -440,33 +518,32 @@ def judge(args):
             lines.append(f"| {name} | {'error' if p and 'error' in p else '-'} | "
                          f"{'error' if 'error' in m else '-'} | | |")
             continue
-        ratio = m["median_ms"] / 1e3 / p["seconds"]
-        rows.append((name, ratio))
+        seconds, rankings = _predicted(p, pred["gpu"], args.stored)
+        t = _measured(m, args.timing)
+        rows.append((name, t / seconds))
         bounds = "+".join(sorted({launch["bound"] for launch in p["launches"]}))
-        lines.append(f"| {name} | {p['seconds'] * 1e6:.1f} | {m['median_ms'] * 1e3:.1f} | "
-                     f"{ratio:.2f} | {bounds} |")
+        lines.append(f"| {name} | {seconds * 1e6:.1f} | {t * 1e6:.1f} | {t / seconds:.2f} | "
+                     f"{bounds} |")
         for kernel, timed in m["configs"].items():
-            ranking = (p["rankings"] or {}).get(kernel)
-            times = {k: v for k, v in timed["ms"].items() if isinstance(v, float)}
-            if not ranking or not times:
-                continue
-            ranked = [label for label, _ in ranking if label in times]
+            ranking = rankings.get(kernel)
+            source = timed.get("device_ms") if args.timing == "device" else None
+            times = {k: v for k, v in (source or timed["ms"]).items() if isinstance(v, float)}
+            ranked = [label for label, _ in ranking or () if label in times]
             if not ranked:
                 continue
-            best = min(times.values())
-            pool = [times[label] for label in ranked]
-            median = statistics.median(pool)
+            best = min(times[label] for label in ranked)
+            median = statistics.median(times[label] for label in ranked)
             chosen = times[ranked[0]]
             gpu_pick = times.get(timed["picked"], float("nan"))
             picks.append((name, kernel, chosen / best, chosen / median, gpu_pick / best,
-                          len(pool)))
+                          len(ranked)))
     within = sum(1 / 1.3 <= r <= 1.3 for _, r in rows)
+    ratios = [r for _, r in rows]
     lines += ["", f"Within 1.3x: **{within} of {len(rows)}** pairs "
               f"({100 * within / max(1, len(rows)):.0f} %); geometric mean of measured / "
-              f"predicted {math.exp(statistics.fmean(math.log(r) for _, r in rows)):.2f}; "
-              f"10th-90th percentile {_quantile([r for _, r in rows], 0.1):.2f}-"
-              f"{_quantile([r for _, r in rows], 0.9):.2f}.", "",
-              "| autotuned pair | kernel | configs | CPU pick / GPU best | CPU pick / median | "
+              f"predicted {math.exp(statistics.fmean(math.log(r) for r in ratios)):.2f}; "
+              f"10th-90th percentile {_quantile(ratios, 0.1):.2f}-{_quantile(ratios, 0.9):.2f}.",
+              "", "| autotuned pair | kernel | configs | CPU pick / GPU best | CPU pick / median | "
               "GPU autotuner's pick / best |", "|---|---|---|---|---|---|"]
     for name, kernel, best, median, gpu, n in picks:
         lines.append(f"| {name} | {kernel} | {n} | {best:.2f} | {median:.2f} | {gpu:.2f} |")
@@ -479,6 +556,7 @@ def judge(args):
     print(text)
     if args.md:
         Path(args.md).write_text(text + "\n")
+    return within, len(rows), good, len(picks)
 
 
 def _quantile(values, q):
@@ -509,6 +587,11 @@ def main(argv=None):
     s.add_argument("predicted")
     s.add_argument("measured")
     s.add_argument("--md", help="also write the tables to this file")
+    s.add_argument("--timing", choices=("device", "do_bench"), default="device",
+                   help="measured time: the kernels' device time (default) or do_bench's")
+    s.add_argument("--stored", action="store_true",
+                   help="the predictions as stored (default: the model now, on the stored "
+                        "Launches)")
     sub.add_parser("list")
     args = p.parse_args(argv)
     if args.cmd == "list":

@@ -267,7 +267,7 @@ class Autotuner(KernelInterface):
         return record, probe
 
     @staticmethod
-    def _time(trial, config, target, rank="roofline"):
+    def _time(trial, config, target, rank="roofline", launches=None):
         """A config's [t, t, t] in ms from a trial of its group (the counts of its launch
         under this config's warps and stages); infinite when the trial failed as Triton's
         compile-time checks do, or the config's shared memory exceeds the GPU's."""
@@ -283,6 +283,8 @@ class Autotuner(KernelInterface):
             launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
                                getattr(probe, "arg_bytes", None))
             ms = predict(launch, target.key).seconds * 1e3
+            if launches is not None:  # what minitriton.predicting shows of each config
+                launches[config] = launch
         else:
             ran, total = record.sampled or (1, 1)
             ms = roofline_seconds(target, record, probe.dots) * 1e3 * total / ran
@@ -342,7 +344,7 @@ class Autotuner(KernelInterface):
         target = gpu(settings.autotune_gpu, "autotune_gpu")
         snapshot = _Snapshot({**self.nargs, **kwargs})
         sample = 0 if self._spins or len(configs) < 2 else settings.autotune_sample
-        trials, timings = {}, {}
+        trials, timings, launches = {}, {}, {}
         for c in configs:  # configs that differ in warps and stages only share one trial
             group = (*((k, v) for k, v in c.all_kwargs().items() if k not in _PERFORMANCE_ONLY),
                      c.pre_hook)
@@ -350,12 +352,12 @@ class Autotuner(KernelInterface):
                 trials[group] = self._trial(args, c, kwargs, snapshot, sample)
             elif trials[group] is not None:
                 trials[group][0].stands_for += 1
-            timings[c] = self._time(trials[group], c, target, settings.autotune_rank)
+            timings[c] = self._time(trials[group], c, target, settings.autotune_rank, launches)
         self.cache[key] = builtins.min(timings, key=timings.get)
         self.configs_timings = timings
         watcher = PREDICTING.get()
         if watcher is not None:  # minitriton.predicting: the ranking goes with the next launch
-            watcher.tuned(self.__name__, timings)
+            watcher.tuned(self.__name__, timings, launches)
         self.pre_hook({**self.nargs, **kwargs, **self.cache[key].all_kwargs()}, reset_only=True)
 
     def run(self, *args, grid, warmup=False, **kwargs):

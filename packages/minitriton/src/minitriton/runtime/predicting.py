@@ -50,6 +50,7 @@ class LaunchPrediction:
     prediction: Prediction
     record: object = field(repr=False, default=None)
     ranking: list = None  # [(config label, seconds)], fastest first
+    ranked_launches: dict = None  # config label -> the Launch the model saw of it
 
     @property
     def seconds(self):
@@ -83,12 +84,14 @@ class _Launches(ResourceWatcher, check=False):
         self.seen = []  # (record, dots, max_block, reductions, arg_bytes)
         self.tunings = []  # (launches seen before it, kernel, [(config label, seconds)])
 
-    def tuned(self, kernel, timings):
-        """The autotuner ranked `kernel`'s configurations: {Config: [ms, ms, ms]}. Fastest
-        first; among equal times the autotuner's own order, so the first is its choice."""
+    def tuned(self, kernel, timings, launches):
+        """The autotuner ranked `kernel`'s configurations: {Config: [ms, ms, ms]}, and the
+        Launch the model saw of each. Fastest first; among equal times the autotuner's own
+        order, so the first is its choice."""
         rows = sorted(((config_label(c.kwargs, c.all_kwargs()), ms[0] / 1e3)
                        for c, ms in timings.items()), key=lambda r: r[1])
-        self.tunings.append((len(self.seen), kernel, rows))
+        seen = {config_label(c.kwargs, c.all_kwargs()): launch for c, launch in launches.items()}
+        self.tunings.append((len(self.seen), kernel, (rows, seen)))
 
     def finish(self, rerun):
         super().finish(rerun)
@@ -137,8 +140,8 @@ def _predictions(seen, tunings, key):
         options = {"num_warps": record.options.get("num_warps") or 4,
                    "num_stages": record.options.get("num_stages") or 3}
         launch = launch_of(record, dots, max_block, reductions, options, arg_bytes)
+        ranking, launches = pending.pop(record.kernel, (None, None))
         result.append(LaunchPrediction(record.kernel, tuple(record.grid),
                                        config_label(record.constexprs, options), launch,
-                                       predict(launch, key), record,
-                                       pending.pop(record.kernel, None)))
+                                       predict(launch, key), record, ranking, launches))
     return result
