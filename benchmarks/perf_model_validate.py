@@ -478,13 +478,20 @@ def measure_all(args):
         _write(args.out, out)
 
 
-def _predicted(p, gpu, stored):
+def _predicted(p, gpu, stored, picked=None):
     """A pair's predicted seconds and its ranking {kernel: [(label, seconds)]}: as stored, or
-    (default) from the stored Launches by the model as it is now (runtime/perf_model.py)."""
+    (default) from the stored Launches by the model as it is now (runtime/perf_model.py). An
+    autotuned kernel's launch is predicted in the configuration the GPU's autotuner picked
+    (`picked`: {kernel: label}), so that both sides time the same program."""
     from minitriton.runtime.perf_model import Launch, predict
     if stored:
         return p["seconds"], p["rankings"] or {}
-    seconds = sum(predict(Launch(**launch["launch"]), gpu).seconds for launch in p["launches"])
+    configs_of = p.get("ranked_launches") or {}
+    seconds = 0.0
+    for launch in p["launches"]:
+        label = (picked or {}).get(launch["kernel"])
+        shape = configs_of.get(launch["kernel"], {}).get(label) or launch["launch"]
+        seconds += predict(Launch(**shape), gpu).seconds
     rankings = {}
     for kernel, configs in (p.get("ranked_launches") or {}).items():
         order = [label for label, _ in p["rankings"][kernel]]  # the autotuner's order on ties
@@ -518,7 +525,8 @@ def judge(args):
             lines.append(f"| {name} | {'error' if p and 'error' in p else '-'} | "
                          f"{'error' if 'error' in m else '-'} | | |")
             continue
-        seconds, rankings = _predicted(p, pred["gpu"], args.stored)
+        picked = {kernel: timed["picked"] for kernel, timed in m["configs"].items()}
+        seconds, rankings = _predicted(p, pred["gpu"], args.stored, picked)
         t = _measured(m, args.timing)
         rows.append((name, t / seconds))
         bounds = "+".join(sorted({launch["bound"] for launch in p["launches"]}))

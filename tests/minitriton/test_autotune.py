@@ -9,6 +9,17 @@ import minitriton.language as tl
 from tests.minitriton import references as ref
 
 
+@pytest.fixture(autouse=True)
+def rank_by_roofline(request):
+    """These tests check the autotuner's mechanics against the roofline's simple numbers; the
+    default rank (the performance model) has its own tests below and in test_predicting.py."""
+    if "model" in request.node.name:
+        yield
+        return
+    with triton.configure(autotune_rank="roofline"):
+        yield
+
+
 @triton.jit
 def matmul(a_ptr, b_ptr, c_ptr, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -252,3 +263,25 @@ def test_configs_that_differ_only_in_warps_and_stages_share_one_trial():
     assert t[(64, 30)] == float("inf")  # Triton's OutOfResources
     assert tuned.best_config.num_stages in (2, 3) and tuned.best_config.kwargs["BM"] == 64
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)
+
+
+def test_the_model_ranks_by_default_and_its_pick_is_its_fastest():
+    from minitriton.runtime.perf_model import CONSTANTS
+    assert triton.current_settings().autotune_rank == "model"
+    assert triton.current_settings().autotune_gpu in CONSTANTS
+    configs = [triton.Config({"BM": 16, "BN": 16}, num_warps=1),
+               triton.Config({"BM": 64, "BN": 64}, num_warps=4),
+               triton.Config({"BM": 32, "BN": 32}, num_warps=2)]
+    tuned = triton.autotune(configs, key=["M"])(matmul)
+    n = 2048  # enough programs that the tiles' traffic, not the launch, decides
+    a, b = ref.rand((n, 32)).astype(np.float16), ref.rand((32, n), seed=1).astype(np.float16)
+    c = np.zeros((n, n), np.float32)
+    tuned[lambda m: (n // m["BM"], n // m["BN"])](a, b, c, n, n, 32)
+    t = {cfg.kwargs["BM"]: ms[0] for cfg, ms in tuned.configs_timings.items()}
+    assert tuned.best_config.kwargs["BM"] == min(t, key=t.get)
+    assert len(set(t.values())) > 1  # the model tells these tiles apart
+    assert t[16] > t[64]  # 16x16 tiles re-read A and B four times as often
+    # every time holds at least the launch's fixed cost, which the roofline has not
+    assert min(t.values()) >= CONSTANTS["H100"].launch * 1e3
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)

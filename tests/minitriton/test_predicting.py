@@ -45,7 +45,8 @@ def test_each_launch_is_predicted_and_trials_are_left_out():
     trials = [r for r in everything if r.trial]
     assert len(trials) == 2  # one per BLOCK: warps share a trial
     assert [p.kernel for p in got] == ["scale_kernel"] * 3
-    assert [p.grid for p in got] == [(N // 256,), (N // 512,), (N // 256,)]
+    block = tuned_scale.best_config.kwargs["BLOCK"]
+    assert [p.grid for p in got] == [(N // block,), (N // 512,), (N // block,)]
     plain = got[1]
     assert plain.config == "BLOCK=512, num_warps=4, num_stages=3"
     assert plain.launch.traffic == 2 * N * 4 and plain.launch.programs == N // 512

@@ -11,7 +11,10 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
   * registers per thread: 24 (pointers, offsets, program ids, loop counters) + 3 * ceil(E / T)
     (an operand, a result and a temporary of the largest block live at once, one 32-bit
     register per element); for a kernel with a dot, 24 + ceil(M*N / T) (the fp32
-    accumulator) + ceil((M*K + K*N) * itemsize / 4 / T) (operand fragments) instead, its
+    accumulator, twice where the kernel has several tl.dot lines: their results are live
+    together, two accumulators in a gated MLP, the scores and the output in attention; more
+    lines than two, as in attention's backward, are mostly in different loops)
+    + ceil((M*K + K*N) * itemsize / 4 / T) (operand fragments) instead, its
     tiles passing through shared memory (a least-squares fit of 130 matmul compilations of
     Triton 3.6 on an H100 gave 21 + 1.08 x accumulator + 1.05 x fragments, a median error of 9
     registers; docs/hardware.md); rounded up to a multiple of 8 and capped at `maxnreg` (255
@@ -42,8 +45,9 @@ def _ceil_div(a, b):
     return -(-a // b)
 
 
-def estimate(options, max_block, dots, reductions=()):
-    """(n_regs, n_spills, shared bytes) per the module's docstring."""
+def estimate(options, max_block, dots, reductions=(), dot_sites=1):
+    """(n_regs, n_spills, shared bytes) per the module's docstring; `dot_sites`: the kernel's
+    distinct tl.dot lines, whose results are live together (ResourceWatcher.dot_sites)."""
     num_warps = options.get("num_warps") or _DEFAULTS["num_warps"]
     num_stages = options.get("num_stages") or _DEFAULTS["num_stages"]
     threads = num_warps * THREADS_PER_WARP
@@ -53,7 +57,8 @@ def estimate(options, max_block, dots, reductions=()):
         regs = 24
     for a_ty, b_ty, m, n, k, _ in dots:
         size = max(a_ty.itemsize, b_ty.itemsize)
-        regs_dot = _ceil_div(m * n, threads) + _ceil_div((m * k + k * n) * size, 4 * threads)
+        regs_dot = min(max(1, dot_sites), 2) * _ceil_div(m * n, threads) + \
+            _ceil_div((m * k + k * n) * size, 4 * threads)
         regs = max(regs, 24 + regs_dot)
         shared = max(shared, num_stages * (m * k * a_ty.itemsize + k * n * b_ty.itemsize))
     regs = _ceil_div(regs, 8) * 8
@@ -64,13 +69,13 @@ def estimate(options, max_block, dots, reductions=()):
 class CompiledKernel:
     """One kernel compiled for one set of constexprs and options."""
 
-    def __init__(self, kernel, record, max_block, dots, reductions=()):
+    def __init__(self, kernel, record, max_block, dots, reductions=(), dot_sites=1):
         self.kernel = kernel
         self.name = kernel.__name__
         self.constexprs = dict(record.constexprs)
         self.options = {k: v for k, v in record.options.items() if k not in ("warmup", "stream")}
         self.n_regs, self.n_spills, self.shared = estimate(self.options, max_block, dots,
-                                                           reductions)
+                                                           reductions, dot_sites)
         fields = {**_DEFAULTS, **{k: v for k, v in self.options.items() if k in _DEFAULTS}}
         self.metadata = KernelMetadata(name=self.name, shared=self.shared, backend_name="cuda",
                                        arch="sm90", warp_size=THREADS_PER_WARP,

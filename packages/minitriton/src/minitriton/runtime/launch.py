@@ -118,11 +118,18 @@ class ResourceWatcher(context.Observer, check=False):
 
     def __init__(self):
         self.dots = []  # (a dtype, b dtype, M, N, K, flops)
+        self.sites = set()  # the kernel lines of the dots: (file, line)
         self.reductions = []  # (elements of the result, bytes per element)
         self.max_block = 1  # elements of the largest block loaded or stored
 
+    @property
+    def dot_sites(self):
+        """How many distinct tl.dot lines ran: results live together (compiled.estimate)."""
+        return max(1, len(self.sites))
+
     def on_dot(self, a, b, flops):
         self.dots.append((a.dtype, b.dtype, a.shape[-2], b.shape[-1], a.shape[-1], flops))
+        self.sites.add(_kernel_line()[:2])
 
     def on_reduce(self, x, axis, kind, result):
         self.reductions.append((max(1, getattr(result, "numel", 1)), x.dtype.itemsize))
@@ -512,7 +519,8 @@ def warmup(kernel, grid, args, kwargs):
         ctx.memory.undo_launch()
         ctx.scratch.clear()
         context.leave(token)
-    compiled = CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots, probe.reductions)
+    compiled = CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots, probe.reductions,
+                              probe.dot_sites)
     if getattr(kernel, "repr", None) is not None:  # @jit(repr=...): the kernel's name
         name = kernel.repr(_specialization(kernel, args, kwargs))
         compiled.name, compiled.metadata = name, compiled.metadata._replace(name=name)
