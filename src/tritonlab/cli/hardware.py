@@ -3,6 +3,7 @@ line."""
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 
 from ..hardware import GPUS, occupancy, roofline, waves
@@ -62,7 +63,9 @@ def run_roofline(args):
 
     def launches():
         # The report's coverage lines say what a PartialWriteWarning would: not both.
-        with minitriton.configure(footprint=True, coverage=True), minitriton.record() as rec, \
+        # ranked by the roofline, as this command reports it (`predict` shows the model's)
+        with minitriton.configure(footprint=True, coverage=True, autotune_rank="roofline"), \
+                minitriton.record() as rec, \
                 warnings.catch_warnings():
             warnings.simplefilter("ignore", minitriton.PartialWriteWarning)
             call(sim, shape, lambda s: torch.randn(*s, dtype=dtype))
@@ -162,10 +165,9 @@ def launch_report(launch, gpu, dtype):
 
 
 def run_predict(args):
-    import os
-
     import minitriton
     from minitriton.runner import run
+    from minitriton.runtime.gpus import gpu
     if not os.path.isfile(args.script):
         raise UserError(f"there is no file {args.script}")
     try:
@@ -177,7 +179,6 @@ def run_predict(args):
         code = run(args.script, args.args, gpu=args.gpu, small=args.small, cuda_on_cpu=True)
     finally:
         watch.__exit__(None, None, None)
-    from minitriton.runtime.gpus import gpu
     print(predict_report(launches, gpu(args.gpu).key, args.sample))
     return code
 

@@ -23,6 +23,7 @@ import contextvars
 from dataclasses import dataclass, field
 
 from ..settings import configure
+from .gpus import gpu
 from .launch import ResourceWatcher, sampling, watching
 from .perf_model import CONSTANTS, Launch, Prediction, launch_of, predict
 
@@ -103,8 +104,7 @@ class _Launches(ResourceWatcher, check=False):
 
 
 def _gpu_key(gpu_name):
-    from .gpus import gpu  # the GPU's canonical key ("h200" -> "H200")
-    key = gpu(gpu_name, "gpu").key
+    key = gpu(gpu_name, "gpu").key  # the canonical key: "h200" -> "H200"
     if key not in CONSTANTS:
         raise ValueError(f"no fitted constants for {key}: the model is fitted for "
                          f"{', '.join(CONSTANTS)} (benchmarks/perf_model_fit.py)")
