@@ -28,7 +28,7 @@ from .launch import ResourceWatcher, sampling, watching
 from .perf_model import CONSTANTS, Launch, Prediction, launch_of, predict
 
 # while `predicting` runs: its watcher, which the autotuner tells of each tuning (autotune._tune)
-PREDICTING: contextvars.ContextVar = contextvars.ContextVar("minitriton_tunings", default=None)
+PREDICTING: contextvars.ContextVar = contextvars.ContextVar("minitriton_predicting", default=None)
 
 
 def config_label(constexprs, options):
@@ -82,8 +82,9 @@ class _Launches(ResourceWatcher, check=False):
 
     def __init__(self):
         super().__init__()
-        self.seen = []  # (record, dots, max_block, reductions, arg_bytes)
-        self.tunings = []  # (launches seen before it, kernel, [(config label, seconds)])
+        self.seen = []  # (record, dots, max_block, reductions, arg_bytes, dot lines)
+        # (launches seen before it, kernel, ([(config label, seconds)], {label: Launch}))
+        self.tunings = []
 
     def tuned(self, kernel, timings, launches):
         """The autotuner ranked `kernel`'s configurations: {Config: [ms, ms, ms]}, and the
