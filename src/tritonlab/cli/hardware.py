@@ -263,7 +263,9 @@ def register(subparsers):
                                           "fitted on their measurements; docs/hardware.md).")
     p.add_argument("script", help="a Python program that launches Triton kernels")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments")
-    p.add_argument("--gpu", type=gpu_name, default="H200")
+    p.add_argument("--gpu", type=gpu_name, default="H200",
+                   help="H200 (default) or H100; options go before SCRIPT, what follows it is "
+                        "the program's")
     p.add_argument("--sample", type=non_negative_int, default=0,
                    help="run only this many programs of each launch, counts scaled to the grid "
                         "(fast at a GPU's sizes, but the program's results are wrong: its own "
