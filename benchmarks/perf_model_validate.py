@@ -417,6 +417,28 @@ def _device_ms(fn, calls=10):
                              for i in range(0, len(events), per)) / 1e3
 
 
+def _compiled_resources(tuner, config):
+    """The registers, spills and shared memory of the kernel Triton compiled for `config` (the
+    compiler's own figures, to calibrate runtime/compiled.estimate against), or None. Looks
+    through the JIT function's compile cache for the kernel of these constexprs, warps and
+    stages."""
+    fn = tuner
+    while not hasattr(fn, "device_caches") and hasattr(fn, "fn"):
+        fn = fn.fn  # through Autotuner and Heuristics to the JITFunction
+    for entry in fn.device_caches.values():
+        for compiled in reversed(list(entry[0].values())):
+            md = compiled.metadata
+            if (md.num_warps, md.num_stages) != (config.num_warps, config.num_stages):
+                continue
+            consts = {fn.arg_names[k[0]]: v for k, v in compiled.src.constants.items()
+                      if isinstance(k, tuple) and len(k) == 1}
+            if all(consts.get(name) == value for name, value in config.kwargs.items()):
+                compiled._init_handles()
+                return {"n_regs": compiled.n_regs, "n_spills": compiled.n_spills,
+                        "shared": md.shared}
+    return None
+
+
 def _safely(f, *args):
     """f(*args), or the error's text (a measurement that failed is recorded, not fatal)."""
     try:
@@ -450,7 +472,7 @@ def measure_all(args):
             for key, attr in pair.tuned:
                 tuner = getattr(env.modules[key], attr)
                 configs, picked = list(tuner.configs), tuner.best_config
-                timed, device = {}, {}
+                timed, device, resources = {}, {}, {}
                 try:
                     for c in configs:
                         tuner.configs = [c]
@@ -458,13 +480,14 @@ def measure_all(args):
                         try:
                             timed[config_label(c)] = _bench(fn)[0]
                             device[config_label(c)] = _safely(_device_ms, fn)
+                            resources[config_label(c)] = _safely(_compiled_resources, tuner, c)
                         except Exception as e:  # noqa: BLE001 - out of resources, say
                             timed[config_label(c)] = f"{type(e).__name__}: {str(e)[:120]}"
                 finally:
                     tuner.configs = configs
                     tuner.cache.clear()
                 row["configs"][attr] = {"picked": config_label(picked), "ms": timed,
-                                        "device_ms": device}
+                                        "device_ms": device, "resources": resources}
         except Exception as e:  # noqa: BLE001 - recorded, the other pairs go on
             out["pairs"][pair.name] = {"error": f"{type(e).__name__}: {e}"[:500]}
             print(f"{pair.name}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
