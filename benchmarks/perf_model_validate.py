@@ -141,7 +141,8 @@ def _project_pairs():
                                                                               else 2)]
             return lambda: k[(-(-n // 1024),)](*xs, n, BLOCK_SIZE=1024, num_warps=4)
         out.append(Pair(f"project {name}_kernel {d} {n}", "project", make))
-    for name, M, N, d, w in (("softmax", 2048, 3000, "fp32", 8), ("softmax", 16384, 2048, "bf16", 8),
+    for name, M, N, d, w in (("softmax", 2048, 3000, "fp32", 8),
+                             ("softmax", 16384, 2048, "bf16", 8),
                              ("row_sum", 16384, 1024, "fp32", 4),
                              ("rmsnorm_fwd", 4096, 5120, "bf16", 8)):
         def make(env, name=name, M=M, N=N, d=d, w=w):
@@ -262,8 +263,8 @@ def _tutorial_pairs():
                               ("matmul_tma", "matmul_kernel_tma", 8192, 8192, 512),
                               ("matmul_tma_persistent", "matmul_kernel_tma_persistent", 8192, 8192,
                                512),
-                              ("matmul_descriptor_persistent", "matmul_kernel_descriptor_persistent",
-                               8192, 8192, 512)):
+                              ("matmul_descriptor_persistent",
+                               "matmul_kernel_descriptor_persistent", 8192, 8192, 512)):
         def make(env, fn=fn, M=M, N=N, K=K):
             t = env.tut("09-persistent-matmul")
             a = torch.randn(M, K, device="cuda", dtype=torch.float16)
@@ -495,9 +496,10 @@ def measure_all(args):
             continue
         row["wall_s"] = time.perf_counter() - t0
         out["pairs"][pair.name] = row
-        print(f"{pair.name}: {row['median_ms'] * 1e3:.1f} us"
-              f"{''.join(f'; {k}: {len(v[chr(109) + chr(115)])} configs' for k, v in row['configs'].items())}"
-              f" ({row['wall_s']:.1f} s)", flush=True)
+        tuned = "".join(f"; {kernel}: {len(timed['ms'])} configs"
+                        for kernel, timed in row["configs"].items())
+        print(f"{pair.name}: {row['median_ms'] * 1e3:.1f} us{tuned} ({row['wall_s']:.1f} s)",
+              flush=True)
         _write(args.out, out)
 
 

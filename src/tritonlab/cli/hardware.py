@@ -191,8 +191,10 @@ def predict_report(launches, gpu, sample):
     groups = {}
     for p in launches:
         groups.setdefault((p.kernel, p.grid, p.config), []).append(p)
+    sampled = (f"; {sample} programs of each launch ran, so the program's results are not "
+               "the kernels' results") if sample else ""
     lines = [f"\npredicted on the {gpu} (minitriton's performance model, constants fitted on "
-             f"measurements; 8 times in 10 the GPU's time falls in the range){'' if not sample else f'; {sample} programs of each launch ran, so its results are not the GPU results'}:"]
+             f"measurements; 8 times in 10 the GPU's time falls in the range){sampled}:"]
     for same in groups.values():
         first = same[0]
         ranked = next((p for p in same if p.ranking), first)
