@@ -3,6 +3,7 @@ line."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import warnings
 
@@ -170,15 +171,12 @@ def run_predict(args):
     from minitriton.runtime.gpus import gpu
     if not os.path.isfile(args.script):
         raise UserError(f"there is no file {args.script}")
-    try:
-        watch = minitriton.predicting(args.gpu, sample=args.sample)
-        launches = watch.__enter__()
-    except ValueError as e:  # a GPU the model has no constants for
-        raise UserError(str(e)) from None
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            launches = stack.enter_context(minitriton.predicting(args.gpu, sample=args.sample))
+        except ValueError as e:  # a GPU the model has no constants for
+            raise UserError(str(e)) from None
         code = run(args.script, args.args, gpu=args.gpu, small=args.small, cuda_on_cpu=True)
-    finally:
-        watch.__exit__(None, None, None)
     print(predict_report(launches, gpu(args.gpu).key, args.sample))
     return code
 

@@ -108,8 +108,16 @@ class Prediction:
     launch: float
     programs_per_sm: int
     waves: int
-    low: float = 0.0  # the range the measured time falls in, 8 times in 10 (SPREAD)
-    high: float = 0.0
+    spread: tuple = (1.0, 1.0)  # the GPU's SPREAD: the range is seconds x each
+
+    @property
+    def low(self):
+        """The short end of the range the measured time falls in, 8 times in 10 (SPREAD)."""
+        return self.seconds * self.spread[0]
+
+    @property
+    def high(self):
+        return self.seconds * self.spread[1]
 
     def __str__(self):
         return (f"{self.seconds * 1e6:.1f} us [{self.low * 1e6:.1f}-{self.high * 1e6:.1f}] "
@@ -195,6 +203,5 @@ def predict(launch, gpu_name="H100", constants=None):
     seconds = c.launch + max(memory, compute)
     bound = "launch" if c.launch > max(memory, compute) else \
         ("compute" if compute > memory else "memory")
-    lo, hi = SPREAD.get(g.key, (1.0, 1.0))
-    return Prediction(seconds, bound, memory, compute, c.launch, per_sm, waves, seconds * lo,
-                      seconds * hi)
+    return Prediction(seconds, bound, memory, compute, c.launch, per_sm, waves,
+                      SPREAD.get(g.key, (1.0, 1.0)))
