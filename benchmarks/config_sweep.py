@@ -33,6 +33,7 @@ for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installe
 import torch  # noqa: E402
 
 from tritonlab import backend  # noqa: E402
+from tritonlab.kernels import attention as at  # noqa: E402
 from tritonlab.kernels import elementwise as ew  # noqa: E402
 from tritonlab.kernels import matmul as mm  # noqa: E402
 from tritonlab.kernels import rmsnorm as rn  # noqa: E402
@@ -125,13 +126,66 @@ def cases():
                         lambda c, n=n: (-(-n // c["BLOCK_M"]) * -(-n // c["BLOCK_N"]),),
                         configs, 3 * n * n * size, 2 * n ** 3,
                         fixed=dict(GROUP_M=8, ACTIVATION="relu")))
+    out += _hopper_matmul_cases() + _attention_cases()
     return out
 
 
-def _matmul_args(dev, n, dtype):
-    a, b = torch.randn(n, n, device=dev, dtype=dtype), torch.randn(n, n, device=dev, dtype=dtype)
-    c = torch.empty(n, n, device=dev, dtype=dtype)
-    return (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+# Hopper-sized tiles (wgmma): the choices Hopper autotuners weigh (2-4 stages, BLOCK_K up to
+# 128, 128x256 tiles that fit one program per SM) at a short, a middle and a long K
+HOPPER_TILES = [(bm, bn, bk, w, s) for bm, bn in ((64, 64), (64, 128), (128, 64), (128, 128),
+                                                  (64, 256), (128, 256))
+                for bk in (32, 64, 128) for w in (4, 8) for s in (2, 3, 4)
+                if s * (bm + bn) * bk * 2 <= 227 * 1024]
+HOPPER_SHAPES = ((6144, 6144, 256), (8192, 4096, 1024), (3072, 3072, 6144), (1536, 1536, 1536))
+
+
+def _hopper_matmul_cases():
+    out = []
+    for m, n, k in HOPPER_SHAPES:
+        configs = [dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=w, num_stages=s)
+                   for bm, bn, bk, w, s in HOPPER_TILES]
+        out.append(Case("matmul_kernel", mm.matmul_kernel, f"{m}x{n}x{k}", "fp16",
+                        lambda dev, m=m, n=n, k=k: _matmul_args(dev, m, torch.float16, n, k),
+                        lambda c, m=m, n=n: (-(-m // c["BLOCK_M"]) * -(-n // c["BLOCK_N"]),),
+                        configs, (m * k + k * n + m * n) * 2, 2 * m * n * k,
+                        fixed=dict(GROUP_M=8, ACTIVATION="relu")))
+    return out
+
+
+def _attention_cases():
+    """The project's FlashAttention forward (pointer loads) over its tiles, warps and stages:
+    a causal BLOCK_M is a multiple of BLOCK_N (the kernel's diagonal split)."""
+    out = []
+    for z, h, n, d, causal, dt in ((4, 16, 2048, 64, False, "fp16"),
+                                   (2, 16, 2048, 128, True, "fp16"),
+                                   (1, 8, 8192, 64, True, "bf16")):
+        configs = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
+                   for bm in (64, 128) for bn in (32, 64, 128) for w in (4, 8) for s in (2, 3, 4)
+                   if not (causal and bm % bn) and not (d == 128 and bm * bn > 128 * 64 and w == 4)]
+        flops = 4 * z * h * n * n * d // (2 if causal else 1)
+        out.append(Case("attn_fwd_kernel", at.attn_fwd_kernel,
+                        f"{z}x{h}x{n}x{d}{' causal' if causal else ''}", dt,
+                        lambda dev, z=z, h=h, n=n, d=d, dt=dt: _attention_args(dev, z, h, n, d,
+                                                                                DTYPES[dt]),
+                        lambda c, n=n, zh=z * h: (-(-n // c["BLOCK_M"]), zh), configs,
+                        4 * z * h * n * d * DTYPES[dt].itemsize + 4 * z * h * n, flops,
+                        fixed=dict(HEAD_DIM=d, BLOCK_D=d, IS_CAUSAL=causal)))
+    return out
+
+
+def _attention_args(dev, z, h, n, d, dtype):
+    q, k, v = (torch.randn(z, h, n, d, device=dev, dtype=dtype) for _ in range(3))
+    o = torch.empty_like(q)
+    lse = torch.empty(z, h, n, device=dev, dtype=torch.float32)
+    return (q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), h, n, n,
+            d ** -0.5 * at.LOG2E)
+
+
+def _matmul_args(dev, m, dtype, n=None, k=None):
+    n, k = n or m, k or m
+    a, b = torch.randn(m, k, device=dev, dtype=dtype), torch.randn(k, n, device=dev, dtype=dtype)
+    c = torch.empty(m, n, device=dev, dtype=dtype)
+    return (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
             c.stride(1))
 
 
@@ -163,10 +217,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=os.environ.get("OUT", "tritonlab-out"))
     p.add_argument("--budget", type=float, default=540, help="seconds before no new case starts")
-    p.add_argument("--only", help="only the cases whose kernel name contains this text")
+    p.add_argument("--only", help="only the cases whose 'kernel shape' contains one of these "
+                                  "(comma-separated)")
     p.add_argument("--list", action="store_true", help="print the cases and stop")
     args = p.parse_args(argv)
-    chosen = [c for c in cases() if not args.only or args.only in c.kernel_name]
+    wanted = args.only.split(",") if args.only else [""]
+    chosen = [c for c in cases() if any(w in f"{c.kernel_name} {c.shape}" for w in wanted)]
     if args.list:
         for c in chosen:
             print(f"{c.kernel_name:20} {c.shape:16} {c.dtype:5} {len(c.configs):4} configurations")
