@@ -7,7 +7,8 @@ and by how much).
 For each (kernel, shape, dtype): every configuration of a grid (block sizes, num_warps,
 num_stages, tiles) is launched once through Triton's JIT (compiling it; a configuration Triton
 rejects, out of shared memory say, is recorded with its error), then timed with do_bench (L2
-flushed, 10 ms warm-up, 40 ms of repetitions; median, p20, p80). The compiled kernel's
+flushed, 10 ms warm-up, 40 ms of repetitions; median, p20, p80) and by its device time (CUPTI,
+L2 flushed: benchmarks/device_time.py, the time the model predicts). The compiled kernel's
 resources (registers, spills, shared memory) go in the same row. Rows go to
 DIR/config_sweep.csv as they are measured (a run cut short keeps them); `--budget` stops
 starting new cases after S seconds. `--list` prints the cases and their configuration counts
@@ -29,9 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 for _src in ("src", "packages/minitriton/src"):  # run from a checkout, installed or not
     sys.path.insert(0, str(ROOT / _src))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import torch  # noqa: E402
 
+from device_time import device_ms  # noqa: E402
 from tritonlab import backend  # noqa: E402
 from tritonlab.kernels import attention as at  # noqa: E402
 from tritonlab.kernels import elementwise as ew  # noqa: E402
@@ -41,8 +44,8 @@ from tritonlab.kernels import rowsum as rs  # noqa: E402
 from tritonlab.kernels import softmax as sm  # noqa: E402
 
 FIELDS = ("kernel", "shape", "dtype", "config", "grid", "median_ms", "p20_ms", "p80_ms",
-          "bytes", "flops", "n_regs", "n_spills", "shared", "error", "gpu", "torch", "triton",
-          "date")
+          "device_ms", "bytes", "flops", "n_regs", "n_spills", "shared", "error", "gpu", "torch",
+          "triton", "date")
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -206,7 +209,8 @@ def measure(case, dev, writer, info):
                        shared=getattr(compiled.metadata, "shared", ""))
             med, p20, p80 = do_bench(lambda: case.kernel[grid](*args, **kw), warmup=10, rep=40,
                                      quantiles=[0.5, 0.2, 0.8])
-            row.update(median_ms=med, p20_ms=p20, p80_ms=p80)
+            row.update(median_ms=med, p20_ms=p20, p80_ms=p80,
+                       device_ms=device_ms(lambda: case.kernel[grid](*args, **kw)))
         except Exception as err:  # noqa: BLE001 - recorded: Triton rejects some configurations
             row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
         writer.writerow(row)

@@ -18,6 +18,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -31,10 +32,13 @@ sys.path.insert(0, str(ROOT / "packages/minitriton/src"))
 from minitriton.runtime.perf_model import Constants, Launch, predict  # noqa: E402
 
 START = Constants(launch=4e-6, latency=1e-6, warp_bytes=1024.0, mem_eff=0.85, tc_eff=0.7,
-                  tile_half=4096.0, l2_ratio=2.5, spill_factor=5.0, step_latency=5e-7,
-                  program_cost=2e-7)
+                  tile_half=4096.0, l2_ratio=2.5, spill_factor=0.02, step_latency=5e-7,
+                  program_cost=2e-7, overlap_loss=0.1, fill=1e-6, sharpness=4.0)
 ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
 NAMES = [f for f in START.as_dict()]
+# a configuration's weight in its case's error: (the case's best time / its time) ** this, so
+# that the fast configurations, those an autotuner keeps, decide the constants (0: all alike)
+FAST_WEIGHT = float(os.environ.get("FAST_WEIGHT", 2.0))
 
 
 def gpu_key(name):
@@ -45,14 +49,36 @@ def gpu_key(name):
     raise ValueError(f"no model GPU in {name!r}")
 
 
-def load(path):
-    """{(kernel, shape, dtype): [(Launch, measured seconds, config), ...]} and the GPU key."""
+def rows_of(paths):
+    """The measured rows of sweep CSVs (one path or several), those that ran."""
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        for row in csv.DictReader(open(path)):
+            if not row["error"] and row["median_ms"]:
+                yield row
+
+
+def seconds_of(row):
+    """A sweep row's measured time: the kernel's device time where the sweep has it (CUPTI:
+    what the model predicts), else do_bench's median (host gaps of tiny kernels included)."""
+    return float(row.get("device_ms") or row["median_ms"]) / 1e3
+
+
+def load(paths, launches=None):
+    """{(kernel, shape, dtype): [(Launch, measured seconds, config), ...]} and the GPU key.
+    `launches`: the simulator's Launches of the sweep (perf_model_sim.py --save), used in
+    place of the compiler's registers and the matmul formula's traffic (the path a user
+    without a GPU gets)."""
     cases, key = defaultdict(list), None
-    for row in csv.DictReader(open(path)):
-        if row["error"] or not row["median_ms"]:
-            continue
+    for row in rows_of(paths):
         key = key or gpu_key(row["gpu"])
         config = json.loads(row["config"])
+        if launches is not None:
+            simulated = launches[" ".join((row["kernel"], row["shape"], row["dtype"]))]
+            fields = dict(simulated[row["config"]])
+            fields.pop("register_terms", None)
+            cases[(row["kernel"], row["shape"], row["dtype"])].append(
+                (Launch(**fields), seconds_of(row), config))
+            continue
         matmul = "BLOCK_M" in config
         traffic = iterations = 0
         if matmul:  # every program loads its BM x K and K x BN operand tiles, stores BM x BN
@@ -69,7 +95,7 @@ def load(path):
                         pipelined=matmul, traffic=traffic,
                         spills=int(row["n_spills"]), iterations=iterations)
         cases[(row["kernel"], row["shape"], row["dtype"])].append(
-            (launch, float(row["median_ms"]) / 1e3, config))
+            (launch, seconds_of(row), config))
     return cases, key
 
 
@@ -80,8 +106,11 @@ def loss(params, cases, key):
     c = Constants(*np.exp(params))
     total = 0.0
     for rows in cases.values():
-        err = [abs(math.log(predict(launch, key, c).seconds / t)) for launch, t, _ in rows]
-        total += sum(err) / len(err)
+        best = min(t for _, t, _ in rows)
+        weights = [(best / t) ** FAST_WEIGHT for _, t, _ in rows]
+        err = [w * abs(math.log(predict(launch, key, c).seconds / t))
+               for w, (launch, t, _) in zip(weights, rows)]
+        total += sum(err) / sum(weights)
     return total
 
 
@@ -132,13 +161,50 @@ def evaluate(rows, key, c):
     return within, len(rows), picked / min(times), picked / statistics.median(times)
 
 
+def fit_registers(paths, launches):
+    """compiled.DOT_REGISTERS by least squares: the compiler's registers per thread of every
+    configuration with a dot that did not reach the 255 cap, against the estimate's terms
+    the simulator found for it (perf_model_sim.py --save). Prints the coefficients and the
+    error per kernel."""
+    x, y, kernels = [], [], []
+    for row in rows_of(paths):
+        simulated = launches.get(" ".join((row["kernel"], row["shape"], row["dtype"])), {})
+        terms = (simulated.get(row["config"]) or {}).get("register_terms")
+        if terms is None or not row["n_regs"] or int(row["n_regs"]) >= 255:
+            continue
+        x.append([1.0, *terms])
+        y.append(float(row["n_regs"]))
+        kernels.append(row["kernel"])
+    x, y = np.array(x), np.array(y)
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    err = x @ coef - y
+    print(f"DOT_REGISTERS = ({', '.join(f'{c:.3g}' for c in coef)})  # {len(y)} compilations")
+    for kernel in sorted(set(kernels)):
+        e = err[[k == kernel for k in kernels]]
+        print(f"  {kernel}: {len(e)} rows, median |error| {np.median(abs(e)):.1f}, "
+              f"mean {e.mean():+.1f}, largest {abs(e).max():.0f} registers")
+    return coef
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--csv", default=str(ROOT / "docs/results/config-sweep-h100-2026-12-05.csv"))
+    p.add_argument("--csv", nargs="+",
+                   default=[str(ROOT / "docs/results/config-sweep-h100-2026-12-05.csv")])
+    p.add_argument("--launches", help="the simulator's Launches of the sweep "
+                                      "(perf_model_sim.py --save): fit the path without a GPU")
+    p.add_argument("--registers", action="store_true",
+                   help="fit the register estimate (compiled.DOT_REGISTERS) instead; needs "
+                        "--launches")
     p.add_argument("--steps", type=int, default=500, help="Nelder-Mead iterations per fit")
     p.add_argument("--no-holdout", action="store_true", help="skip leave-one-case-out")
     args = p.parse_args(argv)
-    cases, key = load(args.csv)
+    launches = json.loads(Path(args.launches).read_text()) if args.launches else None
+    if args.registers:
+        if launches is None:
+            p.error("--registers needs --launches")
+        fit_registers(args.csv, launches)
+        return
+    cases, key = load(args.csv, launches)
     c = fit(cases, key, args.steps)
     print(f"{key}: Constants({', '.join(f'{k}={v:.3g}' for k, v in c.as_dict().items())})")
     print(f"{'case':<44}{'rows':>5}{'in-fit 1.3x':>13}{'held-out 1.3x':>15}"

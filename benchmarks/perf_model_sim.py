@@ -29,6 +29,7 @@ for _src in ("src", "packages/minitriton/src", "benchmarks"):
 import minitriton  # noqa: E402
 from minitriton.runtime.gpus import gpu, roofline_seconds  # noqa: E402
 from minitriton.runtime.launch import ResourceWatcher, sampling, watching  # noqa: E402
+from minitriton.runtime.compiled import dot_register_terms  # noqa: E402
 from minitriton.runtime.perf_model import launch_of, predict  # noqa: E402
 
 import config_sweep  # noqa: E402
@@ -44,8 +45,9 @@ def measured(path):
 
 
 def simulate(case, config, args, programs, target):
-    """(Launch for the model, roofline seconds) of one configuration from a sampled run, as
-    the autotuner's trials make them (perf_model.launch_of, runtime/autotune.py)."""
+    """(Launch for the model, roofline seconds, the register estimate's terms or None) of one
+    configuration from a sampled run, as the autotuner's trials make them
+    (perf_model.launch_of, runtime/autotune.py; compiled.dot_register_terms)."""
     probe = ResourceWatcher()
     with minitriton.record() as rec, sampling(programs), watching(probe):
         case.kernel[case.grid(config)](*args, **{**case.fixed, **config})
@@ -55,7 +57,32 @@ def simulate(case, config, args, programs, target):
     arg_bytes = sum(a.numel() * a.element_size() for a in args if hasattr(a, "element_size"))
     launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
                        arg_bytes, probe.dot_sites)
-    return launch, roofline_seconds(target, record, probe.dots) * total / ran
+    terms = dot_register_terms(32 * options["num_warps"], probe.dot_sites) if probe.dots \
+        else None
+    return launch, roofline_seconds(target, record, probe.dots) * total / ran, terms
+
+
+def save_launches(args):
+    """{"kernel shape dtype": {config json: Launch fields}} of every sweep case (or --only's),
+    as the autotuner's sampled trials see them: what the fit uses in place of the compiler's
+    registers when it fits the path a user without a GPU gets."""
+    import dataclasses
+    path = Path(args.save)
+    out = json.loads(path.read_text()) if path.exists() else {}
+    for case in config_sweep.cases():
+        label = " ".join((case.kernel_name, case.shape, case.dtype))
+        if (args.only and args.only not in label) or label in out:
+            continue
+        t0 = time.perf_counter()
+        data = case.args("cpu")
+        out[label] = {}
+        for config in case.configs:
+            launch, _, terms = simulate(case, config, data, args.programs, gpu("H100"))
+            out[label][json.dumps(config, sort_keys=True)] = {**dataclasses.asdict(launch),
+                                                              "register_terms": terms}
+        path.write_text(json.dumps(out, indent=0))
+        print(f"{label}: {len(case.configs)} configurations in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def main(argv=None):
@@ -63,7 +90,13 @@ def main(argv=None):
     p.add_argument("--csv", default=str(ROOT / "docs/results/config-sweep-h100-2026-12-05.csv"))
     p.add_argument("--only", help="only the cases whose kernel name contains this text")
     p.add_argument("--programs", type=int, default=16, help="programs per sampled trial")
+    p.add_argument("--save", help="write every case's simulated Launches to this JSON file "
+                                  "(perf_model_fit.py --launches fits on them)")
+    p.add_argument("--all", action="store_true",
+                   help="simulate every configuration of the sweep, measured in the CSV or not")
     args = p.parse_args(argv)
+    if args.save:
+        return save_launches(args)
     times, key = measured(args.csv)
     target = gpu(key)
     print(f"{'case':<40}{'configs':>8}{'model pick/best':>17}{'roofline pick/best':>20}"
@@ -81,7 +114,7 @@ def main(argv=None):
             label = json.dumps(config, sort_keys=True)
             if label not in got:
                 continue
-            launch, roof[label] = simulate(case, config, data, args.programs, target)
+            launch, roof[label], _ = simulate(case, config, data, args.programs, target)
             model[label] = predict(launch, key).seconds
         best, median = min(got.values()), statistics.median(got.values())
         pick_model = got[min(model, key=model.get)]

@@ -41,8 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for _src in ("src", "packages/minitriton/src"):
+for _src in ("src", "packages/minitriton/src", "benchmarks"):
     sys.path.insert(0, str(ROOT / _src))
+
+from device_time import device_ms  # noqa: E402
 
 TUTORIALS = ("02-fused-softmax", "03-matrix-multiplication", "05-layer-norm",
              "06-fused-attention", "08-grouped-gemm", "09-persistent-matmul")
@@ -378,46 +380,6 @@ def _bench(fn):
     return do_bench(fn, warmup=10, rep=40, quantiles=[0.5, 0.2, 0.8])
 
 
-_FLUSH = {}
-
-
-def _kernel_events(work, calls):
-    """The GPU kernels (name, start, microseconds) that `work` ran, `calls` times, under
-    torch.profiler (CUPTI's device timestamps), in order; memory copies and sets left out."""
-    import torch
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            work()
-        torch.cuda.synchronize()
-    out = [(e.name, e.time_range.start, e.time_range.elapsed_us()) for e in prof.events()
-           if e.device_type == DeviceType.CUDA and not e.name.startswith(("Memcpy", "Memset"))]
-    return sorted(out, key=lambda e: e[1])
-
-
-def _device_ms(fn, calls=10):
-    """The GPU time of one call of `fn`: the device durations of the kernels it launches,
-    summed per call (the median over `calls`), with the L2 flushed before each call as do_bench
-    does (its kernel left out). Host time between the kernels is not in it: the time a kernel
-    takes, which the model predicts."""
-    import torch
-    if "buf" not in _FLUSH:
-        _FLUSH["buf"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-        _FLUSH["names"] = {n for n, _, _ in _kernel_events(_FLUSH["buf"].zero_, 3)}
-    fn()
-    events = [e for e in _kernel_events(lambda: (_FLUSH["buf"].zero_(), fn()), calls)
-              if e[0] not in _FLUSH["names"]]
-    if not events:
-        raise RuntimeError("the profiler saw no kernel of this call")
-    if len(events) % calls:
-        return sum(us for _, _, us in events) / calls / 1e3
-    per = len(events) // calls
-    return statistics.median(sum(us for _, _, us in events[i:i + per])
-                             for i in range(0, len(events), per)) / 1e3
-
-
 def _compiled_resources(tuner, config):
     """The registers, spills and shared memory of the kernel Triton compiled for `config` (the
     compiler's own figures, to calibrate runtime/compiled.estimate against), or None. Looks
@@ -469,7 +431,7 @@ def measure_all(args):
             fn = pair.make(env)
             ms = _bench(fn)
             row = {"source": pair.source, "median_ms": ms[0], "p20_ms": ms[1], "p80_ms": ms[2],
-                   "device_ms": _safely(_device_ms, fn), "configs": {}}
+                   "device_ms": _safely(device_ms, fn), "configs": {}}
             for key, attr in pair.tuned:
                 tuner = getattr(env.modules[key], attr)
                 configs, picked = list(tuner.configs), tuner.best_config
@@ -480,7 +442,7 @@ def measure_all(args):
                         tuner.cache.clear()
                         try:
                             timed[config_label(c)] = _bench(fn)[0]
-                            device[config_label(c)] = _safely(_device_ms, fn)
+                            device[config_label(c)] = _safely(device_ms, fn)
                             resources[config_label(c)] = _safely(_compiled_resources, tuner, c)
                         except Exception as e:  # noqa: BLE001 - out of resources, say
                             timed[config_label(c)] = f"{type(e).__name__}: {str(e)[:120]}"

@@ -10,15 +10,19 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
 `num_warps * 32` threads of a program (T):
   * registers per thread: 24 (pointers, offsets, program ids, loop counters) + 3 * ceil(E / T)
     (an operand, a result and a temporary of the largest block live at once, one 32-bit
-    register per element); for a kernel with a dot, 24 + ceil(M*N / T) (the fp32
-    accumulator, twice where the kernel has several tl.dot lines: their results are live
-    together, two accumulators in a gated MLP, the scores and the output in attention; more
-    lines than two, as in attention's backward, are mostly in different loops)
-    + ceil((M*K + K*N) * itemsize / 4 / T) (operand fragments) instead, its
-    tiles passing through shared memory (a least-squares fit of 130 matmul compilations of
-    Triton 3.6 on an H100 gave 21 + 1.08 x accumulator + 1.05 x fragments, a median error of 9
-    registers; docs/hardware.md); rounded up to a multiple of 8 and capped at `maxnreg` (255
-    by default);
+    register per element); for a kernel with a dot, instead, a fitted sum
+    (`DOT_REGISTERS`) of three terms per thread (`dot_register_terms`): the fp32
+    accumulators of its two largest distinct tl.dot lines (their results live together: two
+    accumulators in a gated MLP, the scores and the output in attention; more lines than two,
+    as in attention's backward, are mostly in different loops), the operand fragments of its
+    largest dot ((M*K + K*N) * itemsize / 4: on Hopper wgmma reads its operands from shared
+    memory, so well under one register per element is live), and the A operand of a dot that
+    takes an earlier dot's result (attention's P = softmax(Q K^T), held in registers with the
+    scores and their exponentials). The constants are a least-squares fit of 572 compilations
+    of Triton 3.6 on an H200 (the project's matmul and attention forward over tiles 64-256,
+    BLOCK_K 32-128, 4-8 warps, 2-4 stages; `benchmarks/perf_model_fit.py --registers`;
+    docs/hardware.md); rounded up to a multiple of 8 and capped at `maxnreg` (255 by
+    default);
   * spills: the registers over that cap (Triton reports spilled 32-bit registers);
   * shared memory, in bytes: for a dot, `num_stages` buffers of both operand tiles (the
     software pipeline's ring: num_stages * (M*K + K*N) * itemsize); for a reduction, the
@@ -29,6 +33,7 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
 from __future__ import annotations
 
 import collections
+import math
 
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs since Kepler
 THREADS_PER_WARP = 32
@@ -45,21 +50,34 @@ def _ceil_div(a, b):
     return -(-a // b)
 
 
-def estimate(options, max_block, dots, reductions=(), dot_sites=1):
-    """(n_regs, n_spills, shared bytes) per the module's docstring; `dot_sites`: the kernel's
-    distinct tl.dot lines, whose results are live together (ResourceWatcher.dot_sites)."""
+# registers per thread of a kernel with dots: base + accumulators, operand fragments and a
+# chained dot's operand (dot_register_terms), each times its coefficient (the docstring)
+DOT_REGISTERS = (25.1, 1.13, 0.678, 2.42)
+
+
+def dot_register_terms(threads, sites):
+    """(accumulators, fragments, chained) 32-bit registers per thread of a kernel whose
+    distinct dot lines ran `sites` ((a dtype, b dtype, M, N, K, flops), the first dot of each
+    line, in the order they first ran), spread over `threads`."""
+    accumulators = sum(sorted((m * n for _, _, m, n, _, _ in sites), reverse=True)[:2])
+    fragments = max((m * k * a.itemsize + k * n * b.itemsize) / 4 for a, b, m, n, k, _ in sites)
+    chained = sum(m * k * a.itemsize / 4 for i, (a, _, m, _, k, _) in enumerate(sites[:2])
+                  if any((m, k) == (m0, n0) for _, _, m0, n0, _, _ in sites[:i]))
+    return accumulators / threads, fragments / threads, chained / threads
+
+
+def estimate(options, max_block, dots, reductions=(), sites=None):
+    """(n_regs, n_spills, shared bytes) per the module's docstring; `sites`: the first dot of
+    each distinct tl.dot line (ResourceWatcher.dot_sites; default: the first dot)."""
     num_warps = options.get("num_warps") or _DEFAULTS["num_warps"]
     num_stages = options.get("num_stages") or _DEFAULTS["num_stages"]
     threads = num_warps * THREADS_PER_WARP
     regs = 24 + 3 * _ceil_div(max_block, threads)
     shared = max((num_warps * numel * max(4, size) for numel, size in reductions), default=0)
     if dots:
-        regs = 24
+        terms = dot_register_terms(threads, sites or dots[:1])
+        regs = math.ceil(DOT_REGISTERS[0] + sum(c * t for c, t in zip(DOT_REGISTERS[1:], terms)))
     for a_ty, b_ty, m, n, k, _ in dots:
-        size = max(a_ty.itemsize, b_ty.itemsize)
-        regs_dot = min(max(1, dot_sites), 2) * _ceil_div(m * n, threads) + \
-            _ceil_div((m * k + k * n) * size, 4 * threads)
-        regs = max(regs, 24 + regs_dot)
         shared = max(shared, num_stages * (m * k * a_ty.itemsize + k * n * b_ty.itemsize))
     regs = _ceil_div(regs, 8) * 8
     cap = options.get("maxnreg") or MAX_REGISTERS
@@ -69,13 +87,13 @@ def estimate(options, max_block, dots, reductions=(), dot_sites=1):
 class CompiledKernel:
     """One kernel compiled for one set of constexprs and options."""
 
-    def __init__(self, kernel, record, max_block, dots, reductions=(), dot_sites=1):
+    def __init__(self, kernel, record, max_block, dots, reductions=(), sites=None):
         self.kernel = kernel
         self.name = kernel.__name__
         self.constexprs = dict(record.constexprs)
         self.options = {k: v for k, v in record.options.items() if k not in ("warmup", "stream")}
         self.n_regs, self.n_spills, self.shared = estimate(self.options, max_block, dots,
-                                                           reductions, dot_sites)
+                                                           reductions, sites)
         fields = {**_DEFAULTS, **{k: v for k, v in self.options.items() if k in _DEFAULTS}}
         self.metadata = KernelMetadata(name=self.name, shared=self.shared, backend_name="cuda",
                                        arch="sm90", warp_size=THREADS_PER_WARP,

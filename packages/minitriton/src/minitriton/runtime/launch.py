@@ -118,18 +118,20 @@ class ResourceWatcher(context.Observer, check=False):
 
     def __init__(self):
         self.dots = []  # (a dtype, b dtype, M, N, K, flops)
-        self.sites = set()  # the kernel lines of the dots: (file, line)
+        self.sites = {}  # the kernel lines of the dots, (file, line): its first dot's tuple
         self.reductions = []  # (elements of the result, bytes per element)
         self.max_block = 1  # elements of the largest block loaded or stored
 
     @property
     def dot_sites(self):
-        """How many distinct tl.dot lines ran: results live together (compiled.estimate)."""
-        return max(1, len(self.sites))
+        """The distinct tl.dot lines that ran, the first dot of each, in the order they first
+        ran: their results live together (compiled.estimate)."""
+        return list(self.sites.values())
 
     def on_dot(self, a, b, flops):
-        self.dots.append((a.dtype, b.dtype, a.shape[-2], b.shape[-1], a.shape[-1], flops))
-        self.sites.add(_kernel_line()[:2])
+        dot = (a.dtype, b.dtype, a.shape[-2], b.shape[-1], a.shape[-1], flops)
+        self.dots.append(dot)
+        self.sites.setdefault(_kernel_line()[:2], dot)
 
     def on_reduce(self, x, axis, kind, result):
         self.reductions.append((max(1, getattr(result, "numel", 1)), x.dtype.itemsize))

@@ -53,9 +53,12 @@ class Constants:
     tc_eff: float  # attainable fraction of the tensor-core rate with a large tile
     tile_half: float  # output-tile elements (BM x BN) at which half of tc_eff is reached
     l2_ratio: float  # L2-to-SM bandwidth over the attainable memory bandwidth
-    spill_factor: float  # how many times slower a program that spills registers runs
+    spill_factor: float  # how much slower a program runs per register it spills
     step_latency: float  # seconds one iteration of a K loop waits for its loads, unhidden
     program_cost: float = 0.0  # seconds an SM spends starting and ending one program
+    overlap_loss: float = 0.0  # fraction of the shorter of memory and compute not hidden
+    fill: float = 0.0  # seconds a lone program per SM waits to fill its pipeline and drain
+    sharpness: float = 64.0  # how sharply a K loop's trips are bound by MMAs or by loads
 
     def as_dict(self):
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -127,17 +130,17 @@ class Prediction:
                 f"{self.waves} wave{'s' if self.waves != 1 else ''})")
 
 
-def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, dot_sites=1):
+def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, sites=None):
     """The `Launch` of a simulated launch, as the autotuner's trials and warmup see it: its
     LaunchRecord (counts scaled to the whole grid where only a sample of programs ran), the
     dots, largest block and reductions a ResourceWatcher noted (runtime/launch.py), the
     registers, spills and shared memory estimated from them (compiled.estimate), and the bytes
     of the launch's array arguments (`arg_bytes`, the unique bytes' upper bound; None: the
-    traffic) and its distinct dot lines (`dot_sites`, ResourceWatcher.dot_sites)."""
+    traffic) and the first dot of each distinct dot line (`sites`, ResourceWatcher.dot_sites)."""
     ran, total = record.sampled or (1, 1)
     scale = total / ran
     traffic = int((record.bytes_read + record.bytes_written) * scale)
-    regs, spills, shared = estimate(options, max_block, dots, reductions, dot_sites)
+    regs, spills, shared = estimate(options, max_block, dots, reductions, sites)
     flops = int(record.dot_flops * scale)
     programs = record.num_programs
     tile = iterations = 0
@@ -195,12 +198,18 @@ def predict(launch, gpu_name="H100", constants=None):
                 launch.programs
     if launch.iterations:  # each trip waits for its loads, hidden by the stages in flight
         stages = max(1, launch.num_stages - 1) if launch.pipelined else 1
-        compute = max(compute, waves * launch.iterations * c.step_latency / stages)
+        latency = waves * launch.iterations * c.step_latency / stages
+        # a trip waits for the longer of its MMAs and its loads, some trips for both
+        compute = (compute ** c.sharpness + latency ** c.sharpness) ** (1 / c.sharpness)
     # many short programs: each costs the SM its start and end, whatever it moves
     memory = max(memory, launch.programs / g.multiprocessor_count * c.program_cost)
-    if launch.spills:  # local-memory traffic inside the loop: the whole program waits on it
-        memory, compute = memory * c.spill_factor, compute * c.spill_factor
-    seconds = c.launch + max(memory, compute)
+    if launch.pipelined and per_sm == 1:  # nothing else on the SM hides a program's
+        # pipeline fill (its first stages' loads) and drain (its output tile's stores)
+        compute += math.ceil(launch.programs / g.multiprocessor_count) * c.fill
+    if launch.spills:  # local-memory traffic inside the loop: the whole program waits on it,
+        slower = 1 + c.spill_factor * launch.spills  # the longer the more registers spill
+        memory, compute = memory * slower, compute * slower
+    seconds = c.launch + max(memory, compute) + c.overlap_loss * min(memory, compute)
     bound = "launch" if c.launch > max(memory, compute) else \
         ("compute" if compute > memory else "memory")
     return Prediction(seconds, bound, memory, compute, c.launch, per_sm, waves,

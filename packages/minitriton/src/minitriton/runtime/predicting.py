@@ -101,7 +101,7 @@ class _Launches(ResourceWatcher, check=False):
         arg_bytes = sum((b.view_hi - b.view_lo) * b.dtype.itemsize for b in ctx.memory.buffers)
         self.seen.append((ctx.record, self.dots, self.max_block, self.reductions, arg_bytes,
                           self.dot_sites))
-        self.dots, self.reductions, self.max_block, self.sites = [], [], 1, set()
+        self.dots, self.reductions, self.max_block, self.sites = [], [], 1, {}
 
 
 def _gpu_key(gpu_name):
