@@ -1,6 +1,8 @@
 """minitriton.predicting (runtime/predicting.py): every launch of a block with its predicted GPU
 time, autotuning trials left out, each autotuned kernel's ranking of its configurations; and
 `tritonlab predict SCRIPT`, which runs a program under it."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -111,3 +113,32 @@ def test_a_gpu_without_constants_is_refused_before_anything_runs():
     with pytest.raises(ValueError, match="no fitted constants for A100"):
         with minitriton.predicting("A100"):
             raise AssertionError("the block must not run")
+
+
+@minitriton.jit
+def exp_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr, LIBDEVICE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if LIBDEVICE:
+        y = tl.extra.libdevice.tanh(x) + tl.sqrt(x * x)  # two special functions a lane
+    else:
+        y = tl.exp(x) * 3.0  # one; the product is not one
+    tl.store(y_ptr + offs, y)
+
+
+@pytest.mark.parametrize("sample", [0, 4])
+@pytest.mark.parametrize("libdevice", [False, True])
+def test_special_functions_are_counted_per_lane_and_cost_time(libdevice, sample):
+    """exp, sqrt, libdevice's tanh... run on the special-function units (or as libdevice's
+    polynomials): the launch counts their lanes, scaled to the grid where only a sample of
+    programs ran, and the model adds their time (perf_model: special_rate)."""
+    x, y = _arrays()
+    with minitriton.predicting("H200", sample=sample) as got:
+        exp_kernel[(N // 256,)](x, y, BLOCK=256, LIBDEVICE=libdevice)
+    launch = got[0].launch
+    assert launch.special == N * (2 if libdevice else 1)
+    if not sample:
+        want = np.tanh(x) + np.abs(x) if libdevice else np.exp(x) * 3
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    without = predict(dataclasses.replace(launch, special=0), "H200")
+    assert got[0].prediction.compute > without.compute

@@ -54,88 +54,55 @@ def test_dot_estimates_shared_memory_from_the_tiles_and_stages():
     c = np.zeros((64, 64), np.float32)
     compiled = tile_dot.warmup(a, b, c, 64, 64, 32, grid=(1,), num_stages=2)
     assert compiled.shared == 2 * (64 * 32 + 32 * 64) * 2
-    # 24 + accumulator 64*64/128 = 32 + operands (2*2048*2 bytes)/4/128 = 16
-    assert compiled.n_regs == 72 and compiled.n_spills == 0
+    # 25.1 + 1.13 x accumulator 64*64/128 = 32 + 0.678 x operands (2*2048*2 bytes)/4/128 = 16
+    # = 72.1, rounded up (Triton 3.6 on the H200: 64)
+    assert compiled.n_regs == 73 and compiled.n_spills == 0
     capped = tile_dot.warmup(a, b, c, 64, 64, 32, grid=(1,), maxnreg=64)
-    assert (capped.n_regs, capped.n_spills) == (64, 8)
+    assert (capped.n_regs, capped.n_spills) == (64, 9)
     # Triton 3.6 on an H100 gives 128x256 fp32 accumulators on 4 warps 255 registers and
     # spills (docs/results/config-sweep-h100-2026-12-05.csv); the estimate spills too
     a, b = np.ones((128, 64), np.float16), np.ones((64, 256), np.float16)
     big = tile_dot.warmup(a, b, np.zeros((128, 256), np.float32), 128, 256, 64, grid=(1,))
     assert big.n_regs == 255 and big.n_spills > 0
-
-
-def test_triton_launch_options_are_accepted_and_recorded():
-    x = np.zeros(8, np.float32)
-    rec = add_one[(1,)](x, 8, BLOCK=8, launch_cooperative_grid=False, launch_pdl=True,
-                        num_ctas=1, maxnreg=128, enable_fp_fusion=False, extern_libs=None,
-                        instrumentation_mode="", clc=None)
-    assert rec.options["launch_pdl"] is True and rec.options["maxnreg"] == 128
-    assert "clc" in rec.options and (x == 1).all()
-
-
-def test_set_allocator_keeps_the_allocator():
-    def alloc(size, alignment, stream):
-        return np.empty(size, np.int8)
-    set_allocator(alloc)
-    assert get_allocator() is alloc
-    set_allocator(None)
-    with pytest.raises(TypeError, match="callable"):
-        set_allocator(42)
-
-
-@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
-def test_float8_numpy_arguments_bind(name):
-    # ml_dtypes' float8_e5m2 has the array-interface type string '<f1' NumPy cannot read back
-    ml_dtypes = pytest.importorskip("ml_dtypes")
-    x = np.array([1.0, -2.0, 0.5, 3.0], getattr(ml_dtypes, name))
-    y = np.zeros(4, np.float32)
-    copy_to_fp32[(1,)](x, y, 4)
-    np.testing.assert_array_equal(y, x.astype(np.float32))
-
-
-def test_float8_e5m2_torch_tensor_binds():
-    torch = pytest.importorskip("torch")
-    x = torch.tensor([1.0, -2.0, 0.5, 57344.0]).to(torch.float8_e5m2)
-    y = np.zeros(4, np.float32)
-    copy_to_fp32[(1,)](x, y, 4)
-    np.testing.assert_array_equal(y, x.float().numpy())
+    # 128x128 with BLOCK_K 128 on 4 warps: 240-246 registers and no spills on the H200 (wgmma
+    # reads its operands from shared memory; docs/results/config-sweep-hopper-h200-2026-12-05.csv):
+    # the estimate, registers and spills together, is within 20 of that (the fit's median error
+    # is 6), where the first estimate (every operand fragment in registers) spilled 25
+    a, b = np.ones((128, 128), np.float16), np.ones((128, 128), np.float16)
+    wide_k = tile_dot.warmup(a, b, np.zeros((128, 128), np.float32), 128, 128, 128, grid=(1,))
+    assert abs(wide_k.n_regs + wide_k.n_spills - 243) <= 20
 
 
 @triton.jit
-def copy_to_fp32(x_ptr, y_ptr, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+def gated(x_ptr, w_ptr, v_ptr, o_ptr, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    rm, rn, rd = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    x = tl.load(x_ptr + rm[:, None] * D + rd[None, :])  # read BM*D
+    w = tl.load(w_ptr + rd[:, None] * BN + rn[None, :])  # read D*BN
+    v = tl.load(v_ptr + rd[:, None] * BN + rn[None, :])  # read D*BN
+    gate = tl.dot(x, w)  # a gated MLP: two products of the same input, two dot lines
+    up = tl.dot(x, v)
+    tl.store(o_ptr + rm[:, None] * BN + rn[None, :], gate * up)  # write BM*BN
 
 
-def test_jit_repr_names_the_compiled_kernel_from_its_specialization():
-    """`@triton.jit(repr=fn)`: fn gets the launch's signature (type strings) and constants
-    (constexprs, and ints equal to 1, which Triton specialises)."""
-    seen = []
-
-    def name(spec):
-        seen.append((dict(spec.signature), dict(spec.constants)))
-        return f"k_{spec.signature['v']}_{'_'.join(k for k, c in spec.constants.items() if c == 1)}"
-
-    @triton.jit(repr=name)
-    def k(v, one, X, B: tl.constexpr):
-        pass
-
-    x = np.zeros(4, np.float32)
-    for value, ty in ((-1, "i32"), (2**31, "i64"), (2**63, "u64"), (2.5, "fp32")):
-        assert k.warmup(value, 1, x, B=4, grid=(1,)).name == f"k_{ty}_one"
-    assert seen[0] == ({"v": "i32", "one": "constexpr", "X": "*fp32", "B": "constexpr"},
-                       {"one": 1, "B": 4})
+@triton.jit
+def chained(q_ptr, k_ptr, v_ptr, o_ptr, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    rm, rn, rd = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])  # read BM*D
+    k = tl.load(k_ptr + rn[:, None] * D + rd[None, :])  # read BN*D
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])  # read BN*D
+    p = tl.exp(tl.dot(q, tl.trans(k))).to(tl.float16)  # (BM, BN): attention's P
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], tl.dot(p, v))  # write BM*D
 
 
-def test_an_integer_argument_beyond_64_bits_overflows_at_launch():
-    @triton.jit
-    def k(v, X):
-        pass
-
-    x = np.zeros(4, np.float32)
-    k[(1,)](2**64 - 1, x)
-    k[(1,)](-2**63, x)
-    for bad in (2**64, -2**63 - 1):
-        with pytest.raises(OverflowError, match="64 bits"):
-            k[(1,)](bad, x)
+def test_the_estimate_counts_both_dot_lines_and_a_chained_operand():
+    """Two dot lines' accumulators live together; a dot that takes an earlier dot's result as
+    its A operand holds it in registers (compiled.dot_register_terms), a gated MLP's second
+    product of the same input does not."""
+    x, w = np.ones((64, 64), np.float16), np.ones((64, 32), np.float16)
+    got = gated.warmup(x, w, w, np.zeros((64, 32), np.float32), 64, 32, 64, grid=(1,))
+    # accumulators 2 x 64*32/128 = 32, fragments (64*64 + 64*32)*2/4/128 = 24
+    assert got.n_regs == int(np.ceil(25.1 + 1.13 * 32 + 0.678 * 24))
+    q, k = np.ones((64, 64), np.float16), np.ones((32, 64), np.float16)
+    got = chained.warmup(q, k, k, np.zeros((64, 64), np.float32), 64, 32, 64, grid=(1,))
+    # accumulators (64*32 + 64*64)/128 = 48, fragments of Q K^T 24, P's 64*32*2/4/128 = 8
+    assert got.n_regs == int(np.ceil(25.1 + 1.13 * 48 + 0.678 * 24 + 2.42 * 8))

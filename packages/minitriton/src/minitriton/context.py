@@ -13,6 +13,7 @@ that field.
 from __future__ import annotations
 
 import contextvars
+import math as _math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,7 @@ from .memory import offsets_array
 _CURRENT: contextvars.ContextVar = contextvars.ContextVar("minitriton_launch", default=None)
 OBSERVERS: list = []  # every Observer subclass, in definition order (filled by subclassing)
 HOOKS = ("on_load", "after_load", "on_store", "on_atomic", "after_atomic", "on_dot",
-         "on_reduce")
+         "on_reduce", "on_math")
 
 
 class Divergence(Exception):
@@ -157,7 +158,9 @@ class Observer:
       exists; on_store(access) before a store writes; on_atomic(access) before an atomic
       updates; after_atomic(access, op, old, cmp, val, sem) after it, with the values each
       lane saw and the memory semantic (None: Triton's default, acq_rel);
-      on_dot(a, b, flops); on_reduce(x, axis, kind, result) returns the result.
+      on_dot(a, b, flops); on_reduce(x, axis, kind, result) returns the result;
+      on_math(name, elements) after a special function (exp, log, sqrt, erf, libdevice's
+      tanh...) ran on `elements` lanes, summed over the programs running (`note_math`).
     Undo (lockstep re-runs diverged programs): mark() -> token, undo(token), commit(token).
     finish(rerun): after every program ran; `rerun(ids)` runs programs again, sequentially,
     with no observer watching (the order check).
@@ -279,6 +282,18 @@ def current() -> LaunchContext:
 
 def active():
     return _CURRENT.get()
+
+
+def note_math(name, shape):
+    """Tell the launch's on_math observers that the special function `name` ran on a block of
+    `shape` in each running program (the GPU's special-function unit, or a libdevice
+    polynomial: work the performance model counts apart from additions and products)."""
+    ctx = _CURRENT.get()
+    hooks = getattr(ctx, "hooks", None)
+    if hooks and hooks["on_math"]:
+        elements = _math.prod(shape) * max(1, len(ctx.pids))
+        for hook in hooks["on_math"]:
+            hook(name, elements)
 
 
 def enter(ctx):

@@ -11,6 +11,7 @@ import math as _math
 
 import numpy as np
 
+from ..context import note_math
 from ..errors import CompilationError
 from ..types import _unwrap
 from .arith import (fma_exact, maximum, minimum, operands, where, _arrays, _factors,  # noqa: F401
@@ -86,6 +87,7 @@ def _unary(name, fn, allowed=FP32_64, folded=None):
                     out.const = True
                     return out
             out = fn(compute_array(x))
+        note_math(name, x.shape)
         return _finish(np.asarray(out), x.dtype, x.shape)
     op.__name__ = name
     return tensor_member(elementwise(op))
@@ -112,6 +114,7 @@ def exp2(x):
         r = fma_exact(a, b, -k, x.dtype)
         out = np.where(np.isfinite(k) & (np.abs(k) < 2048), np.ldexp(np.exp2(r), np.where(
             np.isfinite(k), k, 0).astype(np.int64)), np.exp2(x.data))
+    note_math("exp2", x.shape)
     return _finish(out, x.dtype, x.shape)
 log = _unary("log", np.log, folded=_folding(np.log, positive=True))
 log2 = _unary("log2", np.log2, folded=_folding(np.log2, positive=True))

@@ -282,7 +282,8 @@ class Autotuner(KernelInterface):
             return [float("inf")] * 3
         if rank == "model" and target.key in CONSTANTS:  # the model, where it has constants
             launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
-                               getattr(probe, "arg_bytes", None), probe.dot_sites)
+                               getattr(probe, "arg_bytes", None), probe.dot_sites,
+                               probe.special)
             ms = predict(launch, target.key).seconds * 1e3
             if launches is not None:  # what minitriton.predicting shows of each config
                 launches[config] = launch

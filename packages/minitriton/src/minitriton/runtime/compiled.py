@@ -21,8 +21,8 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
     scores and their exponentials). The constants are a least-squares fit of 572 compilations
     of Triton 3.6 on an H200 (the project's matmul and attention forward over tiles 64-256,
     BLOCK_K 32-128, 4-8 warps, 2-4 stages; `benchmarks/perf_model_fit.py --registers`;
-    docs/hardware.md); rounded up to a multiple of 8 and capped at `maxnreg` (255 by
-    default);
+    docs/hardware.md), rounded up (the estimate without a dot: to a multiple of 8); capped at
+    `maxnreg` (255 by default);
   * spills: the registers over that cap (Triton reports spilled 32-bit registers);
   * shared memory, in bytes: for a dot, `num_stages` buffers of both operand tiles (the
     software pipeline's ring: num_stages * (M*K + K*N) * itemsize); for a reduction, the
@@ -74,12 +74,12 @@ def estimate(options, max_block, dots, reductions=(), sites=None):
     threads = num_warps * THREADS_PER_WARP
     regs = 24 + 3 * _ceil_div(max_block, threads)
     shared = max((num_warps * numel * max(4, size) for numel, size in reductions), default=0)
-    if dots:
+    regs = _ceil_div(regs, 8) * 8
+    if dots:  # the compiler's own counts, as fitted (not rounded)
         terms = dot_register_terms(threads, sites or dots[:1])
         regs = math.ceil(DOT_REGISTERS[0] + sum(c * t for c, t in zip(DOT_REGISTERS[1:], terms)))
     for a_ty, b_ty, m, n, k, _ in dots:
         shared = max(shared, num_stages * (m * k * a_ty.itemsize + k * n * b_ty.itemsize))
-    regs = _ceil_div(regs, 8) * 8
     cap = options.get("maxnreg") or MAX_REGISTERS
     return min(regs, cap), max(0, regs - cap), shared
 

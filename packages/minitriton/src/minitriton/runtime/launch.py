@@ -113,14 +113,16 @@ def watching(*watchers):
 
 
 class ResourceWatcher(context.Observer, check=False):
-    """A watcher that notes the largest block, the dots and the reductions of a launch, for
-    the resource estimates of warmup and the autotuner."""
+    """A watcher that notes the largest block, the dots, the reductions and the special
+    functions' lanes of a launch, for the resource estimates of warmup and the autotuner and
+    the performance model."""
 
     def __init__(self):
         self.dots = []  # (a dtype, b dtype, M, N, K, flops)
         self.sites = {}  # the kernel lines of the dots, (file, line): its first dot's tuple
         self.reductions = []  # (elements of the result, bytes per element)
         self.max_block = 1  # elements of the largest block loaded or stored
+        self.special = 0  # lanes of special functions (exp, log, erf, libdevice...) computed
 
     @property
     def dot_sites(self):
@@ -137,12 +139,16 @@ class ResourceWatcher(context.Observer, check=False):
         self.reductions.append((max(1, getattr(result, "numel", 1)), x.dtype.itemsize))
         return result
 
+    def on_math(self, name, elements):
+        self.special += elements
+
     def mark(self):
-        return len(self.dots), len(self.reductions)
+        return len(self.dots), len(self.reductions), self.special
 
     def undo(self, token):
         del self.dots[token[0]:]
         del self.reductions[token[1]:]
+        self.special = token[2]
 
     def finish(self, rerun):
         self.max_block = rerun.ctx.max_block

@@ -59,6 +59,7 @@ class Constants:
     overlap_loss: float = 0.0  # fraction of the shorter of memory and compute not hidden
     fill: float = 0.0  # seconds a lone program per SM waits to fill its pipeline and drain
     sharpness: float = 64.0  # how sharply a K loop's trips are bound by MMAs or by loads
+    special_rate: float = 1e30  # special-function lanes an SM computes per second
 
     def as_dict(self):
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -100,6 +101,7 @@ class Launch:
     traffic: int = 0  # bytes every program loads and stores, re-reads included (0: `bytes`)
     spills: int = 0  # registers spilled to local memory per thread
     iterations: int = 0  # trips of the program's K loop (K / BLOCK_K), 0 if none
+    special: int = 0  # lanes of special functions (exp, log, erf, libdevice's...) computed
 
 
 @dataclass(frozen=True)
@@ -130,13 +132,15 @@ class Prediction:
                 f"{self.waves} wave{'s' if self.waves != 1 else ''})")
 
 
-def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, sites=None):
+def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, sites=None,
+              special=0):
     """The `Launch` of a simulated launch, as the autotuner's trials and warmup see it: its
     LaunchRecord (counts scaled to the whole grid where only a sample of programs ran), the
     dots, largest block and reductions a ResourceWatcher noted (runtime/launch.py), the
     registers, spills and shared memory estimated from them (compiled.estimate), and the bytes
     of the launch's array arguments (`arg_bytes`, the unique bytes' upper bound; None: the
-    traffic) and the first dot of each distinct dot line (`sites`, ResourceWatcher.dot_sites)."""
+    traffic), the first dot of each distinct dot line (`sites`, ResourceWatcher.dot_sites)
+    and the lanes of special functions the programs that ran computed (`special`)."""
     ran, total = record.sampled or (1, 1)
     scale = total / ran
     traffic = int((record.bytes_read + record.bytes_written) * scale)
@@ -153,7 +157,8 @@ def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, site
                   programs=programs, num_warps=options.get("num_warps") or 4,
                   num_stages=options.get("num_stages") or 3, registers=regs, shared=shared,
                   flops=flops, dot_dtype=dot_dtype, tile=tile, pipelined=bool(dots),
-                  traffic=traffic, spills=spills, iterations=iterations)
+                  traffic=traffic, spills=spills, iterations=iterations,
+                  special=int(special * scale))
 
 
 def programs_per_sm(g, num_warps, registers, shared):
@@ -196,6 +201,9 @@ def predict(launch, gpu_name="H100", constants=None):
         else:  # the last wave of programs per SM takes as long as a full one
             compute = launch.flops / rate * math.ceil(launch.programs / sms) * sms / \
                 launch.programs
+    if launch.special:  # the special-function units, fed by the same warps as the tensor
+        # cores (no warp specialization): their time adds to the MMAs'
+        compute += launch.special / (g.multiprocessor_count * c.special_rate)
     if launch.iterations:  # each trip waits for its loads, hidden by the stages in flight
         stages = max(1, launch.num_stages - 1) if launch.pipelined else 1
         latency = waves * launch.iterations * c.step_latency / stages

@@ -13,6 +13,7 @@ import math as _math
 
 import numpy as np
 
+from ...context import note_math
 from ..core import elementwise  # keeps the operands' layout (core.join_layouts)
 from ._extern import (F64, dispatch, exact_add, exact_div, exact_fma, exact_int, exact_mul,
                       exact_sqrt, missing_name, round_to, two_prod)
@@ -23,7 +24,9 @@ MODES = ("rn", "rz", "rd", "ru")
 
 def _op(name, table):
     def op(*args):
-        return dispatch(name, args, table)
+        out = dispatch(name, args, table)
+        note_math(name, out.shape)
+        return out
     op.__name__ = name
     return elementwise(op)
 
