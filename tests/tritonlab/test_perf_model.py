@@ -1,6 +1,10 @@
-"""minitriton's performance model (runtime/perf_model.py, issue 38's first version) against the
-configuration sweep measured on an H100 (docs/results/config-sweep-h100-2026-12-05.csv), and its
+"""minitriton's performance model (runtime/perf_model.py, issue 38) against the configuration
+sweeps it is fitted on (the H100's device times, docs/results/config-sweep-device-h100-*.csv;
+the H200's do_bench, docs/results/config-sweep-{h200,hopper-h200}-2026-12-05.csv; the
+simulator's Launches of them, docs/results/config-sweep-launches-2026-12-05.json), and its
 occupancy against tritonlab's hardware model."""
+import json
+import dataclasses
 import importlib.util
 from pathlib import Path
 
@@ -13,7 +17,11 @@ from minitriton.runtime.perf_model import CONSTANTS, Launch, predict, programs_p
 from tritonlab.hardware import occupancy
 
 ROOT = Path(__file__).resolve().parents[2]
-SWEEP = ROOT / "docs/results/config-sweep-h100-2026-12-05.csv"
+RESULTS = ROOT / "docs/results"
+SWEEPS = {"H100": [RESULTS / "config-sweep-device-h100-2026-12-05.csv"],
+          "H200": [RESULTS / "config-sweep-h200-2026-12-05.csv",
+                   RESULTS / "config-sweep-hopper-h200-2026-12-05.csv"]}
+LAUNCHES = RESULTS / "config-sweep-launches-2026-12-05.json"
 
 
 def _fit_module():
@@ -38,38 +46,56 @@ def test_the_terms_move_the_way_the_hardware_does():
     few = predict(Launch(bytes=1 << 28, programs=16, num_warps=1)).seconds  # 16 SMs busy
     assert few > 5 * t
     dot = Launch(bytes=1 << 26, programs=1024, num_warps=8, registers=128, shared=65536,
-                 flops=1 << 38, tile=128 * 128, pipelined=True, num_stages=3)
-    slow = Launch(**{**dot.__dict__, "spills": 100})
-    assert predict(slow).seconds > 5 * predict(dot).seconds
+                 flops=1 << 38, tile=128 * 128, pipelined=True, num_stages=3, iterations=64)
     assert predict(dot).bound == "compute"
+    # the more registers spill, the slower
+    spilled = [predict(dataclasses.replace(dot, spills=s)).seconds for s in (0, 50, 200)]
+    assert spilled[0] < spilled[1] < spilled[2] and spilled[2] > 2 * spilled[0]
+    # one program per SM (its shared memory) leaves its pipeline's fill and drain exposed
+    alone = dataclasses.replace(dot, shared=160 * 1024)
+    assert predict(alone).programs_per_sm == 1 < predict(dot).programs_per_sm
+    assert predict(alone).seconds > predict(dot).seconds
+    # a few K trips on two stages wait on their loads more than on four
+    short = dataclasses.replace(dot, iterations=512)
+    assert predict(dataclasses.replace(short, num_stages=2)).seconds > predict(short).seconds
+    # special functions (exp, tanh...) take the SM's time on top of the MMAs
+    exps = dataclasses.replace(dot, special=dot.flops // 64)
+    assert predict(exps).compute > predict(dot).compute
     with pytest.raises(ValueError, match="no fitted constants for A100"):
         predict(base, "A100")
 
 
-@pytest.mark.parametrize("sweep", [SWEEP, ROOT / "docs/results/config-sweep-h200-2026-12-05.csv"])
-def test_stored_constants_are_the_fit_of_the_stored_sweep(sweep):
+@pytest.fixture(scope="module")
+def launches():
+    return json.loads(LAUNCHES.read_text())
+
+
+@pytest.mark.parametrize("key", ["H100", "H200"])
+def test_stored_constants_are_the_fit_of_the_stored_sweep(key, launches):
     fit = _fit_module()
-    cases, key = fit.load(sweep)
-    fitted = fit.fit(cases, key, 1200).as_dict()
+    cases, got = fit.load(SWEEPS[key], launches)
+    assert got == key
+    fitted = fit.fit(cases, key, 800).as_dict()
     stored = CONSTANTS[key].as_dict()
     for name, value in stored.items():
         assert fitted[name] == pytest.approx(value, rel=0.01), name
 
 
-def test_memory_bound_cases_within_1_3x_and_picks_near_the_best():
-    """What the first version gets right (the matmul cases it does not are in
-    docs/hardware.md): every memory-bound case's configuration picked within 15 % of the
-    best measured, and at least 90 % of their rows within 1.3x of the measured median."""
+@pytest.mark.parametrize("key", ["H100", "H200"])
+def test_fit_cases_within_1_3x_and_picks_near_the_best(key, launches):
+    """On the cases it is fitted on: at least 80 % of all rows within 1.3x of the measured
+    time, every memory-bound kernel's pick within 15 % of the best measured, and at least 80 %
+    of all cases' picks within 10 % (the matmul and attention cases it misses:
+    docs/hardware.md)."""
     fit = _fit_module()
-    cases, key = fit.load(SWEEP)
-    within = total = 0
+    cases, _ = fit.load(SWEEPS[key], launches)
+    within = total = good = 0
     for (kernel, *_), rows in cases.items():
-        if kernel == "matmul_kernel":
-            continue
         w, n, pick_vs_best, _ = fit.evaluate(rows, key, CONSTANTS[key])
-        within, total = within + w, total + n
-        assert pick_vs_best <= 1.15, kernel
-    assert within >= 0.9 * total
+        within, total, good = within + w, total + n, good + (pick_vs_best <= 1.10)
+        if kernel not in ("matmul_kernel", "attn_fwd_kernel"):
+            assert pick_vs_best <= 1.15, kernel
+    assert within >= 0.8 * total and good >= 0.8 * len(cases)
 
 
 @minitriton.jit

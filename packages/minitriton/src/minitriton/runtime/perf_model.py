@@ -3,7 +3,9 @@ the terms that decide it on real hardware, each with a constant fitted on
 measurements of that GPU (`CONSTANTS`, one row per GPU; benchmarks/perf_model_fit.py fits them
 from a stored configuration sweep and says how well they predict cases left out of the fit).
 
-    time = launch + max(memory, compute)
+    time = launch + max(memory, compute) + overlap_loss x min(memory, compute)
+
+the time of the kernel on the GPU (its device time: what CUPTI reports, host gaps left out).
 
 - **occupancy**: programs resident per SM, the fewest that registers (allocated per warp in
   units of 256), shared memory (plus 1 KB reserved per program), threads (2048) or the
@@ -22,11 +24,21 @@ from a stored configuration sweep and says how well they predict cases left out 
   keep the tensor cores waiting on their operands), x the quantization of the programs over
   the SMs (the last round of programs per SM runs as long as a full one: one program keeps an
   SM's tensor cores busy, so the rounds are per SM, not per resident slot).
-- **K-loop latency**: a program's K loop is at least its trips x `step_latency` / the stages
-  in flight, per wave (the loads of one trip wait for memory unless earlier stages hide it).
+- **special functions**: the lanes of exp, log, sqrt, erf, libdevice's tanh... (`special`,
+  counted by the simulator) at `special_rate` lanes per SM per second, added to the MMAs'
+  time (the same warps issue both; NVIDIA's data sheet: 16 special-function results per
+  clock per SM, about 2.8e10 a second on an H100; the fits find 2.6-2.7e10).
+- **K-loop latency**: a program's K loop takes at least its trips x `step_latency` / the
+  stages in flight, per wave (the loads of one trip wait for memory unless earlier stages
+  hide it); a trip waits for the longer of its MMAs and its loads and some trips for both,
+  so the two combine as a soft maximum ((a^p + b^p)^(1/p), p = `sharpness`).
+- **pipeline fill**: a software-pipelined program alone on its SM (one program per SM: a
+  large tile's shared memory) leaves its prologue (the first stages' loads) and epilogue
+  (the output tile's stores) exposed: `fill` seconds per round of programs per SM; two or
+  more programs per SM hide each other's.
 - **spills**: a program that spills registers (a large accumulator tile on few warps) runs
-  `spill_factor` times slower: its spills sit in the K loop.
-- **launch**: a fixed cost per launch (the launch itself, the first wave's ramp).
+  1 + `spill_factor` x spilled registers times slower: its spills sit in the K loop.
+- **launch**: a fixed cost per launch on the GPU (the first wave's ramp and the last's drain).
 
 Where it is wrong, and by how much, is in docs/hardware.md ("A performance model").
 """
@@ -65,23 +77,30 @@ class Constants:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-# fitted by benchmarks/perf_model_fit.py on docs/results/config-sweep-{h100,h200}-2026-12-05.csv
-# (the fit quality and where the model is wrong: docs/hardware.md, "A performance model")
+# fitted by benchmarks/perf_model_fit.py on the configuration sweeps (H100: the kernels' device
+# time, docs/results/config-sweep-device-h100-2026-12-05.csv; H200: do_bench less its 2.8 us gap,
+# docs/results/config-sweep-{h200,hopper-h200}-2026-12-05.csv) with the simulator's Launches of
+# them (docs/results/config-sweep-launches-2026-12-05.json); the fit quality and where the model
+# is wrong: docs/hardware.md, "A performance model"
 CONSTANTS = {
-    "H100": Constants(launch=5.49e-06, latency=2.78e-07, warp_bytes=2.17e+03, mem_eff=0.885,
-                      tc_eff=0.694, tile_half=2.7e+03, l2_ratio=2.82, spill_factor=8.69,
-                      step_latency=8.6e-07, program_cost=7.95e-08),
-    "H200": Constants(launch=5.48e-06, latency=3.67e-07, warp_bytes=2.85e+03, mem_eff=0.836,
-                      tc_eff=0.647, tile_half=5.4e+03, l2_ratio=2.6, spill_factor=7.0,
-                      step_latency=8.33e-07, program_cost=7.91e-08),
+    "H100": Constants(launch=2.13e-06, latency=2.32e-07, warp_bytes=1600.0, mem_eff=0.883,
+                      tc_eff=0.707, tile_half=1550.0, l2_ratio=3.02,
+                      spill_factor=0.00773, step_latency=7.64e-07,
+                      program_cost=7.94e-08, overlap_loss=0.0304, fill=2.12e-06,
+                      sharpness=4.44, special_rate=2.69e+10),
+    "H200": Constants(launch=2.39e-06, latency=1.56e-06, warp_bytes=1.23e+04, mem_eff=0.841,
+                      tc_eff=0.699, tile_half=1550.0, l2_ratio=2.31,
+                      spill_factor=0.00699, step_latency=8.38e-07,
+                      program_cost=7.87e-08, overlap_loss=0.00485, fill=2.12e-06,
+                      sharpness=5.22, special_rate=2.55e+10),
 }
 
 
 # Where the measured time falls around the prediction (measured / predicted, the 10th and 90th
 # percentiles) on kernels the constants were not fitted on: `Prediction.low` and `.high`.
-# benchmarks/perf_model_validate.py's 43 pairs, the kernels' device time on an H100
-# (2026-12-05, docs/hardware.md); the H200's own is still to be measured, so it borrows these.
-SPREAD = {"H100": (0.79, 1.15), "H200": (0.79, 1.15)}
+# benchmarks/perf_model_validate.py's 43 pairs, the kernels' device time (CUPTI) on each GPU
+# (2026-12-05, docs/hardware.md, "Validation")
+SPREAD = {"H100": (0.79, 1.37), "H200": (0.81, 1.39)}
 
 
 @dataclass(frozen=True)
