@@ -73,9 +73,11 @@ def _folding(fn, positive=False):
     return fold
 
 
-def _unary(name, fn, allowed=FP32_64, folded=None):
+def _unary(name, fn, allowed=FP32_64, folded=None, special=True):
     """A `tl` function of one float operand computed by `fn`; `folded` (`_folding`) what the
-    compiler computes for a constant operand, None where Triton does not fold it."""
+    compiler computes for a constant operand, None where Triton does not fold it; `special`:
+    the GPU computes it on its special-function units (the performance model counts those
+    lanes: context.note_math), not as one ordinary instruction (floor, ceil)."""
     def op(x):
         x = to_tensor(_unwrap(x))
         _check(x, allowed, name)
@@ -87,7 +89,8 @@ def _unary(name, fn, allowed=FP32_64, folded=None):
                     out.const = True
                     return out
             out = fn(compute_array(x))
-        note_math(name, x.shape)
+        if special:
+            note_math(name, x.shape)
         return _finish(np.asarray(out), x.dtype, x.shape)
     op.__name__ = name
     return tensor_member(elementwise(op))
@@ -128,8 +131,8 @@ sqrt = _unary("sqrt", lambda a: np.sqrt(_ftz(a)), folded=_folding(np.sqrt, posit
 sqrt_rn = _unary("sqrt_rn", np.sqrt, ("fp32",))
 rsqrt = _unary("rsqrt", lambda a: 1 / np.sqrt(_ftz(a)))
 erf = _unary("erf", _erf, folded=_folding(lambda a: _ERF(a).astype(np.float64)))
-floor = _unary("floor", lambda a: np.floor(_ftz(a)), folded=_folding(np.floor))
-ceil = _unary("ceil", lambda a: np.ceil(_ftz(a)), folded=_folding(np.ceil))
+floor = _unary("floor", lambda a: np.floor(_ftz(a)), folded=_folding(np.floor), special=False)
+ceil = _unary("ceil", lambda a: np.ceil(_ftz(a)), folded=_folding(np.ceil), special=False)
 
 
 @tensor_member
