@@ -129,7 +129,42 @@ def cases():
                         lambda c, n=n: (-(-n // c["BLOCK_M"]) * -(-n // c["BLOCK_N"]),),
                         configs, 3 * n * n * size, 2 * n ** 3,
                         fixed=dict(GROUP_M=8, ACTIVATION="relu")))
-    out += _hopper_matmul_cases() + _attention_cases()
+    out += _hopper_matmul_cases() + _attention_cases() + _round_cases()
+    return out
+
+
+def _round_cases():
+    """Kernels whose programs wait for memory more than once: RMSNorm's backward, a row loop
+    (rows_per_program rows a program, each loaded after the last was reduced and written;
+    PREFETCH loads the next row first), and the two-pass online softmax over wide rows (its
+    second pass loads each chunk after the first pass's statistics and the last chunk's
+    store)."""
+    tl = backend.tl
+    out = []
+    for M, N, dt in ((8192, 4096, "bf16"), (32768, 1024, "bf16")):
+        size, block = DTYPES[dt].itemsize, 1 << (N - 1).bit_length()
+        configs = [dict(rows_per_program=r, PREFETCH=f, num_warps=w) for r in (1, 8, 64)
+                   for f in (False, True) for w in _warps(block, (4, 8, 16))]
+        out.append(Case("rmsnorm_bwd_kernel", rn.rmsnorm_bwd_kernel, f"{M}x{N}", dt,
+                        lambda dev, M=M, N=N, dt=dt: (
+                            torch.randn(M, N, device=dev, dtype=DTYPES[dt]),
+                            torch.randn(N, device=dev, dtype=DTYPES[dt]),
+                            torch.rand(M, device=dev) + 0.5,
+                            torch.randn(M, N, device=dev, dtype=DTYPES[dt]),
+                            torch.empty(M, N, device=dev, dtype=DTYPES[dt]),
+                            torch.empty(M, N, device=dev), M, N),
+                        lambda c, M=M: (-(-M // c["rows_per_program"]),), configs,
+                        3 * M * N * size + N * size + 4 * M,
+                        fixed=dict(BLOCK_SIZE=block, ACC=tl.float32)))
+    for M, N, dt in ((1024, 65536, "bf16"), (4096, 16384, "fp32")):
+        configs = [dict(BLOCK_SIZE=b, num_warps=w) for b in (1024, 4096, 8192)
+                   for w in _warps(b, (4, 8, 16))]
+        out.append(Case("softmax_online_kernel", sm.softmax_online_kernel, f"{M}x{N}", dt,
+                        lambda dev, M=M, N=N, dt=dt: (
+                            torch.randn(M, N, device=dev, dtype=DTYPES[dt]),
+                            torch.empty(M, N, device=dev, dtype=DTYPES[dt]), N, N, N),
+                        lambda c, M=M: (M,), configs, 2 * M * N * DTYPES[dt].itemsize,
+                        fixed=dict(ACC=tl.float32)))
     return out
 
 

@@ -33,7 +33,7 @@ from minitriton.runtime.perf_model import Constants, Launch, predict  # noqa: E4
 START = Constants(launch=4e-6, latency=1e-6, warp_bytes=1024.0, mem_eff=0.85, tc_eff=0.7,
                   tile_half=4096.0, l2_ratio=2.5, spill_factor=0.02, step_latency=5e-7,
                   program_cost=2e-7, overlap_loss=0.1, fill=1e-6, sharpness=4.0,
-                  special_rate=3e10)
+                  special_rate=3e10, round_latency=1e-6)
 ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
 NAMES = [f for f in START.as_dict()]
 # a configuration's weight in its case's error: (the case's best time / its time) ** this, so
@@ -174,28 +174,36 @@ def evaluate(rows, key, c):
 
 
 def fit_registers(paths, launches):
-    """compiled.DOT_REGISTERS by least squares: the compiler's registers per thread of every
-    configuration with a dot that did not reach the 255 cap, against the estimate's terms
-    the simulator found for it (perf_model_sim.py --save). Prints the coefficients and the
-    error per kernel."""
-    x, y, kernels = [], [], []
+    """compiled.DOT_REGISTERS and ELEMENT_REGISTERS by least squares: the compiler's
+    registers per thread of every configuration that did not reach the 255 cap, against the
+    estimate's terms the simulator found for it (perf_model_sim.py --save: a dot kernel's
+    three, another kernel's elements per thread). Prints the coefficients and the error per
+    kernel."""
+    rows = {3: ([], [], []), 1: ([], [], [])}
     for row in rows_of(paths):
         simulated = launches.get(" ".join((row["kernel"], row["shape"], row["dtype"])), {})
         terms = (simulated.get(row["config"]) or {}).get("register_terms")
         if terms is None or not row["n_regs"] or int(row["n_regs"]) >= 255:
             continue
+        x, y, kernels = rows[len(terms)]
         x.append([1.0, *terms])
         y.append(float(row["n_regs"]))
         kernels.append(row["kernel"])
-    x, y = np.array(x), np.array(y)
-    coef = np.linalg.lstsq(x, y, rcond=None)[0]
-    err = x @ coef - y
-    print(f"DOT_REGISTERS = ({', '.join(f'{c:.3g}' for c in coef)})  # {len(y)} compilations")
-    for kernel in sorted(set(kernels)):
-        e = err[[k == kernel for k in kernels]]
-        print(f"  {kernel}: {len(e)} rows, median |error| {np.median(abs(e)):.1f}, "
-              f"mean {e.mean():+.1f}, largest {abs(e).max():.0f} registers")
-    return coef
+    out = {}
+    for n, name in ((3, "DOT_REGISTERS"), (1, "ELEMENT_REGISTERS")):
+        x, y, kernels = rows[n]
+        if not y:
+            continue
+        x, y = np.array(x), np.array(y)
+        coef = np.linalg.lstsq(x, y, rcond=None)[0]
+        err = x @ coef - y
+        print(f"{name} = ({', '.join(f'{c:.3g}' for c in coef)})  # {len(y)} compilations")
+        for kernel in sorted(set(kernels)):
+            e = err[[k == kernel for k in kernels]]
+            print(f"  {kernel}: {len(e)} rows, median |error| {np.median(abs(e)):.1f}, "
+                  f"mean {e.mean():+.1f}, largest {abs(e).max():.0f} registers")
+        out[name] = coef
+    return out
 
 
 def main(argv=None):

@@ -56,9 +56,11 @@ def simulate(case, config, args, programs, target):
     options = {"num_warps": config.get("num_warps", 4), "num_stages": config.get("num_stages", 3)}
     arg_bytes = sum(a.numel() * a.element_size() for a in args if hasattr(a, "element_size"))
     launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
-                       arg_bytes, probe.dot_sites, probe.special)
-    terms = dot_register_terms(32 * options["num_warps"], probe.dot_sites) if probe.dots \
-        else None
+                       arg_bytes, probe.dot_sites, probe.special,
+                       probe.rounds)
+    threads = 32 * options["num_warps"]
+    terms = dot_register_terms(threads, probe.dot_sites) if probe.dots else \
+        [-(-probe.max_block // threads)]  # (compiled.estimate's terms)
     return launch, roofline_seconds(target, record, probe.dots) * total / ran, terms
 
 

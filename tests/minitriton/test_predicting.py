@@ -142,3 +142,37 @@ def test_special_functions_are_counted_per_lane_and_cost_time(libdevice, sample)
         np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
     without = predict(dataclasses.replace(launch, special=0), "H200")
     assert got[0].prediction.compute > without.compute
+
+
+@minitriton.jit
+def rows_kernel(x_ptr, w_ptr, y_ptr, n_rows, rows_per_program, N: tl.constexpr,
+                TWO_PASS: tl.constexpr):
+    cols = tl.arange(0, N)
+    w = tl.load(w_ptr + cols)  # the same block in every program: cached, no round
+    for i in range(0, rows_per_program):
+        row = tl.program_id(0) * rows_per_program + i
+        x = tl.load(x_ptr + row * N + cols, mask=row < n_rows, other=0.0)  # a new row
+        mean = tl.sum(x, axis=0) / N
+        if TWO_PASS:  # a second pass over the row after its statistics: L1/L2 keep it
+            x = tl.load(x_ptr + row * N + cols, mask=row < n_rows, other=0.0)
+        tl.store(y_ptr + row * N + cols, (x - mean) * w, mask=row < n_rows)
+
+
+@pytest.mark.parametrize("rows_per_program", [1, 4])
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_dependent_load_rounds_are_the_rows_a_program_waits_for(rows_per_program, two_pass):
+    """A program waits for memory again when it loads new data after a reduction or a store
+    (a row loop's next row): ResourceWatcher.rounds; a second pass over the same row and a
+    block every program shares add no round; the model charges the rounds' latency."""
+    n_rows, n = 64, 128
+    x = np.random.default_rng(1).standard_normal((n_rows, n)).astype(np.float32)
+    w, y = np.ones(n, np.float32), np.empty_like(x)
+    with minitriton.predicting("H200") as got:
+        rows_kernel[(n_rows // rows_per_program,)](x, w, y, n_rows, rows_per_program, N=n,
+                                                   TWO_PASS=two_pass)
+    np.testing.assert_allclose(y, x - x.mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+    launch = got[0].launch
+    assert launch.rounds == rows_per_program
+    one = predict(dataclasses.replace(launch, rounds=1), "H200")
+    many = predict(dataclasses.replace(launch, rounds=64), "H200")
+    assert many.seconds > one.seconds

@@ -283,7 +283,7 @@ class Autotuner(KernelInterface):
         if rank == "model" and target.key in CONSTANTS:  # the model, where it has constants
             launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
                                getattr(probe, "arg_bytes", None), probe.dot_sites,
-                               probe.special)
+                               probe.special, probe.rounds)
             ms = predict(launch, target.key).seconds * 1e3
             if launches is not None:  # what minitriton.predicting shows of each config
                 launches[config] = launch

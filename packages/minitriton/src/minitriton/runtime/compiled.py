@@ -8,9 +8,10 @@ num_warps, num_stages, num_ctas, maxnreg, shared, the launch flags, the emulated
 warmup saw the first program do: the largest block it loaded or stored (E elements) and its
 tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
 `num_warps * 32` threads of a program (T):
-  * registers per thread: 24 (pointers, offsets, program ids, loop counters) + 3 * ceil(E / T)
-    (an operand, a result and a temporary of the largest block live at once, one 32-bit
-    register per element); for a kernel with a dot, instead, a fitted sum
+  * registers per thread: 15.7 (pointers, offsets, program ids, loop counters) + 1.29 x
+    ceil(E / T) (the largest block's elements per thread, some of them live at once;
+    `ELEMENT_REGISTERS`, a least-squares fit of the sweep's 361 compilations without a dot on
+    the H200, median error 4 registers); for a kernel with a dot, instead, a fitted sum
     (`DOT_REGISTERS`) of three terms per thread (`dot_register_terms`): the fp32
     accumulators of its two largest distinct tl.dot lines (their results live together: two
     accumulators in a gated MLP, the scores and the output in attention; more lines than two,
@@ -21,8 +22,7 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
     scores and their exponentials). The constants are a least-squares fit of 572 compilations
     of Triton 3.6 on an H200 (the project's matmul and attention forward over tiles 64-256,
     BLOCK_K 32-128, 4-8 warps, 2-4 stages; `benchmarks/perf_model_fit.py --registers`;
-    docs/hardware.md), rounded up (the estimate without a dot: to a multiple of 8); capped at
-    `maxnreg` (255 by default);
+    docs/hardware.md); rounded up and capped at `maxnreg` (255 by default);
   * spills: the registers over that cap (Triton reports spilled 32-bit registers);
   * shared memory, in bytes: for a dot, `num_stages` buffers of both operand tiles (the
     software pipeline's ring: num_stages * (M*K + K*N) * itemsize); for a reduction, the
@@ -53,6 +53,8 @@ def _ceil_div(a, b):
 # registers per thread of a kernel with dots: base + accumulators, operand fragments and a
 # chained dot's operand (dot_register_terms), each times its coefficient (the docstring)
 DOT_REGISTERS = (25.1, 1.13, 0.678, 2.42)
+# ... and of a kernel without: base + its largest block's elements per thread
+ELEMENT_REGISTERS = (15.7, 1.29)
 
 
 def dot_register_terms(threads, sites):
@@ -72,10 +74,9 @@ def estimate(options, max_block, dots, reductions=(), sites=None):
     num_warps = options.get("num_warps") or _DEFAULTS["num_warps"]
     num_stages = options.get("num_stages") or _DEFAULTS["num_stages"]
     threads = num_warps * THREADS_PER_WARP
-    regs = 24 + 3 * _ceil_div(max_block, threads)
+    regs = math.ceil(ELEMENT_REGISTERS[0] + ELEMENT_REGISTERS[1] * _ceil_div(max_block, threads))
     shared = max((num_warps * numel * max(4, size) for numel, size in reductions), default=0)
-    regs = _ceil_div(regs, 8) * 8
-    if dots:  # the compiler's own counts, as fitted (not rounded)
+    if dots:  # the compiler's own counts, as fitted
         terms = dot_register_terms(threads, sites or dots[:1])
         regs = math.ceil(DOT_REGISTERS[0] + sum(c * t for c, t in zip(DOT_REGISTERS[1:], terms)))
     for a_ty, b_ty, m, n, k, _ in dots:

@@ -72,6 +72,7 @@ class Constants:
     fill: float = 0.0  # seconds a lone program per SM waits to fill its pipeline and drain
     sharpness: float = 64.0  # how sharply a K loop's trips are bound by MMAs or by loads
     special_rate: float = 1e30  # special-function lanes an SM computes per second
+    round_latency: float = 0.0  # seconds a program waits for one round of dependent loads
 
     def as_dict(self):
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -83,16 +84,16 @@ class Constants:
 # them (docs/results/config-sweep-launches-2026-12-05.json); the fit quality and where the model
 # is wrong: docs/hardware.md, "A performance model"
 CONSTANTS = {
-    "H100": Constants(launch=2.13e-06, latency=2.32e-07, warp_bytes=1600.0, mem_eff=0.883,
-                      tc_eff=0.707, tile_half=1550.0, l2_ratio=3.02,
-                      spill_factor=0.00773, step_latency=7.64e-07,
-                      program_cost=7.94e-08, overlap_loss=0.0304, fill=2.12e-06,
-                      sharpness=4.44, special_rate=2.69e+10),
-    "H200": Constants(launch=2.39e-06, latency=1.56e-06, warp_bytes=1.23e+04, mem_eff=0.841,
-                      tc_eff=0.699, tile_half=1550.0, l2_ratio=2.31,
-                      spill_factor=0.00699, step_latency=8.38e-07,
-                      program_cost=7.87e-08, overlap_loss=0.00485, fill=2.12e-06,
-                      sharpness=5.22, special_rate=2.55e+10),
+    "H100": Constants(launch=2.1e-06, latency=2.42e-06, warp_bytes=1.89e+04, mem_eff=0.884,
+                      tc_eff=0.697, tile_half=1710.0, l2_ratio=2.97,
+                      spill_factor=0.00974, step_latency=7.75e-07, program_cost=7.86e-08,
+                      overlap_loss=0.00773, fill=2.09e-06, sharpness=4.32,
+                      special_rate=2.75e+10, round_latency=1.08e-06),
+    "H200": Constants(launch=2.34e-06, latency=8.24e-07, warp_bytes=6500.0, mem_eff=0.842,
+                      tc_eff=0.724, tile_half=1810.0, l2_ratio=2.25,
+                      spill_factor=0.00819, step_latency=8.87e-07, program_cost=7.82e-08,
+                      overlap_loss=0.007, fill=2.34e-06, sharpness=55.8,
+                      special_rate=2.49e+10, round_latency=1.24e-06),
 }
 
 
@@ -121,6 +122,7 @@ class Launch:
     spills: int = 0  # registers spilled to local memory per thread
     iterations: int = 0  # trips of the program's K loop (K / BLOCK_K), 0 if none
     special: int = 0  # lanes of special functions (exp, log, erf, libdevice's...) computed
+    rounds: int = 1  # dependent load rounds of a program (a row loop's rows, a row's passes)
 
 
 @dataclass(frozen=True)
@@ -152,14 +154,15 @@ class Prediction:
 
 
 def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, sites=None,
-              special=0):
+              special=0, rounds=1):
     """The `Launch` of a simulated launch, as the autotuner's trials and warmup see it: its
     LaunchRecord (counts scaled to the whole grid where only a sample of programs ran), the
     dots, largest block and reductions a ResourceWatcher noted (runtime/launch.py), the
     registers, spills and shared memory estimated from them (compiled.estimate), and the bytes
     of the launch's array arguments (`arg_bytes`, the unique bytes' upper bound; None: the
     traffic), the first dot of each distinct dot line (`sites`, ResourceWatcher.dot_sites)
-    and the lanes of special functions the programs that ran computed (`special`)."""
+    and the lanes of special functions the programs that ran computed (`special`), and the
+    most dependent load rounds a program made (`rounds`, ResourceWatcher.rounds)."""
     ran, total = record.sampled or (1, 1)
     scale = total / ran
     traffic = int((record.bytes_read + record.bytes_written) * scale)
@@ -177,7 +180,7 @@ def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, site
                   num_stages=options.get("num_stages") or 3, registers=regs, shared=shared,
                   flops=flops, dot_dtype=dot_dtype, tile=tile, pipelined=bool(dots),
                   traffic=traffic, spills=spills, iterations=iterations,
-                  special=int(special * scale))
+                  special=int(special * scale), rounds=rounds)
 
 
 def programs_per_sm(g, num_warps, registers, shared):
@@ -230,6 +233,9 @@ def predict(launch, gpu_name="H100", constants=None):
         compute = (compute ** c.sharpness + latency ** c.sharpness) ** (1 / c.sharpness)
     # many short programs: each costs the SM its start and end, whatever it moves
     memory = max(memory, launch.programs / g.multiprocessor_count * c.program_cost)
+    if not launch.pipelined:  # each round of loads waits for memory: a wave of programs takes
+        rounds = waves * launch.rounds * c.round_latency  # at least its rounds' latencies
+        memory = (memory ** c.sharpness + rounds ** c.sharpness) ** (1 / c.sharpness)
     if launch.pipelined and per_sm == 1:  # nothing else on the SM hides a program's
         # pipeline fill (its first stages' loads) and drain (its output tile's stores)
         compute += math.ceil(launch.programs / g.multiprocessor_count) * c.fill

@@ -100,9 +100,9 @@ class _Launches(ResourceWatcher, check=False):
         ctx = rerun.ctx
         arg_bytes = sum((b.view_hi - b.view_lo) * b.dtype.itemsize for b in ctx.memory.buffers)
         self.seen.append((ctx.record, self.dots, self.max_block, self.reductions, arg_bytes,
-                          self.dot_sites, self.special))
+                          self.dot_sites, self.special, self.rounds))
         self.dots, self.reductions, self.max_block, self.sites = [], [], 1, {}
-        self.special = 0
+        self.special, self.rounds, self._group = 0, 1, None
 
 
 def _gpu_key(gpu_name):
@@ -134,7 +134,8 @@ def _predictions(seen, tunings, key):
     after its tuning (the chosen configuration's) carries that tuning's ranking."""
     result, pending = [], {}
     tunings = sorted(tunings, key=lambda t: t[0])
-    for i, (record, dots, max_block, reductions, arg_bytes, sites, special) in enumerate(seen):
+    for i, (record, dots, max_block, reductions, arg_bytes, sites, special, rounds) in \
+            enumerate(seen):
         while tunings and tunings[0][0] <= i:
             _, kernel, rows = tunings.pop(0)
             pending[kernel] = rows
@@ -143,7 +144,7 @@ def _predictions(seen, tunings, key):
         options = {"num_warps": record.options.get("num_warps") or 4,
                    "num_stages": record.options.get("num_stages") or 3}
         launch = launch_of(record, dots, max_block, reductions, options, arg_bytes, sites,
-                           special)
+                           special, rounds)
         ranking, launches = pending.pop(record.kernel, (None, None))
         result.append(LaunchPrediction(record.kernel, tuple(record.grid),
                                        config_label(record.constexprs, options), launch,
