@@ -28,7 +28,8 @@ for _src in ("src", "packages/minitriton/src", "benchmarks"):
 
 import minitriton  # noqa: E402
 from minitriton.runtime.gpus import gpu, roofline_seconds  # noqa: E402
-from minitriton.runtime.launch import ResourceWatcher, sampling, watching  # noqa: E402
+from minitriton.runtime.launch import sampling, watching  # noqa: E402
+from minitriton.runtime.resources import ResourceWatcher  # noqa: E402
 from minitriton.runtime.compiled import dot_register_terms  # noqa: E402
 from minitriton.runtime.perf_model import launch_of, predict  # noqa: E402
 

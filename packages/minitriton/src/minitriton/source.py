@@ -35,15 +35,29 @@ def register(code, name):
             register(c, name)
 
 
-def kernel_location(depth=2):
-    """'file:line: source' of the innermost kernel frame calling us (`depth` frames up)."""
+def kernel_frame(depth=2):
+    """The innermost kernel frame on the stack (from `depth` frames up), or None."""
     frame = sys._getframe(depth)
     while frame is not None:
         if frame.f_code in KERNEL_CODES:
-            src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}"
+            return frame
         frame = frame.f_back
-    return "<unknown line>"
+    return None
+
+
+def kernel_site():
+    """(file, line) of the innermost kernel frame on the stack; ("<kernel>", 0) outside one."""
+    frame = kernel_frame()
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("<kernel>", 0)
+
+
+def kernel_location(depth=2):
+    """'file:line: source' of the innermost kernel frame calling us (`depth` frames up)."""
+    frame = kernel_frame(depth + 1)
+    if frame is None:
+        return "<unknown line>"
+    src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}"
 
 
 def _where(e, ctx):

@@ -44,12 +44,11 @@ shows them as a table. Costs a sort of each access's addresses and a bitmap per 
 from __future__ import annotations
 
 import linecache
-import sys
 
 import numpy as np
 
 from ..context import Observer
-from ..source import KERNEL_CODES
+from ..source import kernel_site
 from .journal import Journal
 
 SECTOR = 32  # bytes
@@ -58,16 +57,6 @@ WARP = 32  # threads
 DEFAULT_WARPS = 4  # Triton's num_warps when the launch does not say
 KINDS = ("load", "store", "atomic")
 _COUNTS = ("elements", "sectors", "requests", "request_sectors", "accesses")
-
-
-def _kernel_line():
-    """(file, line) of the innermost kernel frame on the stack."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code in KERNEL_CODES:
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return "<kernel>", 0
 
 
 def _pair_counts(major, minor):
@@ -130,7 +119,7 @@ class Sectors(Journal, Observer):
 
     def _count(self, access, kind):
         buf, ctx = access.buf, self.ctx
-        file, line = _kernel_line()
+        file, line = kernel_site()
         key = (file, line, kind, buf.name)
         itemsize = buf.flat.itemsize
         rows_total = access.shape[0]

@@ -57,7 +57,8 @@ from ..source import internal_frame
 from .compiled import estimate
 from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
-from .launch import ResourceWatcher, sampling, scaling, watching
+from .launch import sampling, scaling, watching
+from .resources import ResourceWatcher
 from .perf_model import CONSTANTS, launch_of, predict
 from .predicting import PREDICTING
 

@@ -41,9 +41,10 @@ from ..host import as_numpy
 from ..memory import AddressSpace
 from ..observe.traffic import LaunchRecord, publish  # the observe package registers them all
 from ..settings import current_settings
-from ..source import (KERNEL_CODES, PYTHON_ERRORS, as_compilation_error, full_traceback, locate,
+from ..source import (PYTHON_ERRORS, as_compilation_error, full_traceback, kernel_frame, locate,
                       user_frames)
 from .compiled import CompiledKernel
+from .resources import ResourceWatcher
 from .executors import program_ids, run_lockstep, run_sequential
 from .heap import keep_heap
 
@@ -110,89 +111,6 @@ def watching(*watchers):
         yield
     finally:
         _WATCHERS.reset(token)
-
-
-class ResourceWatcher(context.Observer, check=False):
-    """A watcher that notes the largest block, the dots, the reductions and the special
-    functions' lanes of a launch, for the resource estimates of warmup and the autotuner and
-    the performance model."""
-
-    def __init__(self):
-        self.dots = []  # (a dtype, b dtype, M, N, K, flops)
-        self.sites = {}  # the kernel lines of the dots, (file, line): its first dot's tuple
-        self.reductions = []  # (elements of the result, bytes per element)
-        self.max_block = 1  # elements of the largest block loaded or stored
-        self.special = 0  # lanes of special functions (exp, log, erf, libdevice...) computed
-        self.rounds = 1  # the most dependent load rounds one program made (`on_load`)
-        self._group, self._fresh, self._group_rounds, self._spans = None, True, 0, {}
-
-    @property
-    def dot_sites(self):
-        """The distinct tl.dot lines that ran, the first dot of each, in the order they first
-        ran: their results live together (compiled.estimate)."""
-        return list(self.sites.values())
-
-    def on_dot(self, a, b, flops):
-        dot = (a.dtype, b.dtype, a.shape[-2], b.shape[-1], a.shape[-1], flops)
-        self.dots.append(dot)
-        self.sites.setdefault(_kernel_line()[:2], dot)
-
-    def on_reduce(self, x, axis, kind, result):
-        self.reductions.append((max(1, getattr(result, "numel", 1)), x.dtype.itemsize))
-        self._program_events()
-        self._fresh = True
-        return result
-
-    def on_math(self, name, elements):
-        self.special += elements
-
-    def _program_events(self):
-        """Start counting load rounds again when other programs run (a lockstep group)."""
-        pids = getattr(context.active(), "pids", None)
-        if pids is not self._group:
-            self._group, self._fresh, self._group_rounds, self._spans = pids, True, 0, {}
-
-    def on_load(self, access):
-        """A load of data its programs have not loaded before (beyond the span of its
-        buffer they read so far, and not one block that every program shares) that follows
-        the programs' start, a reduction or a store begins a round: the programs waited for
-        what came before and now wait for memory again (a row loop's next row). A second
-        pass over rows already read (L1 and L2 keep them) and software-pipelined dot loops
-        (their loads run stages ahead) add none."""
-        self._program_events()
-        if self.dots or access.repeat > 1:
-            return
-        idx = access.idx
-        if isinstance(idx, slice):
-            lo, hi = idx.start, idx.stop
-        elif idx.size:
-            lo, hi = int(idx.min()), int(idx.max()) + 1
-        else:
-            return
-        seen = self._spans.get(id(access.buf))
-        self._spans[id(access.buf)] = (lo, hi) if seen is None else \
-            (min(lo, seen[0]), max(hi, seen[1]))
-        if self._fresh and (seen is None or lo < seen[0] or hi > seen[1]):
-            self._group_rounds += 1
-            self.rounds = max(self.rounds, self._group_rounds)
-            self._fresh = False
-
-    def on_store(self, access):
-        self._program_events()
-        self._fresh = True
-
-    on_atomic = on_store
-
-    def mark(self):
-        return len(self.dots), len(self.reductions), self.special
-
-    def undo(self, token):
-        del self.dots[token[0]:]
-        del self.reductions[token[1]:]
-        self.special = token[2]
-
-    def finish(self, rerun):
-        self.max_block = rerun.ctx.max_block
 
 
 def _is_array(x):
@@ -414,14 +332,12 @@ _WARNED: dict = {}  # warnings' registry: the same message from the same line sh
 
 def _kernel_line():
     """(file, line, 'file:line: source') of the innermost kernel frame on the stack."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code in KERNEL_CODES:
-            src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-            return (frame.f_code.co_filename, frame.f_lineno,
-                    f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}")
-        frame = frame.f_back
-    return "<kernel>", 0, "<unknown line>"
+    frame = kernel_frame()
+    if frame is None:
+        return "<kernel>", 0, "<unknown line>"
+    src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return (frame.f_code.co_filename, frame.f_lineno,
+            f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}")
 
 
 def _pytest_hides(excinfo):

@@ -157,7 +157,7 @@ def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, site
               special=0, rounds=1):
     """The `Launch` of a simulated launch, as the autotuner's trials and warmup see it: its
     LaunchRecord (counts scaled to the whole grid where only a sample of programs ran), the
-    dots, largest block and reductions a ResourceWatcher noted (runtime/launch.py), the
+    dots, largest block and reductions a ResourceWatcher noted (runtime/resources.py), the
     registers, spills and shared memory estimated from them (compiled.estimate), and the bytes
     of the launch's array arguments (`arg_bytes`, the unique bytes' upper bound; None: the
     traffic), the first dot of each distinct dot line (`sites`, ResourceWatcher.dot_sites)

@@ -6,7 +6,7 @@ simulator alone (issue 38), and the ranking of every autotuned kernel's configur
     for p in launches:
         print(p)                  # kernel, grid, config, predicted time and its range, bound
 
-Each launch is watched as the autotuner's trials are (runtime/launch.py's ResourceWatcher: the
+Each launch is watched as the autotuner's trials are (runtime/resources.py's ResourceWatcher: the
 dots, the largest block, the reductions), its resources estimated as `warmup()` does
 (runtime/compiled.py) and its time predicted by runtime/perf_model.py with the GPU's fitted
 constants. Inside the block the autotuner ranks by the same model on the same GPU
@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from ..settings import configure
 from .gpus import gpu
-from .launch import ResourceWatcher, sampling, watching
+from .launch import sampling, watching
+from .resources import ResourceWatcher
 from .perf_model import CONSTANTS, Launch, Prediction, launch_of, predict
 
 # while `predicting` runs: its watcher, which the autotuner tells of each tuning (autotune._tune)
