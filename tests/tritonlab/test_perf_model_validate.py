@@ -88,3 +88,17 @@ def test_the_judge_counts_predictions_within_1_3x_and_picks_near_the_best(tmp_pa
     assert "| near | " in text and "| 1.20 |" in text and "| 2.50 |" in text
     args.timing = "do_bench"  # A at 1.0 ms is the best by do_bench
     assert v.judge(args)[2:] == (1, 1)
+
+
+def test_the_stored_validation_gives_the_documented_figures(tmp_path):
+    """docs/hardware.md's validation table is what the model as it is now makes of the stored
+    H200 predictions (their Launches) against the H200's stored device times: a change of
+    the model that moves these figures must move the table too (and its md file)."""
+    v = _module()
+    results = ROOT / "docs/results"
+    args = SimpleNamespace(predicted=results / "perf-model-predicted-h200-2026-12-05b.json",
+                           measured=results / "perf-model-measured-h200-2026-12-05b.json",
+                           md=tmp_path / "t.md", timing="device", stored=False)
+    assert v.judge(args) == (37, 43, 18, 20)
+    stored = (results / "perf-model-validation-h200-2026-12-05b.md").read_text()
+    assert (tmp_path / "t.md").read_text() == stored
