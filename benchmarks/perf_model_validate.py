@@ -421,7 +421,8 @@ def measure_all(args):
     env = Env(args.tutorials)
     start = time.perf_counter()
     for pair in _selected(args):
-        if pair.name in out["pairs"] and "error" not in out["pairs"][pair.name]:
+        if pair.name in out["pairs"] and "error" not in out["pairs"][pair.name] and \
+                not args.again:
             continue
         if time.perf_counter() - start > args.budget:
             print(f"budget spent: {pair.name} and later not measured", flush=True)
@@ -431,7 +432,8 @@ def measure_all(args):
             fn = pair.make(env)
             ms = _bench(fn)
             row = {"source": pair.source, "median_ms": ms[0], "p20_ms": ms[1], "p80_ms": ms[2],
-                   "device_ms": _safely(device_ms, fn), "configs": {}}
+                   "device_ms": _safely(device_ms, fn, args.calls), "calls": args.calls,
+                   "configs": {}}
             for key, attr in pair.tuned:
                 tuner = getattr(env.modules[key], attr)
                 configs, picked = list(tuner.configs), tuner.best_config
@@ -442,7 +444,7 @@ def measure_all(args):
                         tuner.cache.clear()
                         try:
                             timed[config_label(c)] = _bench(fn)[0]
-                            device[config_label(c)] = _safely(device_ms, fn)
+                            device[config_label(c)] = _safely(device_ms, fn, args.calls)
                             resources[config_label(c)] = _safely(_compiled_resources, tuner, c)
                         except Exception as e:  # noqa: BLE001 - out of resources, say
                             timed[config_label(c)] = f"{type(e).__name__}: {str(e)[:120]}"
@@ -576,6 +578,11 @@ def main(argv=None):
     sub.choices["predict"].add_argument("--gpu", default="H200")
     sub.choices["predict"].add_argument("--sample", type=int, default=16,
                                         help="programs run per launch (0: all)")
+    sub.choices["measure"].add_argument("--calls", type=int, default=10,
+                                        help="calls whose device times give each median "
+                                             "(more: less noise between near-equal configs)")
+    sub.choices["measure"].add_argument("--again", action="store_true",
+                                        help="measure the pairs --out already has again")
     sub.choices["measure"].add_argument("--budget", type=float, default=480,
                                         help="seconds after which no new pair starts")
     s = sub.add_parser("judge")
