@@ -195,6 +195,12 @@ def programs_per_sm(g, num_warps, registers, shared):
     return max(1, min(limits))
 
 
+def _soft_max(a, b, p):
+    """(a^p + b^p)^(1/p): the larger of a and b where one dominates, more than it where they
+    are alike (some steps wait for one, some for the other, some for both)."""
+    return (a ** p + b ** p) ** (1 / p)
+
+
 def predict(launch, gpu_name="H100", constants=None):
     """The predicted `Prediction` of a `Launch` on a GPU of runtime/gpus.py whose constants are
     in CONSTANTS (or the given `Constants`)."""
@@ -207,6 +213,8 @@ def predict(launch, gpu_name="H100", constants=None):
     slots = g.multiprocessor_count * per_sm
     resident = min(launch.programs, slots)
     waves = max(1, math.ceil(launch.programs / slots))
+    sms = g.multiprocessor_count
+    per_sm_rounds = math.ceil(launch.programs / sms)  # programs an SM runs, one after another
     in_flight = resident * launch.num_warps * c.warp_bytes * \
         (max(1, launch.num_stages - 1) if launch.pipelined else 1)
     attainable = c.mem_eff * g.bandwidth
@@ -217,28 +225,26 @@ def predict(launch, gpu_name="H100", constants=None):
     if launch.flops:
         tile = launch.tile or 128 * 128
         rate = dot_rate(g, launch.dot_dtype) * c.tc_eff * tile / (tile + c.tile_half)
-        sms = g.multiprocessor_count
         if launch.programs <= slots:  # one wave: only the SMs that got a program work
             compute = launch.flops / rate * sms / min(launch.programs, sms)
         else:  # the last wave of programs per SM takes as long as a full one
-            compute = launch.flops / rate * math.ceil(launch.programs / sms) * sms / \
-                launch.programs
+            compute = launch.flops / rate * per_sm_rounds * sms / launch.programs
     if launch.special:  # the special-function units, fed by the same warps as the tensor
         # cores (no warp specialization): their time adds to the MMAs'
-        compute += launch.special / (g.multiprocessor_count * c.special_rate)
+        compute += launch.special / (sms * c.special_rate)
     if launch.iterations:  # each trip waits for its loads, hidden by the stages in flight
         stages = max(1, launch.num_stages - 1) if launch.pipelined else 1
         latency = waves * launch.iterations * c.step_latency / stages
         # a trip waits for the longer of its MMAs and its loads, some trips for both
-        compute = (compute ** c.sharpness + latency ** c.sharpness) ** (1 / c.sharpness)
+        compute = _soft_max(compute, latency, c.sharpness)
     # many short programs: each costs the SM its start and end, whatever it moves
-    memory = max(memory, launch.programs / g.multiprocessor_count * c.program_cost)
+    memory = max(memory, launch.programs / sms * c.program_cost)
     if not launch.pipelined:  # each round of loads waits for memory: a wave of programs takes
-        rounds = waves * launch.rounds * c.round_latency  # at least its rounds' latencies
-        memory = (memory ** c.sharpness + rounds ** c.sharpness) ** (1 / c.sharpness)
+        waiting = waves * launch.rounds * c.round_latency  # at least its rounds' latencies
+        memory = _soft_max(memory, waiting, c.sharpness)
     if launch.pipelined and per_sm == 1:  # nothing else on the SM hides a program's
         # pipeline fill (its first stages' loads) and drain (its output tile's stores)
-        compute += math.ceil(launch.programs / g.multiprocessor_count) * c.fill
+        compute += per_sm_rounds * c.fill
     if launch.spills:  # local-memory traffic inside the loop: the whole program waits on it,
         slower = 1 + c.spill_factor * launch.spills  # the longer the more registers spill
         memory, compute = memory * slower, compute * slower

@@ -79,11 +79,11 @@ class LaunchPrediction:
 
 class _Launches(ResourceWatcher, check=False):
     """A ResourceWatcher that keeps what it saw of each launch apart: at each launch's end,
-    its record with the dots, largest block, reductions and bytes of its array arguments."""
+    its record with what the watcher noted of it and the bytes of its array arguments."""
 
     def __init__(self):
         super().__init__()
-        self.seen = []  # (record, dots, max_block, reductions, arg_bytes, dot lines)
+        self.seen = []  # (record, dots, max_block, reductions, arg bytes, sites, special, rounds)
         # (launches seen before it, kernel, ([(config label, seconds)], {label: Launch}))
         self.tunings = []
 
@@ -102,8 +102,7 @@ class _Launches(ResourceWatcher, check=False):
         arg_bytes = sum((b.view_hi - b.view_lo) * b.dtype.itemsize for b in ctx.memory.buffers)
         self.seen.append((ctx.record, self.dots, self.max_block, self.reductions, arg_bytes,
                           self.dot_sites, self.special, self.rounds))
-        self.dots, self.reductions, self.max_block, self.sites = [], [], 1, {}
-        self.special, self.rounds, self._group = 0, 1, None
+        self.reset()
 
 
 def _gpu_key(gpu_name):

@@ -14,6 +14,10 @@ class ResourceWatcher(context.Observer, check=False):
     warmup and the autotuner and for the performance model."""
 
     def __init__(self):
+        self.reset()
+
+    def reset(self):
+        """Forget what was seen: the next launch starts afresh."""
         self.dots = []  # (a dtype, b dtype, M, N, K, flops)
         self.sites = {}  # the kernel lines of the dots, (file, line): its first dot's tuple
         self.reductions = []  # (elements of the result, bytes per element)
