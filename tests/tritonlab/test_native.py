@@ -199,3 +199,187 @@ def test_native_side_stream_cuda_graph_and_misaligned_input():
     y.backward(dy)
     torch.testing.assert_close(odd.grad, dx_ref, rtol=0, atol=0)
     torch.testing.assert_close(go.grad, dg_ref, rtol=0, atol=0)
+
+
+# -- any op's native path (NativeOp, OpTable): the table's mechanics on the CPU (plans without
+# launches), the ops' plans against their registered ops on the GPU
+
+def _table(mod, create_graph=None):
+    return mod.OpTable("TestBackward", create_graph, None, None, _native.MISS)
+
+
+def test_op_table_misses_declines_and_records_the_backward():
+    """A signature without a plan misses; a plan allocates its result and, where a gradient
+    is wanted, records a node whose gradients follow the plan (dy itself; dy broadcast over a
+    last dimension); non-contiguous inputs and a plan without a backward decline or miss."""
+    mod = _module()
+    grads = mod.GRADS
+    x, y = torch.randn(4, 3), torch.randn(4, 3, 1)
+    table = _table(mod)
+    assert table(-1, 0, x, y) is _native.MISS and len(table) == 0
+    forward_only = mod.OpPlan(2, [([4, 3], torch.float64)], [], 2)
+    table.add(forward_only, x, y)
+    out = table(-1, 0, x, y)
+    assert out.shape == (4, 3) and out.dtype == torch.float64 and not out.requires_grad
+    xr, yr = x.clone().requires_grad_(), y.clone().requires_grad_()
+    assert table(-1, 0, xr, yr) is _native.MISS  # a gradient wanted, no backward yet
+    with torch.no_grad():
+        assert table(-1, 0, xr, yr) is not _native.MISS
+    both = mod.OpPlan(2, [([4, 3], torch.float32)], [], 2, True, [0, 2], [], [],
+                      [(grads["dy"], 0), (grads["expand_dy"], 0)], [[4, 3], [4, 3, 1]])
+    table.add(both, xr, yr)
+    out = table(-1, 0, xr, yr)
+    assert out.grad_fn.name() == "TestBackward"
+    dy = torch.randn(4, 3)
+    out.backward(dy)
+    assert torch.equal(xr.grad, dy) and torch.equal(yr.grad, dy.unsqueeze(-1))
+    # create_graph with no backward launches: the gradients' own graph (expand is linear)
+    dyr = dy.clone().requires_grad_()
+    (gy,) = torch.autograd.grad(table(-1, 0, xr, yr), yr, dyr, create_graph=True)
+    (back,) = torch.autograd.grad(gy.sum(), dyr)
+    assert torch.equal(back, torch.ones_like(dy))
+    assert table(-1, 0, torch.randn(3, 4).t(), y) is None  # not contiguous: the Python path
+    assert table(-1, 0, x.double(), y) is _native.MISS  # another signature
+    table.add(None, x.double(), y)  # refused: declines from now on
+    assert table(-1, 0, x.double(), y) is None
+    assert table(-1, 0, x, torch.nn.Parameter(y)) is not None  # a Parameter is a plain tensor
+
+
+def test_op_table_keeps_saved_outputs_without_a_cycle_and_checks_plans():
+    import gc
+    import weakref
+    mod = _module()
+    grads = mod.GRADS
+    x = torch.randn(5, requires_grad=True)
+    table = _table(mod)
+    table.add(mod.OpPlan(1, [([5], torch.float32)], [], 1, True, [1], [], [],
+                         [(grads["dy"], 0)], [[5]]), x)
+    out = table(-1, 0, x)
+    ref = weakref.ref(out)
+    del out
+    gc.collect()
+    assert ref() is None  # the saved output does not keep itself alive
+    with pytest.raises(ValueError, match="result must be an allocation"):
+        mod.OpPlan(1, [([5], torch.float32)], [], 0)
+    with pytest.raises(ValueError, match="gradient slot"):
+        mod.OpPlan(1, [([5], torch.float32)], [], 1, True, [], [], [], [(grads["slot"], 0)],
+                   [[5]])
+    launch = mod.Launch("k", 0, [1, 1, 1], 32, 0, [mod.KINDS["slot"]], [3])
+    with pytest.raises(ValueError, match="out of range"):
+        mod.OpPlan(1, [([5], torch.float32)], [launch], 1)
+    with pytest.raises(ValueError, match="CUDA"):
+        table.add(mod.OpPlan(1, [([5], torch.float32)],
+                             [mod.Launch("k", 0, [1, 1, 1], 32, 0, [], [])], 1), x)
+
+
+def test_native_ops_stay_off_on_the_simulator():
+    """On the CPU backend the ops never build or ask the native module."""
+    from tritonlab import backend
+    from tritonlab.kernels import elementwise, rowsum, softmax
+    if backend.DEVICE == "cuda":
+        pytest.skip("the CUDA backend")
+    for op in (elementwise._add_native, elementwise._gelu_native, softmax._native_softmax,
+               rowsum._native_row_sum):
+        assert not op.enabled and op((1024,), torch.randn(4)) is None and not op.tables
+
+
+def _native_cases():
+    from tritonlab.kernels import elementwise as ew
+    from tritonlab.kernels import rowsum, softmax
+    return {
+        "add": (ew.add, lambda a, b: ew.add_op.custom_op(a, b, 1024), 2),
+        "gelu": (ew.gelu, lambda a: ew.gelu_op.custom_op(a, 1024), 1),
+        "silu": (ew.silu, lambda a: ew.silu_op.custom_op(a, 1024), 1),
+        "softmax": (softmax.softmax,
+                    lambda a: softmax.softmax_op.custom_op(a, -1, None, None, None), 1),
+        "softmax online": (lambda a: softmax.softmax(a, variant="online"),
+                           lambda a: softmax.softmax_op.custom_op(a, -1, "online", None, None),
+                           1),
+        "row_sum": (rowsum.row_sum, lambda a: rowsum.row_sum_op.custom_op(a, None), 1),
+    }
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("case", ["add", "gelu", "silu", "softmax", "softmax online",
+                                  "row_sum"])
+@pytest.mark.parametrize("shape,dtype", [((4096,), torch.float32), ((64, 4096), torch.bfloat16),
+                                         ((3, 5, 1000), torch.float16),
+                                         ((7, 33), torch.float32)])
+def test_native_op_matches_the_registered_op(case, shape, dtype):
+    """Forward without and with a gradient, and the backward, bit for bit the registered op's
+    (the same kernels), with the native node recording the step once the kernels ran."""
+    _module()
+    ours, registered, arity = _native_cases()[case]
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    inputs = [torch.randn(shape, generator=gen, device="cuda", dtype=dtype)
+              for _ in range(arity)]
+    want = registered(*inputs)
+    dy = torch.randn(want.shape, generator=gen, device="cuda", dtype=dtype)
+
+    def step(fn):
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        out = fn(*leaves)
+        return out, torch.autograd.grad(out, leaves, dy), out.grad_fn.name()
+
+    for _ in range(3):  # the first calls compile through Triton and describe the plan
+        got = ours(*inputs)
+        out, grads, name = step(ours)
+    assert name.startswith("Tritonlab") and name.endswith("Backward") and "Function" not in name
+    ref_out, ref_grads, _ = step(registered)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(out, ref_out, rtol=0, atol=0)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@gpu
+@needs_cuda
+def test_native_ops_decline_what_they_were_not_planned_for():
+    """Misaligned, non-contiguous, broadcast and mixed inputs take the Python path with its
+    results and errors; create_graph: GeLU's second order raises as the registered op's,
+    add's and row_sum's work; a CUDA graph captures a native step."""
+    from tritonlab.kernels import elementwise as ew
+    from tritonlab.kernels import rowsum
+    _module()
+    x = torch.randn(64, 256, device="cuda")
+    for _ in range(3):
+        ew.gelu(x.requires_grad_(False).clone().requires_grad_()).sum().backward()
+    buf = torch.empty(x.numel() + 1, device="cuda")
+    odd = buf[1:].view(x.shape).copy_(x)
+    torch.testing.assert_close(ew.gelu(odd), ew.gelu(x), rtol=0, atol=0)
+    torch.testing.assert_close(ew.gelu(x.t()), ew.gelu(x).t(), rtol=0, atol=0)
+    torch.testing.assert_close(ew.add(x, x[0]), x + x[0], rtol=0, atol=0)
+    with pytest.raises(TypeError, match="dtypes differ"):
+        ew.add(x, x.half())
+    with pytest.raises(TypeError, match="dtype"):
+        ew.gelu(x.int())
+    xr = x.clone().requires_grad_()
+    (g,) = torch.autograd.grad(ew.gelu(xr), xr, torch.ones_like(x), create_graph=True)
+    with pytest.raises(NotImplementedError, match="double backward"):
+        g.sum().backward()
+    for _ in range(3):
+        y = rowsum.row_sum(xr)
+    assert y.grad_fn.name() == "TritonlabRowSumBackward"
+    (g,) = torch.autograd.grad(y, xr, torch.ones(64, device="cuda"), create_graph=True)
+    (gg,) = torch.autograd.grad((g * xr).sum(), xr)
+    torch.testing.assert_close(gg, torch.ones_like(x), rtol=0, atol=0)
+
+    xs = x.clone().requires_grad_()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        ew.silu(xs).sum().backward()
+    torch.cuda.current_stream().wait_stream(side)
+    xs.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ew.silu(xs)
+        y.backward(torch.ones_like(y))
+    assert y.grad_fn.name() == "TritonlabSiluBackward"
+    xs.grad.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    ref = x.clone().requires_grad_()
+    ew.silu_op.custom_op(ref, 1024).backward(torch.ones_like(x))
+    torch.testing.assert_close(xs.grad, ref.grad, rtol=0, atol=0)

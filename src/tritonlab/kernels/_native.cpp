@@ -12,6 +12,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/csrc/utils/pybind.h>
 #include <pybind11/stl.h>
@@ -25,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -274,6 +276,239 @@ std::optional<at::Tensor> rmsnorm_forward(const std::shared_ptr<const RMSNormPla
   return y;
 }
 
+
+// ---- Any op's native path: one table per op and options, one plan per input signature ----
+//
+// kernels/_native.py's NativeOp describes, once per signature, what an op's call does: the
+// tensors it allocates, the Triton launches of its forward, the tensors its backward keeps,
+// allocates and launches, and where each input's gradient comes from. `OpTable::call` then
+// runs a call with no Python: it finds the plan by the inputs' signature, allocates, launches
+// and, where a gradient is wanted, records an `OpBackward` node. Slots number the tensors of
+// a call: the inputs, then the forward's allocations, then dy and the backward's allocations.
+
+// Where an input's gradient comes from, in `OpPlan::grads`
+enum GradKind : int { kGradNone = 0, kGradSlot = 1, kGradDy = 2, kGradExpandDy = 3 };
+
+struct Alloc {
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype;
+};
+
+struct OpPlan {
+  int inputs = 0;                          // slots 0 .. inputs-1
+  std::vector<Alloc> allocs;               // slots inputs .. dy-1
+  std::vector<Launch> forward;
+  int result = 0;                          // the slot the call returns
+  bool differentiable = false;             // a backward is described (its kernels compiled)
+  std::vector<int> saved;                  // forward slots the backward reads
+  std::vector<Alloc> bwd_allocs;           // slots dy+1 ..
+  std::vector<Launch> backward;
+  std::vector<std::pair<int, int>> grads;  // per input: (GradKind, slot)
+  std::vector<std::vector<int64_t>> input_sizes;
+  int dy() const { return inputs + static_cast<int>(allocs.size()); }
+  int slots() const { return dy() + 1 + static_cast<int>(bwd_allocs.size()); }
+};
+
+using PlanPtr = std::shared_ptr<const OpPlan>;
+
+void allocate(const std::vector<Alloc>& allocs, int first, const at::TensorOptions& options,
+              std::vector<at::Tensor>& held, std::vector<uintptr_t>& slots) {
+  for (size_t j = 0; j < allocs.size(); ++j) {
+    at::Tensor t = at::empty(allocs[j].sizes, options.dtype(allocs[j].dtype));
+    slots[first + j] = address(t);
+    held[first + j] = std::move(t);
+  }
+}
+
+// This node as the pointer type `SavedVariable::unpack` takes (an output saved for its own
+// backward is unpacked against it)
+template <class N>
+NodePtr self_of(N* node) {
+  if constexpr (std::is_same_v<NodePtr, std::shared_ptr<Node>>)
+    return node->shared_from_this();
+  else
+    return NodePtr::reclaim_copy(node);
+}
+
+struct OpBackward : public Node {
+  PlanPtr plan;
+  std::string op;
+  std::vector<SavedVariable> saved;
+  py::object* create_graph = nullptr;  // the table's, never freed (no GIL in a destructor)
+  uintptr_t stream = 0;
+  int device = 0;
+
+  std::string name() const override { return op; }
+
+  void release_variables() override {
+    for (SavedVariable& s : saved) s.reset_data();
+  }
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor& dy = grads[0];
+    size_t n = plan->grads.size();
+    if (!dy.defined()) return variable_list(n);  // y's gradient is zero
+    std::vector<at::Tensor> kept;
+    for (SavedVariable& s : saved) kept.push_back(s.unpack(self_of(this)));
+    if (at::GradMode::is_enabled() && !plan->backward.empty()) {
+      // create_graph: through the registered ops, whose own gradients say they have none
+      py::gil_scoped_acquire gil;
+      if (create_graph == nullptr || create_graph->is_none())
+        throw std::runtime_error("tritonlab native: " + op + " has no create_graph backward");
+      py::tuple args(kept.size() + 1);
+      args[0] = py::cast(dy);
+      for (size_t i = 0; i < kept.size(); ++i) args[i + 1] = py::cast(kept[i]);
+      py::tuple out = (*create_graph)(*args);
+      variable_list result(n);
+      for (size_t i = 0; i < n && i < out.size(); ++i)
+        if (!out[i].is_none()) result[i] = out[i].cast<at::Tensor>();
+      return result;
+    }
+    std::vector<at::Tensor> held(plan->slots());
+    std::vector<uintptr_t> slots(plan->slots(), 0);
+    for (size_t k = 0; k < kept.size(); ++k) {
+      slots[plan->saved[k]] = address(kept[k]);
+      held[plan->saved[k]] = kept[k];
+    }
+    at::Tensor dy2 = dy.contiguous();
+    if (!aligned(dy2)) dy2 = dy2.clone();  // the kernels were compiled for 16-byte alignment
+    int d = plan->dy();
+    slots[d] = address(dy2);
+    held[d] = dy2;
+    allocate(plan->bwd_allocs, d + 1, dy2.options(), held, slots);
+    for (const Launch& launch : plan->backward) launch(slots, 0.f, stream, device);
+    variable_list result(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!should_compute_output(i)) continue;
+      auto [kind, slot] = plan->grads[i];
+      if (kind == kGradSlot) result[i] = held[slot];
+      else if (kind == kGradDy) result[i] = dy;
+      else if (kind == kGradExpandDy) result[i] = dy.unsqueeze(-1).expand(plan->input_sizes[i]);
+    }
+    return result;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const std::vector<int64_t>& key) const {
+    size_t h = key.size();
+    for (int64_t v : key) h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+constexpr size_t kMaxInputs = 4;
+constexpr size_t kMaxPlans = 4096;
+
+// What a call's tensors are, for the plan lookup: per tensor its dtype, device and sizes
+bool signature(const py::args& args, std::vector<int64_t>& key, const at::Tensor** tensors) {
+  if (args.size() == 0 || args.size() > kMaxInputs) return false;
+  key.push_back(static_cast<int64_t>(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyObject* obj = args[i].ptr();
+    if (!THPVariable_CheckExact(obj)) return false;  // a subclass: the dispatcher's
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    tensors[i] = &t;
+    key.push_back(static_cast<int64_t>(t.scalar_type()));
+    key.push_back(t.is_cuda() ? t.get_device() : -1 - static_cast<int64_t>(t.device().type()));
+    key.push_back(t.dim());
+    for (int64_t s : t.sizes()) key.push_back(s);
+  }
+  return true;
+}
+
+struct OpTable {
+  std::string op;  // the node's name
+  std::unordered_map<std::vector<int64_t>, PlanPtr, KeyHash> plans;  // nullptr: refused
+  py::object* create_graph = nullptr;
+  py::object* grad_ok = nullptr;  // () -> bool, asked before a node is recorded
+  py::object* knobs = nullptr;    // Triton's runtime knobs: a launch hook listening declines
+  py::object miss;
+
+  bool listening() const {
+    if (knobs == nullptr || knobs->is_none()) return false;
+    for (const char* name : {"launch_enter_hook", "launch_exit_hook"}) {
+      py::object hook = knobs->attr(name);
+      if (hook.is_none()) continue;
+      if (!py::hasattr(hook, "calls") || py::bool_(hook.attr("calls"))) return true;
+    }
+    return false;
+  }
+
+  // The call's result; None where this call takes the Python path (a subclass, another
+  // device, a refused signature, a non-contiguous or misaligned input, forward-mode AD, a
+  // profiler listening, a gradient that cannot be recorded); `miss` for a signature without
+  // a plan, or whose plan has no backward yet when a gradient is wanted.
+  py::object call(int64_t device, uintptr_t stream, const py::args& args) {
+    std::vector<int64_t> key;
+    key.reserve(24);
+    const at::Tensor* tensors[kMaxInputs];
+    if (!signature(args, key, tensors)) return py::none();
+    auto found = plans.find(key);
+    if (found == plans.end()) return miss;
+    PlanPtr plan = found->second;
+    if (!plan) return py::none();
+    size_t n = args.size();
+    bool grad = false;
+    for (size_t i = 0; i < n; ++i) {
+      const at::Tensor& t = *tensors[i];
+      if (!t.is_cuda() && !plan->forward.empty()) return py::none();
+      if (t.is_cuda() && t.get_device() != device) return py::none();
+      if (!t.is_contiguous() || !aligned(t) || torch::autograd::isFwGradDefined(t))
+        return py::none();
+      grad = grad || t.requires_grad();
+    }
+    grad = grad && at::GradMode::is_enabled();
+    if (grad && !plan->differentiable) return miss;
+    if (grad && grad_ok && !grad_ok->is_none() && !py::bool_((*grad_ok)())) return py::none();
+    if (listening()) return py::none();
+    std::vector<at::Tensor> held(plan->dy());
+    std::vector<uintptr_t> slots(plan->slots(), 0);
+    for (size_t i = 0; i < n; ++i) {
+      held[i] = *tensors[i];
+      slots[i] = address(held[i]);
+    }
+    {
+      at::NoGradGuard no_grad;
+      allocate(plan->allocs, plan->inputs, tensors[0]->options(), held, slots);
+    }
+    for (const Launch& launch : plan->forward)
+      launch(slots, 0.f, stream, static_cast<int>(device));
+    at::Tensor result = held[plan->result];
+    if (grad) {
+      NodePtr node = make_node<OpBackward>();
+      auto* self = static_cast<OpBackward*>(node.get());
+      self->plan = plan, self->op = op, self->create_graph = create_graph;
+      self->stream = stream, self->device = static_cast<int>(device);
+      std::vector<at::Tensor> inputs(held.begin(), held.begin() + n);
+      node->set_next_edges(torch::autograd::collect_next_edges(inputs));
+      torch::autograd::set_history(result, node);
+      for (int s : plan->saved)  // an output is saved after its history is set
+        self->saved.emplace_back(held[s], s == plan->result);
+    }
+    return py::reinterpret_steal<py::object>(THPVariable_Wrap(std::move(result)));
+  }
+
+  void add(const py::args& args, PlanPtr plan) {
+    std::vector<int64_t> key;
+    const at::Tensor* tensors[kMaxInputs];
+    if (!signature(args, key, tensors))
+      throw std::invalid_argument("OpTable.add: 1-4 plain tensors");
+    if (plan && plan->inputs != static_cast<int>(args.size()))
+      throw std::invalid_argument("OpTable.add: the plan takes another number of inputs");
+    if (plan && !tensors[0]->is_cuda() && (!plan->forward.empty() || !plan->backward.empty()))
+      throw std::invalid_argument("OpTable.add: launches need CUDA tensors");
+    if (plans.size() >= kMaxPlans) plans.clear();
+    plans[key] = std::move(plan);
+  }
+};
+
+std::vector<Alloc> allocs_of(const std::vector<std::pair<std::vector<int64_t>, at::ScalarType>>& a) {
+  std::vector<Alloc> out;
+  for (const auto& [sizes, dtype] : a) out.push_back(Alloc{sizes, dtype});
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_tritonlab_native, m) {
@@ -309,6 +544,75 @@ PYBIND11_MODULE(_tritonlab_native, m) {
         {"x", X}, {"g", G}, {"y", Y}, {"rstd", RSTD}, {"dy", DY}, {"dx", DX},
         {"partial", PARTIAL}, {"coef", COEF}, {"dg", DG}};
   });
+  m.attr("GRADS") = py::dict(py::arg("none") = int(kGradNone), py::arg("slot") = int(kGradSlot),
+                             py::arg("dy") = int(kGradDy),
+                             py::arg("expand_dy") = int(kGradExpandDy));
+  py::class_<OpPlan, std::shared_ptr<OpPlan>>(m, "OpPlan")
+      .def(py::init([](int inputs, std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> allocs,
+                       std::vector<Launch> forward, int result, bool differentiable,
+                       std::vector<int> saved,
+                       std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> bwd_allocs,
+                       std::vector<Launch> backward, std::vector<std::pair<int, int>> grads,
+                       std::vector<std::vector<int64_t>> input_sizes) {
+             auto plan = std::make_shared<OpPlan>();
+             plan->inputs = inputs, plan->allocs = allocs_of(allocs);
+             plan->forward = std::move(forward), plan->result = result;
+             plan->differentiable = differentiable, plan->saved = std::move(saved);
+             plan->bwd_allocs = allocs_of(bwd_allocs), plan->backward = std::move(backward);
+             plan->grads = std::move(grads), plan->input_sizes = std::move(input_sizes);
+             int d = plan->dy(), total = plan->slots();
+             if (inputs < 1 || inputs > static_cast<int>(kMaxInputs))
+               throw std::invalid_argument("OpPlan: 1-4 inputs");
+             if (result < inputs || result >= d)
+               throw std::invalid_argument("OpPlan: the result must be an allocation");
+             for (int s : plan->saved)
+               if (s < 0 || s >= d) throw std::invalid_argument("OpPlan: saved slot out of range");
+             if (differentiable) {
+               if (static_cast<int>(plan->grads.size()) != inputs ||
+                   static_cast<int>(plan->input_sizes.size()) != inputs)
+                 throw std::invalid_argument("OpPlan: one gradient and one size per input");
+               for (auto [kind, slot] : plan->grads)
+                 if (kind < kGradNone || kind > kGradExpandDy ||
+                     (kind == kGradSlot && (slot <= d || slot >= total)))
+                   throw std::invalid_argument("OpPlan: a gradient slot must be a backward allocation");
+             }
+             auto in_range = [](const std::vector<Launch>& ls, int lo, int hi) {
+               for (const Launch& l : ls)
+                 for (size_t i = 0; i < l.kinds.size(); ++i)
+                   if (l.kinds[i] == kSlot && (l.values[i] < lo || l.values[i] >= hi))
+                     throw std::invalid_argument("OpPlan: launch " + l.kernel + " reads a slot out of range");
+             };
+             in_range(plan->forward, 0, d);
+             in_range(plan->backward, 0, total);
+             return plan;
+           }),
+           py::arg("inputs"), py::arg("allocs"), py::arg("forward"), py::arg("result"),
+           py::arg("differentiable") = false, py::arg("saved") = std::vector<int>(),
+           py::arg("bwd_allocs") = std::vector<std::pair<std::vector<int64_t>, at::ScalarType>>(),
+           py::arg("backward") = std::vector<Launch>(),
+           py::arg("grads") = std::vector<std::pair<int, int>>(),
+           py::arg("input_sizes") = std::vector<std::vector<int64_t>>())
+      .def_property_readonly("dy", &OpPlan::dy)
+      .def_readonly("differentiable", &OpPlan::differentiable);
+  py::class_<OpTable, std::shared_ptr<OpTable>>(m, "OpTable")
+      .def(py::init([](std::string op, py::object create_graph, py::object grad_ok,
+                       py::object knobs, py::object miss) {
+             auto t = std::make_shared<OpTable>();
+             t->op = std::move(op);
+             t->create_graph = new py::object(std::move(create_graph));  // kept forever
+             t->grad_ok = new py::object(std::move(grad_ok));
+             t->knobs = new py::object(std::move(knobs));
+             t->miss = std::move(miss);
+             return t;
+           }),
+           py::arg("op"), py::arg("create_graph"), py::arg("grad_ok"), py::arg("knobs"),
+           py::arg("miss"))
+      .def("__call__", &OpTable::call, py::arg("device"), py::arg("stream"))
+      .def("add", [](OpTable& t, std::shared_ptr<OpPlan> plan, const py::args& args) {
+             t.add(args, std::move(plan));
+           }, py::arg("plan"))
+      .def("__len__", [](const OpTable& t) { return t.plans.size(); })
+      .def("clear", [](OpTable& t) { t.plans.clear(); });
   m.attr("KINDS") = py::dict(py::arg("slot") = int(kSlot), py::arg("i32") = int(kI32),
                              py::arg("i64") = int(kI64), py::arg("f32") = int(kF32),
                              py::arg("scalar") = int(kScalar));

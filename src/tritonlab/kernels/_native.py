@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from . import _launch
+from . import _launch, ops
 
 ENABLED = os.environ.get("TRITONLAB_NATIVE", "1") != "0"
 SOURCE = Path(__file__).with_name("_native.cpp")
@@ -180,3 +180,142 @@ def launch(bound, args):
             return f"{name}: a parameter of type {ty} given {type(arg).__name__}"
     return mod.Launch(name, runner.function, list(bound.grid3), 32 * warps, shared, kinds,
                       values)
+
+
+def module_nowait():
+    """`module()` where it is built; else None at once, with the build started in a thread
+    (once), so that a first call does not wait a minute for the compiler: calls take the
+    Python path until it is ready."""
+    if "module" in _state:
+        return _state["module"]
+    with _lock:
+        if "thread" not in _state:
+            _state["thread"] = threading.Thread(target=module, name="tritonlab-native-build",
+                                                daemon=True)
+            _state["thread"].start()
+    return None
+
+
+class _Miss:
+    """What an OpTable returns for a signature it has no plan for (or none with a backward
+    where a gradient is wanted)."""
+
+    def __repr__(self):
+        return "MISS"
+
+
+MISS = _Miss()
+GRAD_DY, GRAD_EXPAND_DY = ("dy",), ("expand_dy",)  # `describe`'s gradients besides a Slot
+
+
+class NativeOp:
+    """One op's native path (_native.cpp's OpTable): `op(options, *tensors)` is the op's
+    result made in C++ (checks, allocation, launches and, where a gradient is wanted, a C++
+    autograd node whose backward launches the backward kernels), or None where the call takes
+    the Python path. `options` are the op's other arguments (a hashable tuple): one table
+    each. A table keys its plans by the tensors' dtypes, devices and shapes; a signature's
+    first call misses, and `describe(options, *tensors)` makes its plan from the op's Python
+    launch plan: `plan(...)`, or None while its kernels have not run through Triton yet (the
+    call takes the Python path, which compiles them), or a string saying why this signature
+    never takes the native path. A plan without a backward (its kernels not compiled yet) serves
+    calls that want no gradient, and is described again on the first call that wants one.
+    Calls the table declines (see OpTable::call): tensor subclasses, non-contiguous or
+    misaligned inputs, another device than the current one, forward-mode AD, compiled
+    autograd, a Triton launch hook listening. `create_graph(options)` gives the backward under
+    create_graph: a function (dy, *saved tensors) -> gradients, through the registered ops.
+    `enabled`: the kernel module runs on CUDA (not the simulator's copy)."""
+
+    def __init__(self, name, describe, create_graph=None, enabled=True):
+        self.name, self.describe, self.create_graph = name, describe, create_graph
+        self.enabled = enabled and ENABLED
+        self.tables, self.why = {}, {}
+
+    def __call__(self, options, *tensors):
+        if not self.enabled or torch.compiler.is_compiling():
+            return None  # Dynamo traces the Python path: the op is one node in its graph
+        table = self.tables.get(options)
+        if table is None:
+            table = self._table(options)
+            if table is None:
+                return None
+        device = _launch.current_device()
+        out = table(device, _launch.raw_stream(device), *tensors)
+        if out is MISS:
+            out = self._miss(table, options, tensors, device)
+        return out
+
+    def _table(self, options):
+        mod = module_nowait()
+        if mod is None:
+            if "module" in _state:  # it cannot be built: no native path for this op
+                self.enabled = False
+            return None
+        import triton
+        knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
+        backward = self.create_graph(options) if self.create_graph else None
+        table = self.tables[options] = mod.OpTable(
+            self.name, backward, _grad_ok, knobs, MISS)
+        return table
+
+    def _miss(self, table, options, tensors, device):
+        try:
+            plan = self.describe(options, *tensors)
+        except Exception:  # a bad call: the Python path raises its own error
+            return None
+        if plan is None:
+            return None
+        if isinstance(plan, str):
+            self.why[options] = plan
+            table.add(None, *tensors)
+            return None
+        table.add(plan, *tensors)
+        out = table(device, _launch.raw_stream(device), *tensors)
+        return None if out is MISS else out
+
+    def clear(self):
+        """Forget every plan (a tuning changed)."""
+        for table in self.tables.values():
+            table.clear()
+
+
+def _grad_ok():
+    return not ops.compiled_autograd()
+
+
+def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None,
+         grads=()):
+    """An OpPlan for `NativeOp.describe`, or a string saying why there is none, or None while
+    a kernel has not run through Triton yet. `inputs`: the call's tensors (slots 0..); `allocs`:
+    (shape, dtype) of the forward's new tensors (the next slots); `forward`: (Bound, arguments)
+    per launch, in order, arguments as `launch` takes them (Slot(i) for slot i); `result`: the
+    returned slot. The backward, None where there is none yet: `saved` forward slots, the
+    slot of dy next after the forward's, then `bwd_allocs`, the `backward` launches, and per
+    input its gradient: Slot(i), GRAD_DY (dy itself), GRAD_EXPAND_DY (dy with a last dimension
+    of the input's size) or None."""
+    mod = module()
+    launches = []
+    for part in (forward, backward or ()):
+        made = []
+        for bound, args in part:
+            if bound.runner is None:
+                return None
+            made.append(launch(bound, args))
+            if isinstance(made[-1], str):
+                return made[-1]
+        launches.append(made)
+    kinds = mod.GRADS
+    described = []
+    for grad in grads:
+        if grad is None:
+            described.append((kinds["none"], 0))
+        elif isinstance(grad, Slot):
+            described.append((kinds["slot"], grad.index))
+        else:
+            described.append((kinds[grad[0]], 0))
+    ready = backward is not None
+    return mod.OpPlan(
+        len(inputs), [(list(s), d) for s, d in allocs], launches[0], result.index, ready,
+        [s.index for s in saved] if ready else [],
+        [(list(s), d) for s, d in bwd_allocs] if ready else [],
+        launches[1] if ready else [], described if ready else [],
+        [list(t.shape) for t in inputs] if ready else [])

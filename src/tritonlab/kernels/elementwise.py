@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from ..backend import DEVICE, tl, triton
-from . import ops
-from ._checks import check_inputs, grid_1d
-from ._launch import launch
+from . import _native, ops
+from ._checks import FLOAT_DTYPES, check_inputs, grid_1d
+from ._launch import Bound, PlanCache
 
 DEFAULT_BLOCK = 1024
 
@@ -76,13 +76,47 @@ def silu_bwd_kernel(dy_ptr, x_ptr, dx_ptr, n_elements, BLOCK_SIZE: tl.constexpr)
     tl.store(dx_ptr + offsets, dy * s * (1.0 + x * (1.0 - s)), mask=mask)  # write n
 
 
+_BOUNDS = PlanCache()
+
+
+def _bound(kernel, n, block_size):
+    """The launch of `kernel` over n elements in blocks of block_size (one per signature: its
+    later calls skip Triton's dispatch, and the native path describes it)."""
+    return _BOUNDS.get((kernel, n, block_size), lambda: Bound(
+        kernel, grid_1d(n, block_size), BLOCK_SIZE=block_size))
+
+
 def _launch(kernel, inputs, block_size, shape=None):
     out = torch.empty(inputs[0].shape if shape is None else shape, dtype=inputs[0].dtype,
                       device=inputs[0].device)
     n = out.numel()
     if n:
-        launch(kernel, grid_1d(n, block_size), *inputs, out, n, BLOCK_SIZE=block_size)
+        _bound(kernel, n, block_size)(*inputs, out, n)
     return out
+
+
+def _describe(kernel, bwd_kernel, tensors, block_size, grads):
+    """The native plan (kernels/_native.py) of an element-wise op on contiguous `tensors` of
+    one shape and dtype: out = kernel(*tensors); the backward launches bwd_kernel(dy, x) where
+    `grads` is None, else gives each input the gradient `grads` names."""
+    x = tensors[0]
+    n = x.numel()
+    if not n or x.dtype not in FLOAT_DTYPES or any(
+            t.shape != x.shape or t.dtype != x.dtype for t in tensors):
+        return "empty, broadcast or mixed-dtype inputs, or a dtype the kernels do not take"
+    S = _native.Slot
+    inputs = [S(i) for i in range(len(tensors))]
+    out, dy, dx = S(len(tensors)), S(len(tensors) + 1), S(len(tensors) + 2)
+    forward = [(_bound(kernel, n, block_size), (*inputs, out, n))]
+    if grads is not None:
+        return _native.plan(tensors, [(x.shape, x.dtype)], forward, out, backward=[],
+                            grads=grads)
+    bwd = _bound(bwd_kernel, n, block_size)
+    ready = bwd.runner is not None
+    return _native.plan(tensors, [(x.shape, x.dtype)], forward, out, saved=[inputs[0]],
+                        bwd_allocs=[(x.shape, x.dtype)],
+                        backward=[(bwd, (dy, inputs[0], dx, n))] if ready else None,
+                        grads=[dx])
 
 
 # -- add: torch's broadcasting; both inputs of one dtype (torch would promote)
@@ -124,9 +158,19 @@ add_op = ops.define(__name__, "add", "(Tensor x, Tensor y, int block_size) -> Te
                     _add_impl, _add_fake, _add_backward, _add_setup)
 
 
+_add_native = _native.NativeOp(
+    "TritonlabAddBackward",
+    lambda options, x, y: _describe(add_kernel, None, (x, y), options[0],
+                                    [_native.GRAD_DY, _native.GRAD_DY]),
+    enabled=DEVICE == "cuda")
+
+
 def add(x, y, block_size=DEFAULT_BLOCK):
     """x + y for fp32/fp16/bf16 tensors of one dtype, broadcast as torch broadcasts;
     differentiable (any order)."""
+    out = _add_native((block_size,), x, y)
+    if out is not None:
+        return out
     ops.require_tensors("add", x, y)
     return add_op(x, y, block_size)
 
@@ -178,9 +222,24 @@ gelu_op, gelu_backward_op = _activation("gelu", gelu_kernel, gelu_bwd_kernel)
 silu_op, silu_backward_op = _activation("silu", silu_kernel, silu_bwd_kernel)
 
 
+def _native_activation(name, kernel, bwd_kernel, bwd_op):
+    return _native.NativeOp(
+        f"Tritonlab{name.capitalize()}Backward",
+        lambda options, x: _describe(kernel, bwd_kernel, (x,), options[0], None),
+        lambda options: lambda dy, x: (bwd_op(dy, x, options[0]),),
+        enabled=DEVICE == "cuda")
+
+
+_gelu_native = _native_activation("gelu", gelu_kernel, gelu_bwd_kernel, gelu_backward_op)
+_silu_native = _native_activation("silu", silu_kernel, silu_bwd_kernel, silu_backward_op)
+
+
 def gelu(x, block_size=DEFAULT_BLOCK):
     """GeLU (tanh approximation), computed in fp32 and stored in x's dtype (fp32/fp16/bf16);
     differentiable (first order)."""
+    y = _gelu_native((block_size,), x)
+    if y is not None:
+        return y
     ops.require_tensors("gelu", x)
     return gelu_op(x, block_size)
 
@@ -188,5 +247,8 @@ def gelu(x, block_size=DEFAULT_BLOCK):
 def silu(x, block_size=DEFAULT_BLOCK):
     """SiLU, x * sigmoid(x), computed in fp32 and stored in x's dtype (fp32/fp16/bf16);
     differentiable (first order)."""
+    y = _silu_native((block_size,), x)
+    if y is not None:
+        return y
     ops.require_tensors("silu", x)
     return silu_op(x, block_size)

@@ -19,7 +19,7 @@ import math
 import torch
 
 from ..backend import DEVICE, tl, triton
-from . import ops
+from . import _native, ops
 from ._checks import FLOAT64_DTYPES, check_inputs, compute_dtype
 from ._launch import Bound, PlanCache
 from .tuning import tuning_for
@@ -121,9 +121,28 @@ row_sum_op = ops.define(__name__, "row_sum", "(Tensor x, int? block_size) -> Ten
                         _row_sum_impl, _row_sum_fake, _backward, _setup)
 
 
+def _describe(options, x):
+    """The native plan (kernels/_native.py) of row_sum: the kernel's one launch; the gradient
+    is dy broadcast over the last dimension."""
+    plan = _PLANS.of(_signature, _Plan, x, *options)
+    if x.dim() == 0 or plan.kernel is None:
+        return "a 0-d or empty x"
+    S = _native.Slot
+    return _native.plan((x,), [(plan.out_shape, x.dtype)],
+                        [(plan.kernel, (S(0), S(1), *plan.tail))], S(1), backward=[],
+                        grads=[_native.GRAD_EXPAND_DY])
+
+
+_native_row_sum = _native.NativeOp("TritonlabRowSumBackward", _describe,
+                                   enabled=DEVICE == "cuda")
+
+
 def row_sum(x, block_size=None):
     """x.sum(-1) for fp32/fp16/bf16/fp64, accumulated in fp32 (fp64 for fp64), returned in x's
     dtype; differentiable (any order). `block_size` runs the lecture's one-row kernel with
     that block (a power of two); by default the tuned kernel runs."""
+    out = _native_row_sum((block_size,), x)
+    if out is not None:
+        return out
     ops.require_tensors("row_sum", x)
     return row_sum_op(x, block_size)

@@ -30,7 +30,7 @@ import math
 import torch
 
 from ..backend import DEVICE, tl, triton
-from . import _exchange, ops
+from . import _exchange, _native, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
 from ._launch import Bound, PlanCache, scratch
@@ -451,6 +451,31 @@ softmax_op = ops.define(__name__, "softmax", "(Tensor x, " + _SCHEMA, _softmax_i
                         _softmax_fake, _backward, _setup)
 
 
+def _describe(options, x):
+    """The native plan (kernels/_native.py) of softmax over the last dimension of x, with the
+    one-kernel variants (row, rows, online); the backward launches the backward kernel on the
+    saved output."""
+    dim = options[0]
+    if x.dim() == 0 or dim not in (-1, x.dim() - 1):
+        return "a 0-d x, or softmax over another dimension than the last"
+    fwd, bwd = _launch_for("softmax", *options, x), _launch_for("softmax backward", *options, x, x)
+    if fwd.kernel is None or fwd.stats is not None or fwd.exchange is not None:
+        return "an empty x, or the split or exchange variant (scratch buffers)"
+    S = _native.Slot
+    x_, y, dy, dx = S(0), S(1), S(2), S(3)
+    return _native.plan(
+        (x,), [(x.shape, x.dtype)], [(fwd.kernel, (x_, y, *fwd.tail))], y, saved=[y],
+        bwd_allocs=[(x.shape, x.dtype)],
+        backward=[(bwd.kernel, (dy, y, dx, *bwd.tail))] if bwd.kernel.runner else None,
+        grads=[dx])
+
+
+_native_softmax = _native.NativeOp(
+    "TritonlabSoftmaxBackward", _describe,
+    lambda options: lambda dy, y: (softmax_backward_op(dy, y, *options),),
+    enabled=DEVICE == "cuda")
+
+
 def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
     """softmax(x, dim) for fp32/fp16/bf16/fp64 tensors of any shape, in x's dtype;
     differentiable (first order).
@@ -460,5 +485,8 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
     and "exchange"); by default rows up to 32768 elements use one program per row (several
     rows per program below 1024), longer fp32 rows the exchange (pieces of 8192 columns that
     meet in memory), other long rows the online kernel."""
+    y = _native_softmax((dim, variant, block_size, rows_per_program), x)
+    if y is not None:
+        return y
     ops.require_tensors("softmax", x)
     return softmax_op(x, dim, variant, block_size, rows_per_program)
