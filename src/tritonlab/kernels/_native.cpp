@@ -322,12 +322,12 @@ void allocate(const std::vector<Alloc>& allocs, int first, const at::TensorOptio
 
 // This node as the pointer type `SavedVariable::unpack` takes (an output saved for its own
 // backward is unpacked against it)
-template <class N>
-NodePtr self_of(N* node) {
-  if constexpr (std::is_same_v<NodePtr, std::shared_ptr<Node>>)
+template <class P, class N>
+P self_of(N* node) {  // P is NodePtr: a template argument, so only one branch is compiled
+  if constexpr (std::is_same_v<P, std::shared_ptr<Node>>)
     return node->shared_from_this();
   else
-    return NodePtr::reclaim_copy(node);
+    return P::reclaim_copy(node);
 }
 
 struct OpBackward : public Node {
@@ -349,7 +349,7 @@ struct OpBackward : public Node {
     size_t n = plan->grads.size();
     if (!dy.defined()) return variable_list(n);  // y's gradient is zero
     std::vector<at::Tensor> kept;
-    for (SavedVariable& s : saved) kept.push_back(s.unpack(self_of(this)));
+    for (SavedVariable& s : saved) kept.push_back(s.unpack(self_of<NodePtr>(this)));
     if (at::GradMode::is_enabled() && !plan->backward.empty()) {
       // create_graph: through the registered ops, whose own gradients say they have none
       py::gil_scoped_acquire gil;
