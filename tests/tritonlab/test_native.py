@@ -216,33 +216,33 @@ def test_op_table_misses_declines_and_records_the_backward():
     grads = mod.GRADS
     x, y = torch.randn(4, 3), torch.randn(4, 3, 1)
     table = _table(mod)
-    assert table(-1, 0, x, y) is _native.MISS and len(table) == 0
+    assert mod.call(table, x, y) is _native.MISS and len(table) == 0
     forward_only = mod.OpPlan(2, [([4, 3], torch.float64)], [], 2)
     table.add(forward_only, x, y)
-    out = table(-1, 0, x, y)
+    out = mod.call(table, x, y)
     assert out.shape == (4, 3) and out.dtype == torch.float64 and not out.requires_grad
     xr, yr = x.clone().requires_grad_(), y.clone().requires_grad_()
-    assert table(-1, 0, xr, yr) is _native.MISS  # a gradient wanted, no backward yet
+    assert mod.call(table, xr, yr) is _native.MISS  # a gradient wanted, no backward yet
     with torch.no_grad():
-        assert table(-1, 0, xr, yr) is not _native.MISS
+        assert mod.call(table, xr, yr) is not _native.MISS
     both = mod.OpPlan(2, [([4, 3], torch.float32)], [], 2, True, [0, 2], [], [],
                       [(grads["dy"], 0), (grads["expand_dy"], 0)], [[4, 3], [4, 3, 1]])
     table.add(both, xr, yr)
-    out = table(-1, 0, xr, yr)
+    out = mod.call(table, xr, yr)
     assert out.grad_fn.name() == "TestBackward"
     dy = torch.randn(4, 3)
     out.backward(dy)
     assert torch.equal(xr.grad, dy) and torch.equal(yr.grad, dy.unsqueeze(-1))
     # create_graph with no backward launches: the gradients' own graph (expand is linear)
     dyr = dy.clone().requires_grad_()
-    (gy,) = torch.autograd.grad(table(-1, 0, xr, yr), yr, dyr, create_graph=True)
+    (gy,) = torch.autograd.grad(mod.call(table, xr, yr), yr, dyr, create_graph=True)
     (back,) = torch.autograd.grad(gy.sum(), dyr)
     assert torch.equal(back, torch.ones_like(dy))
-    assert table(-1, 0, torch.randn(3, 4).t(), y) is None  # not contiguous: the Python path
-    assert table(-1, 0, x.double(), y) is _native.MISS  # another signature
+    assert mod.call(table, torch.randn(3, 4).t(), y) is None  # not contiguous: the Python path
+    assert mod.call(table, x.double(), y) is _native.MISS  # another signature
     table.add(None, x.double(), y)  # refused: declines from now on
-    assert table(-1, 0, x.double(), y) is None
-    assert table(-1, 0, x, torch.nn.Parameter(y)) is not None  # a Parameter is a plain tensor
+    assert mod.call(table, x.double(), y) is None
+    assert mod.call(table, x, torch.nn.Parameter(y)) is not None  # a Parameter is a plain tensor
 
 
 def test_op_table_keeps_saved_outputs_without_a_cycle_and_checks_plans():
@@ -254,7 +254,7 @@ def test_op_table_keeps_saved_outputs_without_a_cycle_and_checks_plans():
     table = _table(mod)
     table.add(mod.OpPlan(1, [([5], torch.float32)], [], 1, True, [1], [], [],
                          [(grads["dy"], 0)], [[5]]), x)
-    out = table(-1, 0, x)
+    out = mod.call(table, x)
     ref = weakref.ref(out)
     del out
     gc.collect()
@@ -383,3 +383,46 @@ def test_native_ops_decline_what_they_were_not_planned_for():
     ref = x.clone().requires_grad_()
     ew.silu_op.custom_op(ref, 1024).backward(torch.ones_like(x))
     torch.testing.assert_close(xs.grad, ref.grad, rtol=0, atol=0)
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu"])
+@pytest.mark.parametrize("m,k,n,dtype", [(48, 40, 56, torch.float32),
+                                         (256, 256, 256, torch.bfloat16),
+                                         (100, 64, 72, torch.float16)])
+def test_native_matmul_matches_the_registered_op(activation, m, k, n, dtype):
+    """The pointer kernel's product and its three backward launches, bit for bit the
+    registered op's; a frozen b gets no gradient (its launch skipped); without an activation
+    the gradient's own gradient works (create_graph through the registered op)."""
+    from tritonlab.kernels import matmul as mm
+    _module()
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(m, k, generator=gen, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, generator=gen, device="cuda", dtype=dtype)
+    dc = torch.randn(m, n, generator=gen, device="cuda", dtype=dtype)
+
+    def step(fn, frozen=False):
+        ar, br = a.clone().requires_grad_(), b.clone().requires_grad_(not frozen)
+        c = fn(ar, br)
+        c.backward(dc)
+        return c, ar.grad, br.grad, c.grad_fn.name()
+
+    ours = lambda x, y: mm.matmul(x, y, activation)  # noqa: E731
+    registered = lambda x, y: mm.matmul_op.custom_op(x, y, activation, None)  # noqa: E731
+    for _ in range(3):
+        got = ours(a, b)
+        c, da, db, name = step(ours)
+    assert name == "TritonlabMatmulBackward"
+    c_ref, da_ref, db_ref, _ = step(registered)
+    for x, y in ((got, c_ref), (c, c_ref), (da, da_ref), (db, db_ref)):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    _, da_frozen, db_frozen, name = step(ours, frozen=True)
+    assert name == "TritonlabMatmulBackward" and db_frozen is None
+    torch.testing.assert_close(da_frozen, da_ref, rtol=0, atol=0)
+    if activation == "none":
+        ar, br = a.clone().requires_grad_(), b.clone().requires_grad_()
+        (ga,) = torch.autograd.grad(ours(ar, br), ar, dc, create_graph=True)
+        (gb,) = torch.autograd.grad(ga.float().sum(), br)  # d/db sum(dc @ b^T) = colsum(dc)
+        torch.testing.assert_close(gb.float(), dc.float().sum(0).unsqueeze(0).expand(k, n),
+                                   rtol=2e-2, atol=2e-2)

@@ -78,7 +78,7 @@ def test_hopper_rules_give_the_measured_choices():
 
 
 def _recording(monkeypatch, module):
-    """The kernels `module` launches from now on, in order: through `launch`, or through the
+    """The kernels `module` launches from now on, in order: through `launch` and through the
     `Bound` launches of its plans (whose cache starts empty, so that new plans read the
     patched tuning)."""
     launched = []
@@ -86,7 +86,8 @@ def _recording(monkeypatch, module):
         real = module.launch
         monkeypatch.setattr(module, "launch",
                             lambda k, *a, **kw: launched.append(k) or real(k, *a, **kw))
-        return launched
+        if not hasattr(module, "Bound"):
+            return launched
 
     class Recording(_launch.Bound):
         __slots__ = ()
@@ -95,7 +96,7 @@ def _recording(monkeypatch, module):
             launched.append(self.kernel)
             return super().__call__(*args)
     monkeypatch.setattr(module, "Bound", Recording)
-    for name in ("_PLANS", "_LAUNCHES"):
+    for name in ("_PLANS", "_LAUNCHES", "_ACT_GRAD", "_BOUNDS"):
         if hasattr(module, name):
             monkeypatch.setattr(module, name, _launch.PlanCache())
     return launched

@@ -303,6 +303,8 @@ struct OpPlan {
   std::vector<int> saved;                  // forward slots the backward reads
   std::vector<Alloc> bwd_allocs;           // slots dy+1 ..
   std::vector<Launch> backward;
+  std::vector<int> backward_for;           // per backward launch: -1, or the input whose
+                                           // gradient it serves (skipped where not wanted)
   std::vector<std::pair<int, int>> grads;  // per input: (GradKind, slot)
   std::vector<std::vector<int64_t>> input_sizes;
   int dy() const { return inputs + static_cast<int>(allocs.size()); }
@@ -376,7 +378,11 @@ struct OpBackward : public Node {
     slots[d] = address(dy2);
     held[d] = dy2;
     allocate(plan->bwd_allocs, d + 1, dy2.options(), held, slots);
-    for (const Launch& launch : plan->backward) launch(slots, 0.f, stream, device);
+    for (size_t k = 0; k < plan->backward.size(); ++k) {
+      int wanted = k < plan->backward_for.size() ? plan->backward_for[k] : -1;
+      if (wanted < 0 || should_compute_output(static_cast<size_t>(wanted)))
+        plan->backward[k](slots, 0.f, stream, device);
+    }
     variable_list result(n);
     for (size_t i = 0; i < n; ++i) {
       if (!should_compute_output(i)) continue;
@@ -401,11 +407,12 @@ constexpr size_t kMaxInputs = 4;
 constexpr size_t kMaxPlans = 4096;
 
 // What a call's tensors are, for the plan lookup: per tensor its dtype, device and sizes
-bool signature(const py::args& args, std::vector<int64_t>& key, const at::Tensor** tensors) {
-  if (args.size() == 0 || args.size() > kMaxInputs) return false;
-  key.push_back(static_cast<int64_t>(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    PyObject* obj = args[i].ptr();
+bool signature(PyObject* const* args, size_t n, std::vector<int64_t>& key,
+               const at::Tensor** tensors) {
+  if (n == 0 || n > kMaxInputs) return false;
+  key.push_back(static_cast<int64_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* obj = args[i];
     if (!THPVariable_CheckExact(obj)) return false;  // a subclass: the dispatcher's
     const at::Tensor& t = THPVariable_Unpack(obj);
     tensors[i] = &t;
@@ -415,6 +422,25 @@ bool signature(const py::args& args, std::vector<int64_t>& key, const at::Tensor
     for (int64_t s : t.sizes()) key.push_back(s);
   }
   return true;
+}
+
+// torch's current CUDA device and its current stream, through the functions torch's Python
+// module offers (set_cuda): the native module has no CUDA headers
+py::object* cuda_device = nullptr;  // torch._C._cuda_getDevice
+py::object* cuda_stream = nullptr;  // torch._C._cuda_getCurrentRawStream
+
+void current_stream(int64_t& device, uintptr_t& stream) {
+  if (cuda_device == nullptr || cuda_stream == nullptr)
+    throw std::runtime_error("tritonlab native: set_cuda was not called");
+  PyObject* d = PyObject_CallNoArgs(cuda_device->ptr());
+  if (d == nullptr) throw py::error_already_set();
+  device = PyLong_AsLongLong(d);
+  PyObject* s = PyObject_CallOneArg(cuda_stream->ptr(), d);
+  Py_DECREF(d);
+  if (s == nullptr) throw py::error_already_set();
+  stream = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(s));
+  Py_DECREF(s);
+  if (PyErr_Occurred()) throw py::error_already_set();
 }
 
 struct OpTable {
@@ -439,16 +465,18 @@ struct OpTable {
   // device, a refused signature, a non-contiguous or misaligned input, forward-mode AD, a
   // profiler listening, a gradient that cannot be recorded); `miss` for a signature without
   // a plan, or whose plan has no backward yet when a gradient is wanted.
-  py::object call(int64_t device, uintptr_t stream, const py::args& args) {
+  py::object call(PyObject* const* args, size_t n) {
     std::vector<int64_t> key;
     key.reserve(24);
     const at::Tensor* tensors[kMaxInputs];
-    if (!signature(args, key, tensors)) return py::none();
+    if (!signature(args, n, key, tensors)) return py::none();
     auto found = plans.find(key);
     if (found == plans.end()) return miss;
     PlanPtr plan = found->second;
     if (!plan) return py::none();
-    size_t n = args.size();
+    int64_t device = -1;
+    uintptr_t stream = 0;
+    if (tensors[0]->is_cuda()) current_stream(device, stream);
     bool grad = false;
     for (size_t i = 0; i < n; ++i) {
       const at::Tensor& t = *tensors[i];
@@ -492,9 +520,11 @@ struct OpTable {
   void add(const py::args& args, PlanPtr plan) {
     std::vector<int64_t> key;
     const at::Tensor* tensors[kMaxInputs];
-    if (!signature(args, key, tensors))
+    std::vector<PyObject*> objects;
+    for (const py::handle& h : args) objects.push_back(h.ptr());
+    if (!signature(objects.data(), objects.size(), key, tensors))
       throw std::invalid_argument("OpTable.add: 1-4 plain tensors");
-    if (plan && plan->inputs != static_cast<int>(args.size()))
+    if (plan && plan->inputs != static_cast<int>(objects.size()))
       throw std::invalid_argument("OpTable.add: the plan takes another number of inputs");
     if (plan && !tensors[0]->is_cuda() && (!plan->forward.empty() || !plan->backward.empty()))
       throw std::invalid_argument("OpTable.add: launches need CUDA tensors");
@@ -508,6 +538,32 @@ std::vector<Alloc> allocs_of(const std::vector<std::pair<std::vector<int64_t>, a
   for (const auto& [sizes, dtype] : a) out.push_back(Alloc{sizes, dtype});
   return out;
 }
+
+
+// `call(table, *tensors)`: OpTable::call without pybind's argument handling (a few hundred
+// nanoseconds of a call that costs a few microseconds in all)
+PyObject* fast_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  try {
+    if (nargs < 1) {
+      PyErr_SetString(PyExc_TypeError, "call(table, *tensors)");
+      return nullptr;
+    }
+    OpTable* table = py::cast<OpTable*>(py::handle(args[0]));
+    return table->call(args + 1, static_cast<size_t>(nargs - 1)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const py::cast_error& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyMethodDef fast_call_def = {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_call)),
+                             METH_FASTCALL, "call(table, *tensors): the op's result, None or MISS"};
 
 }  // namespace
 
@@ -553,13 +609,19 @@ PYBIND11_MODULE(_tritonlab_native, m) {
                        std::vector<int> saved,
                        std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> bwd_allocs,
                        std::vector<Launch> backward, std::vector<std::pair<int, int>> grads,
-                       std::vector<std::vector<int64_t>> input_sizes) {
+                       std::vector<std::vector<int64_t>> input_sizes,
+                       std::vector<int> backward_for) {
              auto plan = std::make_shared<OpPlan>();
              plan->inputs = inputs, plan->allocs = allocs_of(allocs);
              plan->forward = std::move(forward), plan->result = result;
              plan->differentiable = differentiable, plan->saved = std::move(saved);
              plan->bwd_allocs = allocs_of(bwd_allocs), plan->backward = std::move(backward);
              plan->grads = std::move(grads), plan->input_sizes = std::move(input_sizes);
+             plan->backward_for = std::move(backward_for);
+             if (!plan->backward_for.empty() && plan->backward_for.size() != plan->backward.size())
+               throw std::invalid_argument("OpPlan: backward_for names one input per backward launch");
+             for (int i : plan->backward_for)
+               if (i < -1 || i >= inputs) throw std::invalid_argument("OpPlan: backward_for out of range");
              int d = plan->dy(), total = plan->slots();
              if (inputs < 1 || inputs > static_cast<int>(kMaxInputs))
                throw std::invalid_argument("OpPlan: 1-4 inputs");
@@ -591,7 +653,8 @@ PYBIND11_MODULE(_tritonlab_native, m) {
            py::arg("bwd_allocs") = std::vector<std::pair<std::vector<int64_t>, at::ScalarType>>(),
            py::arg("backward") = std::vector<Launch>(),
            py::arg("grads") = std::vector<std::pair<int, int>>(),
-           py::arg("input_sizes") = std::vector<std::vector<int64_t>>())
+           py::arg("input_sizes") = std::vector<std::vector<int64_t>>(),
+           py::arg("backward_for") = std::vector<int>())
       .def_property_readonly("dy", &OpPlan::dy)
       .def_readonly("differentiable", &OpPlan::differentiable);
   py::class_<OpTable, std::shared_ptr<OpTable>>(m, "OpTable")
@@ -607,12 +670,17 @@ PYBIND11_MODULE(_tritonlab_native, m) {
            }),
            py::arg("op"), py::arg("create_graph"), py::arg("grad_ok"), py::arg("knobs"),
            py::arg("miss"))
-      .def("__call__", &OpTable::call, py::arg("device"), py::arg("stream"))
       .def("add", [](OpTable& t, std::shared_ptr<OpPlan> plan, const py::args& args) {
              t.add(args, std::move(plan));
            }, py::arg("plan"))
       .def("__len__", [](const OpTable& t) { return t.plans.size(); })
       .def("clear", [](OpTable& t) { t.plans.clear(); });
+  m.attr("call") = py::reinterpret_steal<py::object>(PyCFunction_New(&fast_call_def, nullptr));
+  m.def("set_cuda", [](py::object device, py::object stream) {
+    if (cuda_device == nullptr) cuda_device = new py::object(), cuda_stream = new py::object();
+    *cuda_device = std::move(device), *cuda_stream = std::move(stream);
+  }, py::arg("device"), py::arg("stream"),
+     "torch's functions giving the current CUDA device and its current raw stream");
   m.attr("KINDS") = py::dict(py::arg("slot") = int(kSlot), py::arg("i32") = int(kI32),
                              py::arg("i64") = int(kI64), py::arg("f32") = int(kF32),
                              py::arg("scalar") = int(kScalar));

@@ -128,6 +128,8 @@ def _load():
         spec.loader.exec_module(mod)
     except ImportError as e:
         return _fail(f"{target} does not load: {e}")
+    if _launch.raw_stream is not None:  # a CUDA build of torch
+        mod.set_cuda(_launch.current_device, _launch.raw_stream)
     _state["why"] = ""
     return mod
 
@@ -196,6 +198,9 @@ def module_nowait():
     return None
 
 
+_call = None  # the module's call(table, *tensors), once a table exists
+
+
 class _Miss:
     """What an OpTable returns for a signature it has no plan for (or none with a backward
     where a gradient is wanted)."""
@@ -238,10 +243,9 @@ class NativeOp:
             table = self._table(options)
             if table is None:
                 return None
-        device = _launch.current_device()
-        out = table(device, _launch.raw_stream(device), *tensors)
+        out = _call(table, *tensors)
         if out is MISS:
-            out = self._miss(table, options, tensors, device)
+            out = self._miss(table, options, tensors)
         return out
 
     def _table(self, options):
@@ -250,6 +254,8 @@ class NativeOp:
             if "module" in _state:  # it cannot be built: no native path for this op
                 self.enabled = False
             return None
+        global _call
+        _call = mod.call
         import triton
         knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
         backward = self.create_graph(options) if self.create_graph else None
@@ -257,7 +263,7 @@ class NativeOp:
             self.name, backward, _grad_ok, knobs, MISS)
         return table
 
-    def _miss(self, table, options, tensors, device):
+    def _miss(self, table, options, tensors):
         try:
             plan = self.describe(options, *tensors)
         except Exception:  # a bad call: the Python path raises its own error
@@ -269,7 +275,7 @@ class NativeOp:
             table.add(None, *tensors)
             return None
         table.add(plan, *tensors)
-        out = table(device, _launch.raw_stream(device), *tensors)
+        out = _call(table, *tensors)
         return None if out is MISS else out
 
     def clear(self):
@@ -283,7 +289,7 @@ def _grad_ok():
 
 
 def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None,
-         grads=()):
+         grads=(), backward_for=()):
     """An OpPlan for `NativeOp.describe`, or a string saying why there is none, or None while
     a kernel has not run through Triton yet. `inputs`: the call's tensors (slots 0..); `allocs`:
     (shape, dtype) of the forward's new tensors (the next slots); `forward`: (Bound, arguments)
@@ -291,7 +297,9 @@ def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None
     returned slot. The backward, None where there is none yet: `saved` forward slots, the
     slot of dy next after the forward's, then `bwd_allocs`, the `backward` launches, and per
     input its gradient: Slot(i), GRAD_DY (dy itself), GRAD_EXPAND_DY (dy with a last dimension
-    of the input's size) or None."""
+    of the input's size) or None; `backward_for`, where given, per backward launch the index
+    of the input whose gradient it serves (not launched where that gradient is not wanted),
+    or -1."""
     mod = module()
     launches = []
     for part in (forward, backward or ()):
@@ -318,4 +326,5 @@ def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None
         [s.index for s in saved] if ready else [],
         [(list(s), d) for s, d in bwd_allocs] if ready else [],
         launches[1] if ready else [], described if ready else [],
-        [list(t.shape) for t in inputs] if ready else [])
+        [list(t.shape) for t in inputs] if ready else [],
+        list(backward_for) if ready else [])

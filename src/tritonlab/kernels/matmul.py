@@ -23,9 +23,9 @@ import functools
 import torch
 
 from ..backend import DEVICE, TensorDescriptor, tl, triton
-from . import ops
+from . import _native, ops
 from ._checks import FLOAT_DTYPES, check_inputs, sm_count
-from ._launch import launch
+from ._launch import Bound, PlanCache, launch
 from .tuning import tuning_for
 
 ACTIVATIONS = ("none", "relu", "gelu")
@@ -220,6 +220,7 @@ class _Dispatch:
         self.first = configs[0]
         self.fixed = configs[0].all_kwargs()
         self.chosen = {}  # (M, N, K, dtype, activation) -> kwargs of the autotuner's choice
+        self.bounds = PlanCache()  # (key, integer arguments) -> the pointer kernel's launch
 
     def get(self, key):
         """The config (kwargs) of key = (M, N, K, dtype, activation); None where the autotuner
@@ -234,6 +235,9 @@ class _Dispatch:
         if config is None:
             self.tuned[grid](*args, ACTIVATION=activation)
             self.chosen[key] = self.tuned.best_config.all_kwargs()
+        elif isinstance(args[0], torch.Tensor):  # pointers: a launch bound per signature
+            self.bounds.get((key, args[3:]), lambda: Bound(
+                self.kernel, grid(config), ACTIVATION=activation, **config))(*args)
         else:  # the chosen config directly: the autotuner's per-call work is not free
             launch(self.kernel, grid(config), *args, ACTIVATION=activation, **config)
 
@@ -350,10 +354,15 @@ def _act_grad_impl(a, b, dc, activation):
     if M and N:
         pointers = _dispatches(a.get_device())[1]["pointers"]
         config = pointers.get((M, N, K, a.dtype, activation)) or pointers.fixed
-        launch(matmul_act_grad_kernel, (_tiles(M, N, config),), a, b, dc, dz, M, N, K,
-               a.stride(0), a.stride(1), b.stride(0), b.stride(1), dc.stride(0), dc.stride(1),
-               dz.stride(0), dz.stride(1), ACTIVATION=activation, **config)
+        ints = (M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), dc.stride(0),
+                dc.stride(1), dz.stride(0), dz.stride(1))
+        _ACT_GRAD.get((a.dtype, activation, ints), lambda: Bound(
+            matmul_act_grad_kernel, (_tiles(M, N, config),), ACTIVATION=activation,
+            **config))(a, b, dc, dz, *ints)
     return dz
+
+
+_ACT_GRAD = PlanCache()  # (dtype, activation, integer arguments) -> the launch
 
 
 def _act_grad_fake(a, b, dc, activation):
@@ -387,6 +396,60 @@ matmul_op = ops.define(__name__, "matmul",
                        _matmul_impl, _matmul_fake, _backward, _setup)
 
 
+def _describe(options, a, b):
+    """The native plan (kernels/_native.py) of the pointer kernel's product of contiguous a and
+    b, once its launches ran through Triton: forward; backward dZ = dC * act'(a @ b) (the
+    epilogue's gradient kernel; dC itself without an activation), dA = dZ @ b^T and
+    dB = a^T @ dZ, each launched only where its gradient is wanted."""
+    activation, kernel = options
+    M, K, N = _check(a, b, activation, kernel)
+    if not (M and N and K):
+        return "an empty product"
+    tuning, dispatches = _dispatches(a.get_device())
+    if (kernel or _default_kernel(a, b, tuning)) != "pointers":
+        return "the TMA kernel (its descriptors are made per call)"
+    pointers, dtype = dispatches["pointers"], a.dtype
+
+    def product(m, n, k, strides, act="none"):  # the pointer kernel's launch, once it ran
+        return pointers.bounds.plans.get(((m, n, k, dtype, act), (m, n, k, *strides)))
+
+    forward = product(M, N, K, (K, 1, N, 1, N, 1), activation)
+    if forward is None:
+        return None
+    S = _native.Slot
+    a_, b_, c, dy = S(0), S(1), S(2), S(3)
+    dz, da, db = (S(4), S(5), S(6)) if activation != "none" else (dy, S(4), S(5))
+    launches = []
+    if activation != "none":
+        ints = (M, N, K, K, 1, N, 1, N, 1, N, 1)
+        launches.append((_ACT_GRAD.plans.get((dtype, activation, ints)),
+                         (a_, b_, dy, dz, *ints), -1))
+    launches += [(product(M, K, N, (N, 1, 1, N, K, 1)), (dz, b_, da, M, K, N, N, 1, 1, N, K, 1),
+                  0),
+                 (product(K, N, M, (1, K, N, 1, N, 1)), (a_, dz, db, K, N, M, 1, K, N, 1, N, 1),
+                  1)]
+    ready = all(bound is not None for bound, _, _ in launches)
+    allocs = [((M, N), dtype)] if activation != "none" else []
+    return _native.plan(
+        (a, b), [((M, N), dtype)], [(forward, (a_, b_, c, M, N, K, K, 1, N, 1, N, 1))], c,
+        saved=[a_, b_], bwd_allocs=allocs + [((M, K), dtype), ((K, N), dtype)],
+        backward=[(bound, args) for bound, args, _ in launches] if ready else None,
+        grads=[da, db], backward_for=[i for _, _, i in launches])
+
+
+def _create_graph(options):
+    activation = options[0]
+
+    def backward(dc, a, b):
+        dz = dc if activation == "none" else act_grad_op(a, b, dc, activation)
+        return matmul_op(dz, b.t(), "none", None), matmul_op(a.t(), dz, "none", None)
+    return backward
+
+
+_native_matmul = _native.NativeOp("TritonlabMatmulBackward", _describe, _create_graph,
+                                  enabled=DEVICE == "cuda")
+
+
 def matmul(a, b, activation="none", kernel=None):
     """activation(a @ b) for 2-D fp32/fp16/bf16 a (M, K) and b (K, N), any strides;
     differentiable (any order without activation, first order with relu/gelu).
@@ -397,6 +460,9 @@ def matmul(a, b, activation="none", kernel=None):
     dimension, fp16/bf16); by default TMA for large 16-bit products (M*N*K >= 2^34) on a
     Hopper or newer GPU where the layout allows it, else pointers.
     """
+    c = _native_matmul((activation, kernel), a, b)
+    if c is not None:
+        return c
     ops.require_tensors("matmul", a, b)
     return matmul_op(a, b, activation, kernel)
 
