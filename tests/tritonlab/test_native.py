@@ -426,3 +426,21 @@ def test_native_matmul_matches_the_registered_op(activation, m, k, n, dtype):
         (gb,) = torch.autograd.grad(ga.float().sum(), br)  # d/db sum(dc @ b^T) = colsum(dc)
         torch.testing.assert_close(gb.float(), dc.float().sum(0).unsqueeze(0).expand(k, n),
                                    rtol=2e-2, atol=2e-2)
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("shape,dtype", [((64, 4096), torch.float32),
+                                         ((3, 7, 1000), torch.bfloat16),
+                                         ((2, 40000), torch.float16)])
+def test_native_rmsnorm_forward_without_gradient(shape, dtype):
+    """A call that wants no gradient: the forward kernel from C++ with the call's eps, bit for
+    bit the registered op's."""
+    _module()
+    x, g, _ = _inputs(shape, dtype, seed=6)
+    for eps in (1e-6, 0.5):
+        for _ in range(3):
+            got = rn.rmsnorm(x, g, eps)
+        want = rn.rmsnorm_op.custom_op(x, g, eps)[0]
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert len(rn._native_forward_only.tables) == 2

@@ -301,12 +301,19 @@ def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None
     of the input whose gradient it serves (not launched where that gradient is not wanted),
     or -1."""
     mod = module()
+    dtypes = [t.dtype for t in inputs] + [d for _, d in allocs]
+    dtypes += [dtypes[result.index]] + [d for _, d in bwd_allocs]  # dy: the result's dtype
     launches = []
     for part in (forward, backward or ()):
         made = []
         for bound, args in part:
             if bound.runner is None:
                 return None
+            compiled = dict(bound.tensors)  # the runner's tensor arguments and their dtypes
+            if any(isinstance(a, Slot) and compiled.get(i) is not dtypes[a.index]
+                   for i, a in enumerate(args)):
+                return (f"{bound.kernel.__name__}: its launch was compiled for other dtypes "
+                        f"than this signature's")
             made.append(launch(bound, args))
             if isinstance(made[-1], str):
                 return made[-1]

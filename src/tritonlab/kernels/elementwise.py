@@ -79,10 +79,10 @@ def silu_bwd_kernel(dy_ptr, x_ptr, dx_ptr, n_elements, BLOCK_SIZE: tl.constexpr)
 _BOUNDS = PlanCache()
 
 
-def _bound(kernel, n, block_size):
-    """The launch of `kernel` over n elements in blocks of block_size (one per signature: its
-    later calls skip Triton's dispatch, and the native path describes it)."""
-    return _BOUNDS.get((kernel, n, block_size), lambda: Bound(
+def _bound(kernel, n, block_size, dtype):
+    """The launch of `kernel` over n elements of dtype in blocks of block_size (one per
+    signature: its later calls skip Triton's dispatch, and the native path describes it)."""
+    return _BOUNDS.get((kernel, n, block_size, dtype), lambda: Bound(
         kernel, grid_1d(n, block_size), BLOCK_SIZE=block_size))
 
 
@@ -91,7 +91,7 @@ def _launch(kernel, inputs, block_size, shape=None):
                       device=inputs[0].device)
     n = out.numel()
     if n:
-        _bound(kernel, n, block_size)(*inputs, out, n)
+        _bound(kernel, n, block_size, out.dtype)(*inputs, out, n)
     return out
 
 
@@ -107,11 +107,11 @@ def _describe(kernel, bwd_kernel, tensors, block_size, grads):
     S = _native.Slot
     inputs = [S(i) for i in range(len(tensors))]
     out, dy, dx = S(len(tensors)), S(len(tensors) + 1), S(len(tensors) + 2)
-    forward = [(_bound(kernel, n, block_size), (*inputs, out, n))]
+    forward = [(_bound(kernel, n, block_size, x.dtype), (*inputs, out, n))]
     if grads is not None:
         return _native.plan(tensors, [(x.shape, x.dtype)], forward, out, backward=[],
                             grads=grads)
-    bwd = _bound(bwd_kernel, n, block_size)
+    bwd = _bound(bwd_kernel, n, block_size, x.dtype)
     ready = bwd.runner is not None
     return _native.plan(tensors, [(x.shape, x.dtype)], forward, out, saved=[inputs[0]],
                         bwd_allocs=[(x.shape, x.dtype)],

@@ -542,6 +542,23 @@ def _native_forward(x, g, eps):
     return _native.module().rmsnorm_forward(native, x, g, eps, raw_stream(x.device.index))
 
 
+def _describe_forward(options, x, g):
+    """The native plan (kernels/_native.py) of the forward alone, for calls that want no
+    gradient (those that do record the C++ node of `_native_forward`): y and rstd allocated,
+    the forward kernel launched with the table's eps."""
+    plan = _plan(x, g)
+    if plan.fwd is None:
+        return "an empty input"
+    S = _native.Slot
+    return _native.plan((x, g), [(plan.shape, x.dtype), ((plan.rows2d[0],), plan.rstd_dtype)],
+                        [(plan.fwd, (S(0), S(1), S(2), S(3), plan.rows2d[1], float(options[0])))],
+                        S(2))
+
+
+_native_forward_only = _native.NativeOp("TritonlabRMSNormForward", _describe_forward,
+                                        enabled=DEVICE == "cuda")
+
+
 def rmsnorm(x, g, eps=1e-6):
     """Differentiable (first order) fused RMSNorm over the last dimension: y in x's dtype,
     for fp32/fp16/bf16/fp64 x and a weight g of shape (N,)."""
@@ -552,6 +569,9 @@ def rmsnorm(x, g, eps=1e-6):
             if y is not None:
                 return y
         return _EagerRMSNorm.apply(x, g, eps)
+    y = _native_forward_only((eps,), x, g)
+    if y is not None:
+        return y
     return rmsnorm_op(x, g, eps)[0]
 
 
