@@ -444,3 +444,21 @@ def test_native_rmsnorm_forward_without_gradient(shape, dtype):
         want = rn.rmsnorm_op.custom_op(x, g, eps)[0]
         torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert len(rn._native_forward_only.tables) == 2
+
+
+def test_op_table_declines_while_a_launch_hook_listens():
+    """A profiler listening to Triton's launches (a hook chain holding a hook, or a bare hook)
+    sends calls to the Python path, whose launches Triton reports."""
+    from types import SimpleNamespace
+    mod = _module()
+    x = torch.randn(8)
+    knobs = SimpleNamespace(launch_enter_hook=SimpleNamespace(calls=[]), launch_exit_hook=None)
+    table = mod.OpTable("TestBackward", None, None, knobs, _native.MISS)
+    table.add(mod.OpPlan(1, [([8], torch.float32)], [], 1), x)
+    assert mod.call(table, x) is not None
+    knobs.launch_enter_hook.calls.append(print)
+    assert mod.call(table, x) is None
+    knobs.launch_enter_hook, knobs.launch_exit_hook = None, print
+    assert mod.call(table, x) is None
+    knobs.launch_exit_hook = None
+    assert mod.call(table, x) is not None

@@ -453,10 +453,22 @@ struct OpTable {
 
   bool listening() const {
     if (knobs == nullptr || knobs->is_none()) return false;
-    for (const char* name : {"launch_enter_hook", "launch_exit_hook"}) {
-      py::object hook = knobs->attr(name);
+    static PyObject* names[2] = {PyUnicode_InternFromString("launch_enter_hook"),
+                                 PyUnicode_InternFromString("launch_exit_hook")};
+    static PyObject* calls = PyUnicode_InternFromString("calls");
+    for (PyObject* name : names) {
+      py::object hook = py::reinterpret_steal<py::object>(PyObject_GetAttr(knobs->ptr(), name));
+      if (!hook) throw py::error_already_set();
       if (hook.is_none()) continue;
-      if (!py::hasattr(hook, "calls") || py::bool_(hook.attr("calls"))) return true;
+      // Triton 3.6: a chain of hooks, listening where it holds one; else a hook itself
+      py::object chain = py::reinterpret_steal<py::object>(PyObject_GetAttr(hook.ptr(), calls));
+      if (!chain) {
+        PyErr_Clear();
+        return true;
+      }
+      int listens = PyObject_IsTrue(chain.ptr());
+      if (listens < 0) throw py::error_already_set();
+      if (listens) return true;
     }
     return false;
   }
