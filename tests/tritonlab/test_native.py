@@ -243,6 +243,8 @@ def test_op_table_misses_declines_and_records_the_backward():
     table.add(None, x.double(), y)  # refused: declines from now on
     assert mod.call(table, x.double(), y) is None
     assert mod.call(table, x, torch.nn.Parameter(y)) is not None  # a Parameter is a plain tensor
+    for odd in (x.to_sparse(), torch._neg_view(x)):  # a plan's key, not its kind of tensor
+        assert mod.call(table, odd, y) is None
 
 
 def test_op_table_keeps_saved_outputs_without_a_cycle_and_checks_plans():

@@ -415,6 +415,10 @@ bool signature(PyObject* const* args, size_t n, std::vector<int64_t>& key,
     PyObject* obj = args[i];
     if (!THPVariable_CheckExact(obj)) return false;  // a subclass: the dispatcher's
     const at::Tensor& t = THPVariable_Unpack(obj);
+    // sparse, nested, quantized, or a lazily negated or conjugated view: the Python path's
+    if (t.layout() != c10::kStrided || t.is_nested() || t.is_quantized() || t.is_neg() ||
+        t.is_conj())
+      return false;
     tensors[i] = &t;
     key.push_back(static_cast<int64_t>(t.scalar_type()));
     key.push_back(t.is_cuda() ? t.get_device() : -1 - static_cast<int64_t>(t.device().type()));

@@ -37,6 +37,7 @@ ENABLED = os.environ.get("TRITONLAB_NATIVE", "1") != "0"
 SOURCE = Path(__file__).with_name("_native.cpp")
 NAME = "_tritonlab_native"
 _lock = threading.Lock()
+_start_lock = threading.Lock()
 _state: dict = {}
 
 
@@ -190,7 +191,7 @@ def module_nowait():
     Python path until it is ready."""
     if "module" in _state:
         return _state["module"]
-    with _lock:
+    with _start_lock:  # not `_lock`, which the build holds for its minute
         if "thread" not in _state:
             _state["thread"] = threading.Thread(target=module, name="tritonlab-native-build",
                                                 daemon=True)
