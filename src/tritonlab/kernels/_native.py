@@ -267,7 +267,8 @@ class NativeOp:
     def _miss(self, table, options, tensors):
         try:
             plan = self.describe(options, *tensors)
-        except Exception:  # a bad call: the Python path raises its own error
+        except Exception as e:  # a bad call: the Python path raises its own error
+            self.why[options] = f"describe raised {type(e).__name__}: {e}"
             return None
         if plan is None:
             return None
