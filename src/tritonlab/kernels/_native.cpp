@@ -670,9 +670,7 @@ PYBIND11_MODULE(_tritonlab_native, m) {
            py::arg("backward") = std::vector<Launch>(),
            py::arg("grads") = std::vector<std::pair<int, int>>(),
            py::arg("input_sizes") = std::vector<std::vector<int64_t>>(),
-           py::arg("backward_for") = std::vector<int>())
-      .def_property_readonly("dy", &OpPlan::dy)
-      .def_readonly("differentiable", &OpPlan::differentiable);
+           py::arg("backward_for") = std::vector<int>());
   py::class_<OpTable, std::shared_ptr<OpTable>>(m, "OpTable")
       .def(py::init([](std::string op, py::object create_graph, py::object grad_ok,
                        py::object knobs, py::object miss) {
