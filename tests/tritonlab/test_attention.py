@@ -42,9 +42,13 @@ def reference(q, k, v, do, causal, scale=None):
 
 
 def run(q, k, v, do, causal, scale=None):
-    """(O, L, dQ, dK, dV) through flash_attention and autograd; L from the saved tensors."""
+    """(O, L, dQ, dK, dV) through flash_attention and autograd; L from the Function's saved
+    tensors, or, where the call took the native path (a C++ node: small problems on a GPU),
+    from the forward."""
     o = fa.flash_attention(q, k, v, causal, scale)
-    lse = o.grad_fn.saved_tensors[0]
+    saved = getattr(o.grad_fn, "saved_tensors", None)
+    lse = saved[0] if saved is not None else fa.attention_forward(
+        q.detach(), k.detach(), v.detach(), causal, scale)[1]
     o.backward(do)
     return o, lse, q.grad, k.grad, v.grad
 

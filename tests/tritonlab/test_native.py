@@ -280,9 +280,14 @@ def test_native_ops_stay_off_on_the_simulator():
     from tritonlab.kernels import elementwise, rowsum, softmax
     if backend.DEVICE == "cuda":
         pytest.skip("the CUDA backend")
+    from tritonlab.kernels import attention
     for op in (elementwise._add_native, elementwise._gelu_native, softmax._native_softmax,
                rowsum._native_row_sum):
         assert not op.enabled and op((1024,), torch.randn(4)) is None and not op.tables
+    q = torch.randn(1, 2, 16, 16)
+    out = attention.flash_attention(q, q, q)
+    assert type(out.grad_fn).__name__ != "TritonlabFlashAttentionBackward"
+    assert not attention._native_attention.enabled and not attention._native_attention.tables
 
 
 def _native_cases():
@@ -464,3 +469,46 @@ def test_op_table_declines_while_a_launch_hook_listens():
     assert mod.call(table, x) is None
     knobs.launch_exit_hook = None
     assert mod.call(table, x) is not None
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape,dtype", [((1, 1, 1024, 64), torch.float16),
+                                         ((2, 3, 100, 32), torch.bfloat16),
+                                         ((2, 77, 40), torch.float32)])
+def test_native_attention_matches_the_function(shape, dtype, causal):
+    """Small attention (the untuned sizes, the pointer forward): forward without and with a
+    gradient and the backward's three launches, bit for bit the Function's; a frozen q skips
+    the dQ launch; the gradient's own gradient raises as the registered backward op's."""
+    from tritonlab.kernels import attention as fa
+    _module()
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q, k, v, do = (torch.randn(shape, generator=gen, device="cuda", dtype=dtype)
+                   for _ in range(4))
+
+    def step(fn, frozen_q=False):
+        leaves = [t.clone().requires_grad_(not (frozen_q and i == 0))
+                  for i, t in enumerate((q, k, v))]
+        o = fn(*leaves)
+        o.backward(do)
+        return o, [t.grad for t in leaves], o.grad_fn.name()
+
+    ours = lambda a, b, c: fa.flash_attention(a, b, c, causal)  # noqa: E731
+    function = lambda a, b, c: fa.FlashAttentionTriton.apply(a, b, c, causal)  # noqa: E731
+    for _ in range(3):  # the first calls compile through Triton and describe the plan
+        got = ours(q, k, v)
+        o, grads, name = step(ours)
+    assert name == "TritonlabFlashAttentionBackward", fa._native_attention.why
+    o_ref, grads_ref, ref_name = step(function)
+    assert ref_name == "FlashAttentionTritonBackward"
+    for x, y in zip((got, o, *grads), (o_ref, o_ref, *grads_ref)):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    _, frozen, _ = step(ours, frozen_q=True)
+    assert frozen[0] is None
+    for x, y in zip(frozen[1:], grads_ref[1:]):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    (gq,) = torch.autograd.grad(ours(*leaves), leaves[0], do, create_graph=True)
+    with pytest.raises(NotImplementedError, match="flash_attention"):
+        gq.float().sum().backward()

@@ -46,8 +46,8 @@ import torch
 
 from ..backend import DEVICE, TensorDescriptor, tl, triton
 from ._checks import FLOAT_DTYPES, check_inputs
-from . import ops
-from ._launch import launch, scratch
+from . import _native, ops
+from ._launch import Bound, PlanCache, launch, scratch
 from .tuning import tuning_for
 
 MAX_HEAD_DIM = 128
@@ -572,11 +572,28 @@ def _run(name, grid_rows, n_zh, work, args, tiles, device, dtype, **constexprs):
 
 def _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles, constexprs):
     bm, bn, warps, stages = tiles
-    if constexprs.get("HOST_DESC"):
-        _set_desc_blocks(*args[:4], bm, bn)
     block = bn if along == "BLOCK_N" else bm
-    launch(kernel, (triton.cdiv(grid_rows, block), n_zh), *args, BLOCK_M=bm, BLOCK_N=bn,
-           num_warps=warps, num_stages=stages, **constexprs)
+    grid = (triton.cdiv(grid_rows, block), n_zh)
+    kw = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages, **constexprs)
+    if constexprs.get("HOST_DESC"):  # descriptors, not tensors: no Bound
+        _set_desc_blocks(*args[:4], bm, bn)
+        launch(kernel, grid, *args, **kw)
+        return
+    _bound_launch(kernel, grid, args, kw)
+
+
+# (kernel, grid, the arguments that are not tensors, the keywords) -> its Bound launch: a
+# signature's later calls skip Triton's dispatch, and the native path describes them
+_BOUNDS = PlanCache()
+
+
+def _bound_key(kernel, grid, args, kw):
+    return (kernel, grid, tuple(a for a in args if not isinstance(a, torch.Tensor)),
+            tuple(sorted(kw.items())))
+
+
+def _bound_launch(kernel, grid, args, kw):
+    _BOUNDS.get(_bound_key(kernel, grid, args, kw), lambda: Bound(kernel, grid, **kw))(*args)
 
 
 # (launch name, BLOCK_D, dtype) -> index of the first tuning config whose shared memory fits
@@ -684,10 +701,18 @@ def _has_tma(device_index):
 def forward_impl(q, k, v, impl=None):
     """The forward implementation that runs for these inputs: `impl` if given (one of
     FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
-    tuning's `fwd_impl`, or "pointers" where that is a TMA one and TMA cannot take them."""
+    tuning's `fwd_impl`, or "pointers" where that is a TMA one and TMA cannot take them, or
+    on a GPU where the problem is small (batch*heads*Nq*Nk up to the tuning's tune_above,
+    the untuned sizes): there a call's time is the host's, and the pointer kernel needs no
+    descriptor scratch, so the native path (issue 37) can launch it."""
     if impl is None:
-        impl = tuning_for("attention", q.get_device()).fwd_impl
-        return "pointers" if impl != "pointers" and tma_problem(q, k, v) else impl
+        t = tuning_for("attention", q.get_device())
+        impl = t.fwd_impl
+        if impl == "pointers":
+            return impl
+        if q.is_cuda and math.prod(_dims(q, k)[:4]) <= t.tune_above:
+            return "pointers"  # small on a GPU: host-bound (see forward_impl's docstring)
+        return "pointers" if tma_problem(q, k, v) else impl
     if impl not in FWD_IMPLS:
         raise ValueError(f"flash_attention: unknown forward impl {impl!r}; one of "
                          f"{', '.join(FWD_IMPLS)}")
@@ -789,6 +814,10 @@ def _causal_group(n_zh, n_k, d, element_size, causal, device):
     return max(1, min(n_zh, budget // max(1, 2 * n_k * d * element_size)))
 
 
+def _preprocess_kw(d, block, zero_dq):
+    return dict(HEAD_DIM=d, BLOCK_D=_block_d(d), BLOCK_M=block, ZERO_DQ=zero_dq)
+
+
 def _delta(o, do, heads, n_q, d, dq32=None):
     """D = rowsum(dO * O), fp32 (batch*heads, n_queries); `dq32` (the one-pass backward's fp32
     dQ) is zeroed in the same pass."""
@@ -796,9 +825,10 @@ def _delta(o, do, heads, n_q, d, dq32=None):
     delta = torch.empty(zh, n_q, dtype=torch.float32, device=o.device)
     t = tuning_for("attention", o.get_device())
     block = t.preprocess_block if o.is_cuda else t.simulator_preprocess_block
-    launch(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), o, do, delta,
-           delta if dq32 is None else dq32, *_strides4(o), *_strides4(do), heads, n_q,
-           HEAD_DIM=d, BLOCK_D=_block_d(d), BLOCK_M=block, ZERO_DQ=dq32 is not None)
+    _bound_launch(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh),
+                  (o, do, delta, delta if dq32 is None else dq32, *_strides4(o),
+                   *_strides4(do), heads, n_q),
+                  _preprocess_kw(d, block, dq32 is not None))
     return delta
 
 
@@ -1079,11 +1109,95 @@ class FlashAttentionTriton(torch.autograd.Function):
         return dQ, dK, dV, None, None, None, None
 
 
+def _describe(options, q, k, v):
+    """The native plan (kernels/_native.py) of flash_attention on contiguous q, k, v of the
+    untuned sizes with the device's default implementations, once their launches ran through
+    Triton: the pointer forward (O and L); the backward's D pass, dK/dV kernel and dQ kernel
+    (launched only where q's gradient is wanted), as _backward_checked launches them for a
+    contiguous dO."""
+    causal, scale = options
+    batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v)
+    if not (q.numel() and n_k):
+        return "an empty q or no keys"
+    t = tuning_for("attention", q.get_device())
+    if forward_impl(q, k, v) != "pointers" or batch * heads * n_q * n_k > t.tune_above:
+        return "autotuned sizes or a TMA forward: its descriptors are made per call"
+    if backward_impl(q) != "two-kernel":
+        return "the one-pass backward (an fp32 dQ scratch)"
+    scale = default_scale(q) if scale is None else scale
+    zh, block_d, dtype = batch * heads, _block_d(d), q.dtype
+    consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
+
+    def strides(x):  # a contiguous tensor's, as the Python path allocates O, dO, dQ, dK, dV
+        return _strides4(torch.empty(x.shape, device="meta"))
+
+    def bound(name, rows, ints, **more):  # the untuned launch _first_fitting made, if it ran
+        fit = _FITS.get((name, block_d, dtype))
+        if fit is None:
+            return None
+        kernel, config_set = _LAUNCHES[name]
+        bm, bn, warps, stages = t.configs(config_set, block_d)[fit]
+        grid = (triton.cdiv(rows, bn if config_set.startswith("dkdv") else bm), zh)
+        kw = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages, **more, **consts)
+        return _BOUNDS.plans.get(_bound_key(kernel, grid, ints, kw))
+
+    sq, sk, sv = strides(q), strides(k), strides(v)
+    fwd_ints = (*sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
+    forward = bound("fwd", n_q, fwd_ints)
+    if forward is None:
+        return None
+    grads = (heads, n_q, n_k, scale * LOG2E, scale)
+    block = t.preprocess_block
+    launches = [
+        (_BOUNDS.plans.get(_bound_key(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh),
+                                      (*sq, *sq, heads, n_q), _preprocess_kw(d, block, False))),
+         "delta", -1),
+        (bound("dkdv", n_k, (*sq, *sk, *sv, *sq, *sk, *sv, *grads), DQ_MODE=0), "dkdv", -1),
+        (bound("dq", n_q, (*sq, *sk, *sv, *sq, *sq, *grads)), "dq", 0)]
+    S = _native.Slot
+    q_, k_, v_, o, lse, do, delta, dq, dk, dv = map(S, range(10))
+    args = {"delta": (o, do, delta, delta, *sq, *sq, heads, n_q),
+            "dkdv": (q_, k_, v_, do, lse, delta, dk, dv, dq, *sq, *sk, *sv, *sq, *sk, *sv,
+                     *grads),
+            "dq": (q_, k_, v_, do, lse, delta, dq, *sq, *sk, *sv, *sq, *sq, *grads)}
+    ready = all(b is not None for b, _, _ in launches)
+    return _native.plan(
+        (q, k, v), [(q.shape, dtype), (q.shape[:-1], torch.float32)],
+        [(forward, (q_, k_, v_, o, lse, *fwd_ints))], o, saved=[q_, k_, v_, o, lse],
+        bwd_allocs=[((zh, n_q), torch.float32), (q.shape, dtype), (k.shape, dtype),
+                    (v.shape, dtype)],
+        backward=[(b, args[name]) for b, name, _ in launches] if ready else None,
+        grads=[dq, dk, dv], backward_for=[i for _, _, i in launches])
+
+
+def _create_graph(options):
+    causal, scale = options
+
+    def backward(do, q, k, v, o, lse):  # through the op, whose own gradient raises
+        return _bwd_op(do, q, k, v, o, lse, causal,
+                       default_scale(q) if scale is None else scale, "")
+    return backward
+
+
+_native_attention = _native.NativeOp("TritonlabFlashAttentionBackward", _describe,
+                                     _create_graph, enabled=DEVICE == "cuda")
+
+
 def flash_attention(q, k, v, causal=False, scale=None, fwd_impl=None, bwd_impl=None):
     """softmax(q k^T * scale) v, differentiable; q, k, v (batch, seq, d) or (batch, heads, seq,
-    d). The Function's output itself (no view), so `out.grad_fn.saved_tensors` holds L.
-    `fwd_impl`/`bwd_impl` choose the implementations (FWD_IMPLS, BWD_IMPLS; default: the
-    device tuning's)."""
+    d). `fwd_impl`/`bwd_impl` choose the implementations (FWD_IMPLS, BWD_IMPLS; default: the
+    device tuning's).
+
+    Small problems on a GPU with the default implementations take the native path
+    (kernels/_native.py: checks, allocation, launches and the autograd node in C++), whose
+    output's grad_fn is a C++ node without `saved_tensors`; every other call returns the
+    Function's output itself (no view), whose `grad_fn.saved_tensors` holds L, as
+    `FlashAttentionTriton.apply` always does (the assignment's contract)."""
+    if fwd_impl is None and bwd_impl is None and type(causal) is bool and (
+            scale is None or type(scale) is float):
+        o = _native_attention((causal, scale), q, k, v)
+        if o is not None:
+            return o
     return FlashAttentionTriton.apply(q, k, v, causal, scale, fwd_impl, bwd_impl)
 
 
