@@ -47,6 +47,10 @@ def test_tma_forward(shape, dtype, causal):
 @pytest.mark.parametrize("impl", ["tma-ws", "tma-host"])
 def test_tma_forward_variants(impl, dtype, causal):
     q, k, v, do = inputs(2, 47, 61, 48, dtype=dtype)
+    if impl == "tma-ws" and q.is_cuda and not fa._warp_specialization_compiles(q.get_device()):
+        with pytest.raises(NotImplementedError, match="does not compile with Triton"):
+            fa.attention_forward(q.detach(), k.detach(), v.detach(), causal, impl=impl)
+        return
     forward_matches(q, k, v, do, causal, impl)
 
 
@@ -113,11 +117,16 @@ def test_tma_needs_aligned_rows_and_the_default_falls_back(monkeypatch):
         fa.attention_forward(q, k, v, impl="tma")
     with pytest.raises(ValueError, match="unknown forward impl 'wgmma'"):
         fa.attention_forward(q, k, v, impl="wgmma")
-    tma_default = dataclasses.replace(tuning.tuning_for("attention", -1), fwd_impl="tma")
+    tma_default = dataclasses.replace(tuning.tuning_for("attention", -1), fwd_impl="tma",
+                                      tune_above=0)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: tma_default)
     assert fa.forward_impl(q, k, v) == "pointers"
     aligned = [t[..., :16].contiguous() for t in (q, k, v)]
     assert fa.forward_impl(*aligned) == "tma"
+    small = dataclasses.replace(tma_default, tune_above=1 << 22)  # on a GPU: the pointers
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: small)
+    assert fa.forward_impl(*aligned) == ("pointers" if q.is_cuda else "tma")
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: tma_default)
     shifted = torch.zeros(aligned[2].numel() + 1, dtype=torch.float16, device=DEV)[1:]
     assert fa.forward_impl(aligned[0], aligned[1], shifted.view(aligned[2].shape)) == "pointers"
     o = fa.attention_forward(q, k, v, True)[0]
