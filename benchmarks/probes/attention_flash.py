@@ -9,9 +9,10 @@ the scale folded into exp2's argument as one FMA), LAZY (the accumulator rescale
 row's maximum grew by more than 2^8: FlashAttention-4's conditional rescaling), WS (the loop
 warp-specialized: a producer warp issues the TMA loads), and descriptors over the whole
 (batch*heads*seq, d) tensor instead of one per head. Backward: the two kernels' configs one at
-a time (the other kernel at its first config). cuDNN (SDPA) and, with --tutorial, Triton's
-tutorial 06 in the same run. Every variant is checked against SDPA before it is timed.
-Prints one table; writes DIR/attention_flash.json.
+a time (the other kernel at its first config), and the one-pass backward per tile with dQ
+added by atomics ("atomic") or by one TMA reduction per tile ("atomic-tma"). cuDNN (SDPA)
+and, with --tutorial, Triton's tutorial 06 in the same run. Every variant is checked against
+SDPA before it is timed. Prints one table; writes DIR/attention_flash.json.
 """
 import argparse
 import importlib.util
@@ -34,6 +35,9 @@ DKDV_TILES = [(32, 128, 8, 3), (32, 128, 4, 3), (64, 128, 8, 2), (64, 128, 8, 3)
               (32, 128, 8, 4), (16, 128, 8, 3), (64, 128, 4, 2), (32, 64, 4, 3)]
 DQ_TILES = [(128, 32, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (128, 64, 8, 3),
             (128, 32, 8, 4), (64, 64, 4, 3), (128, 128, 8, 2), (64, 32, 4, 3)]
+# the one-pass backward's dK/dV(+dQ) tiles (BLOCK_N a multiple of BLOCK_M)
+ATOMIC_TILES = [(64, 128, 8, 2), (32, 128, 8, 3), (64, 128, 8, 3), (32, 128, 4, 3),
+                (64, 64, 4, 2)]
 # probe variants: (label, FOLD, LAZY, WS)
 FWD_VARIANTS = [("probe+fold", True, False, False), ("probe+ws", True, False, True)]
 # measured first (H100, 2026-12-05): FOLD 1.02-1.03x the unfolded probe (now ours), LAZY
@@ -230,6 +234,12 @@ def main(argv=None):
                                                         tiles={"dkdv": t, "dq": DQ_TILES[0]},
                                                         impl="two-kernel"),
                       grads_ref, tol, results, i, wb)
+            for impl in ("atomic", "atomic-tma"):  # one pass: dQ by atomics, by TMA reductions
+                for t in ATOMIC_TILES:
+                    timed(f"bwd {impl} {t}",
+                          lambda t=t, m=impl: fa.attention_backward(do, q, k, v, o, lse, causal,
+                                                                    tiles={"dkdv": t}, impl=m),
+                          grads_ref, tol, results, i, wb)
             for t in DQ_TILES[1:]:
                 timed(f"bwd dkdv {DKDV_TILES[0]} dq {t}",
                       lambda t=t: fa.attention_backward(do, q, k, v, o, lse, causal,

@@ -136,16 +136,36 @@ def test_tma_needs_aligned_rows_and_the_default_falls_back(monkeypatch):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_atomic_backward(shape, dtype, causal):
-    """dQ, dK, dV of the one-pass backward, under the race sanitizer: the atomics into dQ and
-    the zeros the D pass writes there first are no race."""
+@pytest.mark.parametrize("impl", ["atomic", "atomic-tma"])
+def test_atomic_backward(impl, shape, dtype, causal):
+    """dQ, dK, dV of the one-pass backward, under the race sanitizer: the atomics (or TMA
+    reductions) into dQ and the zeros the D pass writes there first are no race."""
     q, k, v, do = inputs(*shape, dtype=dtype)
     q, k, v = q.detach(), k.detach(), v.detach()
     o, lse = fa.attention_forward(q, k, v, causal)
+    if impl == "atomic-tma" and q.shape[-1] % 4:
+        with pytest.raises(ValueError, match="not a multiple of 4.*use impl='atomic'"):
+            fa.attention_backward(do, q, k, v, o, lse, causal, impl=impl)
+        return
     with minitriton.configure(races=True):
-        grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl="atomic")
+        grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl=impl)
     assert all(g.dtype == dtype and g.is_contiguous() for g in grads)
     assert_matches((o, lse, *grads), reference(q, k, v, do, causal), dtype)
+
+
+def test_atomic_tma_backward_needs_rows_of_16_bytes(monkeypatch):
+    """dQ's fp32 rows must be 16-byte multiples for TMA: head dim 18 is refused by name, with
+    the fix; a device default of "atomic-tma" falls back to "atomic" for it."""
+    q, k, v, do = (t.detach() for t in inputs(1, 24, 24, 18))
+    o, lse = fa.attention_forward(q, k, v, True)
+    with pytest.raises(ValueError, match="head dim 18, not a multiple of 4.*use impl='atomic'"):
+        fa.attention_backward(do, q, k, v, o, lse, True, impl="atomic-tma")
+    with pytest.raises(ValueError, match="unknown backward impl 'tma'"):
+        fa.attention_backward(do, q, k, v, o, lse, True, impl="tma")
+    default = dataclasses.replace(tuning.tuning_for("attention", -1), bwd_impl="atomic-tma")
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: default)
+    assert fa.backward_impl(q) == "atomic"
+    assert fa.backward_impl(torch.zeros(1, 4, 16, device=DEV)) == "atomic-tma"
 
 
 def test_atomic_backward_sanitizers_both_executors(executor):
@@ -158,9 +178,10 @@ def test_atomic_backward_sanitizers_both_executors(executor):
         for dtype in (torch.float16, torch.float32):
             args = [t.to(dtype) for t in (q, k, v)]
             o, lse = sim.attention_forward(*args, True)
-            grads = sim.attention_backward(do.to(dtype), *args, o, lse, True, impl="atomic",
-                                           tiles={"dkdv": (16, 16, 4, 1)})
-            assert_matches((o, lse, *grads), want, dtype)
+            for impl in ("atomic", "atomic-tma"):
+                grads = sim.attention_backward(do.to(dtype), *args, o, lse, True, impl=impl,
+                                               tiles={"dkdv": (16, 16, 4, 1)})
+                assert_matches((o, lse, *grads), want, dtype)
 
 
 def test_autograd_and_compile_with_the_variants():
@@ -236,8 +257,11 @@ def check_gpu_variants(shape, dtype, causal):
         o, lse = fa.attention_forward(q, k, v, causal, impl=impl)
         assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[dtype], impl
         assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[dtype], impl
-    grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl="atomic")
-    assert_matches((o, lse, *grads), want, dtype)
+    for impl in ("atomic", "atomic-tma"):
+        if impl == "atomic-tma" and d % 4:
+            continue
+        grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl=impl)
+        assert_matches((o, lse, *grads), want, dtype)
 
 
 def test_autotuned_launches_on_the_simulator(monkeypatch):
@@ -257,8 +281,9 @@ def test_autotuned_launches_on_the_simulator(monkeypatch):
         for impl in ("tma", "tma-host"):
             o, lse = fa.attention_forward(q, k, v, True, impl=impl)
             assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float16], impl
-        grads = fa.attention_backward(do, q, k, v, o, lse, True, impl="atomic")
-        assert_matches((o, lse, *grads), want, torch.float16)
+        for impl in ("atomic", "atomic-tma"):
+            grads = fa.attention_backward(do, q, k, v, o, lse, True, impl=impl)
+            assert_matches((o, lse, *grads), want, torch.float16)
     finally:
         fa._tuned.cache_clear()
 

@@ -17,7 +17,8 @@ and loops over key tiles, so neither ever shares an output with another program.
 backward (`impl="atomic"`, `attention_backward_atomic`) puts dQ into the dK/dV kernel instead,
 added with `tl.atomic_add` into fp32 (P and dS computed once, not twice; the order of the adds,
 and so dQ's last bits, vary from run to run on a GPU), after one pass that computes D and clears
-dQ. `attention_backward_racy` does it with a plain load-add-store, kept wrong on purpose: it
+dQ; `impl="atomic-tma"` adds each dQ tile with one TMA reduction instead (Hopper or newer).
+`attention_backward_racy` does it with a plain load-add-store, kept wrong on purpose: it
 loses updates, and the simulator's race sanitizer names it.
 
 The TMA forward (`attn_fwd_tma_kernel`, `impl="tma"`, `"tma-ws"`, `"tma-host"`) is the same
@@ -317,14 +318,15 @@ def attn_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, dq_ptr,
 
 
 @triton.jit
-def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, lse_ptr, delta_ptr, stride_qm,
-                    stride_dom, stride_dqm, offs_m, offs_n, offs_d, n_queries, lo, hi, qk_scale,
-                    scale, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
+def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr, delta_ptr,
+                    stride_qm, stride_dom, stride_dqm, offs_m, offs_n, offs_d, n_queries, lo, hi,
+                    qk_scale, scale, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
                     BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr,
                     DQ_MODE: tl.constexpr):
     """dK and dV of one key tile from the query tiles lo, lo + BLOCK_M, ... < hi, working on
     transposed tiles (keys along rows) so that dV += P^T dO and dK += dS^T Q need no
-    transposes of the accumulators. DQ_MODE 1 (atomic) / 2 (racy): also add dS K into dQ."""
+    transposes of the accumulators. DQ_MODE 1 (atomic) / 2 (racy) / 3 (atomic-tma): also add
+    dS K into dQ."""
     for start_m in range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
         q = _load_tile(q_ptrs + start_m * stride_qm, rows, n_queries, offs_d, HEAD_DIM, BLOCK_D,
@@ -348,6 +350,10 @@ def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, lse_ptr, delta_ptr, 
         dk += tl.dot(ds_t.to(q.dtype), q)
         if DQ_MODE != 0:
             dq = tl.dot(tl.trans(ds_t).to(k.dtype), k) * scale  # this key tile's share of dQ
+        if DQ_MODE == 3:  # one TMA reduction of the tile, done in L2 (FlashAttention-3's way):
+            # no per-element atomics from the registers; rows past the queries are clipped
+            dq_desc.atomic_add([start_m, 0], dq)
+        elif DQ_MODE != 0:
             dq_tile = dq_ptrs + start_m * stride_dqm
             dq_mask = (rows[:, None] < n_queries) & (offs_d[None, :] < HEAD_DIM)
             if DQ_MODE == 1:  # every key tile adds into the rows; relaxed: only the sum
@@ -372,7 +378,8 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                          IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          DQ_MODE: tl.constexpr):
     # dq_ptr (fp32, contiguous (batch*heads, n_queries, HEAD_DIM), zeroed by the D pass) is
-    # only touched when DQ_MODE != 0: 1 the one-pass backward's atomics, 2 the racy variant
+    # only touched when DQ_MODE != 0: 1 the one-pass backward's atomics, 2 the racy variant,
+    # 3 the one-pass backward's TMA reductions (HEAD_DIM a multiple of 4: 16-byte rows)
     pid_n, pid_zh = tl.program_id(0), tl.program_id(1)
     off_z = (pid_zh // n_heads).to(tl.int64)
     off_h = (pid_zh % n_heads).to(tl.int64)
@@ -392,6 +399,12 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                + offs_d[None, :] * stride_dod)
     dq_ptrs = dq_ptr + pid_zh.to(tl.int64) * n_queries * HEAD_DIM + offs_m[:, None] * HEAD_DIM \
         + offs_d[None, :]
+    if DQ_MODE == 3:  # this head's (n_queries, HEAD_DIM) rows of dQ
+        dq_desc = tl.make_tensor_descriptor(
+            dq_ptr + pid_zh.to(tl.int64) * n_queries * HEAD_DIM, shape=[n_queries, HEAD_DIM],
+            strides=[HEAD_DIM, 1], block_shape=[BLOCK_M, BLOCK_D])
+    else:
+        dq_desc = dq_ptr
     lse_ptr += pid_zh.to(tl.int64) * n_queries
     delta_ptr += pid_zh.to(tl.int64) * n_queries
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
@@ -400,20 +413,20 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
     lo = 0
     if IS_CAUSAL:  # queries before start_n see none of these keys: skipped. BLOCK_N is a
         # multiple of BLOCK_M, so the diagonal tiles are start_n ... start_n + BLOCK_N
-        dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, lse_ptr, delta_ptr,
-                                 stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d,
-                                 n_queries, start_n, tl.minimum(start_n + BLOCK_N, n_queries),
-                                 qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D, IS_CAUSAL, True,
-                                 DQ_MODE)
+        dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr,
+                                 delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n,
+                                 offs_d, n_queries, start_n,
+                                 tl.minimum(start_n + BLOCK_N, n_queries), qk_scale, scale,
+                                 BLOCK_M, HEAD_DIM, BLOCK_D, IS_CAUSAL, True, DQ_MODE)
         lo = start_n + BLOCK_N
     mid = tl.maximum(lo, full)
-    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, lse_ptr, delta_ptr,
-                             stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d, n_queries,
-                             lo, mid, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D, IS_CAUSAL,
-                             False, DQ_MODE)
-    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, lse_ptr, delta_ptr,
-                             stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d, n_queries,
-                             mid, n_queries, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D,
+    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr,
+                             delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d,
+                             n_queries, lo, mid, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D,
+                             IS_CAUSAL, False, DQ_MODE)
+    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr,
+                             delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d,
+                             n_queries, mid, n_queries, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D,
                              IS_CAUSAL, True, DQ_MODE)
     _store_tile(dk_ptr + off_z * stride_dkz + off_h * stride_dkh + offs_n[:, None] * stride_dkn
                 + offs_d[None, :] * stride_dkd, dk * scale, offs_n, n_keys, offs_d,
@@ -514,7 +527,8 @@ _LAUNCHES = {"fwd": (attn_fwd_kernel, "fwd"), "dkdv": (attn_bwd_dkdv_kernel, "dk
              "dq": (attn_bwd_dq_kernel, "dq"), "fwd_tma": (attn_fwd_tma_kernel, "fwd_tma"),
              "fwd_tma_ws": (attn_fwd_tma_kernel, "fwd_tma"),
              "fwd_tma_host": (attn_fwd_tma_kernel, "fwd_tma"),
-             "dkdv_atomic": (attn_bwd_dkdv_kernel, "dkdv_atomic")}
+             "dkdv_atomic": (attn_bwd_dkdv_kernel, "dkdv_atomic"),
+             "dkdv_atomic_tma": (attn_bwd_dkdv_kernel, "dkdv_atomic")}
 
 
 def _set_desc_blocks(q_desc, k_desc, v_desc, o_desc, block_m, block_n):
@@ -545,7 +559,8 @@ def _tuned(name, block_d, device, dtype):
                for bm, bn, w, s in tuning_for("attention", device).configs(config_set, block_d)]
     return triton.autotune(configs=configs, key=["n_queries", "n_keys", "HEAD_DIM", "IS_CAUSAL"],
                            do_bench=_autotune_bench,
-                           reset_to_zero=["dq_ptr"] if name == "dkdv_atomic" else None)(kernel)
+                           reset_to_zero=["dq_ptr"] if name.startswith("dkdv_atomic") else None
+                           )(kernel)
 
 
 def _run(name, grid_rows, n_zh, work, args, tiles, device, dtype, **constexprs):
@@ -667,7 +682,7 @@ def _block_d(d):
 
 
 FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host")
-BWD_IMPLS = ("two-kernel", "atomic")
+BWD_IMPLS = ("two-kernel", "atomic", "atomic-tma")
 
 
 def tma_problem(*tensors):
@@ -739,14 +754,30 @@ def _warp_specialization_compiles(device_index):
 
 
 def backward_impl(q, impl=None):
-    """The backward implementation that runs: `impl` if given (one of BWD_IMPLS), else the
-    device tuning's `bwd_impl`."""
+    """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; "atomic-tma"
+    raises ValueError where TMA cannot take dQ's rows), else the device tuning's `bwd_impl`,
+    or "atomic" where that is "atomic-tma" and TMA cannot take them."""
     if impl is None:
-        return tuning_for("attention", q.get_device()).bwd_impl
+        impl = tuning_for("attention", q.get_device()).bwd_impl
+        return "atomic" if impl == "atomic-tma" and _dq_tma_problem(q) else impl
     if impl not in BWD_IMPLS:
         raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "
                          f"{', '.join(BWD_IMPLS)}")
+    problem = impl == "atomic-tma" and _dq_tma_problem(q)
+    if problem:
+        raise ValueError(f"flash_attention: bwd impl 'atomic-tma' adds dQ by TMA reductions, "
+                         f"which {problem}; use impl='atomic'")
     return impl
+
+
+def _dq_tma_problem(q):
+    """Why TMA reductions cannot add into the fp32 dQ rows of q's head dim, or None."""
+    if q.is_cuda and not _has_tma(q.get_device()):
+        return "need a Hopper or newer GPU (compute capability 9+)"
+    if q.shape[-1] % 4:
+        return (f"need fp32 rows of a multiple of 16 bytes (head dim {q.shape[-1]}, not a "
+                f"multiple of 4)")
+    return None
 
 
 def _forward(q, k, v, causal, scale, tiles=None, impl=None):
@@ -881,9 +912,12 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     args = (q, k, v, do, lse, delta, dk, dv, dq32, *_strides4(q), *_strides4(k), *_strides4(v),
             *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E,
             scale)
-    if impl == "atomic":
-        _run("dkdv_atomic", n_k, zh, work, args, tiles.get("dkdv"), device, q.dtype,
-             DQ_MODE=1, **consts)
+    if impl in ("atomic", "atomic-tma"):
+        tma = impl == "atomic-tma"
+        if tma:  # in-kernel descriptors: their global scratch comes from Triton's allocator
+            triton.set_allocator(_tma_scratch)
+        _run("dkdv_atomic_tma" if tma else "dkdv_atomic", n_k, zh, work, args, tiles.get("dkdv"),
+             device, q.dtype, DQ_MODE=3 if tma else 1, **consts)
     else:  # racy, the teaching variant: one config, never autotuned
         bm, bn, warps, stages = (tiles.get("dkdv") or
                                  tuning_for("attention", device).simulator("dkdv"))
@@ -911,8 +945,9 @@ def attention_forward(q, k, v, causal=False, scale=None, tiles=None, impl=None):
 def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None, impl=None):
     """(dQ, dK, dV) from the forward's O and L. `impl`: "two-kernel" (D, then the dK/dV and
     dQ kernels: deterministic), "atomic" (D and dQ's zeros, then one pass that recomputes P
-    once and adds dQ with atomics: attention_backward_atomic), or None: the device's
-    default."""
+    once and adds dQ with atomics: attention_backward_atomic), "atomic-tma" (the same pass
+    adding each dQ tile with one TMA reduction: Hopper or newer, head dims a multiple of 4),
+    or None: the device's default."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
                      impl, tiles)
 
