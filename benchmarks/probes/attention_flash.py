@@ -10,7 +10,8 @@ row's maximum grew by more than 2^8: FlashAttention-4's conditional rescaling), 
 warp-specialized: a producer warp issues the TMA loads), and descriptors over the whole
 (batch*heads*seq, d) tensor instead of one per head. Backward: the two kernels' configs one at
 a time (the other kernel at its first config), and the one-pass backward per tile with dQ
-added by atomics ("atomic") or by one TMA reduction per tile ("atomic-tma"). cuDNN (SDPA)
+added by atomics ("atomic") or by one TMA reduction per tile with its tiles read through TMA
+("atomic-tma"), and the two kernels reading through TMA ("two-kernel-tma"). cuDNN (SDPA)
 and, with --tutorial, Triton's tutorial 06 in the same run. Every variant is checked against
 SDPA before it is timed. Prints one table; writes DIR/attention_flash.json.
 """
@@ -234,12 +235,18 @@ def main(argv=None):
                                                         tiles={"dkdv": t, "dq": DQ_TILES[0]},
                                                         impl="two-kernel"),
                       grads_ref, tol, results, i, wb)
-            for impl in ("atomic", "atomic-tma"):  # one pass: dQ by atomics, by TMA reductions
+            for impl in ("atomic", "atomic-tma"):  # one pass: dQ by atomics, through TMA
                 for t in ATOMIC_TILES:
                     timed(f"bwd {impl} {t}",
                           lambda t=t, m=impl: fa.attention_backward(do, q, k, v, o, lse, causal,
                                                                     tiles={"dkdv": t}, impl=m),
                           grads_ref, tol, results, i, wb)
+            for t in DKDV_TILES[:4]:  # the two kernels reading their tiles through TMA
+                timed(f"bwd two-kernel-tma dkdv {t} dq {DQ_TILES[0]}",
+                      lambda t=t: fa.attention_backward(do, q, k, v, o, lse, causal,
+                                                        tiles={"dkdv": t, "dq": DQ_TILES[0]},
+                                                        impl="two-kernel-tma"),
+                      grads_ref, tol, results, i, wb)
             for t in DQ_TILES[1:]:
                 timed(f"bwd dkdv {DKDV_TILES[0]} dq {t}",
                       lambda t=t: fa.attention_backward(do, q, k, v, o, lse, causal,

@@ -136,10 +136,11 @@ def test_tma_needs_aligned_rows_and_the_default_falls_back(monkeypatch):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("impl", ["atomic", "atomic-tma"])
-def test_atomic_backward(impl, shape, dtype, causal):
-    """dQ, dK, dV of the one-pass backward, under the race sanitizer: the atomics (or TMA
-    reductions) into dQ and the zeros the D pass writes there first are no race."""
+@pytest.mark.parametrize("impl", ["atomic", "atomic-tma", "two-kernel-tma"])
+def test_backward_variants(impl, shape, dtype, causal):
+    """dQ, dK, dV of the one-pass backward (dQ by atomics or TMA reductions) and of the
+    two-kernel backward reading its tiles through TMA, under the race sanitizer: the atomics
+    into dQ and the zeros the D pass writes there first are no race."""
     q, k, v, do = inputs(*shape, dtype=dtype)
     q, k, v = q.detach(), k.detach(), v.detach()
     o, lse = fa.attention_forward(q, k, v, causal)
@@ -178,7 +179,7 @@ def test_atomic_backward_sanitizers_both_executors(executor):
         for dtype in (torch.float16, torch.float32):
             args = [t.to(dtype) for t in (q, k, v)]
             o, lse = sim.attention_forward(*args, True)
-            for impl in ("atomic", "atomic-tma"):
+            for impl in ("atomic", "atomic-tma", "two-kernel-tma"):
                 grads = sim.attention_backward(do.to(dtype), *args, o, lse, True, impl=impl,
                                                tiles={"dkdv": (16, 16, 4, 1)})
                 assert_matches((o, lse, *grads), want, dtype)
@@ -257,8 +258,8 @@ def check_gpu_variants(shape, dtype, causal):
         o, lse = fa.attention_forward(q, k, v, causal, impl=impl)
         assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[dtype], impl
         assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[dtype], impl
-    for impl in ("atomic", "atomic-tma"):
-        if impl == "atomic-tma" and d % 4:
+    for impl in ("atomic", "atomic-tma", "two-kernel-tma"):
+        if fa._bwd_tma_problem(impl, q, k, v, do):
             continue
         grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl=impl)
         assert_matches((o, lse, *grads), want, dtype)
@@ -281,7 +282,7 @@ def test_autotuned_launches_on_the_simulator(monkeypatch):
         for impl in ("tma", "tma-host"):
             o, lse = fa.attention_forward(q, k, v, True, impl=impl)
             assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float16], impl
-        for impl in ("atomic", "atomic-tma"):
+        for impl in ("atomic", "atomic-tma", "two-kernel-tma"):
             grads = fa.attention_backward(do, q, k, v, o, lse, True, impl=impl)
             assert_matches((o, lse, *grads), want, torch.float16)
     finally:

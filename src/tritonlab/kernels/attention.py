@@ -17,7 +17,8 @@ and loops over key tiles, so neither ever shares an output with another program.
 backward (`impl="atomic"`, `attention_backward_atomic`) puts dQ into the dK/dV kernel instead,
 added with `tl.atomic_add` into fp32 (P and dS computed once, not twice; the order of the adds,
 and so dQ's last bits, vary from run to run on a GPU), after one pass that computes D and clears
-dQ; `impl="atomic-tma"` adds each dQ tile with one TMA reduction instead (Hopper or newer).
+dQ. The `-tma` backwards (`"two-kernel-tma"`, `"atomic-tma"`; Hopper or newer) read the tiles
+their loops step through by TMA, and `"atomic-tma"` adds each dQ tile with one TMA reduction.
 `attention_backward_racy` does it with a plain load-add-store, kept wrong on purpose: it
 loses updates, and the simulator's race sanitizer names it.
 
@@ -81,6 +82,20 @@ def _load_tile(ptrs, rows, n_rows, cols, HEAD_DIM: tl.constexpr, BLOCK_D: tl.con
 def _store_tile(ptrs, value, rows, n_rows, cols, HEAD_DIM: tl.constexpr):
     tl.store(ptrs, value.to(ptrs.dtype.element_ty),
              mask=(rows[:, None] < n_rows) & (cols[None, :] < HEAD_DIM))
+
+
+@triton.jit
+def _rows_tile(src, row, stride_row, rows, n_rows, offs_d, HEAD_DIM: tl.constexpr,
+               BLOCK_D: tl.constexpr, MASKED: tl.constexpr, TMA: tl.constexpr):
+    """The tile of rows `row`, row + 1, ... (`rows`) of one head: through `src` a tensor
+    descriptor (TMA: an asynchronous copy, zero-filled past the rows and the head dim), or
+    from `src` pointers to the head's row 0 (masked loads where MASKED, zeros there too)."""
+    if TMA:
+        tile = src.load([row, 0])
+    else:
+        tile = _load_tile(src + row * stride_row, rows, n_rows, offs_d, HEAD_DIM, BLOCK_D,
+                          MASKED)
+    return tile
 
 
 @triton.jit
@@ -322,17 +337,17 @@ def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr, de
                     stride_qm, stride_dom, stride_dqm, offs_m, offs_n, offs_d, n_queries, lo, hi,
                     qk_scale, scale, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
                     BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr,
-                    DQ_MODE: tl.constexpr):
+                    DQ_MODE: tl.constexpr, LOAD_TMA: tl.constexpr):
     """dK and dV of one key tile from the query tiles lo, lo + BLOCK_M, ... < hi, working on
     transposed tiles (keys along rows) so that dV += P^T dO and dK += dS^T Q need no
     transposes of the accumulators. DQ_MODE 1 (atomic) / 2 (racy) / 3 (atomic-tma): also add
-    dS K into dQ."""
-    for start_m in range(lo, hi, BLOCK_M):
+    dS K into dQ. LOAD_TMA: q_ptrs and do_ptrs are the head's descriptors (_rows_tile)."""
+    for start_m in tl.range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
-        q = _load_tile(q_ptrs + start_m * stride_qm, rows, n_queries, offs_d, HEAD_DIM, BLOCK_D,
-                       MASKED)  # read BM*d
-        do = _load_tile(do_ptrs + start_m * stride_dom, rows, n_queries, offs_d, HEAD_DIM,
-                        BLOCK_D, MASKED)  # read BM*d
+        q = _rows_tile(q_ptrs, start_m, stride_qm, rows, n_queries, offs_d, HEAD_DIM, BLOCK_D,
+                       MASKED, LOAD_TMA)  # read BM*d
+        do = _rows_tile(do_ptrs, start_m, stride_dom, rows, n_queries, offs_d, HEAD_DIM,
+                        BLOCK_D, MASKED, LOAD_TMA)  # read BM*d
         if MASKED:  # a padded query row gets L = +inf, so P = 0 there
             lse = tl.load(lse_ptr + rows, mask=rows < n_queries, other=float("inf"))
             delta = tl.load(delta_ptr + rows, mask=rows < n_queries, other=0.0)
@@ -376,7 +391,7 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                          n_heads, n_queries, n_keys, qk_scale, scale,
                          HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                          IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         DQ_MODE: tl.constexpr):
+                         DQ_MODE: tl.constexpr, LOAD_TMA: tl.constexpr):
     # dq_ptr (fp32, contiguous (batch*heads, n_queries, HEAD_DIM), zeroed by the D pass) is
     # only touched when DQ_MODE != 0: 1 the one-pass backward's atomics, 2 the racy variant,
     # 3 the one-pass backward's TMA reductions (HEAD_DIM a multiple of 4: 16-byte rows)
@@ -393,10 +408,16 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
     v = _load_tile(v_ptr + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
                    + offs_d[None, :] * stride_vd, offs_n, n_keys, offs_d, HEAD_DIM, BLOCK_D,
                    True)  # read BN*d, once
-    q_ptrs = (q_ptr + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm
-              + offs_d[None, :] * stride_qd)
-    do_ptrs = (do_ptr + off_z * stride_doz + off_h * stride_doh + offs_m[:, None] * stride_dom
-               + offs_d[None, :] * stride_dod)
+    if LOAD_TMA:  # the query tiles through the head's descriptors (stride_qd = stride_dod = 1)
+        q_ptrs = _head_desc(q_ptr, off_z, off_h, stride_qz, stride_qh, n_queries, stride_qm,
+                            HEAD_DIM, BLOCK_M, BLOCK_D)
+        do_ptrs = _head_desc(do_ptr, off_z, off_h, stride_doz, stride_doh, n_queries,
+                             stride_dom, HEAD_DIM, BLOCK_M, BLOCK_D)
+    else:
+        q_ptrs = (q_ptr + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm
+                  + offs_d[None, :] * stride_qd)
+        do_ptrs = (do_ptr + off_z * stride_doz + off_h * stride_doh
+                   + offs_m[:, None] * stride_dom + offs_d[None, :] * stride_dod)
     dq_ptrs = dq_ptr + pid_zh.to(tl.int64) * n_queries * HEAD_DIM + offs_m[:, None] * HEAD_DIM \
         + offs_d[None, :]
     if DQ_MODE == 3:  # this head's (n_queries, HEAD_DIM) rows of dQ
@@ -417,17 +438,18 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                                  delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n,
                                  offs_d, n_queries, start_n,
                                  tl.minimum(start_n + BLOCK_N, n_queries), qk_scale, scale,
-                                 BLOCK_M, HEAD_DIM, BLOCK_D, IS_CAUSAL, True, DQ_MODE)
+                                 BLOCK_M, HEAD_DIM, BLOCK_D, IS_CAUSAL, True, DQ_MODE,
+                                 LOAD_TMA)
         lo = start_n + BLOCK_N
     mid = tl.maximum(lo, full)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr,
                              delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d,
                              n_queries, lo, mid, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D,
-                             IS_CAUSAL, False, DQ_MODE)
+                             IS_CAUSAL, False, DQ_MODE, LOAD_TMA)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr,
                              delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d,
                              n_queries, mid, n_queries, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D,
-                             IS_CAUSAL, True, DQ_MODE)
+                             IS_CAUSAL, True, DQ_MODE, LOAD_TMA)
     _store_tile(dk_ptr + off_z * stride_dkz + off_h * stride_dkh + offs_n[:, None] * stride_dkn
                 + offs_d[None, :] * stride_dkd, dk * scale, offs_n, n_keys, offs_d,
                 HEAD_DIM)  # write BN*d
@@ -439,14 +461,15 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
 def _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n,
                   offs_d, n_keys, lo, hi, qk_scale, BLOCK_N: tl.constexpr,
                   HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                  MASKED: tl.constexpr):
-    """dQ of one query tile from the key tiles lo, lo + BLOCK_N, ... < hi."""
-    k_ptrs += lo * stride_kn
-    v_ptrs += lo * stride_vn
-    for start_n in range(lo, hi, BLOCK_N):
+                  MASKED: tl.constexpr, LOAD_TMA: tl.constexpr):
+    """dQ of one query tile from the key tiles lo, lo + BLOCK_N, ... < hi. LOAD_TMA: k_ptrs
+    and v_ptrs are the head's descriptors (_rows_tile)."""
+    for start_n in tl.range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
-        k = _load_tile(k_ptrs, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D, MASKED)  # read BN*d
-        v = _load_tile(v_ptrs, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D, MASKED)  # read BN*d
+        k = _rows_tile(k_ptrs, start_n, stride_kn, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D,
+                       MASKED, LOAD_TMA)  # read BN*d
+        v = _rows_tile(v_ptrs, start_n, stride_vn, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D,
+                       MASKED, LOAD_TMA)  # read BN*d
         s = tl.dot(q, tl.trans(k)) * qk_scale
         p = tl.exp2(s - lse[:, None])
         if MASKED:  # a padded key has k = 0, s = 0: not P = 0 by itself
@@ -454,8 +477,6 @@ def _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, o
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq)
-        k_ptrs += BLOCK_N * stride_kn
-        v_ptrs += BLOCK_N * stride_vn
     return dq
 
 
@@ -468,7 +489,7 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
                        stride_dqz, stride_dqh, stride_dqm, stride_dqd,
                        n_heads, n_queries, n_keys, qk_scale, scale,
                        HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOAD_TMA: tl.constexpr):
     pid_m = tl.program_id(0)
     if IS_CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -490,10 +511,16 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
                   other=0.0) * 1.4426950408889634
     delta = tl.load(delta_ptr + pid_zh.to(tl.int64) * n_queries + offs_m, mask=row_mask,
                     other=0.0)
-    k_ptrs = (k_ptr + off_z * stride_kz + off_h * stride_kh + offs_n[:, None] * stride_kn
-              + offs_d[None, :] * stride_kd)
-    v_ptrs = (v_ptr + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
-              + offs_d[None, :] * stride_vd)
+    if LOAD_TMA:  # the key tiles through the head's descriptors (stride_kd = stride_vd = 1)
+        k_ptrs = _head_desc(k_ptr, off_z, off_h, stride_kz, stride_kh, n_keys, stride_kn,
+                            HEAD_DIM, BLOCK_N, BLOCK_D)
+        v_ptrs = _head_desc(v_ptr, off_z, off_h, stride_vz, stride_vh, n_keys, stride_vn,
+                            HEAD_DIM, BLOCK_N, BLOCK_D)
+    else:
+        k_ptrs = (k_ptr + off_z * stride_kz + off_h * stride_kh + offs_n[:, None] * stride_kn
+                  + offs_d[None, :] * stride_kd)
+        v_ptrs = (v_ptr + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
+                  + offs_d[None, :] * stride_vd)
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     full = n_keys - n_keys % BLOCK_N
     if IS_CAUSAL:  # the forward's bounds: BLOCK_M is a multiple of BLOCK_N
@@ -504,10 +531,10 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
         hi = n_keys
     dq = _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
                        offs_n, offs_d, n_keys, 0, mid, qk_scale, BLOCK_N, HEAD_DIM, BLOCK_D,
-                       IS_CAUSAL, False)
+                       IS_CAUSAL, False, LOAD_TMA)
     dq = _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
                        offs_n, offs_d, n_keys, mid, hi, qk_scale, BLOCK_N, HEAD_DIM, BLOCK_D,
-                       IS_CAUSAL, True)
+                       IS_CAUSAL, True, LOAD_TMA)
     _store_tile(dq_ptr + off_z * stride_dqz + off_h * stride_dqh + offs_m[:, None] * stride_dqm
                 + offs_d[None, :] * stride_dqd, dq * scale, offs_m, n_queries, offs_d,
                 HEAD_DIM)  # write BM*d
@@ -528,7 +555,8 @@ _LAUNCHES = {"fwd": (attn_fwd_kernel, "fwd"), "dkdv": (attn_bwd_dkdv_kernel, "dk
              "fwd_tma_ws": (attn_fwd_tma_kernel, "fwd_tma"),
              "fwd_tma_host": (attn_fwd_tma_kernel, "fwd_tma"),
              "dkdv_atomic": (attn_bwd_dkdv_kernel, "dkdv_atomic"),
-             "dkdv_atomic_tma": (attn_bwd_dkdv_kernel, "dkdv_atomic")}
+             "dkdv_atomic_tma": (attn_bwd_dkdv_kernel, "dkdv_atomic"),
+             "dkdv_tma": (attn_bwd_dkdv_kernel, "dkdv"), "dq_tma": (attn_bwd_dq_kernel, "dq")}
 
 
 def _set_desc_blocks(q_desc, k_desc, v_desc, o_desc, block_m, block_n):
@@ -682,7 +710,8 @@ def _block_d(d):
 
 
 FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host")
-BWD_IMPLS = ("two-kernel", "atomic", "atomic-tma")
+BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma")
+_POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
 
 
 def tma_problem(*tensors):
@@ -753,31 +782,34 @@ def _warp_specialization_compiles(device_index):
     return not (hopper and str(getattr(triton, "__version__", "")).startswith("3.6."))
 
 
-def backward_impl(q, impl=None):
-    """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; "atomic-tma"
-    raises ValueError where TMA cannot take dQ's rows), else the device tuning's `bwd_impl`,
-    or "atomic" where that is "atomic-tma" and TMA cannot take them."""
+def backward_impl(q, impl=None, *others):
+    """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; a TMA one
+    raises ValueError where TMA cannot read q and `others` (k, v, dO) or, "atomic-tma", add
+    into dQ's fp32 rows), else the device tuning's `bwd_impl`, or its pointer counterpart
+    where that is a TMA one and TMA cannot take these tensors."""
     if impl is None:
         impl = tuning_for("attention", q.get_device()).bwd_impl
-        return "atomic" if impl == "atomic-tma" and _dq_tma_problem(q) else impl
+        return _POINTER_BWD[impl] if _bwd_tma_problem(impl, q, *others) else impl
     if impl not in BWD_IMPLS:
         raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "
                          f"{', '.join(BWD_IMPLS)}")
-    problem = impl == "atomic-tma" and _dq_tma_problem(q)
+    problem = _bwd_tma_problem(impl, q, *others)
     if problem:
-        raise ValueError(f"flash_attention: bwd impl 'atomic-tma' adds dQ by TMA reductions, "
-                         f"which {problem}; use impl='atomic'")
+        raise ValueError(f"flash_attention: bwd impl {impl!r} reads (and, 'atomic-tma', adds "
+                         f"dQ) through TMA descriptors, which these inputs do not allow: "
+                         f"{problem}; use impl={_POINTER_BWD[impl]!r}")
     return impl
 
 
-def _dq_tma_problem(q):
-    """Why TMA reductions cannot add into the fp32 dQ rows of q's head dim, or None."""
-    if q.is_cuda and not _has_tma(q.get_device()):
-        return "need a Hopper or newer GPU (compute capability 9+)"
-    if q.shape[-1] % 4:
-        return (f"need fp32 rows of a multiple of 16 bytes (head dim {q.shape[-1]}, not a "
+def _bwd_tma_problem(impl, q, *others):
+    """Why the TMA backward `impl` cannot take q and `others` (k, v, dO), or None (also for a
+    pointer impl)."""
+    if impl not in _POINTER_BWD:
+        return None
+    if impl == "atomic-tma" and q.shape[-1] % 4:
+        return (f"dQ's fp32 rows need a multiple of 16 bytes (head dim {q.shape[-1]}, not a "
                 f"multiple of 4)")
-    return None
+    return tma_problem(q, *others) or None
 
 
 def _forward(q, k, v, causal, scale, tiles=None, impl=None):
@@ -875,7 +907,8 @@ def _backward(do, q, k, v, o, lse, causal, scale, impl=None, tiles=None):
         raise ValueError(f"flash_attention backward: dO {tuple(do.shape)} and O "
                          f"{tuple(o.shape)} must have q's shape {tuple(q.shape)}")
     return _backward_checked(do, q, k, v, o, lse, causal, scale,
-                             impl if impl == "racy" else backward_impl(q, impl), tiles)
+                             impl if impl == "racy" else backward_impl(q, impl, k, v, do),
+                             tiles)
 
 
 def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", tiles=None):
@@ -892,17 +925,20 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     zh, block_d = batch * heads, _block_d(d)
     consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
     work, device = zh * n_q * n_k, q.get_device()
-    if impl == "two-kernel":
+    tma = impl in _POINTER_BWD
+    if tma:  # in-kernel descriptors: their global scratch comes from Triton's allocator
+        triton.set_allocator(_tma_scratch)
+    if impl in ("two-kernel", "two-kernel-tma"):
         delta = _delta(o, do, heads, n_q, d)
         args = (q, k, v, do, lse, delta, dk, dv, dq, *_strides4(q), *_strides4(k),
                 *_strides4(v), *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k,
                 scale * LOG2E, scale)
-        _run("dkdv", n_k, zh, work, args, tiles.get("dkdv"), device, q.dtype, DQ_MODE=0,
-             **consts)
-        _run("dq", n_q, zh, work,
+        _run("dkdv_tma" if tma else "dkdv", n_k, zh, work, args, tiles.get("dkdv"), device,
+             q.dtype, DQ_MODE=0, LOAD_TMA=tma, **consts)
+        _run("dq_tma" if tma else "dq", n_q, zh, work,
              (q, k, v, do, lse, delta, dq, *_strides4(q), *_strides4(k), *_strides4(v),
               *_strides4(do), *_strides4(dq), heads, n_q, n_k, scale * LOG2E, scale),
-             tiles.get("dq"), device, q.dtype, **consts)
+             tiles.get("dq"), device, q.dtype, LOAD_TMA=tma, **consts)
         return dq, dk, dv
     # dQ in fp32, (batch*heads, n_queries, d) contiguous: fp32 inputs add straight into the
     # output (laid out so), 16-bit ones into a scratch buffer converted at the end
@@ -913,16 +949,13 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
             *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E,
             scale)
     if impl in ("atomic", "atomic-tma"):
-        tma = impl == "atomic-tma"
-        if tma:  # in-kernel descriptors: their global scratch comes from Triton's allocator
-            triton.set_allocator(_tma_scratch)
         _run("dkdv_atomic_tma" if tma else "dkdv_atomic", n_k, zh, work, args, tiles.get("dkdv"),
-             device, q.dtype, DQ_MODE=3 if tma else 1, **consts)
+             device, q.dtype, DQ_MODE=3 if tma else 1, LOAD_TMA=tma, **consts)
     else:  # racy, the teaching variant: one config, never autotuned
         bm, bn, warps, stages = (tiles.get("dkdv") or
                                  tuning_for("attention", device).simulator("dkdv"))
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
-               BLOCK_N=bn, DQ_MODE=2, num_warps=warps, num_stages=stages)
+               BLOCK_N=bn, DQ_MODE=2, LOAD_TMA=False, num_warps=warps, num_stages=stages)
     if dq32 is not dq:
         dq.copy_(dq32.view(q.shape))  # read and write N*d
     return dq, dk, dv
@@ -945,9 +978,10 @@ def attention_forward(q, k, v, causal=False, scale=None, tiles=None, impl=None):
 def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None, impl=None):
     """(dQ, dK, dV) from the forward's O and L. `impl`: "two-kernel" (D, then the dK/dV and
     dQ kernels: deterministic), "atomic" (D and dQ's zeros, then one pass that recomputes P
-    once and adds dQ with atomics: attention_backward_atomic), "atomic-tma" (the same pass
-    adding each dQ tile with one TMA reduction: Hopper or newer, head dims a multiple of 4),
-    or None: the device's default."""
+    once and adds dQ with atomics: attention_backward_atomic), "two-kernel-tma" and
+    "atomic-tma" (the same with the tiles the loops step through read by TMA, and
+    "atomic-tma" adding each dQ tile with one TMA reduction: Hopper or newer, inputs TMA can
+    read, head dims a multiple of 4), or None: the device's default."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
                      impl, tiles)
 
@@ -1140,7 +1174,7 @@ class FlashAttentionTriton(torch.autograd.Function):
         dQ, dK, dV = (_bwd_op(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale, ctx.bwd_impl or "")
                       if through_op else
                       _backward_checked(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale,
-                                        backward_impl(Q, ctx.bwd_impl)))
+                                        backward_impl(Q, ctx.bwd_impl, K, V, dO)))
         return dQ, dK, dV, None, None, None, None
 
 
@@ -1187,8 +1221,9 @@ def _describe(options, q, k, v):
         (_BOUNDS.plans.get(_bound_key(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh),
                                       (*sq, *sq, heads, n_q), _preprocess_kw(d, block, False))),
          "delta", -1),
-        (bound("dkdv", n_k, (*sq, *sk, *sv, *sq, *sk, *sv, *grads), DQ_MODE=0), "dkdv", -1),
-        (bound("dq", n_q, (*sq, *sk, *sv, *sq, *sq, *grads)), "dq", 0)]
+        (bound("dkdv", n_k, (*sq, *sk, *sv, *sq, *sk, *sv, *grads), DQ_MODE=0, LOAD_TMA=False),
+         "dkdv", -1),
+        (bound("dq", n_q, (*sq, *sk, *sv, *sq, *sq, *grads), LOAD_TMA=False), "dq", 0)]
     S = _native.Slot
     q_, k_, v_, o, lse, do, delta, dq, dk, dv = map(S, range(10))
     args = {"delta": (o, do, delta, delta, *sq, *sq, heads, n_q),
