@@ -39,12 +39,17 @@ DQ_TILES = [(128, 32, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (128, 64, 8, 3),
 # the one-pass backward's dK/dV(+dQ) tiles (BLOCK_N a multiple of BLOCK_M)
 ATOMIC_TILES = [(64, 128, 8, 2), (32, 128, 8, 3), (64, 128, 8, 3), (32, 128, 4, 3),
                 (64, 64, 4, 2)]
-# probe variants: (label, FOLD, LAZY, WS)
-FWD_VARIANTS = [("probe+fold", True, False, False), ("probe+ws", True, False, True)]
+# probe variants: (label, FOLD, LAZY, WS, PIPE). PIPE: the main loop pipelined by hand, the
+# scores of key tile j + 1 issued (an asynchronous wgmma on Hopper) before tile j's softmax,
+# so that the tensor cores work while the softmax runs (FlashAttention-3's intra-warpgroup
+# overlap, written in the source rather than scheduled by the compiler)
+FWD_VARIANTS = [("probe+fold", True, False, False, False), ("probe+ws", True, False, True, False),
+                ("probe+pipe", True, False, False, True)]
 # measured first (H100, 2026-12-05): FOLD 1.02-1.03x the unfolded probe (now ours), LAZY
 # 0.73-1.0x; ("probe", False, False, False) and ("probe+lazy", True, True, False) remain
 # for --all-variants
-MORE_VARIANTS = [("probe", False, False, False), ("probe+lazy", True, True, False)]
+MORE_VARIANTS = [("probe", False, False, False, False),
+                 ("probe+lazy", True, True, False, False)]
 
 
 @triton.jit
@@ -84,9 +89,34 @@ def _probe_inner(acc, l_i, m_i, q, k_desc, v_desc, row0, offs_m, offs_n, lo, hi,
 
 
 @triton.jit
+def _probe_inner_pipe(acc, l_i, m_i, q, k_desc, v_desc, row0, lo, hi, qk_scale,
+                      BLOCK_N: tl.constexpr):
+    """_probe_inner (FOLD, no mask) over at least one key tile, pipelined by hand."""
+    s = tl.dot(q, k_desc.load([row0 + lo, 0]).T)
+    for start_n in tl.range(lo + BLOCK_N, hi, BLOCK_N):
+        s_next = tl.dot(q, k_desc.load([row0 + start_n, 0]).T)  # in flight during the softmax
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.exp2(s * qk_scale - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = v_desc.load([row0 + start_n - BLOCK_N, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+        s = s_next
+    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # the last tile
+    p = tl.exp2(s * qk_scale - m_new[:, None])
+    alpha = tl.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    v = v_desc.load([row0 + hi - BLOCK_N, 0])
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+    return acc, l_i, m_new
+
+
+@triton.jit
 def probe_fwd_kernel(Q, K, V, O, LSE, n_rows, N, qk_scale, HEAD_DIM: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                     FOLD: tl.constexpr, LAZY: tl.constexpr, WS: tl.constexpr):
+                     FOLD: tl.constexpr, LAZY: tl.constexpr, WS: tl.constexpr,
+                     PIPE: tl.constexpr):
     # contiguous (batch*heads*N, HEAD_DIM) rows, N a multiple of BLOCK_M: one descriptor each
     pid_m = tl.program_id(0)
     if CAUSAL:  # the longest rows first
@@ -104,8 +134,13 @@ def probe_fwd_kernel(Q, K, V, O, LSE, n_rows, N, qk_scale, HEAD_DIM: tl.constexp
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     hi = start_m if CAUSAL else N
-    acc, l_i, m_i = _probe_inner(acc, l_i, m_i, q, k_desc, v_desc, row0, offs_m, offs_n, 0, hi,
-                                 qk_scale, BLOCK_N, False, FOLD, LAZY, WS)
+    if PIPE:
+        if hi > 0:  # causal: the first query tile has no key tile below the diagonal
+            acc, l_i, m_i = _probe_inner_pipe(acc, l_i, m_i, q, k_desc, v_desc, row0, 0, hi,
+                                              qk_scale, BLOCK_N)
+    else:
+        acc, l_i, m_i = _probe_inner(acc, l_i, m_i, q, k_desc, v_desc, row0, offs_m, offs_n, 0,
+                                     hi, qk_scale, BLOCK_N, False, FOLD, LAZY, WS)
     if CAUSAL:
         acc, l_i, m_i = _probe_inner(acc, l_i, m_i, q, k_desc, v_desc, row0, offs_m, offs_n,
                                      start_m, start_m + BLOCK_M, qk_scale, BLOCK_N, True, FOLD,
@@ -115,10 +150,11 @@ def probe_fwd_kernel(Q, K, V, O, LSE, n_rows, N, qk_scale, HEAD_DIM: tl.constexp
 
 
 def _scratch(size, alignment, stream):
-    return torch.empty(size, dtype=torch.int8, device="cuda")
+    return torch.empty(size, dtype=torch.int8, device="cuda" if torch.cuda.is_available()
+                       else "cpu")
 
 
-def probe_forward(q, k, v, causal, tiles, fold, lazy, ws):
+def probe_forward(q, k, v, causal, tiles, fold, lazy, ws, pipe=False):
     bm, bn, warps, stages = tiles
     b, h, n, d = q.shape
     o = torch.empty_like(q)
@@ -126,8 +162,8 @@ def probe_forward(q, k, v, causal, tiles, fold, lazy, ws):
     triton.set_allocator(_scratch)
     probe_fwd_kernel[(n // bm, b * h)](q, k, v, o, lse, b * h * n, n, d ** -0.5 * fa.LOG2E,
                                        HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-                                       FOLD=fold, LAZY=lazy, WS=ws, num_warps=warps,
-                                       num_stages=stages)
+                                       FOLD=fold, LAZY=lazy, WS=ws, PIPE=pipe,
+                                       num_warps=warps, num_stages=stages)
     return o
 
 
@@ -202,14 +238,14 @@ def main(argv=None):
                 timed(f"fwd ours-tma {t}",
                       lambda t=t: fa.attention_forward(q, k, v, causal, tiles=t, impl="tma")[0],
                       o_ref, tol, results, i, wf)
-            for name, fold, lazy, ws in FWD_VARIANTS + (MORE_VARIANTS if args.all_variants
-                                                         else []):
+            for name, fold, lazy, ws, pipe in FWD_VARIANTS + (
+                    MORE_VARIANTS if args.all_variants else []):
                 if ws and causal:
                     continue
                 for t in FWD_TILES:
                     timed(f"fwd {name} {t}",
-                          lambda t=t, f=fold, z=lazy, w=ws: probe_forward(q, k, v, causal, t, f,
-                                                                          z, w),
+                          lambda t=t, f=fold, z=lazy, w=ws, pp=pipe: probe_forward(
+                              q, k, v, causal, t, f, z, w, pp),
                           o_ref, tol, results, i, wf)
             if tut is not None and dt == torch.float16:
                 for ws in ([True, False] if not causal else [False]):
