@@ -208,7 +208,8 @@ def main(argv=None):
     p.add_argument("--tutorial", help="folder of Triton's tutorials (06-fused-attention.py)")
     p.add_argument("--all-variants", action="store_true", help="also the probe unfolded, lazy")
     p.add_argument("--out", default="tritonlab-out/attention-flash")
-    args = p.parse_args(argv)
+    # run.py calls main() with its own argv: the defaults then
+    args = p.parse_args(argv if argv is not None or __name__ == "__main__" else [])
     from torch.nn.attention import SDPBackend, sdpa_kernel
     tut = load_tutorial(args.tutorial) if args.tutorial else None
     results = []
