@@ -125,8 +125,11 @@ def test_assignment_saved_tensor_contract():
     assert rel_err(lse[0], want) < ATTENTION_TOLERANCES[torch.float32]
     ptrs = {t.data_ptr() for t in saved}
     assert {q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()} <= ptrs
-    o2 = fa.flash_attention(q, k, v)  # the public function: the Function's output itself
-    assert type(o2.grad_fn).__name__ == "FlashAttentionTritonBackward"
+    o2 = fa.flash_attention(q, k, v)  # the public function: the Function's output itself,
+    # or on a GPU, once this signature's kernels ran, the native path's C++ node (test_native)
+    names = {"FlashAttentionTritonBackward"} | ({"TritonlabFlashAttentionBackward"}
+                                                if q.is_cuda else set())
+    assert type(o2.grad_fn).__name__ in names
 
 
 def test_module_scale_and_empty_queries():

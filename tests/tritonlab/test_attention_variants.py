@@ -78,12 +78,51 @@ def test_tma_backward_four_d_strided_views(impl):
     k = torch.randn(2, 50, 3, 32, generator=g).to(DEV).transpose(1, 2)[:, :, ::2]
     v = torch.randn(2, 3, 25, 48, generator=g).to(DEV)[..., 16:48]
     do = torch.randn(2, 33, 3, 32, generator=g).to(DEV).transpose(1, 2)
-    assert fa._bwd_tma_problem(impl, q, k, v, do) is None
+    assert fa._bwd_tma_problem(impl, q, k, v) is None
     for causal in (False, True):
         o, lse = fa.attention_forward(q, k, v, causal)
         with minitriton.configure(races=True, padding=True):
             grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl=impl)
         assert_matches((o, lse, *grads), reference(q, k, v, do, causal), torch.float32)
+
+
+def test_tma_backward_takes_a_sum_and_a_single_query_of_odd_strides():
+    """An explicit TMA backward under `.sum().backward()` (autograd's dO is an expanded view,
+    stride 0: copied, not refused), and a single query (and key) sliced from rows whose
+    strides are not 16-byte multiples (a size-1 dimension's stride is never stepped along:
+    the descriptors get an aligned one)."""
+    q, k, v, _ = inputs(1, 24, 40, 16, heads=2)
+    for impl in ("two-kernel-tma", "atomic-tma"):
+        for t in (q, k, v):
+            t.grad = None
+        fa.flash_attention(q, k, v, True, None, None, impl).sum().backward()
+        got = [t.grad for t in (q, k, v)]
+        want = reference(q.detach(), k.detach(), v.detach(), torch.ones_like(q), True)
+        assert_matches((want[0], want[1], *got), want, torch.float32)
+    g = torch.Generator().manual_seed(2)
+    wide = [torch.randn(1, 2, 1, 12, generator=g).to(DEV) for _ in range(4)]
+    q1, k1, v1, do1 = (t[..., :8] for t in wide)  # rows of 8 in 12: stride 12 x 4 = 48 bytes
+    o1, lse1 = fa.attention_forward(q1, k1, v1, False)
+    want = reference(q1, k1, v1, do1, False)
+    for impl in ("two-kernel-tma", "atomic-tma"):
+        assert fa._bwd_tma_problem(impl, q1, k1, v1) is None
+        grads = fa.attention_backward(do1, q1, k1, v1, o1, lse1, False, impl=impl)
+        assert_matches((o1, lse1, *grads), want, torch.float32)
+
+
+@pytest.mark.parametrize("scale", [0.0, -0.3])
+def test_zero_and_negative_scales(scale):
+    """softmax(scale * q k^T) for a scale <= 0 (0: uniform over the kept keys): the forwards
+    scale the scores before masking them (the folded scale would make -inf * 0 a NaN), and
+    the backwards follow, causal and not, with a key tail."""
+    q, k, v, do = (t.detach() for t in inputs(1, 40, 40, 16, heads=2))
+    for causal in (False, True):
+        want = reference(q, k, v, do, causal, scale)
+        for impl in ("pointers", "tma"):
+            o, lse = fa.attention_forward(q, k, v, causal, scale, impl=impl)
+            assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float32], (impl, causal)
+        grads = fa.attention_backward(do, q, k, v, o, lse, causal, scale)
+        assert_matches((o, lse, *grads), want, torch.float32)
 
 
 def test_tma_forward_causal_groups(monkeypatch):
@@ -277,7 +316,7 @@ def check_gpu_variants(shape, dtype, causal):
         assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[dtype], impl
         assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[dtype], impl
     for impl in ("atomic", "atomic-tma", "two-kernel-tma"):
-        if fa._bwd_tma_problem(impl, q, k, v, do):
+        if fa._bwd_tma_problem(impl, q, k, v):
             continue
         grads = fa.attention_backward(do, q, k, v, o, lse, causal, impl=impl)
         assert_matches((o, lse, *grads), want, dtype)

@@ -265,6 +265,8 @@ class NativeOp:
         return table
 
     def _miss(self, table, options, tensors):
+        if not all(t.is_contiguous() for t in tensors):
+            return None  # declined by the table anyway: described on a contiguous call
         try:
             plan = self.describe(options, *tensors)
         except Exception as e:  # a bad call: the Python path raises its own error

@@ -93,8 +93,8 @@ def _rows_tile(src, row, stride_row, rows, n_rows, offs_d, HEAD_DIM: tl.constexp
     if TMA:
         tile = src.load([row, 0])
     else:
-        tile = _load_tile(src + row * stride_row, rows, n_rows, offs_d, HEAD_DIM, BLOCK_D,
-                          MASKED)
+        offset = tl.cast(row, tl.int64) * stride_row  # rows x stride can pass 2^31
+        tile = _load_tile(src + offset, rows, n_rows, offs_d, HEAD_DIM, BLOCK_D, MASKED)
     return tile
 
 
@@ -109,15 +109,34 @@ def _keep(offs_m, cols, n_keys, IS_CAUSAL: tl.constexpr):
 
 
 @triton.jit
-def _softmax_step(s, m_i, l_i, qk_scale):
-    """One key tile of the online softmax on raw scores s (masked ones -inf): the tile's P
-    under the new row maximum, the factor alpha that rescales what was summed under the old
-    one, the new maximum and row sum, all in log2 units (qk_scale = scale * log2 e). The scale
-    is applied to the row maxima and inside exp2's argument (one FMA per score), not as a
-    pass over the tile of its own: 1.02-1.03x the forward on an H100 (docs/attention.md).
-    Every row meets key 0 in its first tile, so the maximum is finite: no -inf - -inf."""
-    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-    p = tl.exp2(s * qk_scale - m_new[:, None])
+def _scores(q, k, qk_scale, offs_m, cols, n_keys, IS_CAUSAL: tl.constexpr,
+            MASKED: tl.constexpr, FOLD: tl.constexpr):
+    """S = q k^T of one tile for _softmax_step, -inf where _keep says no (MASKED): raw scores
+    (FOLD), or scaled first, for a scale <= 0, whose product with a masked -inf would be NaN
+    or +inf."""
+    s = tl.dot(q, tl.trans(k))
+    if not FOLD:
+        s = s * qk_scale
+    if MASKED:
+        s = tl.where(_keep(offs_m, cols, n_keys, IS_CAUSAL), s, float("-inf"))
+    return s
+
+
+@triton.jit
+def _softmax_step(s, m_i, l_i, qk_scale, FOLD: tl.constexpr):
+    """One key tile of the online softmax on scores s (masked ones -inf): the tile's P under
+    the new row maximum, the factor alpha that rescales what was summed under the old one, the
+    new maximum and row sum, all in log2 units (qk_scale = scale * log2 e). FOLD (a positive
+    scale): s are the raw scores, and the scale is applied to the row maxima and inside exp2's
+    argument (one FMA per score), not as a pass over the tile of its own: 1.02-1.03x the
+    forward on an H100 (docs/attention.md); else s are already scaled (_scores). Every row
+    meets key 0 in its first tile, so the maximum is finite: no -inf - -inf."""
+    if FOLD:
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.exp2(s * qk_scale - m_new[:, None])
+    else:
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp2(s - m_new[:, None])
     alpha = tl.exp2(m_i - m_new)
     return p, alpha, m_new, l_i * alpha + tl.sum(p, 1)
 
@@ -125,19 +144,20 @@ def _softmax_step(s, m_i, l_i, qk_scale):
 @triton.jit
 def _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n, offs_d,
                n_keys, lo, hi, qk_scale, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
-               BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr):
+               BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr,
+               FOLD: tl.constexpr):
     """Online softmax over the key tiles lo, lo + BLOCK_N, ... < hi. MASKED: the tiles that
-    cross the diagonal (causal) or the end of the keys."""
+    cross the diagonal (causal) or the end of the keys. FOLD: a positive scale
+    (_softmax_step)."""
     k_ptrs += lo * stride_kn
     v_ptrs += lo * stride_vn
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         k = _load_tile(k_ptrs, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D, MASKED)  # read BN*d
         v = _load_tile(v_ptrs, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D, MASKED)  # read BN*d
-        s = tl.dot(q, tl.trans(k))  # (BM, BN) raw scores, on chip only
-        if MASKED:
-            s = tl.where(_keep(offs_m, cols, n_keys, IS_CAUSAL), s, float("-inf"))
-        p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i, qk_scale)
+        s = _scores(q, k, qk_scale, offs_m, cols, n_keys, IS_CAUSAL, MASKED,
+                    FOLD)  # (BM, BN), on chip only
+        p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i, qk_scale, FOLD)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
         m_i = m_new
         k_ptrs += BLOCK_N * stride_kn
@@ -153,7 +173,7 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
                     stride_oz, stride_oh, stride_om, stride_od,
                     n_heads, n_queries, n_keys, qk_scale,
                     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FOLD: tl.constexpr):
     pid_m = tl.program_id(0)
     if IS_CAUSAL:  # the longest rows of keys first: the grid's tail is then short programs
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -183,10 +203,10 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
         hi = n_keys
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
                                offs_n, offs_d, n_keys, 0, mid, qk_scale, BLOCK_N, HEAD_DIM,
-                               BLOCK_D, IS_CAUSAL, False)
+                               BLOCK_D, IS_CAUSAL, False, FOLD)
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
                                offs_n, offs_d, n_keys, mid, hi, qk_scale, BLOCK_N, HEAD_DIM,
-                               BLOCK_D, IS_CAUSAL, True)
+                               BLOCK_D, IS_CAUSAL, True, FOLD)
     o_ptrs = (o_ptr + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om
               + offs_d[None, :] * stride_od)
     _store_tile(o_ptrs, acc / l_i[:, None], offs_m, n_queries, offs_d, HEAD_DIM)  # write BM*d
@@ -212,16 +232,16 @@ def _desc_tile(desc, off_z, off_h, row, ROWS: tl.constexpr, BLOCK_D: tl.constexp
 def _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m, offs_n, n_keys, lo,
                    hi, qk_scale, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                    IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr,
-                   WARP_SPECIALIZE: tl.constexpr, HOST_DESC: tl.constexpr):
+                   WARP_SPECIALIZE: tl.constexpr, HOST_DESC: tl.constexpr, FOLD: tl.constexpr):
     """_fwd_inner with K and V tiles through TMA: the loads are asynchronous copies into
     shared memory, num_stages of them in flight (software pipelining), or issued by a
     producer warp of their own (WARP_SPECIALIZE). The masks remain only on S."""
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         k = _desc_tile(k_desc, off_z, off_h, start_n, BLOCK_N, BLOCK_D, HOST_DESC)  # read BN*d
-        s = tl.dot(q, tl.trans(k))  # (BM, BN) raw scores
-        if MASKED:  # padded keys read 0, so s = 0 there: masked like the causal part
-            s = tl.where(_keep(offs_m, start_n + offs_n, n_keys, IS_CAUSAL), s, float("-inf"))
-        p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i, qk_scale)
+        # padded keys read 0, so s = 0 there: masked like the causal part
+        s = _scores(q, k, qk_scale, offs_m, start_n + offs_n, n_keys, IS_CAUSAL, MASKED,
+                    FOLD)  # (BM, BN)
+        p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i, qk_scale, FOLD)
         v = _desc_tile(v_desc, off_z, off_h, start_n, BLOCK_N, BLOCK_D, HOST_DESC)  # read BN*d
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
         m_i = m_new
@@ -246,7 +266,7 @@ def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
                         HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                         IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
                         BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-                        HOST_DESC: tl.constexpr):
+                        HOST_DESC: tl.constexpr, FOLD: tl.constexpr):
     # attn_fwd_kernel with Q, K, V and O through TMA descriptors. HOST_DESC: q_desc ... o_desc
     # are host TensorDescriptors of (batch, heads, seq, d); else they are pointers (with the
     # strides) and each program describes its own head's (seq, d) here.
@@ -287,10 +307,10 @@ def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
         hi = n_keys
     acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m,
                                    offs_n, n_keys, 0, mid, qk_scale, BLOCK_N, BLOCK_D,
-                                   IS_CAUSAL, False, WARP_SPECIALIZE, HOST_DESC)
+                                   IS_CAUSAL, False, WARP_SPECIALIZE, HOST_DESC, FOLD)
     acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m,
                                    offs_n, n_keys, mid, hi, qk_scale, BLOCK_N, BLOCK_D,
-                                   IS_CAUSAL, True, WARP_SPECIALIZE, HOST_DESC)
+                                   IS_CAUSAL, True, WARP_SPECIALIZE, HOST_DESC, FOLD)
     out = (acc / l_i[:, None]).to(o_desc.dtype)
     if HOST_DESC:  # rows past the sequence and columns past the head dim are clipped
         o_desc.store([off_z, off_h, start_m, 0],
@@ -628,18 +648,25 @@ def _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles, constexprs):
     _bound_launch(kernel, grid, args, kw)
 
 
-# (kernel, grid, the arguments that are not tensors, the keywords) -> its Bound launch: a
-# signature's later calls skip Triton's dispatch, and the native path describes them
+# (kernel, grid, _arg_keys, the keywords) -> its Bound launch: a signature's later calls skip
+# Triton's dispatch, and the native path describes them
 _BOUNDS = PlanCache()
 
 
-def _bound_key(kernel, grid, args, kw):
-    return (kernel, grid, tuple(a for a in args if not isinstance(a, torch.Tensor)),
-            tuple(sorted(kw.items())))
+def _arg_keys(args):
+    """What a Bound launch of `args` is specialised on besides its keywords: each tensor's
+    dtype and device (a Bound follows whichever it was called with last), every other
+    argument itself."""
+    return tuple((a.dtype, a.device) if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def _bound_key(kernel, grid, arg_keys, kw):
+    return (kernel, grid, arg_keys, tuple(sorted(kw.items())))
 
 
 def _bound_launch(kernel, grid, args, kw):
-    _BOUNDS.get(_bound_key(kernel, grid, args, kw), lambda: Bound(kernel, grid, **kw))(*args)
+    _BOUNDS.get(_bound_key(kernel, grid, _arg_keys(args), kw),
+                lambda: Bound(kernel, grid, **kw))(*args)
 
 
 # (launch name, BLOCK_D, dtype) -> index of the first tuning config whose shared memory fits
@@ -787,9 +814,9 @@ def _warp_specialization_compiles(device_index):
 
 def backward_impl(q, impl=None, *others):
     """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; a TMA one
-    raises ValueError where TMA cannot read q and `others` (k, v, dO) or, "atomic-tma", add
-    into dQ's fp32 rows), else the device tuning's `bwd_impl`, or its pointer counterpart
-    where that is a TMA one and TMA cannot take these tensors."""
+    raises ValueError where TMA cannot read q and `others` (k, v) or, "atomic-tma", add into
+    dQ's fp32 rows), else the device tuning's `bwd_impl`, or its pointer counterpart where
+    that is a TMA one and TMA cannot take these tensors. A dO TMA cannot read is copied."""
     if impl is None:
         impl = tuning_for("attention", q.get_device()).bwd_impl
         return _POINTER_BWD[impl] if _bwd_tma_problem(impl, q, *others) else impl
@@ -805,7 +832,7 @@ def backward_impl(q, impl=None, *others):
 
 
 def _bwd_tma_problem(impl, q, *others):
-    """Why the TMA backward `impl` cannot take q and `others` (k, v, dO), or None (also for a
+    """Why the TMA backward `impl` cannot take q and `others` (k, v), or None (also for a
     pointer impl)."""
     if impl not in _POINTER_BWD:
         return None
@@ -823,7 +850,9 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     if not o.numel():
         return o, lse
-    consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal))
+    # FOLD: the scale folded into the softmax (_softmax_step), for a positive one
+    consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal),
+                  FOLD=bool(scale > 0))
     work = batch * heads * n_q * n_k
     if impl == "pointers":
         args = (q, k, v, o, lse, *_strides4(q), *_strides4(k), *_strides4(v), *_strides4(o),
@@ -910,7 +939,7 @@ def _backward(do, q, k, v, o, lse, causal, scale, impl=None, tiles=None):
         raise ValueError(f"flash_attention backward: dO {tuple(do.shape)} and O "
                          f"{tuple(o.shape)} must have q's shape {tuple(q.shape)}")
     return _backward_checked(do, q, k, v, o, lse, causal, scale,
-                             impl if impl == "racy" else backward_impl(q, impl, k, v, do),
+                             impl if impl == "racy" else backward_impl(q, impl, k, v),
                              tiles)
 
 
@@ -929,18 +958,21 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
     work, device = zh * n_q * n_k, q.get_device()
     tma = impl in _POINTER_BWD
+    st = _strides4
     if tma:  # in-kernel descriptors: their global scratch comes from Triton's allocator
         triton.set_allocator(_tma_scratch)
+        st = _tma_strides  # the strides of size-1 dimensions made aligned: TMA checks them
+        if tma_problem(do):  # autograd's dO of a sum is an expanded view (stride 0)
+            do = do.clone(memory_format=torch.contiguous_format)
     if impl in ("two-kernel", "two-kernel-tma"):
         delta = _delta(o, do, heads, n_q, d)
-        args = (q, k, v, do, lse, delta, dk, dv, dq, *_strides4(q), *_strides4(k),
-                *_strides4(v), *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k,
-                scale * LOG2E, scale)
+        args = (q, k, v, do, lse, delta, dk, dv, dq, *st(q), *st(k), *st(v), *st(do),
+                *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
         _run("dkdv_tma" if tma else "dkdv", n_k, zh, work, args, tiles.get("dkdv"), device,
              q.dtype, DQ_MODE=0, LOAD_TMA=tma, **consts)
         _run("dq_tma" if tma else "dq", n_q, zh, work,
-             (q, k, v, do, lse, delta, dq, *_strides4(q), *_strides4(k), *_strides4(v),
-              *_strides4(do), *_strides4(dq), heads, n_q, n_k, scale * LOG2E, scale),
+             (q, k, v, do, lse, delta, dq, *st(q), *st(k), *st(v), *st(do), *_strides4(dq),
+              heads, n_q, n_k, scale * LOG2E, scale),
              tiles.get("dq"), device, q.dtype, LOAD_TMA=tma, **consts)
         return dq, dk, dv
     # dQ in fp32, (batch*heads, n_queries, d) contiguous: fp32 inputs add straight into the
@@ -948,9 +980,8 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     dq32 = dq if q.dtype == torch.float32 else scratch(
         "attention_dq32", (zh, n_q, d), torch.float32, q.device)
     delta = _delta(o, do, heads, n_q, d, dq32)
-    args = (q, k, v, do, lse, delta, dk, dv, dq32, *_strides4(q), *_strides4(k), *_strides4(v),
-            *_strides4(do), *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E,
-            scale)
+    args = (q, k, v, do, lse, delta, dk, dv, dq32, *st(q), *st(k), *st(v), *st(do),
+            *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
     if impl in ("atomic", "atomic-tma"):
         _run("dkdv_atomic_tma" if tma else "dkdv_atomic", n_k, zh, work, args, tiles.get("dkdv"),
              device, q.dtype, DQ_MODE=3 if tma else 1, LOAD_TMA=tma, **consts)
@@ -1177,7 +1208,7 @@ class FlashAttentionTriton(torch.autograd.Function):
         dQ, dK, dV = (_bwd_op(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale, ctx.bwd_impl or "")
                       if through_op else
                       _backward_checked(dO, Q, K, V, O, L, ctx.is_causal, ctx.scale,
-                                        backward_impl(Q, ctx.bwd_impl, K, V, dO)))
+                                        backward_impl(Q, ctx.bwd_impl, K, V)))
         return dQ, dK, dV, None, None, None, None
 
 
@@ -1199,44 +1230,49 @@ def _describe(options, q, k, v):
     scale = default_scale(q) if scale is None else scale
     zh, block_d, dtype = batch * heads, _block_d(d), q.dtype
     consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
+    S = _native.Slot
+    q_, k_, v_, o, lse, do, delta, dq, dk, dv = map(S, range(10))
+    # each slot's tensor as a Bound's key sees it (_arg_keys): dtype and device
+    typed, fp32 = (dtype, q.device), (torch.float32, q.device)
+    slot_keys = (typed,) * 4 + (fp32, typed, fp32) + (typed,) * 3
 
     def strides(x):  # a contiguous tensor's, as the Python path allocates O, dO, dQ, dK, dV
         return _strides4(torch.empty(x.shape, device="meta"))
 
-    def bound(name, rows, ints, **more):  # the untuned launch _first_fitting made, if it ran
+    def bound(kernel, grid, args, kw):  # the launch the Python path made, if it ran
+        keys = tuple(slot_keys[a.index] if isinstance(a, S) else a for a in args)
+        return _BOUNDS.plans.get(_bound_key(kernel, grid, keys, kw))
+
+    def untuned(name, rows, args, **more):  # a launch of _first_fitting's config
         fit = _FITS.get((name, block_d, dtype))
         if fit is None:
             return None
         kernel, config_set = _LAUNCHES[name]
         bm, bn, warps, stages = t.configs(config_set, block_d)[fit]
         grid = (triton.cdiv(rows, bn if config_set.startswith("dkdv") else bm), zh)
-        kw = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages, **more, **consts)
-        return _BOUNDS.plans.get(_bound_key(kernel, grid, ints, kw))
+        return bound(kernel, grid, args, dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
+                                              num_stages=stages, **more, **consts))
 
     sq, sk, sv = strides(q), strides(k), strides(v)
-    fwd_ints = (*sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
-    forward = bound("fwd", n_q, fwd_ints)
+    fwd_args = (q_, k_, v_, o, lse, *sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
+    forward = untuned("fwd", n_q, fwd_args, FOLD=bool(scale > 0))
     if forward is None:
         return None
     grads = (heads, n_q, n_k, scale * LOG2E, scale)
     block = t.preprocess_block
-    launches = [
-        (_BOUNDS.plans.get(_bound_key(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh),
-                                      (*sq, *sq, heads, n_q), _preprocess_kw(d, block, False))),
-         "delta", -1),
-        (bound("dkdv", n_k, (*sq, *sk, *sv, *sq, *sk, *sv, *grads), DQ_MODE=0, LOAD_TMA=False),
-         "dkdv", -1),
-        (bound("dq", n_q, (*sq, *sk, *sv, *sq, *sq, *grads), LOAD_TMA=False), "dq", 0)]
-    S = _native.Slot
-    q_, k_, v_, o, lse, do, delta, dq, dk, dv = map(S, range(10))
     args = {"delta": (o, do, delta, delta, *sq, *sq, heads, n_q),
             "dkdv": (q_, k_, v_, do, lse, delta, dk, dv, dq, *sq, *sk, *sv, *sq, *sk, *sv,
                      *grads),
             "dq": (q_, k_, v_, do, lse, delta, dq, *sq, *sk, *sv, *sq, *sq, *grads)}
+    launches = [
+        (bound(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), args["delta"],
+               _preprocess_kw(d, block, False)), "delta", -1),
+        (untuned("dkdv", n_k, args["dkdv"], DQ_MODE=0, LOAD_TMA=False), "dkdv", -1),
+        (untuned("dq", n_q, args["dq"], LOAD_TMA=False), "dq", 0)]
     ready = all(b is not None for b, _, _ in launches)
     return _native.plan(
         (q, k, v), [(q.shape, dtype), (q.shape[:-1], torch.float32)],
-        [(forward, (q_, k_, v_, o, lse, *fwd_ints))], o, saved=[q_, k_, v_, o, lse],
+        [(forward, fwd_args)], o, saved=[q_, k_, v_, o, lse],
         bwd_allocs=[((zh, n_q), torch.float32), (q.shape, dtype), (k.shape, dtype),
                     (v.shape, dtype)],
         backward=[(b, args[name]) for b, name, _ in launches] if ready else None,
