@@ -207,7 +207,7 @@ def _attention_cases():
                                                                                 DTYPES[dt]),
                         lambda c, n=n, zh=z * h: (-(-n // c["BLOCK_M"]), zh), configs,
                         4 * z * h * n * d * DTYPES[dt].itemsize + 4 * z * h * n, flops,
-                        fixed=dict(HEAD_DIM=d, BLOCK_D=d, IS_CAUSAL=causal)))
+                        fixed=dict(HEAD_DIM=d, BLOCK_D=d, IS_CAUSAL=causal, FOLD=True)))
     return out
 
 
