@@ -3,13 +3,15 @@ attention and SDPA's backends (cuDNN, FlashAttention-2, memory-efficient), in on
 
     python benchmarks/attention.py [--quick] [--out DIR] [--dtypes bf16,fp32] [--seqs 128,1024]
                                    [--dims 64,128] [--no-speed] [--no-table]
-                                   [--variants ours-tma,ours-atomic] [--rows 0,2]
+                                   [--variants ours-tma,ours-atomic] [--rows 0,2] [--repeats 3]
 
 Two tables:
   * speed (issue 14): 4x32x4096x128 fp16 causal and not, 16x16384x64 bf16 causal (the CS336
     leaderboard: 16 batch*heads), 1x65536x128 bf16 causal: forward and forward+backward
     TFLOP/s, ours against cuDNN and flash SDPA measured in the same run, and the goals
     (forward >= 0.9x cuDNN, fwd+bwd >= 0.8x cuDNN and >= 1.3x flash; leaderboard <= 5.0 ms);
+    and issue 36's (forward >= 0.95x cuDNN, fwd+bwd >= 0.9x; leaderboard <= 4.8 ms) beside;
+    `--repeats 3` times them three times in one process, a table each;
   * the variants (issue 36), timed in the speed rows beside ours: the TMA forwards
     (ours-tma: descriptors made in the kernel; ours-tma-ws: the same with warp
     specialization; ours-tma-host: host TensorDescriptors), the one-pass backward
@@ -64,6 +66,8 @@ SDPA_BACKENDS = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-flash": "FLASH_ATTENTION
 CHECK_TOLERANCES = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 GOALS = {"fwd_vs_cudnn": 0.9, "fwd+bwd_vs_cudnn": 0.8, "fwd+bwd_vs_flash": 1.3,
          "leaderboard_ms": 5.0}
+# issue 36's (tutorial 06's forward, its third, is not timed here: probes/attention_flash.py)
+GOALS_36 = {"fwd_vs_cudnn": 0.95, "fwd+bwd_vs_cudnn": 0.9, "leaderboard_ms": 4.8}
 
 
 def flops(batch, heads, n, d, causal, which):
@@ -232,12 +236,13 @@ def speed_summary(rows):
             for impl, key in (("sdpa-cudnn", "cudnn"), ("sdpa-flash", "flash")):
                 other = entry[f"{impl} {which} ms"]
                 entry[f"{which}_vs_{key}"] = other / ours if ours and other else None
-        goals = [entry[key] is not None and entry[key] >= GOALS[key]
-                 for key in ("fwd_vs_cudnn", "fwd+bwd_vs_cudnn", "fwd+bwd_vs_flash")]
-        if "leaderboard" in label:
-            ms = entry["ours fwd+bwd ms"]
-            goals.append(ms is not None and ms <= GOALS["leaderboard_ms"])
-        entry["goals met"] = all(goals)
+        for name, table in (("goals met", GOALS), ("issue 36 met", GOALS_36)):
+            goals = [entry[key] is not None and entry[key] >= table[key]
+                     for key in table if key != "leaderboard_ms"]
+            if "leaderboard" in label:
+                ms = entry["ours fwd+bwd ms"]
+                goals.append(ms is not None and ms <= table["leaderboard_ms"])
+            entry[name] = all(goals)
         out.append(entry)
     return out
 
@@ -271,8 +276,8 @@ def _fmt(x, spec):
 
 def speed_markdown(summary):
     lines = ["| shape | ours fwd / fwd+bwd TFLOP/s | cuDNN | flash | fwd vs cuDNN | fwd+bwd vs "
-             "cuDNN | fwd+bwd vs flash | ours fwd+bwd ms | goals |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "cuDNN | fwd+bwd vs flash | ours fwd+bwd ms | goals | issue 36 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for e in summary:
         cells = [e["label"]]
         for impl in ("ours", "sdpa-cudnn", "sdpa-flash"):
@@ -280,7 +285,8 @@ def speed_markdown(summary):
                          f"{_fmt(e[f'{impl} fwd+bwd TFLOP/s'], '.0f')}")
         cells += [f"{_fmt(e['fwd_vs_cudnn'], '.2f')}x", f"{_fmt(e['fwd+bwd_vs_cudnn'], '.2f')}x",
                   f"{_fmt(e['fwd+bwd_vs_flash'], '.2f')}x", _fmt(e["ours fwd+bwd ms"], ".2f"),
-                  "met" if e["goals met"] else "missed"]
+                  "met" if e["goals met"] else "missed",
+                  "met" if e["issue 36 met"] else "missed"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -346,6 +352,9 @@ def parse_args(argv=None):
     p.add_argument("--variants", default="ours-tma,ours-tma-ws,ours-tma-host,ours-atomic",
                    help=f"our variants timed in the speed rows, of {','.join(VARIANTS)} "
                         f"('' for none)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="time the speed rows this many times in one process, each repeat a "
+                        "table of its own (compiles and autotuning once; issue 36 asks for 3)")
     p.add_argument("--rows", default=",".join(map(str, range(len(SPEED_ROWS)))),
                    help="the speed rows to run, by index: " + "; ".join(
                        f"{i} {r[0]}" for i, r in enumerate(SPEED_ROWS)))
@@ -360,6 +369,8 @@ def parse_args(argv=None):
         p.error(f"unknown implementations {sorted(unknown)}")
     if not set(args.rows) <= set(range(len(SPEED_ROWS))):
         p.error(f"--rows: indices 0 to {len(SPEED_ROWS) - 1}")
+    if args.repeats < 1:
+        p.error("--repeats: at least 1")
     if args.quick:
         args.no_table = True
     return args
@@ -384,9 +395,11 @@ def main(argv=None):
     if not args.no_speed:
         speed_impls = ([i for i in ("ours", "sdpa-cudnn", "sdpa-flash") if i in args.impls]
                        + args.variants)
-        for label, batch, heads, n, d, dt, causal in (SPEED_ROWS[i] for i in args.rows):
-            keep(run_shape(label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
-                           args.eager_max_seq, "speed"))
+        for repeat in range(args.repeats):
+            for label, batch, heads, n, d, dt, causal in (SPEED_ROWS[i] for i in args.rows):
+                keep([dict(r, repeat=repeat) for r in run_shape(
+                    label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
+                    args.eager_max_seq, "speed")])
     if not args.no_table:
         for dtype in args.dtypes:
             for d in args.dims:
@@ -397,15 +410,19 @@ def main(argv=None):
     meta = dict(export.environment("cuda"), commit=export.git_commit(ROOT), run=export.run_label(),
                 timing_ms=dict(TIMING))
     parts = []
-    if not args.no_speed:
-        summary = speed_summary([r for r in rows if r.get("table") == "speed"])
-        parts.append("### Speed (issue 14)\n\n" + speed_markdown(summary))
-        meta["speed_summary"] = summary
+    for repeat in range(0 if args.no_speed else args.repeats):
+        speed = [r for r in rows if r.get("table") == "speed" and r["repeat"] == repeat]
+        of = f", repeat {repeat + 1} of {args.repeats}" if args.repeats > 1 else ""
+        summary = speed_summary(speed)
+        parts.append(f"### Speed (issue 14){of}\n\n" + speed_markdown(summary))
+        meta.setdefault("speed_summary", summary)  # the first repeat's (as before --repeats)
+        meta.setdefault("speed_summaries", []).append(summary)
         if args.variants:
-            variants = variants_summary([r for r in rows if r.get("table") == "speed"])
-            parts.append("### Variants (issue 36): against ours (> 1x: faster) and cuDNN\n\n"
-                         + variants_markdown(variants))
-            meta["variants_summary"] = variants
+            variants = variants_summary(speed)
+            parts.append(f"### Variants (issue 36): against ours (> 1x: faster) and cuDNN{of}"
+                         "\n\n" + variants_markdown(variants))
+            meta.setdefault("variants_summary", variants)
+            meta.setdefault("variants_summaries", []).append(variants)
     if not args.no_table:
         parts.append("### The assignment's table (batch 1, causal)\n\n"
                      + table_markdown([r for r in rows if r.get("table") == "assignment"],
