@@ -93,7 +93,7 @@ def _rows_tile(src, row, stride_row, rows, n_rows, offs_d, HEAD_DIM: tl.constexp
     if TMA:
         tile = src.load([row, 0])
     else:
-        offset = tl.cast(row, tl.int64) * stride_row  # rows x stride can pass 2^31
+        offset = tl.cast(row, tl.int64) * stride_row  # 64-bit (docs/attention.md#limitations)
         tile = _load_tile(src + offset, rows, n_rows, offs_d, HEAD_DIM, BLOCK_D, MASKED)
     return tile
 
@@ -959,10 +959,12 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     work, device = zh * n_q * n_k, q.get_device()
     tma = impl in _POINTER_BWD
     st = _strides4
+    if not do.is_contiguous():  # autograd's dO of a sum is an expanded view (stride 0): one
+        do = do.contiguous()  # layout for every backward, as the native node's (_describe)
     if tma:  # in-kernel descriptors: their global scratch comes from Triton's allocator
         triton.set_allocator(_tma_scratch)
         st = _tma_strides  # the strides of size-1 dimensions made aligned: TMA checks them
-        if tma_problem(do):  # autograd's dO of a sum is an expanded view (stride 0)
+        if tma_problem(do):  # a misaligned view
             do = do.clone(memory_format=torch.contiguous_format)
     if impl in ("two-kernel", "two-kernel-tma"):
         delta = _delta(o, do, heads, n_q, d)
