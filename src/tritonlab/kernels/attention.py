@@ -440,10 +440,10 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                    + offs_m[:, None] * stride_dom + offs_d[None, :] * stride_dod)
     dq_ptrs = dq_ptr + pid_zh.to(tl.int64) * n_queries * HEAD_DIM + offs_m[:, None] * HEAD_DIM \
         + offs_d[None, :]
-    if DQ_MODE == 3:  # this head's (n_queries, HEAD_DIM) rows of dQ
-        dq_desc = tl.make_tensor_descriptor(
-            dq_ptr + pid_zh.to(tl.int64) * n_queries * HEAD_DIM, shape=[n_queries, HEAD_DIM],
-            strides=[HEAD_DIM, 1], block_shape=[BLOCK_M, BLOCK_D])
+    if DQ_MODE == 3:  # this head's (n_queries, HEAD_DIM) rows of the contiguous fp32 dQ
+        dq_desc = _head_desc(dq_ptr, off_z, off_h, n_heads * n_queries * HEAD_DIM,
+                             n_queries * HEAD_DIM, n_queries, HEAD_DIM, HEAD_DIM, BLOCK_M,
+                             BLOCK_D)
     else:
         dq_desc = dq_ptr
     lse_ptr += pid_zh.to(tl.int64) * n_queries
