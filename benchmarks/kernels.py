@@ -107,7 +107,7 @@ def suites(quick):
             "triton": lambda: ew.gelu(a), "same bytes: copy": same_bytes_copy(a, 2 * n * e)},
             2 * n * e, "GB/s")
         shapes = [(8192, 4096)] if quick else [(8192, 4096), (32768, 1024), (4096, 16384),
-                                               (1024, 65536)]
+                                               (1024, 65536), (256, 262144)]
         for M, N in shapes:
             x = torch.randn(M, N, device=dev, dtype=dtype)
             e = x.element_size()

@@ -224,3 +224,23 @@ def test_a_const_pointer_argument_reads_and_refuses_stores_and_atomics():
             kernel[(1,)](*args, **({"BLOCK": 8} if kernel is write_back else {}))
     np.testing.assert_array_equal(x, np.arange(8))
     assert tl.pointer_type(tl.float32, const=True) != tl.pointer_type(tl.float32)
+
+
+@triton.jit
+def loop_variables_are_tensors(out_ptr, n, N: tl.constexpr):
+    # Triton's induction variable is a scalar tensor whatever the bounds: int32, int64 where a
+    # bound is; .to() and .dtype work on it
+    for i in range(N):
+        tl.static_assert(i.dtype == tl.int32)
+        tl.store(out_ptr + i, i.to(tl.int64) * 10)
+    for j in tl.range(tl.program_id(0), n, 2, num_stages=3):
+        tl.static_assert(j.dtype == tl.int32)
+        tl.store(out_ptr + N + j, j.to(tl.int64) + 100)
+    for k in range(0, n.to(tl.int64)):
+        tl.static_assert(k.dtype == tl.int64)
+
+
+def test_loop_variables_are_tensors_as_on_the_gpu():
+    out = np.zeros(10, np.int64)
+    loop_variables_are_tensors[(1,)](out, 6, 4)
+    np.testing.assert_array_equal(out, [0, 10, 20, 30, 100, 0, 102, 0, 104, 0])

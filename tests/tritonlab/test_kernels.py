@@ -27,7 +27,7 @@ def test_softmax(shape, dtype):
 
 
 @pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 128),
-                                           ("split", 128), ("exchange", 128)])
+                                           ("split", 128), ("exchange", 128), ("loop", None)])
 def test_softmax_variants_and_invariants(variant, block):
     x = rand(33, 700, scale=5)
     y = sm.softmax(x, variant=variant, block_size=block)
@@ -38,7 +38,7 @@ def test_softmax_variants_and_invariants(variant, block):
 
 
 @pytest.mark.parametrize("variant,block", [("row", None), ("rows", None), ("online", 64),
-                                           ("split", 32), ("exchange", 64)])
+                                           ("split", 32), ("exchange", 64), ("loop", None)])
 def test_softmax_rows_of_minus_infinity_match_torch(variant, block):
     x = rand(5, 200)
     x[1] = float("-inf")

@@ -39,13 +39,14 @@ def test_persistent_tma_matmul_is_clean_under_the_sanitizers(executor):
 def test_softmax_variants_report_nothing(executor):
     """Every softmax variant, forward and backward, with every sanitizer: the split variant's
     two kernels (chunk statistics written by one program each, then read by every program of
-    the row) included."""
+    the row) and the persistent one (programs striding over rows) included."""
     sm = backend.with_backend("tritonlab.kernels.softmax", "sim")
     g = torch.Generator().manual_seed(0)
     x = (torch.randn(5, 300, generator=g) * 3).requires_grad_()
     dy = torch.randn(5, 300, generator=g)
     want = torch.softmax(x.detach().double(), -1)
-    for variant, block in ((None, None), ("rows", None), ("online", 64), ("split", 64)):
+    for variant, block in ((None, None), ("rows", None), ("online", 64), ("split", 64),
+                           ("loop", None)):
         with minitriton.configure(**ALL_CHECKS):
             y = sm.softmax(x, -1, variant, block)
             (dx,) = torch.autograd.grad(y, x, dy)

@@ -142,6 +142,56 @@ def test_softmax_reads_its_tuning(monkeypatch):
     assert sm._plan(200, x, None, None, None) == ("online", 64, 1)
 
 
+def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
+    """The pipelined row loops (docs/decisions.md#row-loop-stages): off in the devices'
+    tunings (today's kernels, no STAGES); where a tuning sets them, RMSNorm's whole rows take
+    the persistent forward and a staged backward, its wide rows staged chunk loops, softmax's
+    whole rows the persistent kernel and its long rows staged online loops, and gradients
+    still check in float64."""
+    x = rand(4, 20, dtype=torch.float64).requires_grad_()
+    g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
+    default = rn._Plan(x, g)
+    assert default.fwd.kernel is rn.rmsnorm_fwd_kernel and "STAGES" not in default.bwd.kw
+    assert sm._plan(40, x, None, None, None)[0] == "rows" and not tuning.DEFAULTS["softmax"].loop
+
+    staged = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_loop=True, fwd_loop_stages=3,
+                                 bwd_stages=2)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: staged)
+    launched = _recording(monkeypatch, rn)
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+    assert set(launched) == {rn.rmsnorm_fwd_loop_kernel, rn.rmsnorm_bwd_kernel,
+                             rn.rmsnorm_dg_sum_kernel}
+    plan = rn._plan(x.detach(), g.detach())
+    assert plan.fwd.kw["STAGES"] == 3 and plan.fwd_tail == (4,)
+    assert plan.fwd.grid == (min(4, staged.simulator_programs),)
+    assert plan.bwd.kw["STAGES"] == 2 and plan.bwd.kw["PREFETCH"] is False
+
+    wide = dataclasses.replace(staged, fwd_register_max=16, bwd_register_max=16, wide_chunk=8,
+                               wide_fwd_chunk=8, tile_m=2, tile_n=8, wide_stages=3)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: wide)
+    launched.clear()
+    monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+    plan = rn._plan(x.detach(), g.detach())
+    assert [b.kw["STAGES"] for b in (plan.fwd, plan.dot, plan.bwd)] == [3, 3, 3]
+
+    loops = dataclasses.replace(tuning.DEFAULTS["softmax"], loop=True, rows_below=16,
+                                max_row_block=64, max_bwd_row_block=64, online_block=32,
+                                online_bwd_block=16, online_stages=2)
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: loops)
+    launched = _recording(monkeypatch, sm)
+    for n_cols in (40, 200):  # whole rows: the persistent kernel; long rows: online
+        xs = rand(5, n_cols, dtype=torch.float64, scale=3).requires_grad_()
+        assert torch.autograd.gradcheck(lambda t: sm.softmax(t), (xs,))
+    assert sm.softmax_loop_kernel in launched and sm.softmax_bwd_kernel in launched
+    assert sm.softmax_online_kernel in launched and sm.softmax_bwd_online_kernel in launched
+    half = rand(5, 200).half()
+    assert sm._launch_for("softmax", -1, None, None, None, half).kernel.kw["STAGES"] == 2
+    plan = sm._launch_for("softmax", -1, None, None, None, rand(5, 40))
+    assert plan.kernel.kernel is sm.softmax_loop_kernel and plan.tail[-1] == 5
+    assert plan.kernel.grid == (min(5, loops.simulator_loop_programs),)
+
+
 def test_row_sum_reads_its_tuning_and_a_block_size_runs_the_lecture_kernel(monkeypatch):
     small = dataclasses.replace(tuning.DEFAULTS["rowsum"], block=64, short_cols=16,
                                 short_rows=4, bytes_per_warp=64, short_bytes_per_warp=128)

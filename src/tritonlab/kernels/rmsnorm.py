@@ -17,7 +17,9 @@ which loops over the row in chunks twice (the second pass reads the row back fro
 too wide for the backward's registers run a two-step backward: a chunked kernel computes each
 row's coefficient r^3 / N * sum(dy * g * x), then a 2-D grid of (rows, columns) tiles writes dx
 and keeps dg for its columns in registers, one partial row per row block. The limits, blocks,
-warps and programs are the device's `RMSNormTuning` (kernels/tuning.py).
+warps and programs are the device's `RMSNormTuning` (kernels/tuning.py), which may also turn
+on loops software-pipelined by Triton and a persistent whole-row forward
+(docs/decisions.md#row-loop-stages).
 
 `rmsnorm` is a custom operator with autograd (kernels/ops.py); its backward kernels have no
 derivative themselves, so a second-order gradient raises NotImplementedError. Calls check
@@ -43,24 +45,48 @@ DG_BLOCK_P, DG_BLOCK_N = 64, 32
 
 
 @triton.jit
-def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr,
-                       ACC: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
+def _fwd_row(x_ptr, g, y_ptr, rstd_ptr, row, cols, mask, n_cols, eps, ACC: tl.constexpr):
+    # one row of the forward: its statistic and y, g already loaded
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
-    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # read N (shared, cached)
     rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
     tl.store(rstd_ptr + row, rstd)  # write 1
     tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask)  # write N
 
 
 @triton.jit
+def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr,
+                       ACC: tl.constexpr):
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # read N (shared, cached)
+    _fwd_row(x_ptr, g, y_ptr, rstd_ptr, tl.program_id(0).to(tl.int64), cols, mask, n_cols, eps,
+             ACC)
+
+
+@triton.jit
+def rmsnorm_fwd_loop_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, n_rows,
+                            BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
+                            STAGES: tl.constexpr = None):
+    # Persistent: a few programs per SM, each loading g once and stepping through rows
+    # pid, pid + programs, ... with the loop software-pipelined over STAGES rows: Triton's
+    # pipeliner issues the next rows' loads (cp.async into shared memory) while this row is
+    # reduced and written, which it does for loads that feed no dot only in a loop given
+    # num_stages itself (docs/decisions.md#row-loop-stages)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
+        _fwd_row(x_ptr, g, y_ptr, rstd_ptr, row.to(tl.int64), cols, mask, n_cols, eps, ACC)
+
+
+@triton.jit
 def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
                        rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
-                       PREFETCH: tl.constexpr = False):
+                       PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None):
     # PREFETCH: the next row's x and dy are loaded before this row is reduced and written, two
-    # rows in flight per program (docs/decisions.md#rmsnorm-backward-prefetch)
+    # rows in flight per program (docs/decisions.md#rmsnorm-backward-prefetch); STAGES: the
+    # row loop software-pipelined by Triton instead, STAGES - 1 rows' loads ahead in shared
+    # memory (docs/decisions.md#row-loop-stages)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
@@ -71,7 +97,7 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n
         mask = col_mask & (first < n_rows)
         x_next = tl.load(x_ptr + first * n_cols + cols, mask=mask, other=0.0)
         dy_next = tl.load(dy_ptr + first * n_cols + cols, mask=mask, other=0.0)
-    for i in range(0, rows_per_program):
+    for i in tl.range(0, rows_per_program, num_stages=STAGES):
         row = first + i
         mask = col_mask & (row < n_rows)
         if PREFETCH:
@@ -110,22 +136,23 @@ def rmsnorm_dg_sum_kernel(partial_ptr, dg_ptr, n_partial, n_cols, BLOCK_P: tl.co
 
 @triton.jit
 def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: tl.constexpr,
-                            ACC: tl.constexpr):
+                            ACC: tl.constexpr, STAGES: tl.constexpr = None):
     # Rows too long for one block of registers: an in-program loop over chunks (lecture §7),
     # twice: the sum of squares, then y. The second pass finds the row in L2: the first
     # asks L2 to keep it, the second lets it go, y streams past (docs/decisions.md#softmax-
-    # online-hints, where the same hints were measured).
+    # online-hints, where the same hints were measured). STAGES: both loops software-pipelined
+    # (docs/decisions.md#row-loop-stages).
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, CHUNK)
     squares = tl.zeros([CHUNK], dtype=ACC)
-    for start in range(0, n_cols, CHUNK):
+    for start in tl.range(0, n_cols, CHUNK, num_stages=STAGES):
         mask = start + cols < n_cols
         x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0,
                     eviction_policy="evict_last").to(ACC)
         squares += x * x
     rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
     tl.store(rstd_ptr + row, rstd)
-    for start in range(0, n_cols, CHUNK):
+    for start in tl.range(0, n_cols, CHUNK, num_stages=STAGES):
         mask = start + cols < n_cols
         x = tl.load(x_ptr + row * n_cols + start + cols, mask=mask, other=0.0,
                     eviction_policy="evict_first").to(ACC)
@@ -136,13 +163,13 @@ def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: t
 
 @triton.jit
 def rmsnorm_bwd_dot_kernel(x_ptr, g_ptr, dy_ptr, rstd_ptr, coef_ptr, n_cols, CHUNK: tl.constexpr,
-                           ACC: tl.constexpr):
+                           ACC: tl.constexpr, STAGES: tl.constexpr = None):
     # Wide rows, backward step 1, a program per row: coef = r^3 / N * sum(dy * g * x), the
     # coefficient of x in dx, with an in-program loop over chunks (lecture §7).
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, CHUNK)
     dots = tl.zeros([CHUNK], dtype=ACC)
-    for start in range(0, n_cols, CHUNK):
+    for start in tl.range(0, n_cols, CHUNK, num_stages=STAGES):
         mask = start + cols < n_cols
         offs = row * n_cols + start + cols
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC)
@@ -156,7 +183,8 @@ def rmsnorm_bwd_dot_kernel(x_ptr, g_ptr, dy_ptr, rstd_ptr, coef_ptr, n_cols, CHU
 @triton.jit
 def rmsnorm_bwd_tiled_kernel(x_ptr, g_ptr, rstd_ptr, coef_ptr, dy_ptr, dx_ptr, dg_partial_ptr,
                              n_rows, n_cols, rows_per_program, BLOCK_M: tl.constexpr,
-                             BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+                             BLOCK_N: tl.constexpr, ACC: tl.constexpr,
+                             STAGES: tl.constexpr = None):
     # Wide rows, backward step 2: program (i, j) owns columns j*BLOCK_N... and rows
     # i*rows_per_program... (a multiple of BLOCK_M), walks its rows in (BLOCK_M, BLOCK_N)
     # tiles writing dx = r * dy * g - coef * x, keeps dg for its columns in registers and
@@ -166,7 +194,7 @@ def rmsnorm_bwd_tiled_kernel(x_ptr, g_ptr, rstd_ptr, coef_ptr, dy_ptr, dx_ptr, d
     col_mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
     dg = tl.zeros([BLOCK_N], dtype=ACC)
-    for start in range(0, rows_per_program, BLOCK_M):
+    for start in tl.range(0, rows_per_program, BLOCK_M, num_stages=STAGES):
         rows = pid_m.to(tl.int64) * rows_per_program + start + tl.arange(0, BLOCK_M)
         row_mask = rows < n_rows
         mask = row_mask[:, None] & col_mask[None, :]
@@ -226,24 +254,33 @@ class _Plan:
     plan makes no checks and no tuning lookups, only its allocations and one `Bound` launch
     per kernel (the host cost of a small step: docs/ops.md#host-cost). `rows_per_program`,
     `chunk` and `tile` force the backward's rows per program or the wide-row kernels with
-    those blocks (tests, probes)."""
+    those blocks, `tuning` an RMSNormTuning in place of the device's (tests, probes)."""
 
-    def __init__(self, x, g, rows_per_program=None, chunk=None, tile=None):
+    def __init__(self, x, g, rows_per_program=None, chunk=None, tile=None, tuning=None):
         x, g = _check(x, g)
         self.shape, self.flat = x.shape, x.dim() != 2
         n_rows, n_cols = self.rows2d = (math.prod(x.shape[:-1]), x.shape[-1])
         self.rstd_dtype = stats_dtype(x)
         self.fwd = self.dot = self.bwd = self.dg_sum = None
+        self.fwd_tail = ()  # the forward's arguments after eps (the persistent one's rows)
         # the native module's plan (`native_plan`): None until made, False where it cannot
         # be, and why not
         self.native, self.native_why = None, ""
         if not (n_rows and n_cols):
             return
-        acc, t = compute_dtype(x, tl), tuning_for("rmsnorm", x.get_device())
+        acc, t = compute_dtype(x, tl), tuning or tuning_for("rmsnorm", x.get_device())
         device, item = device_of(x.get_device()), x.element_size()
+        # the pipelined loops' stages: only where set (a constexpr None is today's loop)
+        wide = {"STAGES": t.wide_stages} if t.wide_stages else {}
         if chunk or n_cols > t.fwd_register_max:
             self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=chunk or t.wide_fwd_chunk,
-                             ACC=acc, num_warps=t.wide_warps)
+                             ACC=acc, num_warps=t.wide_warps, **wide)
+        elif t.fwd_loop:
+            block = triton.next_power_of_2(n_cols)
+            self.fwd = Bound(rmsnorm_fwd_loop_kernel, (t.fwd_loop_programs(n_rows, device),),
+                             BLOCK_SIZE=block, ACC=acc, STAGES=t.fwd_loop_stages,
+                             num_warps=num_warps_for(block))
+            self.fwd_tail = (n_rows,)
         else:
             block = triton.next_power_of_2(n_cols)
             self.fwd = Bound(rmsnorm_fwd_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
@@ -251,20 +288,21 @@ class _Plan:
         if chunk or tile or n_cols > t.bwd_register_max:
             block_m, block_n = tile or (t.tile_m, t.tile_n)
             self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=chunk or t.wide_chunk,
-                             ACC=acc, num_warps=t.wide_warps)
+                             ACC=acc, num_warps=t.wide_warps, **wide)
             rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
                     t.tiled_rows(n_rows, n_cols, block_m, block_n, item, device))
             grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
             self.bwd = Bound(rmsnorm_bwd_tiled_kernel, grid, BLOCK_M=block_m, BLOCK_N=block_n,
-                             ACC=acc, num_warps=t.tile_warps)
+                             ACC=acc, num_warps=t.tile_warps, **wide)
         else:
             rows = rows_per_program or triton.cdiv(n_rows, t.bwd_programs(n_rows, n_cols, device))
             grid = (triton.cdiv(n_rows, rows),)
             block = triton.next_power_of_2(n_cols)
-            prefetch = block * item <= t.bwd_prefetch_bytes
+            prefetch = not t.bwd_stages and block * item <= t.bwd_prefetch_bytes
+            staged = {"STAGES": t.bwd_stages} if t.bwd_stages else {}
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
                              PREFETCH=prefetch,
-                             num_warps=t.bwd_warps(block, item, prefetch))
+                             num_warps=t.bwd_warps(block, item, prefetch), **staged)
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
                             BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
@@ -286,7 +324,7 @@ class _Plan:
         s = {name: _native.Slot(i) for name, i in mod.slots()}
         (n_rows, n_cols), parts = self.rows2d, self.partial_shape[0]
         fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
-                                        _native.SCALAR))
+                                        _native.SCALAR, *self.fwd_tail))
         if self.dot is not None:
             bwd = [_native.launch(self.dot, (s["x"], s["g"], s["dy"], s["rstd"], s["coef"],
                                              n_cols)),
@@ -317,7 +355,8 @@ class _Plan:
         y = torch.empty(self.shape, dtype=x2.dtype, device=x2.device)
         rstd = torch.empty(n_rows, dtype=self.rstd_dtype, device=x2.device)
         if self.fwd is not None:
-            self.fwd(x2, g, self.rows(y), rstd, n_cols, float(eps))  # one specialisation
+            # one specialisation: eps always a float
+            self.fwd(x2, g, self.rows(y), rstd, n_cols, float(eps), *self.fwd_tail)
         elif n_rows:
             rstd.fill_(float("nan"))  # the mean of no squares is 0/0, as in torch's formula
         return y, rstd
@@ -369,18 +408,19 @@ def _plan(x, g):
     return _PLANS.of(_signature, _Plan, x, g)
 
 
-def _forward(x2, g, eps, chunk=None):
+def _forward(x2, g, eps, chunk=None, tuning=None):
     """(y, rstd) for contiguous (rows, N) x2; `chunk` forces the chunked kernel with that
-    chunk (tests, probes)."""
-    plan = _Plan(x2, g, chunk=chunk) if chunk else _plan(x2, g)
+    chunk, `tuning` an RMSNormTuning in place of the device's (tests, probes)."""
+    plan = _Plan(x2, g, chunk=chunk, tuning=tuning) if chunk or tuning else _plan(x2, g)
     return plan.forward(x2, g.contiguous(), eps)
 
 
-def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None, tile=None):
+def _backward(dy2, x2, g, rstd, rows_per_program=None, chunk=None, tile=None, tuning=None):
     """(dx, dg) for checked 2-D contiguous x2 and dy2 of the same shape and dtype. `chunk` or
-    `tile` (block_m, block_n) force the wide-row kernels with those blocks (tests, probes)."""
-    plan = (_Plan(x2, g, rows_per_program, chunk, tile) if rows_per_program or chunk or tile
-            else _plan(x2, g))
+    `tile` (block_m, block_n) force the wide-row kernels with those blocks, `tuning` an
+    RMSNormTuning in place of the device's (tests, probes)."""
+    plan = (_Plan(x2, g, rows_per_program, chunk, tile, tuning)
+            if rows_per_program or chunk or tile or tuning else _plan(x2, g))
     return plan.backward(dy2, x2, g.contiguous(), rstd)
 
 
@@ -551,7 +591,8 @@ def _describe_forward(options, x, g):
         return "an empty input"
     S = _native.Slot
     return _native.plan((x, g), [(plan.shape, x.dtype), ((plan.rows2d[0],), plan.rstd_dtype)],
-                        [(plan.fwd, (S(0), S(1), S(2), S(3), plan.rows2d[1], float(options[0])))],
+                        [(plan.fwd, (S(0), S(1), S(2), S(3), plan.rows2d[1], float(options[0]),
+                                     *plan.fwd_tail))],
                         S(2))
 
 

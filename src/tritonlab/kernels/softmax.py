@@ -1,6 +1,6 @@
 """Softmax over the last dimension (lecture §6, exercise 8b, and the online form of §5).
 
-Five kernels, one pattern each:
+Six kernels, one pattern each:
   * `softmax_kernel`: one program per row, the whole row in one block (read MN, write MN);
   * `softmax_rows_kernel`: ROWS rows per program (thread coarsening for short rows);
   * `softmax_online_kernel`: rows longer than a block, in an in-program loop with a running
@@ -13,7 +13,11 @@ Five kernels, one pattern each:
     cut into chunks, more than one program per row so that a few rows still fill the GPU: each
     chunk's online max and sum, then a second kernel that combines its row's and writes its
     chunk (read 2MN, write MN; the rows in reverse, so that the first it reads are in L2).
-    Chosen only when asked for: it loses to the online kernel (docs/decisions.md#softmax-split).
+    Chosen only when asked for: it loses to the online kernel (docs/decisions.md#softmax-split);
+  * `softmax_loop_kernel` (variant="loop"): whole rows as `softmax_kernel`'s, by a few
+    persistent programs per SM stepping through rows in a loop that Triton software-pipelines
+    (the next rows' loads in flight while this one is written); the default of whole rows
+    only where the tuning says so (docs/decisions.md#row-loop-stages).
 Masked lanes load -inf, whose exp is 0, so they change neither the max nor the sum. Math is
 fp32 (fp64 for fp64 inputs); the output has the input's dtype. Which kernel a row length
 takes, and its rows, block and warps, are the device's `SoftmaxTuning` (kernels/tuning.py).
@@ -38,9 +42,9 @@ from .tuning import tuning_for
 
 
 @triton.jit
-def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr,
-                   ACC: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+def _row(x_ptr, y_ptr, row, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr,
+         ACC: tl.constexpr):
+    # one whole row, in one block
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=float("-inf")).to(ACC)  # read N
@@ -49,6 +53,26 @@ def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE:
     # one reciprocal per row, not a division per element (docs/decisions.md#softmax-sfu)
     tl.store(y_ptr + row * y_row_stride + cols, num * (1.0 / tl.sum(num, axis=0)),
              mask=mask)  # write N
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr,
+                   ACC: tl.constexpr):
+    _row(x_ptr, y_ptr, tl.program_id(0).to(tl.int64), n_cols, x_row_stride, y_row_stride,
+         BLOCK_SIZE, ACC)
+
+
+@triton.jit
+def softmax_loop_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, n_rows,
+                        BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
+                        STAGES: tl.constexpr = None):
+    # Persistent (variant="loop"): a few programs per SM stepping through rows pid,
+    # pid + programs, ..., the loop software-pipelined over STAGES rows (the next rows' loads
+    # in flight in shared memory while this one is reduced and written;
+    # docs/decisions.md#row-loop-stages)
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
+        _row(x_ptr, y_ptr, row.to(tl.int64), n_cols, x_row_stride, y_row_stride, BLOCK_SIZE,
+             ACC)
 
 
 @triton.jit
@@ -67,12 +91,14 @@ def softmax_rows_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride
 
 @triton.jit
 def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
-                          BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr):
+                          BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
+                          STAGES: tl.constexpr = None):
+    # STAGES: both loops software-pipelined (docs/decisions.md#row-loop-stages)
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_row_stride
     m = tl.full([BLOCK_SIZE], float("-inf"), dtype=ACC)  # running max, per lane
     s = tl.zeros([BLOCK_SIZE], dtype=ACC)  # running sum of exp(x - m), per lane
-    for start in range(0, n_cols, BLOCK_SIZE):
+    for start in tl.range(0, n_cols, BLOCK_SIZE, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_SIZE)
         # read N, kept in L2 for the second pass (docs/decisions.md#softmax-online-hints)
         x = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf"),
@@ -88,7 +114,7 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride,
     m_row = tl.max(m, axis=0)
     s_row = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_row)), axis=0)
     r_row = 1.0 / s_row
-    for start in range(0, n_cols, BLOCK_SIZE):
+    for start in tl.range(0, n_cols, BLOCK_SIZE, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=float("-inf"),
@@ -199,10 +225,11 @@ def softmax_bwd_kernel(dy_ptr, y_ptr, dx_ptr, n_rows, n_cols, row_stride,
 
 @triton.jit
 def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
-                              BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr):
+                              BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
+                              STAGES: tl.constexpr = None):
     row = tl.program_id(0).to(tl.int64)
     dots = tl.zeros([BLOCK_SIZE], dtype=ACC)
-    for start in range(0, n_cols, BLOCK_SIZE):
+    for start in tl.range(0, n_cols, BLOCK_SIZE, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
         y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0,
@@ -211,7 +238,7 @@ def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
                      eviction_policy="evict_last").to(ACC)  # read N, kept in L2
         dots += y * dy
     dot = tl.sum(dots, axis=0)
-    for start in range(0, n_cols, BLOCK_SIZE):
+    for start in tl.range(0, n_cols, BLOCK_SIZE, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_SIZE)
         mask = cols < n_cols
         y = tl.load(y_ptr + row * row_stride + cols, mask=mask, other=0.0,
@@ -222,7 +249,7 @@ def softmax_bwd_online_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, row_stride,
                  cache_modifier=".cs")  # write N
 
 
-VARIANTS = ("row", "rows", "online", "split", "exchange")
+VARIANTS = ("row", "rows", "online", "split", "exchange", "loop")
 
 
 def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
@@ -232,10 +259,13 @@ def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
     t = tuning_for("softmax", x.get_device())
     if backward and variant in ("split", "exchange"):  # long rows: the online backward
         variant = "online"
+    if backward and variant == "loop":  # whole rows: the whole-row backward
+        variant = "row"
     if variant is None:
         widest = t.max_bwd_row_block if backward else t.max_row_block
         variant = (("exchange" if _exchanges(n_cols, x, t, backward) else "online")
-                   if block > widest else "rows" if block < t.rows_below else "row")
+                   if block > widest else "rows" if block < t.rows_below
+                   else "loop" if t.loop and not backward else "row")
     if variant == "rows":
         rows = rows_per_program or max(1, min(t.max_rows, t.rows_elements // block))
         return variant, block, rows
@@ -309,21 +339,31 @@ class _Launch:
         variant, block, rows = _plan(n_cols, x, variant, block_size, rows_per_program, backward)
         acc = compute_dtype(x, tl)
         t = tuning_for("softmax", x.get_device())
+        # the online loops' stages: only where set (a constexpr None is today's loop)
+        online = {"STAGES": t.online_stages} if t.online_stages else {}
         if backward:
             if variant == "online":
                 self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
-                                    ACC=acc, num_warps=t.online_bwd_warps)
+                                    ACC=acc, num_warps=t.online_bwd_warps, **online)
                 self.tail = (n_cols, n_cols)
             else:
                 self.kernel = Bound(softmax_bwd_kernel, (triton.cdiv(n_rows, rows),),
                                     BLOCK_SIZE=block, ROWS=rows, ACC=acc,
                                     num_warps=num_warps_for(block * rows))
                 self.tail = (n_rows, n_cols, n_cols)
-        elif variant == "row":
-            self.kernel = Bound(softmax_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
-                                num_warps=(t.wide_row_warps if block >= t.wide_row_block
-                                           else num_warps_for(block)))
-            self.tail = (n_cols, n_cols, n_cols)
+        elif variant in ("row", "loop"):
+            warps = t.wide_row_warps if block >= t.wide_row_block else num_warps_for(block)
+            if variant == "row":
+                self.kernel = Bound(softmax_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
+                                    num_warps=warps)
+                self.tail = (n_cols, n_cols, n_cols)
+            else:
+                programs = (t.loop_per_sm * sm_count(x.get_device()) if x.is_cuda
+                            else t.simulator_loop_programs)
+                self.kernel = Bound(softmax_loop_kernel, (max(1, min(n_rows, programs)),),
+                                    BLOCK_SIZE=block, ACC=acc, STAGES=t.loop_stages,
+                                    num_warps=warps)
+                self.tail = (n_cols, n_cols, n_cols, n_rows)
         elif variant == "split":
             chunks, chunk = _chunks(n_rows, n_cols, block, x, t)
             grid = (chunks * n_rows,)
@@ -355,7 +395,7 @@ class _Launch:
             self.tail = (n_rows, n_cols, n_cols, n_cols)
         else:
             self.kernel = Bound(softmax_online_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
-                                num_warps=t.online_warps)
+                                num_warps=t.online_warps, **online)
             self.tail = (n_cols, n_cols, n_cols)
 
     def forward(self, x2, y2):
@@ -480,9 +520,9 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
     """softmax(x, dim) for fp32/fp16/bf16/fp64 tensors of any shape, in x's dtype;
     differentiable (first order).
 
-    `variant` ("row", "rows", "online", "split", "exchange") and `block_size` force a kernel
-    (for teaching and tests; the backward takes the same variant, the online one for "split"
-    and "exchange"); by default rows up to 32768 elements use one program per row (several
+    `variant` ("row", "rows", "online", "split", "exchange", "loop") and `block_size` force a
+    kernel (for teaching and tests; the backward takes the same variant, the online one for
+    "split" and "exchange", the whole-row one for "loop"); by default rows up to 32768 elements use one program per row (several
     rows per program below 1024), longer fp32 rows the exchange (pieces of 8192 columns that
     meet in memory), other long rows the online kernel."""
     y = _native_softmax((dim, variant, block_size, rows_per_program), x)

@@ -75,6 +75,23 @@ class RMSNormTuning:
     # the warps (docs/decisions.md#rmsnorm-backward-prefetch)
     bwd_prefetch_bytes: int
     simulator_programs: int  # programs of either backward where there are no SMs
+    # Row loops software-pipelined by Triton (`tl.range(..., num_stages=)`: the next rows' or
+    # chunks' loads in flight in shared memory) and a persistent whole-row forward; None and off
+    # (today's kernels) until measured on the GPU (docs/decisions.md#row-loop-stages): the
+    # whole-row backward's stages (in place of PREFETCH where set), the wide-row kernels'
+    # stages, and whether whole rows take the persistent forward, with its programs per SM
+    # and stages
+    bwd_stages: int | None = None
+    wide_stages: int | None = None
+    fwd_loop: bool = False
+    fwd_loop_per_sm: int = 2
+    fwd_loop_stages: int | None = 3
+
+    def fwd_loop_programs(self, n_rows, device):
+        """Programs of the persistent whole-row forward: fwd_loop_per_sm per SM, a handful on
+        the simulator, never more than rows."""
+        per = self.fwd_loop_per_sm * device.sms if device.on_gpu else self.simulator_programs
+        return max(1, min(n_rows, per))
 
     def bwd_programs(self, n_rows, n_cols, device):
         """Programs of the whole-row backward: more per SM for short rows, whose programs are
@@ -150,6 +167,16 @@ class SoftmaxTuning:
     # memory (docs/decisions.md#softmax-exchange)
     exchange_block: int
     exchange_warps: int
+    # variant="loop": persistent programs, loop_per_sm per SM (simulator_loop_programs where
+    # there are none), stepping through whole rows in a loop software-pipelined over
+    # loop_stages rows; `loop` makes it the default of the rows that take the one-row kernel.
+    # online_stages pipelines the online kernels' loops. Off until measured on the GPU
+    # (docs/decisions.md#row-loop-stages)
+    loop: bool = False
+    loop_per_sm: int = 2
+    loop_stages: int | None = 3
+    simulator_loop_programs: int = 4
+    online_stages: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

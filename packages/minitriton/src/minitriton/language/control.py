@@ -19,13 +19,18 @@ from ..context import Divergence
 from ..errors import CompilationError
 from ..types import constexpr
 from . import arith
-from .core import is_tensor, tensor, to_tensor
+from .core import is_tensor, literal, tensor, to_tensor
 
 
 def kernel_range(*args):
-    """`range` in a kernel (the `@jit` rewrite sends Python's `range` here)."""
+    """`range` in a kernel (the `@jit` rewrite sends Python's `range` here). The loop variable
+    is a scalar tensor, as Triton's induction variable is (`i.to(tl.int64)` works): int64
+    where a bound is, else int32."""
     if not any(is_tensor(a) and a.data.shape[0] > 1 for a in args):
-        return builtins.range(*[int(a) for a in args])
+        bounds = [int(a) for a in args]
+        ty = (_t.int64 if any(is_tensor(a) and a.dtype == _t.int64 for a in args)
+              or any(not -2 ** 31 <= b < 2 ** 31 for b in bounds) else _t.int32)
+        return (literal(i, ty) for i in builtins.range(*bounds))
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     else:
