@@ -6,7 +6,8 @@ kernels and a copy of the same bytes, for issue 37's rows:
 
   * softmax forward: whole rows persistent (variant "loop": programs per SM x stages), long
     rows online with staged loops; softmax backward: long rows online, staged;
-  * RMSNorm forward: whole rows persistent, wide rows staged chunk loops;
+  * RMSNorm forward: whole rows persistent, wide rows staged chunk loops or the exchange
+    (read once: a row's pieces meeting in memory, over piece width and warps);
   * RMSNorm backward (its kernel(s) and the dg sum): whole rows with a staged row loop over
     programs per SM (in place of PREFETCH), wide rows staged; and the dg sum alone.
 
@@ -79,6 +80,12 @@ def rms_variants(x, t, backward):
                 for p in PER_SM for s in STAGES]
     elif backward or plan.fwd.kernel is rn.rmsnorm_fwd_wide_kernel:
         out += [(f"wide s{s}", dataclasses.replace(t, wide_stages=s)) for s in STAGES]
+        if not backward:  # the exchange forward: read once, pieces meeting in memory
+            N = x.shape[1]
+            out += [(f"exchange {b} w{w}", dataclasses.replace(
+                        t, fwd_exchange=(x.element_size(),), exchange_block=b, exchange_warps=w))
+                    for b in (4096, 8192, 16384) for w in (4, 8, 16)
+                    if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
     else:
         out += [(f"loop {p}/SM" + (f" s{s}" if s else " plain"),
                  dataclasses.replace(t, fwd_loop=True, fwd_loop_per_sm=p, fwd_loop_stages=s))

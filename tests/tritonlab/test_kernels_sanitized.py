@@ -73,3 +73,26 @@ def test_rmsnorm_and_row_sum_report_nothing(executor):
     dxr, dwr = torch.autograd.grad(yr, (xr, wr), dy.double())
     assert rel_err(y, yr) < 1e-6 and rel_err(dx, dxr) < 1e-5 and rel_err(dw, dwr) < 1e-5
     assert rel_err(sums, x.detach().double().sum(-1)) < 1e-6
+
+
+def test_rmsnorm_exchange_forward_reports_nothing(executor):
+    """The exchange forward (wide rows read once, a row's programs meeting in memory):
+    programs that wait for each other run under either executor, no race on the statistics
+    the others read after the wait, counters left zero for the next launch."""
+    import dataclasses
+
+    from tritonlab.kernels import tuning
+    rn = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
+    small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=64,
+                                fwd_exchange=(4,), exchange_block=64)
+    g0 = torch.Generator().manual_seed(0)
+    x, w = torch.randn(5, 300, generator=g0), torch.randn(300, generator=g0)
+    x2 = torch.randn(5, 300, generator=g0) + 1
+    with minitriton.configure(**ALL_CHECKS):
+        y, rstd = rn._forward(x, w, 1e-6, tuning=small)
+        y2, _ = rn._forward(x2, w, 1e-6, tuning=small)  # the counters reused
+    want = F.rms_norm(x.double(), (300,), w.double(), 1e-6)
+    assert rel_err(y, want) < 1e-6
+    assert rel_err(y2, F.rms_norm(x2.double(), (300,), w.double(), 1e-6)) < 1e-6
+    assert rel_err(rstd, x.double().pow(2).mean(-1).add(1e-6).rsqrt()) < 1e-6
+

@@ -175,6 +175,18 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     plan = rn._plan(x.detach(), g.detach())
     assert [b.kw["STAGES"] for b in (plan.fwd, plan.dot, plan.bwd)] == [3, 3, 3]
 
+    # wide rows of fp64 (8 bytes) read once by the exchange forward, in pieces of 8 columns
+    exchange = dataclasses.replace(wide, fwd_exchange=(8,), exchange_block=8)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: exchange)
+    monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
+    launched.clear()
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+    assert rn.rmsnorm_fwd_exchange_kernel in launched
+    plan = rn._plan(x.detach(), g.detach())
+    assert plan.exchange == (4, 3) and plan.fwd.grid == (12,)
+    assert plan.native_plan() is False and "exchange" in plan.native_why
+    assert rn._Plan(x.float(), g.float(), tuning=exchange).exchange is None  # fp32: chunked
+
     loops = dataclasses.replace(tuning.DEFAULTS["softmax"], loop=True, rows_below=16,
                                 max_row_block=64, max_bwd_row_block=64, online_block=32,
                                 online_bwd_block=16, online_stages=2)

@@ -14,8 +14,11 @@ coroutines (minitriton's executors), so the same kernels run there.
 """
 from __future__ import annotations
 
+import torch
+
 from ..backend import tl, triton
 from ._checks import sm_count
+from ._launch import scratch
 
 
 @triton.jit
@@ -41,3 +44,19 @@ def max_pieces(x):
     """Most programs one row may have: one per SM of x's GPU (all resident at once whatever
     their size), 64 on the simulator."""
     return sm_count(x.get_device()) if x.is_cuda else 64
+
+
+def launch(bound, name, stats_shape, dtype, device, args, tail):
+    """`bound(*args, stats, sync, *tail)`: an exchange kernel's launch with its buffers, reused
+    scratch (`_launch.scratch`): the statistics, (rows, pieces, ...) of `dtype`, and two
+    counters per row, zero before the launch and left zero by it; a launch that stopped part
+    way may have left counts behind, so they are zeroed again before its error goes on."""
+    stats = scratch(f"{name} exchange", stats_shape, dtype, device)
+    sync = scratch(f"{name} exchange counters", (2 * stats_shape[0],), torch.int32, device,
+                   zeroed=True)
+    try:
+        bound(*args, stats, sync, *tail)
+    except BaseException:
+        sync.zero_()
+        raise
+

@@ -34,7 +34,7 @@ import math
 import torch
 
 from ..backend import DEVICE, tl, triton
-from . import _native, ops
+from . import _exchange, _native, ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, stats_dtype
 from ._launch import Bound, PlanCache, current_device, raw_stream, scratch
 from .tuning import device_of, tuning_for
@@ -162,6 +162,33 @@ def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: t
 
 
 @triton.jit
+def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stats_ptr, sync_ptr,
+                                n_rows, pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
+                                ACC: tl.constexpr):
+    # Wide rows read once: `pieces` programs per row (consecutive in a 1-D grid), each keeping
+    # its BLOCK_SIZE columns in registers, store their sums of squares and meet in memory
+    # (kernels/_exchange.py, as softmax_exchange_kernel), then each writes its piece of y;
+    # the row's first program writes its statistic.
+    pid = tl.program_id(0)
+    p, row = pid % pieces, (pid // pieces).to(tl.int64)
+    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
+                eviction_policy="evict_first").to(ACC)  # read N, once
+    tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
+    _exchange.arrive_and_wait(sync_ptr + row, pieces)
+    j = tl.arange(0, PIECES)
+    # the others' sums, from L2 (.cg: not an L1 line older than their stores)
+    squares = tl.load(stats_ptr + row * pieces + j, mask=j < pieces, other=0.0,
+                      cache_modifier=".cg")
+    rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
+    tl.store(rstd_ptr + row, rstd, mask=p == 0)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
+    tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
+    _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+
+
+@triton.jit
 def rmsnorm_bwd_dot_kernel(x_ptr, g_ptr, dy_ptr, rstd_ptr, coef_ptr, n_cols, CHUNK: tl.constexpr,
                            ACC: tl.constexpr, STAGES: tl.constexpr = None):
     # Wide rows, backward step 1, a program per row: coef = r^3 / N * sum(dy * g * x), the
@@ -263,6 +290,7 @@ class _Plan:
         self.rstd_dtype = stats_dtype(x)
         self.fwd = self.dot = self.bwd = self.dg_sum = None
         self.fwd_tail = ()  # the forward's arguments after eps (the persistent one's rows)
+        self.exchange = None  # the exchange forward's (rows, pieces)
         # the native module's plan (`native_plan`): None until made, False where it cannot
         # be, and why not
         self.native, self.native_why = None, ""
@@ -272,7 +300,14 @@ class _Plan:
         device, item = device_of(x.get_device()), x.element_size()
         # the pipelined loops' stages: only where set (a constexpr None is today's loop)
         wide = {"STAGES": t.wide_stages} if t.wide_stages else {}
-        if chunk or n_cols > t.fwd_register_max:
+        pieces = triton.cdiv(n_cols, t.exchange_block)
+        if (not chunk and n_cols > t.fwd_register_max and item in t.fwd_exchange
+                and pieces <= _exchange.max_pieces(x)):
+            self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (n_rows * pieces,),
+                             BLOCK_SIZE=t.exchange_block, PIECES=triton.next_power_of_2(pieces),
+                             ACC=acc, num_warps=t.exchange_warps)
+            self.exchange = (n_rows, pieces)
+        elif chunk or n_cols > t.fwd_register_max:
             self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=chunk or t.wide_fwd_chunk,
                              ACC=acc, num_warps=t.wide_warps, **wide)
         elif t.fwd_loop:
@@ -314,6 +349,9 @@ class _Plan:
         if self.bwd is None:
             self.native_why = "no kernels (an empty input)"
             return False
+        if self.exchange is not None:
+            self.native_why = "the exchange forward (scratch buffers)"
+            return False
         if any(b is not None and b.runner is None
                for b in (self.fwd, self.dot, self.bwd, self.dg_sum)):
             return None
@@ -354,7 +392,10 @@ class _Plan:
         n_rows, n_cols = self.rows2d
         y = torch.empty(self.shape, dtype=x2.dtype, device=x2.device)
         rstd = torch.empty(n_rows, dtype=self.rstd_dtype, device=x2.device)
-        if self.fwd is not None:
+        if self.exchange is not None:  # wide rows read once: statistics meet in memory
+            _exchange.launch(self.fwd, "rmsnorm", self.exchange, rstd.dtype, x2.device,
+                             (x2, g, self.rows(y), rstd, n_cols, float(eps)), self.exchange)
+        elif self.fwd is not None:
             # one specialisation: eps always a float
             self.fwd(x2, g, self.rows(y), rstd, n_cols, float(eps), *self.fwd_tail)
         elif n_rows:
@@ -587,8 +628,8 @@ def _describe_forward(options, x, g):
     gradient (those that do record the C++ node of `_native_forward`): y and rstd allocated,
     the forward kernel launched with the table's eps."""
     plan = _plan(x, g)
-    if plan.fwd is None:
-        return "an empty input"
+    if plan.fwd is None or plan.exchange is not None:
+        return "an empty input, or the exchange forward (scratch buffers)"
     S = _native.Slot
     return _native.plan((x, g), [(plan.shape, x.dtype), ((plan.rows2d[0],), plan.rstd_dtype)],
                         [(plan.fwd, (S(0), S(1), S(2), S(3), plan.rows2d[1], float(options[0]),

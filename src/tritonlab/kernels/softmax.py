@@ -37,7 +37,7 @@ from ..backend import DEVICE, tl, triton
 from . import _exchange, _native, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
-from ._launch import Bound, PlanCache, scratch
+from ._launch import Bound, PlanCache
 from .tuning import tuning_for
 
 
@@ -386,7 +386,7 @@ class _Launch:
             self.kernel = Bound(softmax_exchange_kernel, (n_rows * pieces,), BLOCK_SIZE=block,
                                 PIECES=triton.next_power_of_2(pieces), ACC=acc,
                                 num_warps=t.exchange_warps)
-            self.exchange = ((n_rows, pieces, 2), stats_dtype(x), 2 * n_rows)
+            self.exchange = ((n_rows, pieces, 2), stats_dtype(x))
             self.tail = (n_rows, n_cols, n_cols, pieces)
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
@@ -408,15 +408,9 @@ class _Launch:
             self.stats(x2, m, s, n_cols, stride, chunk, chunks)
             self.kernel(x2, y2, m, s, *self.tail)
         elif self.exchange is not None:  # long rows read once: statistics meet in memory
-            shape, dtype, counters = self.exchange
-            stats = scratch("softmax exchange", shape, dtype, x2.device)
-            sync = scratch("softmax exchange counters", (counters,), torch.int32, x2.device,
-                           zeroed=True)
-            try:
-                self.kernel(x2, y2, stats, sync, *self.tail)
-            except BaseException:
-                sync.zero_()  # a launch that stopped part way may have left counts behind
-                raise
+            shape, dtype = self.exchange
+            _exchange.launch(self.kernel, "softmax", shape, dtype, x2.device, (x2, y2),
+                             self.tail)
         elif self.kernel is not None:
             self.kernel(x2, y2, *self.tail)
 

@@ -86,6 +86,12 @@ class RMSNormTuning:
     fwd_loop: bool = False
     fwd_loop_per_sm: int = 2
     fwd_loop_stages: int | None = 3
+    # Wide rows of these element sizes (bytes; (4,): fp32) take the exchange forward instead
+    # of the chunked one: read once, in pieces of exchange_block columns, exchange_warps each,
+    # meeting in memory as softmax's exchange does (none until measured; same entry)
+    fwd_exchange: tuple = ()
+    exchange_block: int = 8192
+    exchange_warps: int = 8
 
     def fwd_loop_programs(self, n_rows, device):
         """Programs of the persistent whole-row forward: fwd_loop_per_sm per SM, a handful on
