@@ -47,9 +47,15 @@ def liger_rms(x, g):
     return LigerRMSNormFunction.apply(x, g, 1e-6, 0.0, "llama", False)
 
 
-def with_liger(impls, liger):
-    """`impls` with Liger's row added before ours, where Liger is installed."""
-    if LigerSoftmaxFunction is None:
+# Liger 0.8.5's softmax and RMSNorm take rows of at most 65536 (its calculate_settings
+# raises past that; docs/decisions.md#softmax-exchange)
+LIGER_MAX_COLS = 65536
+
+
+def with_liger(impls, liger, n_cols):
+    """`impls` with Liger's row added before ours, where Liger is installed and takes rows of
+    n_cols."""
+    if LigerSoftmaxFunction is None or n_cols > LIGER_MAX_COLS:
         return impls
     mine = impls.pop("triton")
     return {**impls, "Liger": liger, "triton": mine}
@@ -82,7 +88,9 @@ def fwd_bwd(fn, x, g, dy):
 
 
 def suites(quick):
-    """(op, shape label, dtype, {impl: fn}, work, unit) rows; work is bytes or FLOPs."""
+    """(op, shape label, dtype, {impl: fn}, work, unit) rows; work is bytes or FLOPs. An impls
+    dict may carry a "detail" entry: a function whose text (the matmul's tuned config) goes into
+    the triton row's ledger note, not a timed implementation."""
     dev = "cuda"
     compiled = {}
 
@@ -116,7 +124,7 @@ def suites(quick):
                 "torch.compile": lambda: comp("softmax", lambda t: torch.softmax(t, -1))(x),
                 "triton": lambda: sm.softmax(x),
                 "same bytes: copy": same_bytes_copy(x, 2 * M * N * e)},
-                lambda: LigerSoftmaxFunction.apply(x)), 2 * M * N * e, "GB/s")
+                lambda: LigerSoftmaxFunction.apply(x), N), 2 * M * N * e, "GB/s")
             yield ("row_sum", f"{M}x{N}", dtype, {
                 "torch eager": lambda: x.sum(-1),
                 "torch.compile": lambda: comp("sum", lambda t: t.sum(-1))(x),
@@ -131,13 +139,13 @@ def suites(quick):
                 "torch.compile": lambda: comp("rms", rms_eager)(x, g),
                 "triton": lambda: rn.rmsnorm(x, g),
                 "same bytes: copy": same_bytes_copy(x, 2 * M * N * e)},
-                lambda: liger_rms(x, g)), 2 * M * N * e, "GB/s")
+                lambda: liger_rms(x, g), N), 2 * M * N * e, "GB/s")
             yield ("rmsnorm fwd+bwd", f"{M}x{N}", dtype, with_liger({
                 "torch eager": fwd_bwd(rms_eager, xg, g, dy),
                 "torch.compile": fwd_bwd(comp("rms", rms_eager), xg, g, dy),
                 "triton": fwd_bwd(rn.rmsnorm, xg, g, dy),
                 "same bytes: copy": same_bytes_copy(x, 5 * M * N * e)},
-                fwd_bwd(liger_rms, xg, g, dy)), 5 * M * N * e, "GB/s")
+                fwd_bwd(liger_rms, xg, g, dy), N), 5 * M * N * e, "GB/s")
     for dtype in (torch.bfloat16, torch.float16):
         for n in ((4096,) if quick else (1024, 4096, 8192)):
             a = torch.randn(n, n, device=dev, dtype=dtype)
@@ -145,20 +153,23 @@ def suites(quick):
             yield ("matmul+relu", f"{n}^3", dtype, {
                 "torch eager": lambda: torch.relu(a @ b),
                 "torch.compile": lambda: comp("mmrelu", lambda x, y: torch.relu(x @ y))(a, b),
-                "triton": lambda: mm.matmul(a, b, "relu")}, 2 * n ** 3, "TFLOP/s")
+                "triton": lambda: mm.matmul(a, b, "relu"),
+                "detail": lambda: "kernel, config: {} {}; ".format(*mm.matmul_plan(a, b, "relu"))},
+                2 * n ** 3, "TFLOP/s")
 
 
-def ledger_rows(op, shape, dtype, runs, graphs, work, unit, repeats):
+def ledger_rows(op, shape, dtype, runs, graphs, work, unit, repeats, detail=""):
     """Ledger rows of one suite row: `runs` maps each implementation to its repeats' do_bench
     (median, p20, p80) in ms, `graphs` to its CUDA-graph median in ms (NaN if not capturable).
-    The reported repeat is the one with the median median."""
+    The reported repeat is the one with the median median; `detail` starts the triton row's
+    note."""
     rows = []
     for name, reps in runs.items():
         med, p20, p80 = sorted(reps)[len(reps) // 2]
         # rate: bytes / s / 1e9 = GB/s, or FLOPs / s / 1e12 = TFLOP/s; med is in ms
         rate = work / (med * 1e-3) / (1e9 if unit == "GB/s" else 1e12)
-        note = "" if repeats == 1 else ("repeat medians us: "
-                                        + " ".join(f"{r[0] * 1e3:.1f}" for r in reps) + "; ")
+        note = (detail if name == "triton" else "") + ("" if repeats == 1 else (
+            "repeat medians us: " + " ".join(f"{r[0] * 1e3:.1f}" for r in reps) + "; "))
         rows.append({"op": op, "shape": shape, "dtype": str(dtype)[6:], "implementation": name,
                      "median_ms": med, "p20_ms": p20, "p80_ms": p80, "graph_ms": graphs[name],
                      "rate": rate, "unit": unit, "note": note + NOTE.format(repeats=repeats)})
@@ -198,8 +209,16 @@ def main():
     for op, shape, dtype, impls, work, unit in suites(args.quick):
         if args.only and op not in args.only:
             continue
-        for fn in impls.values():
-            fn()  # compile / autotune outside the timing
+        detail = impls.pop("detail", None)
+        for name, fn in list(impls.items()):
+            try:
+                fn()  # compile / autotune outside the timing
+            except Exception as e:  # noqa: BLE001 - one implementation's failure, not the run's
+                if name == "triton":
+                    raise
+                print(f"  {op} {shape} {str(dtype)[6:]}: {name} left out: {type(e).__name__} "
+                      f"{str(e)[:120]}", flush=True)
+                del impls[name]
         runs = {name: [] for name in impls}
         for _ in range(args.repeats):
             for name, fn in impls.items():
@@ -210,7 +229,8 @@ def main():
                 graphs[name] = bench_graph(fn, rep=50, return_mode="median")
             except Exception:  # noqa: BLE001 - some callables cannot be captured
                 graphs[name] = float("nan")
-        rows = ledger_rows(op, shape, dtype, runs, graphs, work, unit, args.repeats)
+        rows = ledger_rows(op, shape, dtype, runs, graphs, work, unit, args.repeats,
+                           detail() if detail else "")
         export.append_ledger(args.ledger, rows, meta)
         repeats_json += [{**r, "repeats_ms": runs[r["implementation"]]} for r in rows]
         (out / "kernels.json").write_text(json.dumps({"meta": meta, "rows": repeats_json},

@@ -17,10 +17,18 @@ against today's kernels), then timed by CUDA-graph replays and by do_bench (medi
 interleaved); a variant that does not compile or fit is printed and left out.
 
     python benchmarks/probes/row_stages.py [--ops softmax,softmax-bwd,rms-fwd,rms-bwd]
-        [--shapes 8192x4096,...] [--dtypes bf16,fp32] [--out DIR]
+        [--shapes 8192x4096,...] [--dtypes bf16,fp32] [--per-sm 1,2,4] [--stages 2,3,4]
+        [--out DIR]
+
+All of it is about 370 variants, some 15 minutes of GPU time: split it over calls with
+--ops, --shapes or fewer --per-sm and --stages.
 
 Prints, per op and shape, the fastest variants and today's, as GB/s and as a fraction of the
-same-bytes copy timed the same way; writes DIR/row_stages.json with every row.
+same-bytes copy timed the same way, and the best by each timing; writes DIR/row_stages.json
+with every row. The exchange rows' graph replays also zero their counters (a buffer made
+during capture is a new one: `_launch.scratch`), a few us the other rows do not pay: read
+them on the do_bench column. Stages are capped where their buffers would not fit in shared
+memory (`tuning.fit_stages`), so two labels may run the same kernel.
 Decides: docs/decisions.md#row-loop-stages."""
 import argparse
 import dataclasses
@@ -74,10 +82,11 @@ def rms_variants(x, t, backward):
     persistent kernels that the shape takes."""
     out = [("today", t)]
     plan = rn._Plan(x, x[0], tuning=t)
-    if backward and plan.dot is None:
-        out += [(f"{p}/SM s{s}", dataclasses.replace(t, bwd_stages=s, bwd_cols_per_sm=1 << 30,
-                                                     bwd_max_per_sm=p))
-                for p in PER_SM for s in STAGES]
+    if backward and plan.dot is None:  # "plain": no stages, PREFETCH by today's rule
+        out += [(f"{p}/SM " + (f"s{s}" if s else "plain"),
+                 dataclasses.replace(t, bwd_stages=s, bwd_cols_per_sm=1 << 30,
+                                     bwd_max_per_sm=p))
+                for p in PER_SM for s in (None,) + STAGES]
     elif backward or plan.fwd.kernel is rn.rmsnorm_fwd_wide_kernel:
         out += [(f"wide s{s}", dataclasses.replace(t, wide_stages=s)) for s in STAGES]
         if not backward:  # the exchange forward: read once, pieces meeting in memory
@@ -86,7 +95,7 @@ def rms_variants(x, t, backward):
                         t, fwd_exchange=(x.element_size(),), exchange_block=b, exchange_warps=w))
                     for b in (4096, 8192, 16384) for w in (4, 8, 16)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
-    else:
+    elif plan.fwd.kernel is rn.rmsnorm_fwd_kernel:
         out += [(f"loop {p}/SM" + (f" s{s}" if s else " plain"),
                  dataclasses.replace(t, fwd_loop=True, fwd_loop_per_sm=p, fwd_loop_stages=s))
                 for p in PER_SM for s in (None,) + STAGES]
@@ -133,17 +142,19 @@ def rows_of(op, M, N, dtype):
         g = torch.randn(N, device=DEVICE, dtype=dtype)
         if op == "rms-fwd":
             nbytes = 2 * M * N * e
-            want = (x.double() * torch.rsqrt(x.double().pow(2).mean(-1, True) + 1e-6)
-                    * g.double())
+            want_rstd = torch.rsqrt(x.double().pow(2).mean(-1) + 1e-6)
+            want = x.double() * want_rstd[:, None] * g.double()
             box = {}
 
             def make(tun):
                 plan = rn._Plan(x, g, tuning=tun)
-                return lambda: box.__setitem__("y", plan.forward(x, g, 1e-6)[0])
+                return lambda: box.__setitem__("y", plan.forward(x, g, 1e-6))
 
-            def check():
-                err = ((box["y"].double() - want).abs().max() / want.abs().max()).item()
+            def check():  # y and the statistic the backward reads
+                y, rstd = box["y"]
+                err = ((y.double() - want).abs().max() / want.abs().max()).item()
                 assert err < tol, err
+                torch.testing.assert_close(rstd.double(), want_rstd, rtol=1e-5, atol=0)
                 return f"{err:.1e}"
             variants = rms_variants(x, t, False)
         else:
@@ -175,13 +186,20 @@ def rows_of(op, M, N, dtype):
 
 
 def main(argv=None):
+    global PER_SM, STAGES  # the sweep's, from the flags
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", default=",".join(OPS))
     parser.add_argument("--shapes", default=",".join(f"{m}x{n}" for m, n in SHAPES))
     parser.add_argument("--dtypes", default="bf16,fp32")
+    parser.add_argument("--per-sm", default=",".join(map(str, PER_SM)),
+                        help="programs per SM of the persistent and whole-row backward variants")
+    parser.add_argument("--stages", default=",".join(map(str, STAGES)),
+                        help="stages of the pipelined loops")
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     # run.py calls main() with its own argv: the defaults then
     args = parser.parse_args(argv if argv is not None or __name__ == "__main__" else [])
+    PER_SM = tuple(int(v) for v in args.per_sm.split(","))
+    STAGES = tuple(int(v) for v in args.stages.split(","))
     results, summary = [], []
     for op in args.ops.split(","):
         for shape in args.shapes.split(","):
@@ -211,9 +229,12 @@ def main(argv=None):
                           + (f" {copy[4] / cold:.2f} of copy" if copy else ""), flush=True)
                 today = next((r for r in timed if r[0] == "today"), None)
                 if timed and today and copy:
-                    summary.append(f"{name:<28} best {timed[0][0]:<16} {today[3] / timed[0][3]:.3f}x"
-                                   f" today; of copy (graph) today {copy[3] / today[3]:.2f} best "
-                                   f"{copy[3] / timed[0][3]:.2f}")
+                    cold = min(timed, key=lambda r: r[4])
+                    summary.append(
+                        f"{name:<28} graph: best {timed[0][0]:<16} {today[3] / timed[0][3]:.3f}x "
+                        f"today, of copy {copy[3] / today[3]:.2f} -> {copy[3] / timed[0][3]:.2f}; "
+                        f"do_bench: best {cold[0]:<16} {today[4] / cold[4]:.3f}x today, of copy "
+                        f"{copy[4] / today[4]:.2f} -> {copy[4] / cold[4]:.2f}")
     print("\nsummary:")
     print("\n".join(summary))
     out = Path(args.out)

@@ -238,6 +238,10 @@ def loop_variables_are_tensors(out_ptr, n, N: tl.constexpr):
         tl.store(out_ptr + N + j, j.to(tl.int64) + 100)
     for k in range(0, n.to(tl.int64)):
         tl.static_assert(k.dtype == tl.int64)
+    for u in range(2**31, 2**31 + 1):  # a bound past int32: uint32, as Triton types it
+        tl.static_assert(u.dtype == tl.uint32)
+    for w in range(tl.program_id(0), 2**31 + 2, 2**30):  # the per-program path promotes too
+        tl.static_assert(w.dtype == tl.uint32)
 
 
 def test_loop_variables_are_tensors_as_on_the_gpu():

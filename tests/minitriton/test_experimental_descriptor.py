@@ -329,3 +329,17 @@ def test_tutorial_06_style_torch_descriptors_reach_unpassed_tensors():
     o.zero_()  # and with a descriptor tensor passed as it is
     attention_like_kernel[(8,)](descs["q"], descs["o"], 120, BM=16, D=32)
     torch.testing.assert_close(o, q * 2, rtol=0, atol=0)
+
+
+def test_tensors_without_storage_do_not_stop_the_search_for_an_address():
+    """Live tensors that have no storage to read (a FakeTensor that a traced torch.compile
+    left behind) are passed over while minitriton looks for the memory an address is in."""
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fakes = [torch.empty(64)]  # alive during the search below
+    with pytest.raises(triton.OutOfBoundsError, match="global address 0x7000000 is in no memory"):
+        any_load_kernel[(1,)](ed.create_2d_tma_descriptor(0x7000000, 64, 16, 8, 16, 4), BM=8,
+                              BN=16, DTYPE=tl.float32)
+    assert fakes[0].shape == (64,)

@@ -75,16 +75,18 @@ def test_rmsnorm_and_row_sum_report_nothing(executor):
     assert rel_err(sums, x.detach().double().sum(-1)) < 1e-6
 
 
-def test_rmsnorm_exchange_forward_reports_nothing(executor):
+def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor):
     """The exchange forward (wide rows read once, a row's programs meeting in memory):
     programs that wait for each other run under either executor, no race on the statistics
-    the others read after the wait, counters left zero for the next launch."""
+    the others read after the wait, counters left zero for the next launch; the persistent
+    forward and the staged backward (docs/decisions.md#row-loop-stages) likewise."""
     import dataclasses
 
     from tritonlab.kernels import tuning
     rn = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
     small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=64,
                                 fwd_exchange=(4,), exchange_block=64)
+    loop = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_loop=True, bwd_stages=2)
     g0 = torch.Generator().manual_seed(0)
     x, w = torch.randn(5, 300, generator=g0), torch.randn(300, generator=g0)
     x2 = torch.randn(5, 300, generator=g0) + 1
@@ -95,4 +97,12 @@ def test_rmsnorm_exchange_forward_reports_nothing(executor):
     assert rel_err(y, want) < 1e-6
     assert rel_err(y2, F.rms_norm(x2.double(), (300,), w.double(), 1e-6)) < 1e-6
     assert rel_err(rstd, x.double().pow(2).mean(-1).add(1e-6).rsqrt()) < 1e-6
+    # and the persistent forward (programs striding over rows), with the staged backward
+    with minitriton.configure(**ALL_CHECKS):
+        y, rstd = rn._forward(x, w, 1e-6, tuning=loop)
+        dx, dw = rn._backward(x2, x, w, rstd, tuning=loop)
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    yr = F.rms_norm(xr, (300,), wr, 1e-6)
+    dxr, dwr = torch.autograd.grad(yr, (xr, wr), x2.double())
+    assert rel_err(y, yr) < 1e-6 and rel_err(dx, dxr) < 1e-5 and rel_err(dw, dwr) < 1e-5
 

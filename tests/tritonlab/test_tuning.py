@@ -186,6 +186,16 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     assert plan.exchange == (4, 3) and plan.fwd.grid == (12,)
     assert plan.native_plan() is False and "exchange" in plan.native_why
     assert rn._Plan(x.float(), g.float(), tuning=exchange).exchange is None  # fp32: chunked
+    # more pieces than may wait for each other at once: the chunked forward
+    monkeypatch.setattr(rn._exchange, "max_pieces", lambda t: 2)
+    assert rn._Plan(x.detach(), g.detach(), tuning=exchange).exchange is None
+
+    # stages capped by shared memory: fp32 rows of 32768 do not take 3 stages of 128 KiB
+    assert tuning.fit_stages(3, 64 << 10) == 3 and tuning.fit_stages(4, 64 << 10) == 3
+    assert tuning.fit_stages(3, 128 << 10) is None and tuning.fit_stages(None, 1) is None
+    big = rand(2, 32768)
+    assert rn._Plan(big, big[0], tuning=staged).fwd.kw["STAGES"] is None
+    assert rn._Plan(big.half(), big[0].half(), tuning=staged).fwd.kw["STAGES"] == 3
 
     loops = dataclasses.replace(tuning.DEFAULTS["softmax"], loop=True, rows_below=16,
                                 max_row_block=64, max_bwd_row_block=64, online_block=32,

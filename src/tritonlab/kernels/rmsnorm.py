@@ -18,8 +18,9 @@ too wide for the backward's registers run a two-step backward: a chunked kernel 
 row's coefficient r^3 / N * sum(dy * g * x), then a 2-D grid of (rows, columns) tiles writes dx
 and keeps dg for its columns in registers, one partial row per row block. The limits, blocks,
 warps and programs are the device's `RMSNormTuning` (kernels/tuning.py), which may also turn
-on loops software-pipelined by Triton and a persistent whole-row forward
-(docs/decisions.md#row-loop-stages).
+on loops software-pipelined by Triton, a persistent whole-row forward and, for wide rows, an
+exchange forward that reads each row once, its pieces meeting in memory as softmax's
+exchange does (docs/decisions.md#row-loop-stages).
 
 `rmsnorm` is a custom operator with autograd (kernels/ops.py); its backward kernels have no
 derivative themselves, so a second-order gradient raises NotImplementedError. Calls check
@@ -37,7 +38,7 @@ from ..backend import DEVICE, tl, triton
 from . import _exchange, _native, ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, stats_dtype
 from ._launch import Bound, PlanCache, current_device, raw_stream, scratch
-from .tuning import device_of, tuning_for
+from .tuning import device_of, fit_stages, tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
 # BLOCK_N columns (4096 columns: 128 programs)
@@ -76,7 +77,9 @@ def rmsnorm_fwd_loop_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, n_rows,
     mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
-        _fwd_row(x_ptr, g, y_ptr, rstd_ptr, row.to(tl.int64), cols, mask, n_cols, eps, ACC)
+        # tl.cast, not .to: Triton's interpreter runs the loop over Python ints
+        _fwd_row(x_ptr, g, y_ptr, rstd_ptr, tl.cast(row, tl.int64), cols, mask, n_cols, eps,
+                 ACC)
 
 
 @triton.jit
@@ -176,6 +179,7 @@ def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stat
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
                 eviction_policy="evict_first").to(ACC)  # read N, once
     tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # in flight while waiting
     _exchange.arrive_and_wait(sync_ptr + row, pieces)
     j = tl.arange(0, PIECES)
     # the others' sums, from L2 (.cg: not an L1 line older than their stores)
@@ -183,7 +187,6 @@ def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stat
                       cache_modifier=".cg")
     rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
     tl.store(rstd_ptr + row, rstd, mask=p == 0)
-    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
     tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
     _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
 
@@ -298,8 +301,11 @@ class _Plan:
             return
         acc, t = compute_dtype(x, tl), tuning or tuning_for("rmsnorm", x.get_device())
         device, item = device_of(x.get_device()), x.element_size()
-        # the pipelined loops' stages: only where set (a constexpr None is today's loop)
-        wide = {"STAGES": t.wide_stages} if t.wide_stages else {}
+        def staged(stages, bytes_per_stage):
+            # a pipelined loop's STAGES, as many as fit in shared memory: only where set (a
+            # constexpr None is the loop as written)
+            fit = fit_stages(stages, bytes_per_stage)
+            return {"STAGES": fit} if fit else {}
         pieces = triton.cdiv(n_cols, t.exchange_block)
         if (not chunk and n_cols > t.fwd_register_max and item in t.fwd_exchange
                 and pieces <= _exchange.max_pieces(x)):
@@ -308,13 +314,15 @@ class _Plan:
                              ACC=acc, num_warps=t.exchange_warps)
             self.exchange = (n_rows, pieces)
         elif chunk or n_cols > t.fwd_register_max:
-            self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=chunk or t.wide_fwd_chunk,
-                             ACC=acc, num_warps=t.wide_warps, **wide)
+            fwd_chunk = chunk or t.wide_fwd_chunk
+            self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=fwd_chunk, ACC=acc,
+                             num_warps=t.wide_warps,
+                             **staged(t.wide_stages, fwd_chunk * item))
         elif t.fwd_loop:
             block = triton.next_power_of_2(n_cols)
             self.fwd = Bound(rmsnorm_fwd_loop_kernel, (t.fwd_loop_programs(n_rows, device),),
-                             BLOCK_SIZE=block, ACC=acc, STAGES=t.fwd_loop_stages,
-                             num_warps=num_warps_for(block))
+                             BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block),
+                             STAGES=fit_stages(t.fwd_loop_stages, block * item))
             self.fwd_tail = (n_rows,)
         else:
             block = triton.next_power_of_2(n_cols)
@@ -322,22 +330,25 @@ class _Plan:
                              num_warps=num_warps_for(block))
         if chunk or tile or n_cols > t.bwd_register_max:
             block_m, block_n = tile or (t.tile_m, t.tile_n)
-            self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=chunk or t.wide_chunk,
-                             ACC=acc, num_warps=t.wide_warps, **wide)
+            dot_chunk = chunk or t.wide_chunk
+            self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=dot_chunk, ACC=acc,
+                             num_warps=t.wide_warps,
+                             **staged(t.wide_stages, 2 * dot_chunk * item))
             rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
                     t.tiled_rows(n_rows, n_cols, block_m, block_n, item, device))
             grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
             self.bwd = Bound(rmsnorm_bwd_tiled_kernel, grid, BLOCK_M=block_m, BLOCK_N=block_n,
-                             ACC=acc, num_warps=t.tile_warps, **wide)
+                             ACC=acc, num_warps=t.tile_warps,
+                             **staged(t.wide_stages, 2 * block_m * block_n * item))
         else:
             rows = rows_per_program or triton.cdiv(n_rows, t.bwd_programs(n_rows, n_cols, device))
             grid = (triton.cdiv(n_rows, rows),)
             block = triton.next_power_of_2(n_cols)
-            prefetch = not t.bwd_stages and block * item <= t.bwd_prefetch_bytes
-            staged = {"STAGES": t.bwd_stages} if t.bwd_stages else {}
+            stages = staged(t.bwd_stages, 2 * block * item)  # x and dy
+            prefetch = not stages and block * item <= t.bwd_prefetch_bytes
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
                              PREFETCH=prefetch,
-                             num_warps=t.bwd_warps(block, item, prefetch), **staged)
+                             num_warps=t.bwd_warps(block, item, prefetch), **stages)
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
                             BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)

@@ -38,7 +38,7 @@ from . import _exchange, _native, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
 from ._launch import Bound, PlanCache
-from .tuning import tuning_for
+from .tuning import fit_stages, tuning_for
 
 
 @triton.jit
@@ -71,8 +71,9 @@ def softmax_loop_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, n_rows
     # in flight in shared memory while this one is reduced and written;
     # docs/decisions.md#row-loop-stages)
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
-        _row(x_ptr, y_ptr, row.to(tl.int64), n_cols, x_row_stride, y_row_stride, BLOCK_SIZE,
-             ACC)
+        # tl.cast, not .to: Triton's interpreter runs the loop over Python ints
+        _row(x_ptr, y_ptr, tl.cast(row, tl.int64), n_cols, x_row_stride, y_row_stride,
+             BLOCK_SIZE, ACC)
 
 
 @triton.jit
@@ -339,8 +340,11 @@ class _Launch:
         variant, block, rows = _plan(n_cols, x, variant, block_size, rows_per_program, backward)
         acc = compute_dtype(x, tl)
         t = tuning_for("softmax", x.get_device())
-        # the online loops' stages: only where set (a constexpr None is today's loop)
-        online = {"STAGES": t.online_stages} if t.online_stages else {}
+        # the online loops' stages, as many as fit in shared memory: only where set (a
+        # constexpr None is the loop as written); the backward's steps load y and dy
+        item = x.element_size()
+        fit = fit_stages(t.online_stages, block * item * (2 if backward else 1))
+        online = {"STAGES": fit} if fit else {}
         if backward:
             if variant == "online":
                 self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
@@ -361,8 +365,8 @@ class _Launch:
                 programs = (t.loop_per_sm * sm_count(x.get_device()) if x.is_cuda
                             else t.simulator_loop_programs)
                 self.kernel = Bound(softmax_loop_kernel, (max(1, min(n_rows, programs)),),
-                                    BLOCK_SIZE=block, ACC=acc, STAGES=t.loop_stages,
-                                    num_warps=warps)
+                                    BLOCK_SIZE=block, ACC=acc, num_warps=warps,
+                                    STAGES=fit_stages(t.loop_stages, block * item))
                 self.tail = (n_cols, n_cols, n_cols, n_rows)
         elif variant == "split":
             chunks, chunk = _chunks(n_rows, n_cols, block, x, t)
@@ -516,9 +520,10 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
 
     `variant` ("row", "rows", "online", "split", "exchange", "loop") and `block_size` force a
     kernel (for teaching and tests; the backward takes the same variant, the online one for
-    "split" and "exchange", the whole-row one for "loop"); by default rows up to 32768 elements use one program per row (several
-    rows per program below 1024), longer fp32 rows the exchange (pieces of 8192 columns that
-    meet in memory), other long rows the online kernel."""
+    "split" and "exchange", the whole-row one for "loop"); by default rows up to 32768
+    elements use one program per row (several rows per program below 1024), longer fp32 rows
+    the exchange (pieces of 8192 columns that meet in memory), other long rows the online
+    kernel."""
     y = _native_softmax((dim, variant, block_size, rows_per_program), x)
     if y is not None:
         return y

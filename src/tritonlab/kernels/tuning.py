@@ -43,6 +43,21 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+# Shared memory a pipelined loop's buffers may take: the H100's and H200's 227 KiB per block,
+# less room for the reductions' scratch
+STAGE_BUDGET = 192 << 10
+
+
+def fit_stages(stages, bytes_per_stage, budget=STAGE_BUDGET):
+    """`stages` of a loop software-pipelined by Triton, fewer where `stages` buffers of
+    `bytes_per_stage` (each step's loads) would not fit in `budget` bytes of shared memory;
+    None (the loop as written) where not even two fit or none were asked for."""
+    if not stages:
+        return None
+    fit = min(stages, budget // max(1, bytes_per_stage))
+    return fit if fit >= 2 else None
+
+
 @dataclasses.dataclass(frozen=True)
 class RMSNormTuning:
     """Which RMSNorm kernels a row width takes, with their blocks, warps and programs

@@ -4,7 +4,9 @@ integers reach (`register_memory`, and live torch tensors found once through the
 collector). memory.py builds the launch's buffers from them."""
 from __future__ import annotations
 
+import functools
 import gc
+import importlib
 import sys
 import weakref
 
@@ -166,6 +168,20 @@ def _outermost(arr):
     return arr
 
 
+@functools.lru_cache(maxsize=None)
+def _traced_types(torch):
+    """The tensor classes tracing leaves alive that hold no memory of their own (FakeTensor,
+    FunctionalTensor: their data_ptr() warns or raises), as far as this torch has them."""
+    found = []
+    for module, name in (("torch._subclasses.fake_tensor", "FakeTensor"),
+                         ("torch._subclasses.functional_tensor", "FunctionalTensor")):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
+
+
 def host_owner(address, scan=True):
     """(start, object) of live host memory holding byte `address`, or None. Unless `scan` is
     false, live torch tensors are searched for it (and remembered) when none known holds it."""
@@ -177,10 +193,14 @@ def host_owner(address, scan=True):
     if torch is None or not scan:
         return None
     found = None
+    traced = _traced_types(torch)
     for obj in gc.get_objects():  # once per address no known memory holds
-        if issubclass(type(obj), torch.Tensor) and obj.device.type == "cpu" \
-                and obj.layout == torch.strided:
-            begin, n = host_span(obj)
+        if issubclass(type(obj), torch.Tensor) and not isinstance(obj, traced) \
+                and obj.device.type == "cpu" and obj.layout == torch.strided:
+            try:
+                begin, n = host_span(obj)
+            except RuntimeError:  # a tensor without storage to read
+                continue
             if n:
                 _HOST.setdefault(begin, obj)
                 if begin <= address < begin + n:

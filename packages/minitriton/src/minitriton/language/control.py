@@ -22,15 +22,24 @@ from . import arith
 from .core import is_tensor, literal, tensor, to_tensor
 
 
+def _iv_type(args):
+    """The type of Triton's induction variable (code_generator's visit_For): the integer
+    promotion of the bounds' and step's types, a Python int typed as a literal (int32, uint32
+    from 2^31, int64...)."""
+    types = [a.dtype if is_tensor(a) else _t.literal_type(int(a)) for a in args]
+    ty = types[0]
+    for other in types[1:]:
+        ty = _t.integer_promote(ty, other)
+    return ty
+
+
 def kernel_range(*args):
     """`range` in a kernel (the `@jit` rewrite sends Python's `range` here). The loop variable
-    is a scalar tensor, as Triton's induction variable is (`i.to(tl.int64)` works): int64
-    where a bound is, else int32."""
+    is a scalar tensor of Triton's induction-variable type (`_iv_type`), as on the GPU
+    (`i.to(tl.int64)` works)."""
     if not any(is_tensor(a) and a.data.shape[0] > 1 for a in args):
-        bounds = [int(a) for a in args]
-        ty = (_t.int64 if any(is_tensor(a) and a.dtype == _t.int64 for a in args)
-              or any(not -2 ** 31 <= b < 2 ** 31 for b in bounds) else _t.int32)
-        return (literal(i, ty) for i in builtins.range(*bounds))
+        ty = _iv_type(args)
+        return (literal(i, ty) for i in builtins.range(*[int(a) for a in args]))
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     else:
@@ -46,7 +55,7 @@ def kernel_range(*args):
     trips = np.broadcast_to(trips, np.broadcast_shapes(arr[0].shape, arr[1].shape))
     if not np.all(trips == trips[0]):
         raise Divergence(trips)
-    ty = _t.int64 if any(is_tensor(a) and a.dtype == _t.int64 for a in args) else _t.int32
+    ty = _iv_type(args)
     base = np.broadcast_to(arr[0], trips.shape)
     return (tensor((base + i * step_v).astype(ty.np), ty, []) for i in builtins.range(int(trips[0])))
 
