@@ -9,7 +9,10 @@ kernels and a copy of the same bytes, for issue 37's rows:
   * RMSNorm forward: whole rows persistent, wide rows staged chunk loops or the exchange
     (read once: a row's pieces meeting in memory, over piece width and warps);
   * RMSNorm backward (its kernel(s) and the dg sum): whole rows with a staged row loop over
-    programs per SM (in place of PREFETCH), wide rows staged; and the dg sum alone.
+    programs per SM (in place of PREFETCH), wide rows staged or the exchange (x and dy read
+    once, a row's pieces meeting in memory every r rows, over piece width, r, warps and
+    programs per SM);
+    and the dg sum alone.
 
 Shapes: benchmarks/kernels.py's (8192x4096, 32768x1024, 4096x16384, 1024x65536) and
 256x262144, bf16 and fp32. Each variant checked first (forwards against float64, backwards
@@ -20,7 +23,7 @@ interleaved); a variant that does not compile or fit is printed and left out.
         [--shapes 8192x4096,...] [--dtypes bf16,fp32] [--per-sm 1,2,4] [--stages 2,3,4]
         [--out DIR]
 
-All of it is about 370 variants, some 15 minutes of GPU time: split it over calls with
+All of it is about 400 variants, some 15-20 minutes of GPU time: split it over calls with
 --ops, --shapes or fewer --per-sm and --stages.
 
 Prints, per op and shape, the fastest variants and today's, as GB/s and as a fraction of the
@@ -89,11 +92,18 @@ def rms_variants(x, t, backward):
                 for p in PER_SM for s in (None,) + STAGES]
     elif backward or plan.fwd.kernel is rn.rmsnorm_fwd_wide_kernel:
         out += [(f"wide s{s}", dataclasses.replace(t, wide_stages=s)) for s in STAGES]
+        N, item = x.shape[1], (x.element_size(),)
         if not backward:  # the exchange forward: read once, pieces meeting in memory
-            N = x.shape[1]
             out += [(f"exchange {b} w{w}", dataclasses.replace(
-                        t, fwd_exchange=(x.element_size(),), exchange_block=b, exchange_warps=w))
+                        t, fwd_exchange=item, exchange_block=b, exchange_warps=w))
                     for b in (4096, 8192, 16384) for w in (4, 8, 16)
+                    if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
+        else:  # the exchange backward: x and dy read once, pieces meeting every r rows
+            out += [(f"exchange {b}x{r} w{w} {p}/SM", dataclasses.replace(
+                        t, bwd_exchange=item, bwd_exchange_block=b, bwd_exchange_rows=r,
+                        bwd_exchange_warps=w, bwd_exchange_per_sm=p))
+                    for b, r in ((8192, 1), (4096, 1), (4096, 2), (2048, 2), (2048, 4))
+                    for w in (4, 8) for p in (2, 4)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
     elif plan.fwd.kernel is rn.rmsnorm_fwd_kernel:
         out += [(f"loop {p}/SM" + (f" s{s}" if s else " plain"),

@@ -76,16 +76,18 @@ def test_rmsnorm_and_row_sum_report_nothing(executor):
 
 
 def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor):
-    """The exchange forward (wide rows read once, a row's programs meeting in memory):
-    programs that wait for each other run under either executor, no race on the statistics
-    the others read after the wait, counters left zero for the next launch; the persistent
-    forward and the staged backward (docs/decisions.md#row-loop-stages) likewise."""
+    """The exchange forward and backward (wide rows read once, a row's programs meeting in
+    memory, the backward's row by row): programs that wait for each other run under either
+    executor, no race on the statistics the others read after the wait, counters left zero
+    for the next launch; the persistent forward and the staged backward
+    (docs/decisions.md#row-loop-stages) likewise."""
     import dataclasses
 
     from tritonlab.kernels import tuning
     rn = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
     small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=64,
-                                fwd_exchange=(4,), exchange_block=64)
+                                fwd_exchange=(4,), exchange_block=64, bwd_register_max=64,
+                                bwd_exchange=(4,), bwd_exchange_block=128, bwd_exchange_rows=2)
     loop = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_loop=True, bwd_stages=2)
     g0 = torch.Generator().manual_seed(0)
     x, w = torch.randn(5, 300, generator=g0), torch.randn(300, generator=g0)
@@ -93,8 +95,14 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor):
     with minitriton.configure(**ALL_CHECKS):
         y, rstd = rn._forward(x, w, 1e-6, tuning=small)
         y2, _ = rn._forward(x2, w, 1e-6, tuning=small)  # the counters reused
+        # the exchange backward: groups of 4 rows in steps of 2 (the last group one row of 4),
+        # 3 pieces each
+        dx, dw = rn._backward(x2, x, w, rstd, rows_per_program=4, tuning=small)
     want = F.rms_norm(x.double(), (300,), w.double(), 1e-6)
     assert rel_err(y, want) < 1e-6
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    dxr, dwr = torch.autograd.grad(F.rms_norm(xr, (300,), wr, 1e-6), (xr, wr), x2.double())
+    assert rel_err(dx, dxr) < 1e-5 and rel_err(dw, dwr) < 1e-5
     assert rel_err(y2, F.rms_norm(x2.double(), (300,), w.double(), 1e-6)) < 1e-6
     assert rel_err(rstd, x.double().pow(2).mean(-1).add(1e-6).rsqrt()) < 1e-6
     # and the persistent forward (programs striding over rows), with the staged backward

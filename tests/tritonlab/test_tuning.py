@@ -186,9 +186,23 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     assert plan.exchange == (4, 3) and plan.fwd.grid == (12,)
     assert plan.native_plan() is False and "exchange" in plan.native_why
     assert rn._Plan(x.float(), g.float(), tuning=exchange).exchange is None  # fp32: chunked
-    # more pieces than may wait for each other at once: the chunked forward
+    # and the exchange backward: x and dy read once, pieces of 8 columns meeting row by row
+    both = dataclasses.replace(exchange, bwd_exchange=(8,), bwd_exchange_block=8,
+                               bwd_exchange_rows=2)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: both)
+    monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
+    launched.clear()
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+    assert rn.rmsnorm_bwd_exchange_kernel in launched and rn.rmsnorm_bwd_dot_kernel not in launched
+    plan = rn._plan(x.detach(), g.detach())
+    # rows per group rounded up to the step: two groups of two rows
+    assert plan.bwd_exchange == (4, 3) and plan.partial_shape == (2, 20)
+    assert plan.bwd.kw["ROWS"] == 2 and plan.bwd.grid == (6,)
+    # more pieces than may wait for each other at once: the chunked forward, the tiled backward
     monkeypatch.setattr(rn._exchange, "max_pieces", lambda t: 2)
-    assert rn._Plan(x.detach(), g.detach(), tuning=exchange).exchange is None
+    plan = rn._Plan(x.detach(), g.detach(), tuning=both)
+    assert plan.exchange is None and plan.bwd_exchange is None
+    assert plan.bwd.kernel is rn.rmsnorm_bwd_tiled_kernel
 
     # stages capped by shared memory: fp32 rows of 32768 do not take 3 stages of 128 KiB
     assert tuning.fit_stages(3, 64 << 10) == 3 and tuning.fit_stages(4, 64 << 10) == 3

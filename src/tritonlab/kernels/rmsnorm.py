@@ -18,9 +18,10 @@ too wide for the backward's registers run a two-step backward: a chunked kernel 
 row's coefficient r^3 / N * sum(dy * g * x), then a 2-D grid of (rows, columns) tiles writes dx
 and keeps dg for its columns in registers, one partial row per row block. The limits, blocks,
 warps and programs are the device's `RMSNormTuning` (kernels/tuning.py), which may also turn
-on loops software-pipelined by Triton, a persistent whole-row forward and, for wide rows, an
-exchange forward that reads each row once, its pieces meeting in memory as softmax's
-exchange does (docs/decisions.md#row-loop-stages).
+on loops software-pipelined by Triton, a persistent whole-row forward and, for wide rows,
+exchange kernels that read each row once, its pieces meeting in memory as softmax's
+exchange does: the forward's sums of squares, the backward's sum(dy * g * x) row by row
+(docs/decisions.md#row-loop-stages).
 
 `rmsnorm` is a custom operator with autograd (kernels/ops.py); its backward kernels have no
 derivative themselves, so a second-order gradient raises NotImplementedError. Calls check
@@ -239,6 +240,55 @@ def rmsnorm_bwd_tiled_kernel(x_ptr, g_ptr, rstd_ptr, coef_ptr, dy_ptr, dx_ptr, d
 
 
 @triton.jit
+def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr,
+                                stats_ptr, sync_ptr, n_rows, n_cols, rows_per_group, pieces,
+                                BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
+                                ROWS: tl.constexpr, ACC: tl.constexpr):
+    # Wide rows, x and dy read once: `pieces` programs per group of rows (consecutive in a
+    # 1-D grid), each owning BLOCK_SIZE columns of the group's rows, which it walks ROWS at a
+    # time (rows_per_group a multiple of ROWS). Step by step, each stores its piece's share of
+    # sum(dy * g * x) for the step's rows, meets the group's other pieces in memory
+    # (kernels/_exchange.py: one meeting per step, at the counter of the step's first row),
+    # and writes its piece of dx; dg for its columns stays in registers and goes once into
+    # row `group` of the partial buffer (exercise 8c).
+    pid = tl.program_id(0)
+    p, group = pid % pieces, pid // pieces
+    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    col_mask = cols < n_cols
+    g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dg = tl.zeros([BLOCK_SIZE], dtype=ACC)
+    j = tl.arange(0, PIECES)
+    first = group.to(tl.int64) * rows_per_group
+    for start in range(0, rows_per_group, ROWS):
+        row0 = first + start
+        rows = row0 + tl.arange(0, ROWS)
+        row_mask = rows < n_rows
+        valid = row0 < n_rows  # the same for every piece of the group: they meet together
+        mask = row_mask[:, None] & col_mask[None, :]
+        offs = rows[:, None] * n_cols + cols[None, :]
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(ACC)  # read N, once
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0,
+                     eviction_policy="evict_first").to(ACC)  # read N, once
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0).to(ACC)
+        dyg = dy * g[None, :]
+        tl.store(stats_ptr + rows * pieces + p, tl.sum(dyg * x, axis=1), mask=row_mask)
+        if valid:
+            _exchange.arrive_and_wait(sync_ptr + row0, pieces)
+        # the others' shares, from L2 (.cg: not an L1 line older than their stores)
+        parts = tl.load(stats_ptr + rows[:, None] * pieces + j[None, :],
+                        mask=row_mask[:, None] & (j < pieces)[None, :], other=0.0,
+                        cache_modifier=".cg")
+        coef = rstd * rstd * rstd * tl.sum(parts, axis=1) / n_cols
+        tl.store(dx_ptr + offs, rstd[:, None] * dyg - coef[:, None] * x, mask=mask,
+                 cache_modifier=".cs")  # write N
+        dg += tl.sum(dy * x * rstd[:, None], axis=0)
+        if valid:
+            _exchange.leave(sync_ptr + row0, sync_ptr + n_rows + row0, pieces)
+    tl.store(dg_partial_ptr + group.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
+
+
+@triton.jit
 def rmsnorm_bwd_racy_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_ptr, n_cols,
                             BLOCK_SIZE: tl.constexpr):
     # Exercise 6, kept wrong on purpose: every program does load-add-store on one dg.
@@ -294,6 +344,7 @@ class _Plan:
         self.fwd = self.dot = self.bwd = self.dg_sum = None
         self.fwd_tail = ()  # the forward's arguments after eps (the persistent one's rows)
         self.exchange = None  # the exchange forward's (rows, pieces)
+        self.bwd_exchange = None  # the exchange backward's (rows, pieces)
         # the native module's plan (`native_plan`): None until made, False where it cannot
         # be, and why not
         self.native, self.native_why = None, ""
@@ -328,7 +379,23 @@ class _Plan:
             block = triton.next_power_of_2(n_cols)
             self.fwd = Bound(rmsnorm_fwd_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
                              num_warps=num_warps_for(block))
-        if chunk or tile or n_cols > t.bwd_register_max:
+        bwd_pieces = triton.cdiv(n_cols, t.bwd_exchange_block)
+        if (not (chunk or tile) and n_cols > t.bwd_register_max and item in t.bwd_exchange
+                and bwd_pieces <= _exchange.max_pieces(x)):
+            # groups of rows, each with a program per piece: bwd_exchange_per_sm programs
+            # per SM in all (a handful of groups on the simulator)
+            groups = (max(1, t.bwd_exchange_per_sm * device.sms // bwd_pieces)
+                      if device.on_gpu else t.simulator_programs)
+            step = t.bwd_exchange_rows
+            rows = triton.cdiv(rows_per_program or triton.cdiv(n_rows, min(n_rows, groups)),
+                               step) * step
+            grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
+            self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=t.bwd_exchange_block,
+                             PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
+                             num_warps=t.bwd_exchange_warps)
+            self.bwd_exchange = (n_rows, bwd_pieces)
+            grid = (triton.cdiv(n_rows, rows),)  # the partial buffer: a row per group
+        elif chunk or tile or n_cols > t.bwd_register_max:
             block_m, block_n = tile or (t.tile_m, t.tile_n)
             dot_chunk = chunk or t.wide_chunk
             self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=dot_chunk, ACC=acc,
@@ -360,8 +427,8 @@ class _Plan:
         if self.bwd is None:
             self.native_why = "no kernels (an empty input)"
             return False
-        if self.exchange is not None:
-            self.native_why = "the exchange forward (scratch buffers)"
+        if self.exchange is not None or self.bwd_exchange is not None:
+            self.native_why = "an exchange kernel (scratch buffers)"
             return False
         if any(b is not None and b.runner is None
                for b in (self.fwd, self.dot, self.bwd, self.dg_sum)):
@@ -429,7 +496,11 @@ class _Plan:
         device, dx2 = x2.device, self.rows(dx)
         temp = scratch if dg is not None else _allocate
         partial = temp("rmsnorm.partial", self.partial_shape, rstd.dtype, device)
-        if self.dot is not None:
+        if self.bwd_exchange is not None:  # wide rows read once: the pieces meet in memory
+            _exchange.launch(self.bwd, "rmsnorm backward", self.bwd_exchange, rstd.dtype,
+                             device, (x2, g, rstd, dy2, dx2, partial),
+                             (n_rows, n_cols, self.rows_per_program, self.bwd_exchange[1]))
+        elif self.dot is not None:
             coef = temp("rmsnorm.coef", rstd.shape, rstd.dtype, device)
             self.dot(x2, g, dy2, rstd, coef, n_cols)
             self.bwd(x2, g, rstd, coef, dy2, dx2, partial, n_rows, n_cols,

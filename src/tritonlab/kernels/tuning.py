@@ -107,6 +107,15 @@ class RMSNormTuning:
     fwd_exchange: tuple = ()
     exchange_block: int = 8192
     exchange_warps: int = 8
+    # The same for the backward's wide rows: x and dy read once, in pieces of
+    # bwd_exchange_block columns that meet in memory every bwd_exchange_rows rows (one
+    # meeting for that many rows), about bwd_exchange_per_sm programs per SM in all (groups
+    # of rows, a program per piece each)
+    bwd_exchange: tuple = ()
+    bwd_exchange_block: int = 4096
+    bwd_exchange_rows: int = 1
+    bwd_exchange_warps: int = 8
+    bwd_exchange_per_sm: int = 2
 
     def fwd_loop_programs(self, n_rows, device):
         """Programs of the persistent whole-row forward: fwd_loop_per_sm per SM, a handful on
