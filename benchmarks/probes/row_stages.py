@@ -84,28 +84,29 @@ def rms_variants(x, t, backward):
     """(label, tuning) of RMSNorm's forward or backward: today's, then the staged or
     persistent kernels that the shape takes."""
     out = [("today", t)]
-    plan = rn._Plan(x, x[0], tuning=t)
-    if backward and plan.dot is None:  # "plain": no stages, PREFETCH by today's rule
+    N, item = x.shape[1], x.element_size()
+    chunked = dataclasses.replace(t, fwd_exchange=(), bwd_exchange=())  # no exchange
+    if backward and N <= t.bwd_register_max:  # "plain": no stages, PREFETCH by today's rule
         out += [(f"{p}/SM " + (f"s{s}" if s else "plain"),
-                 dataclasses.replace(t, bwd_stages=s, bwd_cols_per_sm=1 << 30,
-                                     bwd_max_per_sm=p))
+                 dataclasses.replace(t, bwd_stages=s, bwd_stages_bytes=1 << 30,
+                                     bwd_cols_per_sm=1 << 30, bwd_max_per_sm=p))
                 for p in PER_SM for s in (None,) + STAGES]
-    elif backward or plan.fwd.kernel is rn.rmsnorm_fwd_wide_kernel:
-        out += [(f"wide s{s}", dataclasses.replace(t, wide_stages=s)) for s in STAGES]
-        N, item = x.shape[1], (x.element_size(),)
+    elif backward or N > t.fwd_register_max:  # wide rows: the chunked kernels, the exchange
+        out += [(f"wide s{s}" if s else "wide plain",
+                 dataclasses.replace(chunked, wide_stages=s)) for s in (None,) + STAGES]
         if not backward:  # the exchange forward: read once, pieces meeting in memory
             out += [(f"exchange {b} w{w}", dataclasses.replace(
-                        t, fwd_exchange=item, exchange_block=b, exchange_warps=w))
+                        t, fwd_exchange=((item, 0),), exchange_block=b, exchange_warps=w))
                     for b in (4096, 8192, 16384) for w in (4, 8, 16)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
         else:  # the exchange backward: x and dy read once, pieces meeting every r rows
             out += [(f"exchange {b}x{r} w{w} {p}/SM", dataclasses.replace(
-                        t, bwd_exchange=item, bwd_exchange_block=b, bwd_exchange_rows=r,
-                        bwd_exchange_warps=w, bwd_exchange_per_sm=p))
+                        t, bwd_exchange=((item, b, r, N),), bwd_exchange_warps=w,
+                        bwd_exchange_per_sm=p))
                     for b, r in ((8192, 1), (4096, 1), (4096, 2), (2048, 2), (2048, 4))
                     for w in (4, 8) for p in (2, 4)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
-    elif plan.fwd.kernel is rn.rmsnorm_fwd_kernel:
+    else:  # whole rows: the persistent forward
         out += [(f"loop {p}/SM" + (f" s{s}" if s else " plain"),
                  dataclasses.replace(t, fwd_loop=True, fwd_loop_per_sm=p, fwd_loop_stages=s))
                 for p in PER_SM for s in (None,) + STAGES]

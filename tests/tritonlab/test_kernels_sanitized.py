@@ -86,8 +86,8 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor):
     from tritonlab.kernels import tuning
     rn = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
     small = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=64,
-                                fwd_exchange=(4,), exchange_block=64, bwd_register_max=64,
-                                bwd_exchange=(4,), bwd_exchange_block=128, bwd_exchange_rows=2)
+                                fwd_exchange=((4, 0),), exchange_block=64,
+                                bwd_register_max=64, bwd_exchange=((4, 128, 2, 1 << 20),))
     loop = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_loop=True, bwd_stages=2)
     g0 = torch.Generator().manual_seed(0)
     x, w = torch.randn(5, 300, generator=g0), torch.randn(300, generator=g0)

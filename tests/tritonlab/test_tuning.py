@@ -151,8 +151,13 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     x = rand(4, 20, dtype=torch.float64).requires_grad_()
     g = rand(20, dtype=torch.float64, seed=1).requires_grad_()
     default = rn._Plan(x, g)
-    assert default.fwd.kernel is rn.rmsnorm_fwd_kernel and "STAGES" not in default.bwd.kw
+    assert default.fwd.kernel is rn.rmsnorm_fwd_kernel and "STAGES" not in default.fwd.kw
     assert sm._plan(40, x, None, None, None)[0] == "rows" and not tuning.DEFAULTS["softmax"].loop
+    # Hopper's measured choice: the whole-row backward's loop in 3 stages for rows of at most
+    # 2 KiB (PREFETCH off), not for longer ones
+    assert default.bwd.kw["STAGES"] == 3 and default.bwd.kw["PREFETCH"] is False
+    long_rows = rn._Plan(rand(4, 1024, dtype=torch.float64), rand(1024, dtype=torch.float64))
+    assert "STAGES" not in long_rows.bwd.kw and long_rows.bwd.kw["PREFETCH"] is True
 
     staged = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_loop=True, fwd_loop_stages=3,
                                  bwd_stages=2)
@@ -176,7 +181,7 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     assert [b.kw["STAGES"] for b in (plan.fwd, plan.dot, plan.bwd)] == [3, 3, 3]
 
     # wide rows of fp64 (8 bytes) read once by the exchange forward, in pieces of 8 columns
-    exchange = dataclasses.replace(wide, fwd_exchange=(8,), exchange_block=8)
+    exchange = dataclasses.replace(wide, fwd_exchange=((8, 0),), exchange_block=8)
     monkeypatch.setattr(rn, "tuning_for", lambda kind, device: exchange)
     monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
     launched.clear()
@@ -187,8 +192,7 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     assert plan.native_plan() is False and "exchange" in plan.native_why
     assert rn._Plan(x.float(), g.float(), tuning=exchange).exchange is None  # fp32: chunked
     # and the exchange backward: x and dy read once, pieces of 8 columns meeting row by row
-    both = dataclasses.replace(exchange, bwd_exchange=(8,), bwd_exchange_block=8,
-                               bwd_exchange_rows=2)
+    both = dataclasses.replace(exchange, bwd_exchange=((8, 8, 2, 1 << 20),))
     monkeypatch.setattr(rn, "tuning_for", lambda kind, device: both)
     monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
     launched.clear()

@@ -358,8 +358,8 @@ class _Plan:
             fit = fit_stages(stages, bytes_per_stage)
             return {"STAGES": fit} if fit else {}
         pieces = triton.cdiv(n_cols, t.exchange_block)
-        if (not chunk and n_cols > t.fwd_register_max and item in t.fwd_exchange
-                and pieces <= _exchange.max_pieces(x)):
+        if (not chunk and n_cols > t.fwd_register_max and t.fwd_exchanges(item, n_cols)
+                and 2 <= pieces <= _exchange.max_pieces(x)):
             self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (n_rows * pieces,),
                              BLOCK_SIZE=t.exchange_block, PIECES=triton.next_power_of_2(pieces),
                              ACC=acc, num_warps=t.exchange_warps)
@@ -379,18 +379,19 @@ class _Plan:
             block = triton.next_power_of_2(n_cols)
             self.fwd = Bound(rmsnorm_fwd_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
                              num_warps=num_warps_for(block))
-        bwd_pieces = triton.cdiv(n_cols, t.bwd_exchange_block)
-        if (not (chunk or tile) and n_cols > t.bwd_register_max and item in t.bwd_exchange
-                and bwd_pieces <= _exchange.max_pieces(x)):
+        exchange_tile = (None if chunk or tile or n_cols <= t.bwd_register_max
+                         else t.bwd_exchange_tile(item, n_cols))
+        bwd_block, step = exchange_tile or (n_cols, 1)
+        bwd_pieces = triton.cdiv(n_cols, bwd_block)
+        if exchange_tile and 2 <= bwd_pieces <= _exchange.max_pieces(x):
             # groups of rows, each with a program per piece: bwd_exchange_per_sm programs
             # per SM in all (a handful of groups on the simulator)
             groups = (max(1, t.bwd_exchange_per_sm * device.sms // bwd_pieces)
                       if device.on_gpu else t.simulator_programs)
-            step = t.bwd_exchange_rows
             rows = triton.cdiv(rows_per_program or triton.cdiv(n_rows, min(n_rows, groups)),
                                step) * step
             grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
-            self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=t.bwd_exchange_block,
+            self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
                              num_warps=t.bwd_exchange_warps)
             self.bwd_exchange = (n_rows, bwd_pieces)
@@ -411,7 +412,8 @@ class _Plan:
             rows = rows_per_program or triton.cdiv(n_rows, t.bwd_programs(n_rows, n_cols, device))
             grid = (triton.cdiv(n_rows, rows),)
             block = triton.next_power_of_2(n_cols)
-            stages = staged(t.bwd_stages, 2 * block * item)  # x and dy
+            stages = (staged(t.bwd_stages, 2 * block * item)  # x and dy
+                      if block * item <= t.bwd_stages_bytes else {})
             prefetch = not stages and block * item <= t.bwd_prefetch_bytes
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
                              PREFETCH=prefetch,

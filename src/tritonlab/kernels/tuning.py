@@ -101,21 +101,34 @@ class RMSNormTuning:
     fwd_loop: bool = False
     fwd_loop_per_sm: int = 2
     fwd_loop_stages: int | None = 3
-    # Wide rows of these element sizes (bytes; (4,): fp32) take the exchange forward instead
-    # of the chunked one: read once, in pieces of exchange_block columns, exchange_warps each,
-    # meeting in memory as softmax's exchange does (none until measured; same entry)
+    # Wide rows that take the exchange forward instead of the chunked one (read once, in
+    # pieces of exchange_block columns, exchange_warps each, meeting in memory as softmax's
+    # exchange does): (element size in bytes, narrowest such row) pairs (same entry)
     fwd_exchange: tuple = ()
     exchange_block: int = 8192
     exchange_warps: int = 8
-    # The same for the backward's wide rows: x and dy read once, in pieces of
-    # bwd_exchange_block columns that meet in memory every bwd_exchange_rows rows (one
-    # meeting for that many rows), about bwd_exchange_per_sm programs per SM in all (groups
-    # of rows, a program per piece each)
+    # The same for the backward's wide rows (x and dy read once, in pieces of `block` columns
+    # that meet in memory every `rows` rows): (element size, block, rows, widest such row)
+    # entries, bwd_exchange_warps per program, about bwd_exchange_per_sm programs per SM in
+    # all (groups of rows, a program per piece each)
     bwd_exchange: tuple = ()
-    bwd_exchange_block: int = 4096
-    bwd_exchange_rows: int = 1
-    bwd_exchange_warps: int = 8
+    bwd_exchange_warps: int = 4
     bwd_exchange_per_sm: int = 2
+    # the whole-row backward's bwd_stages apply to rows of at most this many bytes
+    bwd_stages_bytes: int = 1 << 30
+
+    def fwd_exchanges(self, element_size, n_cols):
+        """Whether wide rows of n_cols elements of this size take the exchange forward."""
+        return any(size == element_size and n_cols >= narrowest
+                   for size, narrowest in self.fwd_exchange)
+
+    def bwd_exchange_tile(self, element_size, n_cols):
+        """(block, rows per step) of the exchange backward for wide rows of n_cols elements of
+        this size, or None where they take the tiled backward."""
+        for size, block, rows, widest in self.bwd_exchange:
+            if size == element_size and n_cols <= widest:
+                return block, rows
+        return None
 
     def fwd_loop_programs(self, n_rows, device):
         """Programs of the persistent whole-row forward: fwd_loop_per_sm per SM, a handful on
@@ -284,7 +297,15 @@ TUNINGS = {
         wide_warps=16,
         tile_m=4, tile_n=1024, tile_warps=4, tiled_bytes_per_sm=8, bwd_cols_per_sm=8192,
         bwd_max_per_sm=4, bwd_bytes_per_warp=2048, bwd_min_warps=4, bwd_max_warps=32,
-        bwd_prefetch_bytes=8192, simulator_programs=8)},
+        bwd_prefetch_bytes=8192, simulator_programs=8,
+        # measured 2026-12-05 on an H100 (benchmarks/probes/row_stages.py;
+        # docs/decisions.md#row-loop-stages): the exchange forward for fp32 wide rows and bf16
+        # from 131072 columns, the exchange backward for fp32 wide rows (pieces of 2048, 4 rows
+        # a meeting) and bf16 up to 65536 (4096, 2), the wide kernels' loops in 3 stages, the
+        # whole-row backward's in 3 stages for rows of at most 2 KiB
+        fwd_exchange=((4, 0), (2, 131072)),
+        bwd_exchange=((4, 2048, 4, 1 << 31), (2, 4096, 2, 65536)),
+        wide_stages=3, bwd_stages=3, bwd_stages_bytes=2048)},
     "matmul": {9: MatmulTuning(
         configs=((64, 64, 32, 4, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4),
                  (128, 64, 64, 4, 4), (128, 256, 64, 8, 3), (128, 256, 64, 8, 4),
