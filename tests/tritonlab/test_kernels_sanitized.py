@@ -75,7 +75,7 @@ def test_rmsnorm_and_row_sum_report_nothing(executor):
     assert rel_err(sums, x.detach().double().sum(-1)) < 1e-6
 
 
-def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor):
+def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monkeypatch):
     """The exchange forward and backward (wide rows read once, a row's programs meeting in
     memory, the backward's row by row): programs that wait for each other run under either
     executor, no race on the statistics the others read after the wait, counters left zero
@@ -89,6 +89,11 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor):
                                 fwd_exchange=((4, 0),), exchange_block=64,
                                 bwd_register_max=64, bwd_exchange=((4, 128, 2, 1 << 20),))
     loop = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_loop=True, bwd_stages=2)
+    kept = {}  # the scratch buffers reused across launches, as on a GPU stream
+
+    def scratch(name, shape, dtype, device, zeroed=False):
+        return kept.setdefault(name, (torch.zeros if zeroed else torch.empty)(shape, dtype=dtype))
+    monkeypatch.setattr(rn._exchange, "scratch", scratch)
     g0 = torch.Generator().manual_seed(0)
     x, w = torch.randn(5, 300, generator=g0), torch.randn(300, generator=g0)
     x2 = torch.randn(5, 300, generator=g0) + 1
@@ -98,6 +103,8 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor):
         # the exchange backward: groups of 4 rows in steps of 2 (the last group one row of 4),
         # 3 pieces each
         dx, dw = rn._backward(x2, x, w, rstd, rows_per_program=4, tuning=small)
+    counters = [k for k in kept if k.endswith("counters")]
+    assert len(counters) == 2 and all(not kept[k].any() for k in counters)  # left zero
     want = F.rms_norm(x.double(), (300,), w.double(), 1e-6)
     assert rel_err(y, want) < 1e-6
     xr, wr = x.double().requires_grad_(), w.double().requires_grad_()

@@ -168,7 +168,9 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
                              rn.rmsnorm_dg_sum_kernel}
     plan = rn._plan(x.detach(), g.detach())
     assert plan.fwd.kw["STAGES"] == 3 and plan.fwd_tail == (4,)
-    assert plan.fwd.grid == (min(4, staged.simulator_programs),)
+    device = tuning.device_of(x.get_device())
+    assert plan.fwd.grid == (staged.fwd_loop_programs(4, device),)
+    assert plan.fwd.grid == ((4,) if device.on_gpu else (min(4, staged.simulator_programs),))
     assert plan.bwd.kw["STAGES"] == 2 and plan.bwd.kw["PREFETCH"] is False
 
     wide = dataclasses.replace(staged, fwd_register_max=16, bwd_register_max=16, wide_chunk=8,
@@ -229,7 +231,9 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     assert sm._launch_for("softmax", -1, None, None, None, half).kernel.kw["STAGES"] == 2
     plan = sm._launch_for("softmax", -1, None, None, None, rand(5, 40))
     assert plan.kernel.kernel is sm.softmax_loop_kernel and plan.tail[-1] == 5
-    assert plan.kernel.grid == (min(5, loops.simulator_loop_programs),)
+    programs = (loops.loop_per_sm * device.sms if device.on_gpu
+                else loops.simulator_loop_programs)
+    assert plan.kernel.grid == (min(5, programs),)
 
 
 def test_row_sum_reads_its_tuning_and_a_block_size_runs_the_lecture_kernel(monkeypatch):
