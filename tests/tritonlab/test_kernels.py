@@ -151,7 +151,8 @@ def test_matmul_bad_inputs():
 
 
 # -- RMSNorm: any leading shape, fp32 statistics, autograd
-RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096), (3, 16500)]  # last: wide rows
+RMS_SHAPES = [(1, 8), (4, 1000), (2, 3, 257), (64, 4096), (3, 16500),  # wide rows from here:
+              (2, 40000), (1, 140000)]  # the exchange kernels (Hopper's tuning)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
