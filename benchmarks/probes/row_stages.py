@@ -10,8 +10,8 @@ kernels and a copy of the same bytes, for issue 37's rows:
     (read once: a row's pieces meeting in memory, over piece width and warps);
   * RMSNorm backward (its kernel(s) and the dg sum): whole rows with a staged row loop over
     programs per SM (in place of PREFETCH), wide rows staged or the exchange (x and dy read
-    once, a row's pieces meeting in memory every r rows, over piece width, r, warps and
-    programs per SM);
+    once, a row's pieces meeting in memory every r rows, over piece width, r, warps,
+    programs per SM, and meetings split around the next rows' loads or not);
     and the dg sum alone.
 
 Shapes: benchmarks/kernels.py's (8192x4096, 32768x1024, 4096x16384, 1024x65536) and
@@ -100,11 +100,12 @@ def rms_variants(x, t, backward):
                     for b in (4096, 8192, 16384) for w in (4, 8, 16)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
         else:  # the exchange backward: x and dy read once, pieces meeting every r rows
-            out += [(f"exchange {b}x{r} w{w} {p}/SM", dataclasses.replace(
-                        t, bwd_exchange=((item, b, r, N),), bwd_exchange_warps=w,
-                        bwd_exchange_per_sm=p))
+            out += [(f"exchange {b}x{r} w{w} {p}/SM" + (" split" if split else ""),
+                     dataclasses.replace(t, bwd_exchange=((item, b, r, N),),
+                                         bwd_exchange_warps=w, bwd_exchange_per_sm=p,
+                                         bwd_exchange_split=split))
                     for b, r in ((8192, 1), (4096, 1), (4096, 2), (2048, 2), (2048, 4))
-                    for w in (4, 8) for p in (2, 4)
+                    for w in (4, 8) for p in (2, 4) for split in (False, True)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
     else:  # whole rows: the persistent forward
         out += [(f"loop {p}/SM" + (f" s{s}" if s else " plain"),

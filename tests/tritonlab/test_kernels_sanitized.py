@@ -103,8 +103,12 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monke
         # the exchange backward: groups of 4 rows in steps of 2 (the last group one row of 4),
         # 3 pieces each
         dx, dw = rn._backward(x2, x, w, rstd, rows_per_program=4, tuning=small)
+        # and with its meetings split around the next step's loads: one counter per group
+        split = dataclasses.replace(small, bwd_exchange_split=True)
+        dx_split, dw_split = rn._backward(x2, x, w, rstd, rows_per_program=4, tuning=split)
     counters = [k for k in kept if k.endswith("counters")]
     assert len(counters) == 2 and all(not kept[k].any() for k in counters)  # left zero
+    assert torch.equal(dx_split, dx) and torch.equal(dw_split, dw)
     want = F.rms_norm(x.double(), (300,), w.double(), 1e-6)
     assert rel_err(y, want) < 1e-6
     xr, wr = x.double().requires_grad_(), w.double().requires_grad_()

@@ -200,7 +200,15 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     launched.clear()
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
     assert rn.rmsnorm_bwd_exchange_kernel in launched and rn.rmsnorm_bwd_dot_kernel not in launched
+    split = dataclasses.replace(both, bwd_exchange_split=True)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: split)
+    monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
+    assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
+    assert rn._plan(x.detach(), g.detach()).bwd.kw["SPLIT"] is True
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: both)
+    monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
     plan = rn._plan(x.detach(), g.detach())
+    assert "SPLIT" not in plan.bwd.kw
     # rows per group rounded up to the step: two groups of two rows
     assert plan.bwd_exchange == (4, 3) and plan.partial_shape == (2, 20)
     assert plan.bwd.kw["ROWS"] == 2 and plan.bwd.grid == (6,)

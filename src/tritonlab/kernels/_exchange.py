@@ -32,6 +32,22 @@ def arrive_and_wait(count_ptr, programs):
 
 
 @triton.jit
+def arrive(count_ptr):
+    """Count this program in at `count_ptr` without waiting (the first half of a split
+    meeting): what each stored before it arrives is visible to those that see the count."""
+    tl.debug_barrier()  # every thread's stores issued before the program arrives
+    tl.atomic_add(count_ptr, 1, sem="release")
+
+
+@triton.jit
+def wait_for(count_ptr, target):
+    """Wait until `count_ptr` has counted `target` arrivals (the second half): after it, what
+    they stored before arriving is visible (acquire)."""
+    while tl.atomic_add(count_ptr, 0, sem="acquire") < target:
+        pass
+
+
+@triton.jit
 def leave(count_ptr, left_ptr, programs):
     """Count this program out at `left_ptr`; the last of `programs` zeroes both counters (no
     program still waits at `count_ptr`: each left after it stopped waiting)."""

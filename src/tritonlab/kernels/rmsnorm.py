@@ -240,51 +240,103 @@ def rmsnorm_bwd_tiled_kernel(x_ptr, g_ptr, rstd_ptr, coef_ptr, dy_ptr, dx_ptr, d
 
 
 @triton.jit
+def _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, row0, cols, col_mask, n_rows, n_cols,
+                        ROWS: tl.constexpr, ACC: tl.constexpr):
+    # one step of the exchange backward: the step's ROWS rows of x and dy (this piece's
+    # columns) and their statistics
+    rows = row0 + tl.arange(0, ROWS)
+    row_mask = rows < n_rows
+    offs = rows[:, None] * n_cols + cols[None, :]
+    mask = row_mask[:, None] & col_mask[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0,
+                eviction_policy="evict_first").to(ACC)  # read N, once
+    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0,
+                 eviction_policy="evict_first").to(ACC)  # read N, once
+    rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0).to(ACC)
+    return x, dy, rstd
+
+
+@triton.jit
+def _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS: tl.constexpr):
+    # this piece's share of sum(dy * g * x) for each of the step's rows, stored for the others
+    rows = row0 + tl.arange(0, ROWS)
+    tl.store(stats_ptr + rows * pieces + p, tl.sum(dy * g[None, :] * x, axis=1),
+             mask=rows < n_rows)
+
+
+@triton.jit
+def _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols, col_mask, pieces,
+                          n_rows, n_cols, ROWS: tl.constexpr, PIECES: tl.constexpr):
+    # after the meeting: every piece's share read back, this piece of dx written; returns the
+    # step's contribution to dg
+    rows = row0 + tl.arange(0, ROWS)
+    row_mask = rows < n_rows
+    j = tl.arange(0, PIECES)
+    # the others' shares, from L2 (.cg: not an L1 line older than their stores)
+    parts = tl.load(stats_ptr + rows[:, None] * pieces + j[None, :],
+                    mask=row_mask[:, None] & (j < pieces)[None, :], other=0.0,
+                    cache_modifier=".cg")
+    coef = rstd * rstd * rstd * tl.sum(parts, axis=1) / n_cols
+    tl.store(dx_ptr + rows[:, None] * n_cols + cols[None, :],
+             rstd[:, None] * dy * g[None, :] - coef[:, None] * x,
+             mask=row_mask[:, None] & col_mask[None, :], cache_modifier=".cs")  # write N
+    return tl.sum(dy * x * rstd[:, None], axis=0)
+
+
+@triton.jit
 def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr,
                                 stats_ptr, sync_ptr, n_rows, n_cols, rows_per_group, pieces,
                                 BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
-                                ROWS: tl.constexpr, ACC: tl.constexpr):
+                                ROWS: tl.constexpr, ACC: tl.constexpr,
+                                SPLIT: tl.constexpr = False):
     # Wide rows, x and dy read once: `pieces` programs per group of rows (consecutive in a
     # 1-D grid), each owning BLOCK_SIZE columns of the group's rows, which it walks ROWS at a
     # time (rows_per_group a multiple of ROWS). Step by step, each stores its piece's share of
     # sum(dy * g * x) for the step's rows, meets the group's other pieces in memory
-    # (kernels/_exchange.py: one meeting per step, at the counter of the step's first row),
-    # and writes its piece of dx; dg for its columns stays in registers and goes once into
-    # row `group` of the partial buffer (exercise 8c).
+    # (kernels/_exchange.py), and writes its piece of dx; dg for its columns stays in
+    # registers and goes once into row `group` of the partial buffer (exercise 8c).
+    # The meeting: at the counter of the step's first row (arrive, wait, leave), or, SPLIT,
+    # split in two around the next step's loads, which are then in flight while the piece
+    # waits: one counter per group that only grows (step k's meeting is over at (k + 1) *
+    # pieces arrivals), left once at the end.
     pid = tl.program_id(0)
     p, group = pid % pieces, pid // pieces
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
     dg = tl.zeros([BLOCK_SIZE], dtype=ACC)
-    j = tl.arange(0, PIECES)
     first = group.to(tl.int64) * rows_per_group
-    for start in range(0, rows_per_group, ROWS):
-        row0 = first + start
-        rows = row0 + tl.arange(0, ROWS)
-        row_mask = rows < n_rows
-        valid = row0 < n_rows  # the same for every piece of the group: they meet together
-        mask = row_mask[:, None] & col_mask[None, :]
-        offs = rows[:, None] * n_cols + cols[None, :]
-        x = tl.load(x_ptr + offs, mask=mask, other=0.0,
-                    eviction_policy="evict_first").to(ACC)  # read N, once
-        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0,
-                     eviction_policy="evict_first").to(ACC)  # read N, once
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0).to(ACC)
-        dyg = dy * g[None, :]
-        tl.store(stats_ptr + rows * pieces + p, tl.sum(dyg * x, axis=1), mask=row_mask)
-        if valid:
-            _exchange.arrive_and_wait(sync_ptr + row0, pieces)
-        # the others' shares, from L2 (.cg: not an L1 line older than their stores)
-        parts = tl.load(stats_ptr + rows[:, None] * pieces + j[None, :],
-                        mask=row_mask[:, None] & (j < pieces)[None, :], other=0.0,
-                        cache_modifier=".cg")
-        coef = rstd * rstd * rstd * tl.sum(parts, axis=1) / n_cols
-        tl.store(dx_ptr + offs, rstd[:, None] * dyg - coef[:, None] * x, mask=mask,
-                 cache_modifier=".cs")  # write N
-        dg += tl.sum(dy * x * rstd[:, None], axis=0)
-        if valid:
-            _exchange.leave(sync_ptr + row0, sync_ptr + n_rows + row0, pieces)
+    if SPLIT:
+        count = sync_ptr + group
+        x, dy, rstd = _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, first, cols, col_mask,
+                                          n_rows, n_cols, ROWS, ACC)
+        for start in range(0, rows_per_group, ROWS):
+            row0 = first + start
+            _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS)
+            _exchange.arrive(count)
+            # the next step's rows (past the group's last: masked, nothing read)
+            x_next, dy_next, rstd_next = _exchange_step_load(
+                x_ptr, dy_ptr, rstd_ptr, tl.where(start + ROWS < rows_per_group, row0 + ROWS,
+                                                  n_rows), cols, col_mask, n_rows, n_cols,
+                ROWS, ACC)
+            _exchange.wait_for(count, (start // ROWS + 1) * pieces)
+            dg += _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols,
+                                        col_mask, pieces, n_rows, n_cols, ROWS, PIECES)
+            x, dy, rstd = x_next, dy_next, rstd_next
+        _exchange.leave(count, sync_ptr + n_rows + group, pieces)
+    else:
+        for start in range(0, rows_per_group, ROWS):
+            row0 = first + start
+            valid = row0 < n_rows  # the same for every piece of the group: they meet together
+            x, dy, rstd = _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, row0, cols, col_mask,
+                                              n_rows, n_cols, ROWS, ACC)
+            _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS)
+            if valid:
+                _exchange.arrive_and_wait(sync_ptr + row0, pieces)
+            dg += _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols,
+                                        col_mask, pieces, n_rows, n_cols, ROWS, PIECES)
+            if valid:
+                _exchange.leave(sync_ptr + row0, sync_ptr + n_rows + row0, pieces)
     tl.store(dg_partial_ptr + group.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
 
 
@@ -391,9 +443,10 @@ class _Plan:
             rows = triton.cdiv(rows_per_program or triton.cdiv(n_rows, min(n_rows, groups)),
                                step) * step
             grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
+            split = {"SPLIT": True} if t.bwd_exchange_split else {}
             self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
-                             num_warps=t.bwd_exchange_warps)
+                             num_warps=t.bwd_exchange_warps, **split)
             self.bwd_exchange = (n_rows, bwd_pieces)
             grid = (triton.cdiv(n_rows, rows),)  # the partial buffer: a row per group
         elif chunk or tile or n_cols > t.bwd_register_max:

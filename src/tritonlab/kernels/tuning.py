@@ -114,6 +114,8 @@ class RMSNormTuning:
     bwd_exchange: tuple = ()
     bwd_exchange_warps: int = 4
     bwd_exchange_per_sm: int = 2
+    # its meetings split around the next step's loads (SPLIT; not measured yet)
+    bwd_exchange_split: bool = False
     # the whole-row backward's bwd_stages apply to rows of at most this many bytes
     bwd_stages_bytes: int = 1 << 30
 
