@@ -39,7 +39,7 @@ from ..backend import DEVICE, tl, triton
 from . import _exchange, _native, ops
 from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, stats_dtype
 from ._launch import Bound, PlanCache, current_device, raw_stream, scratch
-from .tuning import device_of, fit_stages, tuning_for
+from .tuning import device_of, fit_stages, stages_kw, tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
 # BLOCK_N columns (4096 columns: 128 programs)
@@ -404,11 +404,6 @@ class _Plan:
             return
         acc, t = compute_dtype(x, tl), tuning or tuning_for("rmsnorm", x.get_device())
         device, item = device_of(x.get_device()), x.element_size()
-        def staged(stages, bytes_per_stage):
-            # a pipelined loop's STAGES, as many as fit in shared memory: only where set (a
-            # constexpr None is the loop as written)
-            fit = fit_stages(stages, bytes_per_stage)
-            return {"STAGES": fit} if fit else {}
         pieces = triton.cdiv(n_cols, t.exchange_block)
         if (not chunk and n_cols > t.fwd_register_max and t.fwd_exchanges(item, n_cols)
                 and 2 <= pieces <= _exchange.max_pieces(x)):
@@ -420,7 +415,7 @@ class _Plan:
             fwd_chunk = chunk or t.wide_fwd_chunk
             self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=fwd_chunk, ACC=acc,
                              num_warps=t.wide_warps,
-                             **staged(t.wide_stages, fwd_chunk * item))
+                             **stages_kw(t.wide_stages, fwd_chunk * item))
         elif t.fwd_loop:
             block = triton.next_power_of_2(n_cols)
             self.fwd = Bound(rmsnorm_fwd_loop_kernel, (t.fwd_loop_programs(n_rows, device),),
@@ -454,18 +449,18 @@ class _Plan:
             dot_chunk = chunk or t.wide_chunk
             self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=dot_chunk, ACC=acc,
                              num_warps=t.wide_warps,
-                             **staged(t.wide_stages, 2 * dot_chunk * item))
+                             **stages_kw(t.wide_stages, 2 * dot_chunk * item))
             rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
                     t.tiled_rows(n_rows, n_cols, block_m, block_n, item, device))
             grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
             self.bwd = Bound(rmsnorm_bwd_tiled_kernel, grid, BLOCK_M=block_m, BLOCK_N=block_n,
                              ACC=acc, num_warps=t.tile_warps,
-                             **staged(t.wide_stages, 2 * block_m * block_n * item))
+                             **stages_kw(t.wide_stages, 2 * block_m * block_n * item))
         else:
             rows = rows_per_program or triton.cdiv(n_rows, t.bwd_programs(n_rows, n_cols, device))
             grid = (triton.cdiv(n_rows, rows),)
             block = triton.next_power_of_2(n_cols)
-            stages = (staged(t.bwd_stages, 2 * block * item)  # x and dy
+            stages = (stages_kw(t.bwd_stages, 2 * block * item)  # x and dy
                       if block * item <= t.bwd_stages_bytes else {})
             prefetch = not stages and block * item <= t.bwd_prefetch_bytes
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,

@@ -38,7 +38,7 @@ from . import _exchange, _native, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
 from ._launch import Bound, PlanCache
-from .tuning import fit_stages, tuning_for
+from .tuning import device_of, fit_stages, stages_kw, tuning_for
 
 
 @triton.jit
@@ -343,8 +343,7 @@ class _Launch:
         # the online loops' stages, as many as fit in shared memory: only where set (a
         # constexpr None is the loop as written); the backward's steps load y and dy
         item = x.element_size()
-        fit = fit_stages(t.online_stages, block * item * (2 if backward else 1))
-        online = {"STAGES": fit} if fit else {}
+        online = stages_kw(t.online_stages, block * item * (2 if backward else 1))
         if backward:
             if variant == "online":
                 self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
@@ -362,9 +361,8 @@ class _Launch:
                                     num_warps=warps)
                 self.tail = (n_cols, n_cols, n_cols)
             else:
-                programs = (t.loop_per_sm * sm_count(x.get_device()) if x.is_cuda
-                            else t.simulator_loop_programs)
-                self.kernel = Bound(softmax_loop_kernel, (max(1, min(n_rows, programs)),),
+                self.kernel = Bound(softmax_loop_kernel,
+                                    (t.loop_programs(n_rows, device_of(x.get_device())),),
                                     BLOCK_SIZE=block, ACC=acc, num_warps=warps,
                                     STAGES=fit_stages(t.loop_stages, block * item))
                 self.tail = (n_cols, n_cols, n_cols, n_rows)

@@ -58,6 +58,19 @@ def fit_stages(stages, bytes_per_stage, budget=STAGE_BUDGET):
     return fit if fit >= 2 else None
 
 
+def stages_kw(stages, bytes_per_stage):
+    """A launch's STAGES keyword for `fit_stages(stages, bytes_per_stage)`, or none at all
+    where the loop runs as written (so that its launch key stays today's)."""
+    fit = fit_stages(stages, bytes_per_stage)
+    return {"STAGES": fit} if fit else {}
+
+
+def persistent_programs(per_sm, simulator, n_rows, device):
+    """Programs of a persistent kernel stepping through rows: `per_sm` per SM on a GPU,
+    `simulator` where there are no SMs, never more than rows."""
+    return max(1, min(n_rows, per_sm * device.sms if device.on_gpu else simulator))
+
+
 @dataclasses.dataclass(frozen=True)
 class RMSNormTuning:
     """Which RMSNorm kernels a row width takes, with their blocks, warps and programs
@@ -91,11 +104,11 @@ class RMSNormTuning:
     bwd_prefetch_bytes: int
     simulator_programs: int  # programs of either backward where there are no SMs
     # Row loops software-pipelined by Triton (`tl.range(..., num_stages=)`: the next rows' or
-    # chunks' loads in flight in shared memory) and a persistent whole-row forward; None and off
-    # (today's kernels) until measured on the GPU (docs/decisions.md#row-loop-stages): the
-    # whole-row backward's stages (in place of PREFETCH where set), the wide-row kernels'
-    # stages, and whether whole rows take the persistent forward, with its programs per SM
-    # and stages
+    # chunks' loads in flight in shared memory) and a persistent whole-row forward; None and
+    # off by default, the Hopper table sets what was measured to win
+    # (docs/decisions.md#row-loop-stages): the whole-row backward's stages (in place of
+    # PREFETCH where set), the wide-row kernels' stages, and whether whole rows take the
+    # persistent forward, with its programs per SM and stages
     bwd_stages: int | None = None
     wide_stages: int | None = None
     fwd_loop: bool = False
@@ -135,8 +148,8 @@ class RMSNormTuning:
     def fwd_loop_programs(self, n_rows, device):
         """Programs of the persistent whole-row forward: fwd_loop_per_sm per SM, a handful on
         the simulator, never more than rows."""
-        per = self.fwd_loop_per_sm * device.sms if device.on_gpu else self.simulator_programs
-        return max(1, min(n_rows, per))
+        return persistent_programs(self.fwd_loop_per_sm, self.simulator_programs, n_rows,
+                                   device)
 
     def bwd_programs(self, n_rows, n_cols, device):
         """Programs of the whole-row backward: more per SM for short rows, whose programs are
@@ -222,6 +235,11 @@ class SoftmaxTuning:
     loop_stages: int | None = 3
     simulator_loop_programs: int = 4
     online_stages: int | None = None
+
+    def loop_programs(self, n_rows, device):
+        """Programs of variant="loop": loop_per_sm per SM, a few on the simulator."""
+        return persistent_programs(self.loop_per_sm, self.simulator_loop_programs, n_rows,
+                                   device)
 
 
 @dataclasses.dataclass(frozen=True)
