@@ -9,7 +9,7 @@ kernels and a copy of the same bytes, for issue 37's rows:
   * RMSNorm forward: whole rows persistent, wide rows staged chunk loops or the exchange
     (read once: a row's pieces meeting in memory, over piece width and warps);
   * RMSNorm backward (its kernel(s) and the dg sum): whole rows with a staged row loop over
-    programs per SM (in place of PREFETCH), wide rows staged or the exchange (x and dy read
+    programs per SM (in place of PREFETCH) or the exchange, wide rows staged or the exchange (x and dy read
     once, a row's pieces meeting in memory every r rows, over piece width, r, warps,
     programs per SM, and meetings split around the next rows' loads or not);
     and the dg sum alone.
@@ -54,6 +54,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 OPS = ("softmax", "softmax-bwd", "rms-fwd", "rms-bwd")
 STAGES = (2, 3, 4)
 PER_SM = (1, 2, 4)
+# the exchange backward's (piece width, rows per meeting)
+EXCHANGE_TILES = ((8192, 1), (4096, 1), (4096, 2), (2048, 2), (2048, 4), (1024, 4))
 
 
 def softmax_launch(name, tun, *tensors):
@@ -91,6 +93,14 @@ def rms_variants(x, t, backward):
                  dataclasses.replace(t, bwd_stages=s, bwd_stages_bytes=1 << 30,
                                      bwd_cols_per_sm=1 << 30, bwd_max_per_sm=p))
                 for p in PER_SM for s in (None,) + STAGES]
+        # and the exchange backward for rows the whole-row kernel takes today (its row in
+        # registers lowers occupancy as rows widen): pieces of a row meeting every r rows
+        below = dataclasses.replace(t, bwd_register_max=N - 1)
+        out += [(f"exchange {b}x{r} w{w} {p}/SM", dataclasses.replace(
+                    below, bwd_exchange=((item, b, r, N),), bwd_exchange_warps=w,
+                    bwd_exchange_per_sm=p))
+                for b, r in EXCHANGE_TILES for w in (4, 8) for p in (2, 4)
+                if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
     elif backward or N > t.fwd_register_max:  # wide rows: the chunked kernels, the exchange
         out += [(f"wide s{s}" if s else "wide plain",
                  dataclasses.replace(chunked, wide_stages=s)) for s in (None,) + STAGES]
@@ -104,7 +114,7 @@ def rms_variants(x, t, backward):
                      dataclasses.replace(t, bwd_exchange=((item, b, r, N),),
                                          bwd_exchange_warps=w, bwd_exchange_per_sm=p,
                                          bwd_exchange_split=split))
-                    for b, r in ((8192, 1), (4096, 1), (4096, 2), (2048, 2), (2048, 4))
+                    for b, r in EXCHANGE_TILES
                     for w in (4, 8) for p in (2, 4) for split in (False, True)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
     else:  # whole rows: the persistent forward
