@@ -8,6 +8,7 @@ import pytest
 import minitriton as triton
 import minitriton.language as tl
 from minitriton.runtime.allocation import get_allocator, set_allocator
+from minitriton.tools.tensor_descriptor import TensorDescriptor
 
 
 @triton.jit
@@ -107,3 +108,29 @@ def test_the_estimate_counts_both_dot_lines_and_a_chained_operand():
     got = chained.warmup(q, k, k, np.zeros((64, 64), np.float32), 64, 32, 64, grid=(1,))
     # accumulators (64*32 + 64*64)/128 = 48, fragments of Q K^T 24, P's 64*32*2/4/128 = 8
     assert got.n_regs == int(np.ceil(25.1 + 1.13 * 48 + 0.678 * 24 + 2.42 * 8))
+
+
+def test_repr_sees_tritons_signature_strings():
+    """`@jit(repr=fn)` gets the launch's specialization with Triton 3.6's canonical type
+    strings (`mangle_type`): "*i32" for an int32 pointer (not "*int32"), "*k" for a pointer
+    annotated `tl.const`, i32/i64 by value, fp32 for a float, u1 for bools and their pointers,
+    "tensordesc<...>" for a host descriptor, and the ints equal to 1 among the constants."""
+    seen = []
+
+    def name(spec):
+        seen.append((dict(spec.signature), dict(spec.constants)))
+        return "k"
+
+    def kernel(x_ptr, idx_ptr, flag_ptr, w_ptr: tl.const, desc, n, big, one, scale, on,
+               BLOCK: tl.constexpr):
+        pass
+
+    jitted = triton.jit(repr=name)(kernel)
+    desc = TensorDescriptor.from_tensor(np.zeros((64, 64), np.float16), [16, 32])
+    jitted.warmup(np.zeros(4, np.float32), np.zeros(4, np.int32), np.zeros(4, np.bool_),
+                  np.zeros(4, np.uint8), desc, 4, 2**40, 1, 0.5, True, BLOCK=4, grid=(1,))
+    assert seen == [({"x_ptr": "*fp32", "idx_ptr": "*i32", "flag_ptr": "*u1",
+                      "w_ptr": "*ku8", "desc": "tensordesc<fp16[16, 32]>", "n": "i32",
+                      "big": "i64", "one": "constexpr", "scale": "fp32", "on": "u1",
+                      "BLOCK": "constexpr"},
+                     {"one": 1, "BLOCK": 4})]

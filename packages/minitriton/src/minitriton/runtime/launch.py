@@ -501,17 +501,29 @@ class _Specialization:
         self.signature, self.constants = signature, constants
 
 
-def _type_string(name, value):
-    """Triton 3.6's type string of a launch argument (its `mangle_type`)."""
+# Triton's canonical names of integer element types (its type_canonicalisation_dict: bools
+# are u1); the floating ones are already canonical in minitriton's dtype names (fp32, bf16...)
+_CANONICAL = {"int1": "u1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+              "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+
+
+def _type_string(name, value, const=False):
+    """Triton 3.6's type string of a launch argument (its `mangle_type`): "*k" before the
+    element type of a pointer parameter annotated `tl.const`, "tensordesc<fp16[64, 64]>" for
+    a host tensor descriptor."""
     if isinstance(value, (bool, np.bool_)):
-        return "i1"
+        return "u1"
+    if _is_descriptor(value):
+        element = _element_type(name, value.base.dtype).name
+        return f"tensordesc<{_CANONICAL.get(element, element)}{list(value.block_shape)}>"
     if isinstance(value, numbers.Integral):
         value = int(value)
         return "i32" if -2**31 <= value < 2**31 else "u64" if value >= 2**63 else "i64"
     if isinstance(value, numbers.Real):
         return "fp32"
     if _is_array(value) or _pointer_carrier(value):
-        return "*" + _element_type(name, value.dtype).name
+        element = _element_type(name, value.dtype).name
+        return ("*k" if const else "*") + _CANONICAL.get(element, element)
     return "constexpr" if value is None else type(value).__name__
 
 
@@ -523,7 +535,7 @@ def _specialization(kernel, args, kwargs):
         if name in constexprs or _specialized_one(kernel, name, value):
             signature[name], constants[name] = "constexpr", value
         else:
-            signature[name] = _type_string(name, value)
+            signature[name] = _type_string(name, value, name in kernel.const_params)
     return _Specialization(signature, constants)
 
 

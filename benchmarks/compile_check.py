@@ -1,0 +1,244 @@
+"""Compile, on a CPU and with real Triton, every kernel launch a test run makes on minitriton:
+the GPU compiler's errors, registers, spilled bytes and shared memory per launch before any
+GPU time is spent.
+
+    python benchmarks/compile_check.py --triton DIR [--cc 90] [--tuned] [--out FILE] \\
+        -- PYTEST_ARGS...
+    e.g. python benchmarks/compile_check.py --triton /tmp/tt36 --tuned -- \\
+        tests/tritonlab/test_kernels.py -k rms
+
+Triton's Linux wheel installs and compiles without a GPU (`pip install --no-deps --target DIR
+triton==3.6.0`; its ptxas and cuobjdump come with it). Two processes:
+
+1. pytest on the simulator (TRITONLAB_BACKEND=sim) records each launch's specialization as
+   Triton would make it (minitriton's `_specialization`: argument types, constexprs, ints
+   equal to 1) and its num_warps / num_stages. `--tuned` plans with the GPU's tunings
+   (kernels/tuning.py `TUNINGS` for compute capability `--cc`) in place of the simulator's, so
+   the constexprs compiled are the GPU's (stages, exchange pieces, blocks); the simulator then
+   runs those larger programs.
+2. the same kernels imported with TRITONLAB_BACKEND=triton and real Triton from DIR, each
+   distinct launch compiled by `triton.compile` for `GPUTarget("cuda", cc, 32)`, with pointers
+   and multiples of 16 marked divisible by 16 (as a GPU launch of fresh allocations would
+   specialise them), and the cubin's resources read by cuobjdump.
+
+Prints one line per distinct launch (kernel, constexprs, warps: registers, spill stack, shared
+memory, or the compiler's error) and exits 1 if any failed to compile. Kernels defined outside
+tritonlab (a test file's own) are listed as skipped. What it cannot say: whether the code is
+right on the GPU, or fast; a kernel that compiles can still fail at run time (a bad address,
+a deadlock)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PATHS = [str(ROOT / "src"), str(ROOT / "packages" / "minitriton" / "src")]
+# shared memory a block may opt into, per compute capability major (CUDA's occupancy tables)
+SHARED_OPTIN = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448}
+
+# phase 1, run in a child process: pytest on the simulator with every launch recorded
+RECORD = r'''
+import json, os, sys
+import minitriton.runtime.jit as jit
+import minitriton.runtime.launch as L
+from minitriton.types import dtype as sim_dtype
+seen, out = {}, sys.argv[1]
+cc = int(os.environ["COMPILE_CHECK_CC"]) if os.environ.get("COMPILE_CHECK_CC") else None
+
+def value(v):
+    if isinstance(v, sim_dtype):
+        return {"dtype": v.name}
+    if isinstance(v, jit.JITFunction):
+        return {"jit": [v.__module__, v.__name__]}
+    if hasattr(v, "value") and type(v).__name__ == "constexpr":
+        return value(v.value)
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, tuple):
+        return {"tuple": [value(x) for x in v]}
+    raise TypeError(type(v).__name__)
+
+real_launch = jit.launch
+def launch(kernel, grid, args, kwargs):
+    try:
+        spec = L._specialization(kernel, args, dict(kwargs))
+        _, options = L._bind(kernel, args, dict(kwargs))
+        named, _ = L._bind(kernel, args, {k: v for k, v in kwargs.items() if k != "grid"})
+        divisible = [n for n, t in spec.signature.items()
+                     if t.startswith("*") or (t in ("i32", "i64") and int(named[n]) % 16 == 0)]
+        rec = {"module": kernel.__module__, "kernel": kernel.__name__,
+               "signature": spec.signature,
+               "constants": {k: value(v) for k, v in spec.constants.items()},
+               "divisible": divisible,
+               "options": {k: options[k] for k in ("num_warps", "num_stages")
+                           if options.get(k) is not None}}
+        key = json.dumps(rec, sort_keys=True)
+        seen.setdefault(key, rec)
+    except TypeError as e:
+        seen.setdefault(kernel.__name__ + str(e), {"module": kernel.__module__,
+                        "kernel": kernel.__name__, "skip": f"argument not recordable: {e}"})
+    return real_launch(kernel, grid, args, kwargs)
+jit.launch = launch
+
+if cc is not None:  # plan with the GPU's tunings
+    from tritonlab.kernels import tuning
+    real = tuning.tuning_for_capability
+    tuning.tuning_for.cache_clear()
+    tuning.tuning_for_capability = lambda kind, capability: real(kind, (cc, 0))
+
+import pytest
+code = pytest.main(sys.argv[2:] + ["-p", "no:cacheprovider", "-q"])
+json.dump(list(seen.values()), open(out, "w"), indent=1)
+sys.exit(0 if code in (0, 5) else int(code))
+'''
+
+
+def record(pytest_args, out, cc, tuned):
+    env = {**os.environ, "TRITONLAB_BACKEND": "sim",
+           "PYTHONPATH": os.pathsep.join(PATHS + [os.environ.get("PYTHONPATH", "")])}
+    if tuned:
+        env["COMPILE_CHECK_CC"] = str(cc)
+    done = subprocess.run([sys.executable, "-c", RECORD, out, *pytest_args], env=env, cwd=ROOT)
+    if done.returncode not in (0,):
+        print(f"compile_check: the tests under the simulator ended with {done.returncode} "
+              f"(the launches they made are still checked)", file=sys.stderr)
+
+
+def _resources(compiled, cuobjdump):
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(compiled.asm["cubin"])
+        f.flush()
+        text = subprocess.run([cuobjdump, "--dump-resource-usage", f.name],
+                              capture_output=True, text=True).stdout
+    fields = dict(item.split(":", 1) for line in text.splitlines() if "REG:" in line
+                  for item in line.split())
+    return {"registers": int(fields.get("REG", -1)), "stack": int(fields.get("STACK", -1)),
+            "shared": compiled.metadata.shared}
+
+
+def compile_all(records, cc):
+    """Each record compiled by real Triton (imported here: TRITONLAB_BACKEND=triton)."""
+    import importlib
+
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    dtypes = {getattr(tl, n).name: getattr(tl, n) for n in dir(tl)
+              if isinstance(getattr(tl, n), tl.dtype)}
+    cuobjdump = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
+    target = GPUTarget("cuda", cc, 32)
+
+    def real(v):
+        if isinstance(v, dict):
+            if "dtype" in v:
+                return dtypes[v["dtype"]]
+            if "jit" in v:
+                return getattr(importlib.import_module(v["jit"][0]), v["jit"][1])
+            if "tuple" in v:
+                return tuple(real(x) for x in v["tuple"])
+        return v
+
+    results = []
+    for rec in records:
+        row = {**rec}
+        if "skip" in rec:
+            results.append(row)
+            continue
+        if not rec["module"].startswith(("tritonlab", "lectures")):
+            row["skip"] = "not a tritonlab kernel"
+            results.append(row)
+            continue
+        try:
+            fn = getattr(importlib.import_module(rec["module"]), rec["kernel"])
+            names = fn.arg_names
+            attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in rec["divisible"]}
+            src = ASTSource(fn, signature=rec["signature"],
+                            constexprs={k: real(v) for k, v in rec["constants"].items()},
+                            attrs=attrs)
+            compiled = triton.compile(src, target=target, options=rec["options"])
+            row.update(_resources(compiled, cuobjdump))
+        except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
+            row["error"] = f"{type(e).__name__}: {str(e).strip()[-600:]}"
+        results.append(row)
+    return results
+
+
+def _label(row):
+    consts = ", ".join(f"{k}={json.dumps(v)}" for k, v in row.get("constants", {}).items()
+                       if v is not None and k not in ("ACC",))
+    opts = ", ".join(f"{k}={v}" for k, v in row.get("options", {}).items())
+    # the element types of its pointers, as a name suffix: kernel<bf16> or kernel<bf16,fp32>
+    types = sorted({t.lstrip("*k") for t in row.get("signature", {}).values()
+                    if t.startswith("*")} - {"i32", "u1"})
+    return (f"{row['kernel']}<{','.join(types)}>"
+            f"[{consts}{'; ' if consts and opts else ''}{opts}]")
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, rest = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--triton", help="folder holding real Triton (pip install --target DIR)")
+    p.add_argument("--cc", type=int, default=90, help="compute capability major (90: Hopper)")
+    p.add_argument("--tuned", action="store_true",
+                   help="plan with the GPU's tunings (TUNINGS[kind][cc]), not the simulator's")
+    p.add_argument("--out", help="write every launch's result here (JSON)")
+    p.add_argument("--records", help="compile these recorded launches (skip the tests)")
+    p.add_argument("--compile-only", help=argparse.SUPPRESS)  # the child process's phase 2
+    args = p.parse_args(argv)
+    if args.compile_only:
+        records = json.loads(Path(args.compile_only).read_text())
+        Path(args.compile_only + ".compiled").write_text(
+            json.dumps(compile_all(records, args.cc)))
+        return 0
+    if not args.triton:
+        p.error("give --triton DIR: a folder with Triton's Linux wheel installed "
+                "(pip install --no-deps --target DIR triton==3.6.0)")
+    if not (Path(args.triton) / "triton").is_dir():
+        p.error(f"no triton package in {args.triton}")
+    with tempfile.TemporaryDirectory() as tmp:
+        recorded = args.records or str(Path(tmp) / "launches.json")
+        if not args.records:
+            record(rest, recorded, args.cc, args.tuned)
+        env = {**os.environ, "TRITONLAB_BACKEND": "triton",
+               "PYTHONPATH": os.pathsep.join([args.triton] + PATHS)}
+        done = subprocess.run([sys.executable, __file__, "--cc", str(args.cc),
+                               "--compile-only", recorded], env=env, cwd=ROOT,
+                              capture_output=True, text=True)
+        if done.returncode:
+            print(done.stderr[-3000:], file=sys.stderr)
+            return done.returncode
+        results = json.loads(Path(recorded + ".compiled").read_text())
+    failed = [r for r in results if "error" in r]
+    for r in sorted(results, key=lambda r: (r["kernel"], _label(r))):
+        if "skip" in r:
+            print(f"skipped  {r['kernel']}: {r['skip']}")
+        elif "error" in r:
+            print(f"FAILED   {_label(r)}\n         {r['error']}")
+        else:
+            spill = f", {r['stack']} B stack (spills)" if r["stack"] > 0 else ""
+            over = SHARED_OPTIN.get(args.cc)
+            over = (f" (over the {over} B a block may have: Triton raises OutOfResources at "
+                    f"launch; an autotuner skips the config)" if over and r["shared"] > over
+                    else "")
+            print(f"ok       {_label(r)}: {r['registers']} registers{spill}, "
+                  f"{r['shared']} B shared{over}")
+    print(f"\n{len(results) - len(failed)} of {len(results)} distinct launches compiled for "
+          f"sm_{args.cc}" + (f"; {len(failed)} failed" if failed else ""))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
