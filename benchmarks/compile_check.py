@@ -3,7 +3,7 @@ the GPU compiler's errors, registers, spilled bytes and shared memory per launch
 GPU time is spent.
 
     python benchmarks/compile_check.py --triton DIR [--cc 90] [--tuned] [--out FILE] \\
-        -- PYTEST_ARGS...
+        (--shapes | -- PYTEST_ARGS...)
     e.g. python benchmarks/compile_check.py --triton /tmp/tt36 --tuned -- \\
         tests/tritonlab/test_kernels.py -k rms
 
@@ -64,6 +64,7 @@ def value(v):
     raise TypeError(type(v).__name__)
 
 real_launch = jit.launch
+dry = os.environ.get("COMPILE_CHECK_DRY") == "1"
 def launch(kernel, grid, args, kwargs):
     try:
         spec = L._specialization(kernel, args, dict(kwargs))
@@ -82,6 +83,8 @@ def launch(kernel, grid, args, kwargs):
     except TypeError as e:
         seen.setdefault(kernel.__name__ + str(e), {"module": kernel.__module__,
                         "kernel": kernel.__name__, "skip": f"argument not recordable: {e}"})
+    if dry:  # recorded only: the plan decides the constexprs by shape, not by data
+        return None
     return real_launch(kernel, grid, args, kwargs)
 jit.launch = launch
 
@@ -91,18 +94,39 @@ if cc is not None:  # plan with the GPU's tunings
     tuning.tuning_for.cache_clear()
     tuning.tuning_for_capability = lambda kind, capability: real(kind, (cc, 0))
 
-import pytest
-code = pytest.main(sys.argv[2:] + ["-p", "no:cacheprovider", "-q"])
+if dry:  # benchmarks/kernels.py's ops at its shapes, forward and backward
+    import torch
+    from tritonlab.kernels import elementwise as ew, rmsnorm as rn, rowsum as rs
+    from tritonlab.kernels import softmax as sm
+    for dtype in (torch.float32, torch.bfloat16):
+        a = torch.empty(1 << 12, dtype=dtype)
+        ew.add(a, a), ew.gelu(a)
+        for M, N in json.loads(os.environ["COMPILE_CHECK_SHAPES"]):
+            x, g = torch.empty(M, N, dtype=dtype), torch.empty(N, dtype=dtype)
+            sm.softmax(x), rs.row_sum(x)
+            rn._plan(x, g).forward(x, g, 1e-6)
+            rn._plan(x, g).backward(x, x, g, torch.empty(M, dtype=torch.float32))
+            sm._softmax_bwd_impl(x, x, -1, None, None, None)
+    code = 0
+else:
+    import pytest
+    code = pytest.main(sys.argv[2:] + ["-p", "no:cacheprovider", "-q"])
 json.dump(list(seen.values()), open(out, "w"), indent=1)
 sys.exit(0 if code in (0, 5) else int(code))
 '''
 
 
-def record(pytest_args, out, cc, tuned):
+# benchmarks/kernels.py's row shapes (--shapes)
+SHAPES = [(8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536), (256, 262144)]
+
+
+def record(pytest_args, out, cc, tuned, shapes=None):
     env = {**os.environ, "TRITONLAB_BACKEND": "sim",
            "PYTHONPATH": os.pathsep.join(PATHS + [os.environ.get("PYTHONPATH", "")])}
     if tuned:
         env["COMPILE_CHECK_CC"] = str(cc)
+    if shapes:
+        env["COMPILE_CHECK_DRY"], env["COMPILE_CHECK_SHAPES"] = "1", json.dumps(shapes)
     done = subprocess.run([sys.executable, "-c", RECORD, out, *pytest_args], env=env, cwd=ROOT)
     if done.returncode not in (0,):
         print(f"compile_check: the tests under the simulator ended with {done.returncode} "
@@ -194,6 +218,11 @@ def main(argv=None):
                    help="plan with the GPU's tunings (TUNINGS[kind][cc]), not the simulator's")
     p.add_argument("--out", help="write every launch's result here (JSON)")
     p.add_argument("--records", help="compile these recorded launches (skip the tests)")
+    p.add_argument("--shapes", action="store_true",
+                   help="in place of tests: benchmarks/kernels.py's ops (add, gelu, softmax "
+                        "and its backward, row_sum, rmsnorm forward and backward) at its "
+                        "shapes, launches planned and recorded but not run (with --tuned: "
+                        "what the GPU launches there)")
     p.add_argument("--compile-only", help=argparse.SUPPRESS)  # the child process's phase 2
     args = p.parse_args(argv)
     if args.compile_only:
@@ -209,7 +238,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         recorded = args.records or str(Path(tmp) / "launches.json")
         if not args.records:
-            record(rest, recorded, args.cc, args.tuned)
+            record(rest, recorded, args.cc, args.tuned, SHAPES if args.shapes else None)
         env = {**os.environ, "TRITONLAB_BACKEND": "triton",
                "PYTHONPATH": os.pathsep.join([args.triton] + PATHS)}
         done = subprocess.run([sys.executable, __file__, "--cc", str(args.cc),

@@ -93,9 +93,15 @@ def rms_variants(x, t, backward):
                  dataclasses.replace(t, bwd_stages=s, bwd_stages_bytes=1 << 30,
                                      bwd_cols_per_sm=1 << 30, bwd_max_per_sm=p))
                 for p in PER_SM for s in (None,) + STAGES]
-        # and the exchange backward for rows the whole-row kernel takes today (its row in
-        # registers lowers occupancy as rows widen): pieces of a row meeting every r rows
+        # and the exchange backward or the tiled one for rows the whole-row kernel takes
+        # today (x, dy, g and dg in registers: at 16384 columns it spills, 128 registers on
+        # 16 warps, compiled for sm_90 by benchmarks/compile_check.py): pieces of a row
+        # meeting every r rows, or the coefficient pass then tiles
         below = dataclasses.replace(t, bwd_register_max=N - 1)
+        if N >= 8192:
+            out += [(f"tiled s{s}" if s else "tiled plain",
+                     dataclasses.replace(below, bwd_exchange=(), wide_stages=s))
+                    for s in (None,) + STAGES]
         out += [(f"exchange {b}x{r} w{w} {p}/SM", dataclasses.replace(
                     below, bwd_exchange=((item, b, r, N),), bwd_exchange_warps=w,
                     bwd_exchange_per_sm=p))
