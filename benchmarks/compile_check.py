@@ -68,8 +68,7 @@ dry = os.environ.get("COMPILE_CHECK_DRY") == "1"
 def launch(kernel, grid, args, kwargs):
     try:
         spec = L._specialization(kernel, args, dict(kwargs))
-        _, options = L._bind(kernel, args, dict(kwargs))
-        named, _ = L._bind(kernel, args, {k: v for k, v in kwargs.items() if k != "grid"})
+        named, options = L._bind(kernel, args, dict(kwargs))
         divisible = [n for n, t in spec.signature.items()
                      if t.startswith("*") or (t in ("i32", "i64") and int(named[n]) % 16 == 0)]
         rec = {"module": kernel.__module__, "kernel": kernel.__name__,

@@ -9,9 +9,10 @@ kernels and a copy of the same bytes, for issue 37's rows:
   * RMSNorm forward: whole rows persistent, wide rows staged chunk loops or the exchange
     (read once: a row's pieces meeting in memory, over piece width and warps);
   * RMSNorm backward (its kernel(s) and the dg sum): whole rows with a staged row loop over
-    programs per SM (in place of PREFETCH) or the exchange, wide rows staged or the exchange (x and dy read
-    once, a row's pieces meeting in memory every r rows, over piece width, r, warps,
-    programs per SM, and meetings split around the next rows' loads or not);
+    programs per SM (in place of PREFETCH), or tiled, or the exchange; wide rows staged or
+    the exchange (x and dy read once, a row's pieces meeting in memory every r rows, over
+    piece width, r, warps, programs per SM, and meetings split around the next rows' loads
+    or not);
     and the dg sum alone.
 
 Shapes: benchmarks/kernels.py's (8192x4096, 32768x1024, 4096x16384, 1024x65536) and
@@ -82,6 +83,18 @@ def softmax_variants(x, t):
     return out
 
 
+def exchange_backwards(x, t, splits):
+    """(label, tuning) of the exchange backward on x's rows from the tuning t: every piece
+    width and rows per meeting of EXCHANGE_TILES that cuts a row into at least 2 pieces, 4 and
+    8 warps, 2 and 4 programs per SM, meetings split or not (`splits`)."""
+    N, item = x.shape[1], x.element_size()
+    return [(f"exchange {b}x{r} w{w} {p}/SM" + (" split" if split else ""),
+             dataclasses.replace(t, bwd_exchange=((item, b, r, N),), bwd_exchange_warps=w,
+                                 bwd_exchange_per_sm=p, bwd_exchange_split=split))
+            for b, r in EXCHANGE_TILES for w in (4, 8) for p in (2, 4) for split in splits
+            if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
+
+
 def rms_variants(x, t, backward):
     """(label, tuning) of RMSNorm's forward or backward: today's, then the staged or
     persistent kernels that the shape takes."""
@@ -102,11 +115,7 @@ def rms_variants(x, t, backward):
             out += [(f"tiled s{s}" if s else "tiled plain",
                      dataclasses.replace(below, bwd_exchange=(), wide_stages=s))
                     for s in (None,) + STAGES]
-        out += [(f"exchange {b}x{r} w{w} {p}/SM", dataclasses.replace(
-                    below, bwd_exchange=((item, b, r, N),), bwd_exchange_warps=w,
-                    bwd_exchange_per_sm=p))
-                for b, r in EXCHANGE_TILES for w in (4, 8) for p in (2, 4)
-                if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
+        out += exchange_backwards(x, below, splits=(False,))
     elif backward or N > t.fwd_register_max:  # wide rows: the chunked kernels, the exchange
         out += [(f"wide s{s}" if s else "wide plain",
                  dataclasses.replace(chunked, wide_stages=s)) for s in (None,) + STAGES]
@@ -116,13 +125,7 @@ def rms_variants(x, t, backward):
                     for b in (4096, 8192, 16384) for w in (4, 8, 16)
                     if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
         else:  # the exchange backward: x and dy read once, pieces meeting every r rows
-            out += [(f"exchange {b}x{r} w{w} {p}/SM" + (" split" if split else ""),
-                     dataclasses.replace(t, bwd_exchange=((item, b, r, N),),
-                                         bwd_exchange_warps=w, bwd_exchange_per_sm=p,
-                                         bwd_exchange_split=split))
-                    for b, r in EXCHANGE_TILES
-                    for w in (4, 8) for p in (2, 4) for split in (False, True)
-                    if 2 <= -(-N // b) <= rn._exchange.max_pieces(x)]
+            out += exchange_backwards(x, t, splits=(False, True))
     else:  # whole rows: the persistent forward
         out += [(f"loop {p}/SM" + (f" s{s}" if s else " plain"),
                  dataclasses.replace(t, fwd_loop=True, fwd_loop_per_sm=p, fwd_loop_stages=s))

@@ -8,6 +8,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import compile_check  # noqa: E402
 
+
 def test_records_each_launch_as_triton_would_specialise_it(tmp_path):
     out = tmp_path / "launches.json"
     compile_check.record(["tests/tritonlab/test_kernels.py", "-k",
