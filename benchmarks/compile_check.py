@@ -3,7 +3,7 @@ the GPU compiler's errors, registers, spilled bytes and shared memory per launch
 GPU time is spent.
 
     python benchmarks/compile_check.py --triton DIR [--cc 90] [--tuned] [--out FILE] \\
-        (--shapes | -- PYTEST_ARGS...)
+        [--max-spill BYTES] (--shapes | --configs | -- PYTEST_ARGS...)
     e.g. python benchmarks/compile_check.py --triton /tmp/tt36 --tuned -- \\
         tests/tritonlab/test_kernels.py -k rms
 
@@ -64,7 +64,7 @@ def value(v):
     raise TypeError(type(v).__name__)
 
 real_launch = jit.launch
-dry = os.environ.get("COMPILE_CHECK_DRY") == "1"
+dry = os.environ.get("COMPILE_CHECK_DRY")  # "shapes" or "configs": planned, not run
 def launch(kernel, grid, args, kwargs):
     try:
         spec = L._specialization(kernel, args, dict(kwargs))
@@ -93,7 +93,46 @@ if cc is not None:  # plan with the GPU's tunings
     tuning.tuning_for.cache_clear()
     tuning.tuning_for_capability = lambda kind, capability: real(kind, (cc, 0))
 
-if dry:  # benchmarks/kernels.py's ops at its shapes, forward and backward
+if dry == "configs":  # every configuration the GPU's autotuners may try, tiny inputs
+    import torch
+    from tritonlab.kernels import attention as at, matmul as mm
+    from tritonlab.kernels.tuning import tuning_for
+    t = tuning_for("attention", -1)  # -1: the CPU, whose tuning --cc replaced above
+    for dtype in [getattr(torch, {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}[n])
+                  for n in os.environ["COMPILE_CHECK_DTYPES"].split(",")]:
+        for d in (64, 128):
+            q = torch.empty(1, 1, 128, d, dtype=dtype)
+            o, lse = q.clone(), torch.empty(1, 1, 128)
+            for causal in (False, True):
+                for impl, name in (("pointers", "fwd"), ("tma", "fwd_tma")):
+                    for cfg in t.configs(name, d):
+                        at.attention_forward(q, q, q, causal, tiles=cfg, impl=impl)
+                dkdv, dq = t.configs("dkdv", d), t.configs("dq", d)
+                pairs = [(a, dq[0]) for a in dkdv] + [(dkdv[0], b) for b in dq[1:]]
+                for impl in ("two-kernel", "two-kernel-tma"):
+                    for a, b in pairs:
+                        at.attention_backward(q, q, q, q, o, lse, causal,
+                                              tiles={"dkdv": a, "dq": b}, impl=impl)
+                for impl in ("atomic", "atomic-tma"):
+                    for cfg in t.configs("dkdv_atomic", d):
+                        at.attention_backward(q, q, q, q, o, lse, causal, tiles={"dkdv": cfg},
+                                              impl=impl)
+        m = tuning_for("matmul", -1)
+        a = torch.empty(256, 256, dtype=dtype)
+        for cfg in mm._configs(m.configs, m.group_m):
+            for act in mm.ACTIVATIONS:
+                mm.launch(mm.matmul_kernel, (1,), a, a, a, 256, 256, 256, 256, 1, 256, 1, 256, 1,
+                          ACTIVATION=act, **cfg.all_kwargs())
+        if dtype != torch.float32:  # the TMA kernel takes 16-bit inputs only
+            for cfg in mm._configs(m.tma_configs, m.group_m):
+                kw = cfg.all_kwargs()
+                bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+                desc = mm.TensorDescriptor.from_tensor
+                descs = (desc(a, [bm, bk]), desc(a, [bk, bn]), desc(a, mm._c_block(bm, bn)))
+                mm.launch(mm.matmul_tma_kernel, (1,), *descs, 256, 256, 256, ACTIVATION="relu",
+                          **kw)
+    code = 0
+elif dry:  # benchmarks/kernels.py's ops at its shapes, forward and backward
     import torch
     from tritonlab.kernels import elementwise as ew, rmsnorm as rn, rowsum as rs
     from tritonlab.kernels import softmax as sm
@@ -119,13 +158,18 @@ sys.exit(0 if code in (0, 5) else int(code))
 SHAPES = [(8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536), (256, 262144)]
 
 
-def record(pytest_args, out, cc, tuned, shapes=None):
+def record(pytest_args, out, cc, tuned, shapes=None, configs=None):
+    """Phase 1 in a child process: `pytest_args` run on the simulator, or (`shapes`) kernels.py's
+    ops at those shapes, or (`configs`: dtype names, e.g. ["fp16", "bf16"]) every autotune
+    configuration; the launches written to `out` (JSON)."""
     env = {**os.environ, "TRITONLAB_BACKEND": "sim",
            "PYTHONPATH": os.pathsep.join(PATHS + [os.environ.get("PYTHONPATH", "")])}
     if tuned:
         env["COMPILE_CHECK_CC"] = str(cc)
     if shapes:
-        env["COMPILE_CHECK_DRY"], env["COMPILE_CHECK_SHAPES"] = "1", json.dumps(shapes)
+        env["COMPILE_CHECK_DRY"], env["COMPILE_CHECK_SHAPES"] = "shapes", json.dumps(shapes)
+    if configs:
+        env["COMPILE_CHECK_DRY"], env["COMPILE_CHECK_DTYPES"] = "configs", ",".join(configs)
     done = subprocess.run([sys.executable, "-c", RECORD, out, *pytest_args], env=env, cwd=ROOT)
     if done.returncode not in (0,):
         print(f"compile_check: the tests under the simulator ended with {done.returncode} "
@@ -198,8 +242,9 @@ def _label(row):
                        if v is not None and k not in ("ACC",))
     opts = ", ".join(f"{k}={v}" for k, v in row.get("options", {}).items())
     # the element types of its pointers, as a name suffix: kernel<bf16> or kernel<bf16,fp32>
-    types = sorted({t.lstrip("*k") for t in row.get("signature", {}).values()
-                    if t.startswith("*")} - {"i32", "u1"})
+    types = sorted({t.lstrip("*k").removeprefix("tensordesc<").split("[")[0]
+                    for t in row.get("signature", {}).values()
+                    if t.startswith(("*", "tensordesc<"))} - {"i32", "u1"})
     return (f"{row['kernel']}<{','.join(types)}>"
             f"[{consts}{'; ' if consts and opts else ''}{opts}]")
 
@@ -222,6 +267,16 @@ def main(argv=None):
                         "and its backward, row_sum, rmsnorm forward and backward) at its "
                         "shapes, launches planned and recorded but not run (with --tuned: "
                         "what the GPU launches there)")
+    p.add_argument("--configs", action="store_true",
+                   help="in place of tests: every configuration the GPU's autotuners may try "
+                        "(attention's and matmul's tunings for --cc, --dtypes; head dims 64 "
+                        "and 128, causal and not), planned and recorded, not run")
+    p.add_argument("--dtypes", default="fp16,bf16,fp32",
+                   help="--configs: the input dtypes (default fp16,bf16,fp32)")
+    p.add_argument("--max-spill", type=int, metavar="BYTES",
+                   help="also fail (exit 1) on launches that spill more than BYTES of stack "
+                        "a thread and fit in shared memory (the tunings' rule in 16 bits: "
+                        "512, docs/attention.md#tiles-and-tuning)")
     p.add_argument("--compile-only", help=argparse.SUPPRESS)  # the child process's phase 2
     args = p.parse_args(argv)
     if args.compile_only:
@@ -237,7 +292,13 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         recorded = args.records or str(Path(tmp) / "launches.json")
         if not args.records:
-            record(rest, recorded, args.cc, args.tuned, SHAPES if args.shapes else None)
+            record(rest, recorded, args.cc, args.tuned or args.configs,
+                   SHAPES if args.shapes else None,
+                   args.dtypes.split(",") if args.configs else None)
+            if not Path(recorded).exists():
+                print("compile_check: the simulator's run recorded nothing (its error is "
+                      "above)", file=sys.stderr)
+                return 1
         env = {**os.environ, "TRITONLAB_BACKEND": "triton",
                "PYTHONPATH": os.pathsep.join([args.triton] + PATHS)}
         done = subprocess.run([sys.executable, __file__, "--cc", str(args.cc),
@@ -248,6 +309,10 @@ def main(argv=None):
             return done.returncode
         results = json.loads(Path(recorded + ".compiled").read_text())
     failed = [r for r in results if "error" in r]
+    shared = SHARED_OPTIN.get(args.cc, 1 << 30)
+    spills = [] if args.max_spill is None else [  # of launches that can run: shared fits
+        r for r in results if "error" not in r and "skip" not in r
+        and r["stack"] > args.max_spill and r["shared"] <= shared]
     for r in sorted(results, key=lambda r: (r["kernel"], _label(r))):
         if "skip" in r:
             print(f"skipped  {r['kernel']}: {r['skip']}")
@@ -255,6 +320,8 @@ def main(argv=None):
             print(f"FAILED   {_label(r)}\n         {r['error']}")
         else:
             spill = f", {r['stack']} B stack (spills)" if r["stack"] > 0 else ""
+            if r in spills:
+                spill += f" [over --max-spill {args.max_spill}]"
             over = SHARED_OPTIN.get(args.cc)
             over = (f" (over the {over} B a block may have: Triton raises OutOfResources at "
                     f"launch; an autotuner skips the config)" if over and r["shared"] > over
@@ -262,10 +329,11 @@ def main(argv=None):
             print(f"ok       {_label(r)}: {r['registers']} registers{spill}, "
                   f"{r['shared']} B shared{over}")
     print(f"\n{len(results) - len(failed)} of {len(results)} distinct launches compiled for "
-          f"sm_{args.cc}" + (f"; {len(failed)} failed" if failed else ""))
+          f"sm_{args.cc}" + (f"; {len(failed)} failed" if failed else "")
+          + (f"; {len(spills)} spill more than {args.max_spill} B a thread" if spills else ""))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
-    return 1 if failed else 0
+    return 1 if failed or spills else 0
 
 
 if __name__ == "__main__":

@@ -24,3 +24,43 @@ def test_records_each_launch_as_triton_would_specialise_it(tmp_path):
     assert r["constants"]["ACC"] == {"dtype": "fp32"}
     # pointers marked divisible by 16, as fresh GPU allocations are; n_cols = 700 is not
     assert "x_ptr" in r["divisible"] and "n_cols" not in r["divisible"]
+
+
+def test_configs_records_every_autotune_configuration_of_hopper(tmp_path):
+    """--configs: each attention and matmul configuration the H100/H200 autotuners may try is
+    planned (not run) and recorded with the constexprs and warps it compiles with."""
+    from tritonlab.kernels.tuning import TUNINGS
+
+    out = tmp_path / "launches.json"
+    compile_check.record([], str(out), 90, tuned=True, configs=["fp16", "bf16", "fp32"])
+    records = json.loads(out.read_text())
+
+    def seen(kernel, **want):
+        return {(r["constants"]["BLOCK_M"], r["constants"]["BLOCK_N"],
+                 r["options"]["num_warps"], r["options"]["num_stages"])
+                for r in records if r["kernel"] == kernel
+                and all(r["constants"].get(k) == v for k, v in want.items())}
+
+    t = TUNINGS["attention"][9]
+    for d in (64, 128):
+        for causal in (False, True):
+            at = dict(HEAD_DIM=d, IS_CAUSAL=causal)
+            assert seen("attn_fwd_kernel", **at) == set(t.configs("fwd", d))
+            assert seen("attn_fwd_tma_kernel", **at) == set(t.configs("fwd_tma", d))
+            for tma in (False, True):
+                assert seen("attn_bwd_dkdv_kernel", DQ_MODE=0, LOAD_TMA=tma,
+                            **at) == set(t.configs("dkdv", d))
+                assert seen("attn_bwd_dq_kernel", LOAD_TMA=tma, **at) == set(t.configs("dq", d))
+            assert seen("attn_bwd_dkdv_kernel", DQ_MODE=1, **at) == set(t.configs("dkdv_atomic", d))
+            assert seen("attn_bwd_dkdv_kernel", DQ_MODE=3, **at) == set(t.configs("dkdv_atomic", d))
+    m = TUNINGS["matmul"][9]
+    for kernel, tiles, types in (("matmul_kernel", m.configs, 3), ("matmul_tma_kernel",
+                                                                    m.tma_configs, 2)):
+        got = [r for r in records if r["kernel"] == kernel]
+        assert {(r["constants"]["BLOCK_M"], r["constants"]["BLOCK_N"], r["constants"]["BLOCK_K"],
+                 r["options"]["num_warps"], r["options"]["num_stages"])
+                for r in got} == set(tiles)
+        # every dtype (fp16, bf16 and, for the pointer kernel, fp32)
+        first = {r["signature"][next(iter(r["signature"]))] for r in got}  # a's type
+        assert len({t.lstrip("*").removeprefix("tensordesc<").split("[")[0]
+                    for t in first}) == types, first

@@ -344,19 +344,21 @@ TUNINGS = {
         min_warps=4, max_warps=16)},
     # H100/H200 candidates, after Triton's fused-attention tutorial's choices (fwd 128x64 /
     # 128x128, bwd 32x128 / 128x32) and their neighbours. Few of them: each is one compile per
-    # head dim, dtype and causality (16 in all per set).
+    # head dim, dtype and causality (16 in all per set). None spills more than 512 B a thread
+    # in 16 bits: configs that did ran 2-4x slower on the GPU (`compile_check.py --configs
+    # --max-spill 512`, docs/attention.md#tiles-and-tuning)
     "attention": {9: AttentionTuning(
         fwd_small=((128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 4, 4), (128, 32, 4, 3),
                    (64, 64, 4, 3), (64, 32, 4, 4)),
-        fwd_large=((128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (128, 32, 4, 3),
-                   (64, 64, 4, 3), (64, 32, 4, 4)),
+        fwd_large=((128, 64, 8, 3), (128, 128, 8, 3), (128, 32, 4, 3), (64, 64, 4, 3),
+                   (64, 32, 4, 4)),
         dkdv_small=((32, 128, 4, 3), (32, 128, 8, 3), (64, 128, 8, 3), (64, 128, 8, 2),
                     (32, 64, 4, 3), (16, 64, 4, 4)),
-        dkdv_large=((32, 128, 8, 3), (32, 128, 4, 3), (64, 128, 8, 2), (32, 64, 4, 3),
+        dkdv_large=((32, 128, 8, 3), (64, 128, 8, 3), (64, 128, 8, 2), (32, 64, 4, 3),
                     (16, 64, 4, 3)),
         dq_small=((128, 32, 4, 3), (128, 32, 8, 3), (128, 64, 8, 3), (64, 32, 4, 3),
                   (64, 16, 4, 4)),
-        dq_large=((128, 32, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (64, 32, 4, 3),
+        dq_large=((128, 32, 8, 3), (128, 64, 8, 3), (128, 64, 8, 2), (64, 32, 4, 3),
                   (64, 16, 4, 3)),
         # TMA forward: the tutorial's space (BLOCK_M 64/128, BLOCK_N 32-128, 2-4 stages of
         # TMA loads in flight, 8 warps only for 128x128 tiles on Hopper), its test config
@@ -368,10 +370,9 @@ TUNINGS = {
         # one-pass backward: each step now also does dQ's dot and BLOCK_M x d atomics, so
         # taller query steps (64, FlashAttention-3's 64 x 128 on Hopper) join the two-kernel
         # dK/dV kernel's tiles
-        dkdv_atomic_small=((64, 128, 8, 2), (32, 128, 4, 3), (64, 128, 4, 2), (32, 128, 8, 3),
-                           (64, 64, 4, 3), (32, 64, 4, 3)),
-        dkdv_atomic_large=((64, 128, 8, 2), (32, 128, 8, 3), (32, 128, 4, 3), (64, 128, 8, 1),
-                           (64, 64, 4, 2), (32, 64, 4, 3)),
+        dkdv_atomic_small=((64, 128, 8, 2), (32, 128, 4, 3), (32, 128, 8, 3), (64, 64, 4, 3),
+                           (32, 64, 4, 3)),
+        dkdv_atomic_large=((64, 128, 8, 2), (32, 128, 8, 3), (64, 128, 8, 1), (32, 64, 4, 3)),
         # measured 2026-12-05 on an H100 (triton 3.6, benchmarks/attention.py --quick, the four
         # speed rows): the TMA forward 1.03-1.11x the pointer one on every row, so it is the
         # default; the one-pass backward 0.98x and 0.79x the two-kernel one, so not
