@@ -277,6 +277,8 @@ def main(argv=None):
                    help="also fail (exit 1) on launches that spill more than BYTES of stack "
                         "a thread and fit in shared memory (the tunings' rule in 16 bits: "
                         "512, docs/attention.md#tiles-and-tuning)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only the failures, the spills over --max-spill and the summary")
     p.add_argument("--compile-only", help=argparse.SUPPRESS)  # the child process's phase 2
     args = p.parse_args(argv)
     if args.compile_only:
@@ -314,6 +316,8 @@ def main(argv=None):
         r for r in results if "error" not in r and "skip" not in r
         and r["stack"] > args.max_spill and r["shared"] <= shared]
     for r in sorted(results, key=lambda r: (r["kernel"], _label(r))):
+        if args.quiet and "error" not in r and r not in spills:
+            continue
         if "skip" in r:
             print(f"skipped  {r['kernel']}: {r['skip']}")
         elif "error" in r:
