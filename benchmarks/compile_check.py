@@ -277,6 +277,8 @@ def main(argv=None):
                    help="also fail (exit 1) on launches that spill more than BYTES of stack "
                         "a thread and fit in shared memory (the tunings' rule in 16 bits: "
                         "512, docs/attention.md#tiles-and-tuning)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="compiling processes (default: one per core)")
     p.add_argument("--quiet", action="store_true",
                    help="print only the failures, the spills over --max-spill and the summary")
     p.add_argument("--compile-only", help=argparse.SUPPRESS)  # the child process's phase 2
@@ -303,13 +305,24 @@ def main(argv=None):
                 return 1
         env = {**os.environ, "TRITONLAB_BACKEND": "triton",
                "PYTHONPATH": os.pathsep.join([args.triton] + PATHS)}
-        done = subprocess.run([sys.executable, __file__, "--cc", str(args.cc),
-                               "--compile-only", recorded], env=env, cwd=ROOT,
-                              capture_output=True, text=True)
-        if done.returncode:
-            print(done.stderr[-3000:], file=sys.stderr)
-            return done.returncode
-        results = json.loads(Path(recorded + ".compiled").read_text())
+        # the launches dealt round-robin to `--jobs` compiling processes
+        launches = json.loads(Path(recorded).read_text())
+        parts = [launches[i::args.jobs] for i in range(max(1, min(args.jobs, len(launches))))]
+        children = []
+        for i, part in enumerate(parts):
+            path = Path(tmp) / f"part{i}.json"
+            path.write_text(json.dumps(part))
+            children.append((path, subprocess.Popen(
+                [sys.executable, __file__, "--cc", str(args.cc), "--compile-only", str(path)],
+                env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                text=True)))
+        results = []
+        for path, child in children:
+            err = child.communicate()[1]
+            if child.returncode:
+                print(err[-3000:], file=sys.stderr)
+                return child.returncode
+            results += json.loads(Path(str(path) + ".compiled").read_text())
     failed = [r for r in results if "error" in r]
     shared = SHARED_OPTIN.get(args.cc, 1 << 30)
     spills = [] if args.max_spill is None else [  # of launches that can run: shared fits
