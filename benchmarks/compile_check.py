@@ -237,13 +237,18 @@ def compile_all(records, cc):
     return results
 
 
+def element_type(type_string):
+    """The element type of a pointer's or descriptor's type string ('*bf16', '*ki32',
+    'tensordesc<fp16[16, 32]>' -> bf16, i32, fp16); other strings as they are."""
+    return type_string.lstrip("*k").removeprefix("tensordesc<").split("[")[0]
+
+
 def _label(row):
     consts = ", ".join(f"{k}={json.dumps(v)}" for k, v in row.get("constants", {}).items()
                        if v is not None and k not in ("ACC",))
     opts = ", ".join(f"{k}={v}" for k, v in row.get("options", {}).items())
     # the element types of its pointers, as a name suffix: kernel<bf16> or kernel<bf16,fp32>
-    types = sorted({t.lstrip("*k").removeprefix("tensordesc<").split("[")[0]
-                    for t in row.get("signature", {}).values()
+    types = sorted({element_type(t) for t in row.get("signature", {}).values()
                     if t.startswith(("*", "tensordesc<"))} - {"i32", "u1"})
     return (f"{row['kernel']}<{','.join(types)}>"
             f"[{consts}{'; ' if consts and opts else ''}{opts}]")
@@ -324,12 +329,13 @@ def main(argv=None):
                 return child.returncode
             results += json.loads(Path(str(path) + ".compiled").read_text())
     failed = [r for r in results if "error" in r]
-    shared = SHARED_OPTIN.get(args.cc, 1 << 30)
+    limit = SHARED_OPTIN.get(args.cc)  # shared memory a block may opt into
     spills = [] if args.max_spill is None else [  # of launches that can run: shared fits
         r for r in results if "error" not in r and "skip" not in r
-        and r["stack"] > args.max_spill and r["shared"] <= shared]
+        and r["stack"] > args.max_spill and (limit is None or r["shared"] <= limit)]
+    spilled = {id(r) for r in spills}
     for r in sorted(results, key=lambda r: (r["kernel"], _label(r))):
-        if args.quiet and "error" not in r and r not in spills:
+        if args.quiet and "error" not in r and id(r) not in spilled:
             continue
         if "skip" in r:
             print(f"skipped  {r['kernel']}: {r['skip']}")
@@ -337,11 +343,10 @@ def main(argv=None):
             print(f"FAILED   {_label(r)}\n         {r['error']}")
         else:
             spill = f", {r['stack']} B stack (spills)" if r["stack"] > 0 else ""
-            if r in spills:
+            if id(r) in spilled:
                 spill += f" [over --max-spill {args.max_spill}]"
-            over = SHARED_OPTIN.get(args.cc)
-            over = (f" (over the {over} B a block may have: Triton raises OutOfResources at "
-                    f"launch; an autotuner skips the config)" if over and r["shared"] > over
+            over = (f" (over the {limit} B a block may have: Triton raises OutOfResources at "
+                    f"launch; an autotuner skips the config)" if limit and r["shared"] > limit
                     else "")
             print(f"ok       {_label(r)}: {r['registers']} registers{spill}, "
                   f"{r['shared']} B shared{over}")

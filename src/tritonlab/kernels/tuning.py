@@ -344,7 +344,7 @@ TUNINGS = {
         min_warps=4, max_warps=16)},
     # H100/H200 candidates, after Triton's fused-attention tutorial's choices (fwd 128x64 /
     # 128x128, bwd 32x128 / 128x32) and their neighbours. Few of them: each is one compile per
-    # head dim, dtype and causality (16 in all per set). None spills more than 512 B a thread
+    # head dim, dtype and causality (4-6 per set). None spills more than 512 B a thread
     # in 16 bits: configs that did ran 2-4x slower on the GPU (`compile_check.py --configs
     # --max-spill 512`, docs/attention.md#tiles-and-tuning)
     "attention": {9: AttentionTuning(
