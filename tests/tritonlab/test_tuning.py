@@ -72,6 +72,17 @@ def test_hopper_rules_give_the_measured_choices():
     assert t.tiled_rows(8192, 65536, 4, 1024, 2, h200) == 1024
     assert t.tiled_rows(8192, 65536, 4, 1024, 4, h200) == 2048
     assert not cpu.on_gpu and cpu.sms == 0
+    # the backward's wide rows (H100 2026-12-06): the exchange from 16384 columns, its pieces
+    # widening with the row in fp32, split meetings for bf16 rows past 65536
+    assert t.bwd_register_max == 8192
+    assert [t.bwd_exchange_tile(4, n) for n in (16384, 65536, 262144)] == [
+        (2048, 4, False), (4096, 2, False), (8192, 1, False)]
+    assert [t.bwd_exchange_tile(2, n) for n in (16384, 65536, 262144)] == [
+        (4096, 2, False), (4096, 2, False), (2048, 4, True)]
+    assert t.bwd_exchange_tile(8, 16384) is None  # fp64: the tiled backward
+    x, g = torch.ones(2, 16384), torch.ones(16384)
+    assert rn._Plan(x, g, tuning=t).bwd.kernel is rn.rmsnorm_bwd_exchange_kernel
+    assert rn._Plan(x[:, :8192], g[:8192], tuning=t).bwd.kernel is rn.rmsnorm_bwd_kernel
     m = tuning.TUNINGS["matmul"][9]
     assert m.configs[0] == min(m.configs, key=lambda c: c[0] * c[1] * c[2])
     assert m.tune_above == 1 << 27 and m.tma_above == 1 << 34
@@ -205,6 +216,11 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
     assert torch.autograd.gradcheck(rn.rmsnorm, (x, g))
     assert rn._plan(x.detach(), g.detach()).bwd.kw["SPLIT"] is True
+    # an entry's own split flag wins over the table's
+    entry = dataclasses.replace(both, bwd_exchange=((8, 8, 2, 1 << 20, True),))
+    assert rn._Plan(x.detach(), g.detach(), tuning=entry).bwd.kw["SPLIT"] is True
+    entry = dataclasses.replace(split, bwd_exchange=((8, 8, 2, 1 << 20, False),))
+    assert "SPLIT" not in rn._Plan(x.detach(), g.detach(), tuning=entry).bwd.kw
     monkeypatch.setattr(rn, "tuning_for", lambda kind, device: both)
     monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
     plan = rn._plan(x.detach(), g.detach())

@@ -428,7 +428,7 @@ class _Plan:
                              num_warps=num_warps_for(block))
         exchange_tile = (None if chunk or tile or n_cols <= t.bwd_register_max
                          else t.bwd_exchange_tile(item, n_cols))
-        bwd_block, step = exchange_tile or (n_cols, 1)
+        bwd_block, step, split = exchange_tile or (n_cols, 1, False)
         bwd_pieces = triton.cdiv(n_cols, bwd_block)
         if exchange_tile and 2 <= bwd_pieces <= _exchange.max_pieces(x):
             # groups of rows, each with a program per piece: bwd_exchange_per_sm programs
@@ -438,7 +438,7 @@ class _Plan:
             rows = triton.cdiv(rows_per_program or triton.cdiv(n_rows, min(n_rows, groups)),
                                step) * step
             grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
-            split = {"SPLIT": True} if t.bwd_exchange_split else {}
+            split = {"SPLIT": True} if split else {}
             self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
                              num_warps=t.bwd_exchange_warps, **split)

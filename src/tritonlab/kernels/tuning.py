@@ -122,12 +122,13 @@ class RMSNormTuning:
     exchange_warps: int = 8
     # The same for the backward's wide rows (x and dy read once, in pieces of `block` columns
     # that meet in memory every `rows` rows): (element size, block, rows, widest such row)
-    # entries, bwd_exchange_warps per program, about bwd_exchange_per_sm programs per SM in
-    # all (groups of rows, a program per piece each)
+    # entries, the first that fits taking the row, bwd_exchange_warps per program, about
+    # bwd_exchange_per_sm programs per SM in all (groups of rows, a program per piece each);
+    # an entry's optional fifth item says whether its meetings split around the next step's
+    # loads (SPLIT), in place of bwd_exchange_split
     bwd_exchange: tuple = ()
     bwd_exchange_warps: int = 4
     bwd_exchange_per_sm: int = 2
-    # its meetings split around the next step's loads (SPLIT; not measured yet)
     bwd_exchange_split: bool = False
     # the whole-row backward's bwd_stages apply to rows of at most this many bytes
     bwd_stages_bytes: int = 1 << 30
@@ -138,11 +139,11 @@ class RMSNormTuning:
                    for size, narrowest in self.fwd_exchange)
 
     def bwd_exchange_tile(self, element_size, n_cols):
-        """(block, rows per step) of the exchange backward for wide rows of n_cols elements of
-        this size, or None where they take the tiled backward."""
-        for size, block, rows, widest in self.bwd_exchange:
+        """(block, rows per step, split) of the exchange backward for wide rows of n_cols
+        elements of this size, or None where they take the tiled backward."""
+        for size, block, rows, widest, *split in self.bwd_exchange:
             if size == element_size and n_cols <= widest:
-                return block, rows
+                return block, rows, split[0] if split else self.bwd_exchange_split
         return None
 
     def fwd_loop_programs(self, n_rows, device):
@@ -313,18 +314,21 @@ class AttentionTuning:
 
 TUNINGS = {
     "rmsnorm": {9: RMSNormTuning(
-        fwd_register_max=32768, bwd_register_max=16384, wide_chunk=4096, wide_fwd_chunk=16384,
+        fwd_register_max=32768, bwd_register_max=8192, wide_chunk=4096, wide_fwd_chunk=16384,
         wide_warps=16,
         tile_m=4, tile_n=1024, tile_warps=4, tiled_bytes_per_sm=8, bwd_cols_per_sm=8192,
         bwd_max_per_sm=4, bwd_bytes_per_warp=2048, bwd_min_warps=4, bwd_max_warps=32,
         bwd_prefetch_bytes=8192, simulator_programs=8,
-        # measured 2026-12-05 on an H100 (benchmarks/probes/row_stages.py;
+        # measured 2026-12-05 and 2026-12-06 on an H100 (benchmarks/probes/row_stages.py;
         # docs/decisions.md#row-loop-stages): the exchange forward for fp32 wide rows and bf16
-        # from 131072 columns, the exchange backward for fp32 wide rows (pieces of 2048, 4 rows
-        # a meeting) and bf16 up to 65536 (4096, 2), the wide kernels' loops in 3 stages, the
-        # whole-row backward's in 3 stages for rows of at most 2 KiB
+        # from 131072 columns; the exchange backward from 16384 columns (the whole-row one
+        # spills there), fp32 in pieces of 2048 meeting every 4 rows up to 16384 columns, then
+        # (4096, 2) up to 65536, then (8192, 1), bf16 (4096, 2) up to 65536 then (2048, 4) with
+        # split meetings; the wide kernels' loops in 3 stages, the whole-row backward's in 3
+        # stages for rows of at most 2 KiB
         fwd_exchange=((4, 0), (2, 131072)),
-        bwd_exchange=((4, 2048, 4, 1 << 31), (2, 4096, 2, 65536)),
+        bwd_exchange=((4, 2048, 4, 16384), (4, 4096, 2, 65536), (4, 8192, 1, 1 << 31),
+                      (2, 4096, 2, 65536), (2, 2048, 4, 1 << 31, True)),
         wide_stages=3, bwd_stages=3, bwd_stages_bytes=2048)},
     "matmul": {9: MatmulTuning(
         configs=((64, 64, 32, 4, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4),
