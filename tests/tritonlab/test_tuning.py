@@ -80,7 +80,7 @@ def test_hopper_rules_give_the_measured_choices():
     assert [t.bwd_exchange_tile(2, n) for n in (16384, 65536, 262144)] == [
         (4096, 2, False), (4096, 2, False), (2048, 4, True)]
     assert t.bwd_exchange_tile(8, 16384) is None  # fp64: the tiled backward
-    x, g = torch.ones(2, 16384), torch.ones(16384)
+    x, g = rand(2, 16384), rand(16384)  # on the backend's device: the plans check it
     assert rn._Plan(x, g, tuning=t).bwd.kernel is rn.rmsnorm_bwd_exchange_kernel
     assert rn._Plan(x[:, :8192], g[:8192], tuning=t).bwd.kernel is rn.rmsnorm_bwd_kernel
     m = tuning.TUNINGS["matmul"][9]
