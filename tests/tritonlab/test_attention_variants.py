@@ -152,6 +152,28 @@ def test_tma_forward_skips_the_tiles_above_the_diagonal():
     assert rec[0].args["o_desc"].stored == 128 * 16
 
 
+def test_tma_forward_drops_the_masked_loop_only_where_every_tile_is_whole():
+    """EVEN_KEYS (the launch's widest BLOCK_N divides the keys: no masked loop compiled
+    unless causal) for 48 keys in 16-wide tiles, but not in 32-wide ones, whose tail tile
+    would be lost if the flag followed the narrower tile; causal keeps its diagonal's masked
+    loop with the flag set; the outputs match each time."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    q, k, v, do = (t.detach().cpu() for t in inputs(1, 32, 48, 16))
+    for causal, tiles, even in ((False, (16, 16, 4, 1), True), (False, (32, 32, 4, 1), False),
+                                (True, (16, 16, 4, 1), True)):
+        with minitriton.record() as rec:
+            o, lse = sim.attention_forward(q, k, v, causal, tiles=tiles, impl="tma")
+        assert rec[0].constexprs["EVEN_KEYS"] is even, (causal, tiles)
+        want = reference(q, k, v, do, causal)
+        assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[q.dtype]
+        assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[q.dtype]
+    # untuned: the widest BLOCK_N of the device's configs and the simulator's decides
+    t = tuning.tuning_for("attention", -1)
+    widest = max(c[1] for c in (*t.configs("fwd_tma", 16), t.simulator("fwd_tma")))
+    assert fa._widest_block_n("fwd_tma", 16, None, -1) == widest
+    assert fa._widest_block_n("fwd_tma", 16, (16, 64, 4, 1), -1) == 64
+
+
 def test_tma_forward_sanitizers(executor):
     """No race (every program writes its own rows of O and L), no padded lane that changes a
     max, a sum or a dot (TMA's zeros are masked in S), on both executors."""

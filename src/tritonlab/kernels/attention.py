@@ -266,13 +266,18 @@ def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
                         HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                         IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
                         BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-                        HOST_DESC: tl.constexpr, FOLD: tl.constexpr):
+                        HOST_DESC: tl.constexpr, FOLD: tl.constexpr,
+                        EVEN_KEYS: tl.constexpr = False):
     # attn_fwd_kernel with Q, K, V and O through TMA descriptors. HOST_DESC: q_desc ... o_desc
     # are host TensorDescriptors of (batch, heads, seq, d); else they are pointers (with the
     # strides) and each program describes its own head's (seq, d) here.
     # Programs in launch order go by groups of group_zh heads; within a group, the last query
     # tiles (causal: the longest rows of keys) of every head first, so the grid's tail is
     # short programs while the group's K and V stay in L2. group_zh = 1: one head at a time.
+    # EVEN_KEYS (the host's promise that BLOCK_N divides n_keys): not causal, no key tile needs
+    # a mask, and the masked loop is not compiled at all. Compiled for sm_90 at d = 128 on
+    # 128x64 tiles and 4 warps, its values live across the first loop spilled (32 B, a local
+    # load each key tile); without it, none (docs/attention.md#tiles-and-tuning).
     n_m = tl.num_programs(0)
     pid = tl.program_id(1) * n_m + tl.program_id(0)
     first_zh = pid // (group_zh * n_m) * group_zh
@@ -308,9 +313,11 @@ def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
     acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m,
                                    offs_n, n_keys, 0, mid, qk_scale, BLOCK_N, BLOCK_D,
                                    IS_CAUSAL, False, WARP_SPECIALIZE, HOST_DESC, FOLD)
-    acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h, offs_m,
-                                   offs_n, n_keys, mid, hi, qk_scale, BLOCK_N, BLOCK_D,
-                                   IS_CAUSAL, True, WARP_SPECIALIZE, HOST_DESC, FOLD)
+    if IS_CAUSAL or not EVEN_KEYS:  # the tail's (or the diagonal's) masked key tiles
+        acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, off_z, off_h,
+                                       offs_m, offs_n, n_keys, mid, hi, qk_scale, BLOCK_N,
+                                       BLOCK_D, IS_CAUSAL, True, WARP_SPECIALIZE, HOST_DESC,
+                                       FOLD)
     out = (acc / l_i[:, None]).to(o_desc.dtype)
     if HOST_DESC:  # rows past the sequence and columns past the head dim are clipped
         o_desc.store([off_z, off_h, start_m, 0],
@@ -871,8 +878,20 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
             scale * LOG2E)
     _run({"tma": "fwd_tma", "tma-ws": "fwd_tma_ws", "tma-host": "fwd_tma_host"}[impl], n_q,
          batch * heads, work, args, tiles, q.get_device(), q.dtype,
-         WARP_SPECIALIZE=impl == "tma-ws", HOST_DESC=host, **consts)
+         WARP_SPECIALIZE=impl == "tma-ws", HOST_DESC=host,
+         EVEN_KEYS=n_k % _widest_block_n("fwd_tma", consts["BLOCK_D"], tiles,
+                                         q.get_device()) == 0, **consts)
     return o, lse
+
+
+def _widest_block_n(config_set, block_d, tiles, device):
+    """The widest BLOCK_N a launch of `config_set` may run with: the given tiles', else the
+    widest of the device's configs (and the simulator's): a key count it divides, every
+    config's BLOCK_N (powers of two) divides too."""
+    if tiles is not None:
+        return tiles[1]
+    t = tuning_for("attention", device)
+    return max(c[1] for c in (*t.configs(config_set, block_d), t.simulator(config_set)))
 
 
 def _tma_scratch(size, alignment, stream):
