@@ -152,26 +152,37 @@ def test_tma_forward_skips_the_tiles_above_the_diagonal():
     assert rec[0].args["o_desc"].stored == 128 * 16
 
 
-def test_tma_forward_drops_the_masked_loop_only_where_every_tile_is_whole():
-    """EVEN_KEYS (the launch's widest BLOCK_N divides the keys: no masked loop compiled
-    unless causal) for 48 keys in 16-wide tiles, but not in 32-wide ones, whose tail tile
-    would be lost if the flag followed the narrower tile; causal keeps its diagonal's masked
-    loop with the flag set; the outputs match each time."""
+@pytest.mark.parametrize("bwd_impl", ["two-kernel", "atomic"])
+def test_masked_tail_loops_are_dropped_only_where_every_tile_is_whole(bwd_impl):
+    """EVEN_KEYS (forward, dQ) and EVEN_QUERIES (dK/dV): the launch's widest block divides
+    the sequence, so the masked tail loop is not compiled (the forward and dQ keep theirs
+    for the causal diagonal). 48 queries and keys split into 16-row tiles but not into 32-row
+    ones, whose tail tile would be lost if a flag followed a narrower tile; the outputs and
+    gradients match float64 each time."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
-    q, k, v, do = (t.detach().cpu() for t in inputs(1, 32, 48, 16))
-    for causal, tiles, even in ((False, (16, 16, 4, 1), True), (False, (32, 32, 4, 1), False),
-                                (True, (16, 16, 4, 1), True)):
-        with minitriton.record() as rec:
-            o, lse = sim.attention_forward(q, k, v, causal, tiles=tiles, impl="tma")
-        assert rec[0].constexprs["EVEN_KEYS"] is even, (causal, tiles)
+    q, k, v, do = (t.detach().cpu() for t in inputs(1, 48, 48, 16))
+    for causal in (False, True):
         want = reference(q, k, v, do, causal)
-        assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[q.dtype]
-        assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[q.dtype]
-    # untuned: the widest BLOCK_N of the device's configs and the simulator's decides
+        for tiles, even in (((16, 16, 4, 1), True), ((32, 32, 4, 1), False)):
+            with minitriton.record() as rec:
+                o, lse = sim.attention_forward(q, k, v, causal, tiles=tiles, impl="tma")
+                grads = sim.attention_backward(do, q, k, v, o, lse, causal, impl=bwd_impl,
+                                               tiles={"dkdv": tiles, "dq": tiles})
+            flags = {r.kernel: r.constexprs.get("EVEN_KEYS", r.constexprs.get("EVEN_QUERIES"))
+                     for r in rec if r.kernel.startswith("attn_")}
+            assert flags.pop("attn_bwd_preprocess_kernel", None) is None
+            assert flags == ({"attn_fwd_tma_kernel": even, "attn_bwd_dkdv_kernel": even,
+                              "attn_bwd_dq_kernel": even} if bwd_impl == "two-kernel" else
+                             {"attn_fwd_tma_kernel": even, "attn_bwd_dkdv_kernel": even})
+            assert_matches((o, lse, *grads), want, q.dtype)
+    # untuned: the widest block of the device's configs and the simulator's decides
     t = tuning.tuning_for("attention", -1)
-    widest = max(c[1] for c in (*t.configs("fwd_tma", 16), t.simulator("fwd_tma")))
-    assert fa._widest_block_n("fwd_tma", 16, None, -1) == widest
-    assert fa._widest_block_n("fwd_tma", 16, (16, 64, 4, 1), -1) == 64
+    for name, axis in (("fwd_tma", 1), ("dkdv", 0), ("dq", 1)):
+        widest = max(c[axis] for c in (*t.configs(name, 16), t.simulator(name)))
+        assert fa._whole_tiles(widest, name, 16, None, -1, axis)
+        assert not fa._whole_tiles(widest // 2, name, 16, None, -1, axis)
+    assert not fa._whole_tiles(32, "fwd_tma", 16, (16, 64, 4, 1), -1, 1)
+    assert fa._whole_tiles(32, "dkdv", 16, (16, 64, 4, 1), -1, 0)
 
 
 def test_tma_forward_sanitizers(executor):

@@ -418,7 +418,8 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                          n_heads, n_queries, n_keys, qk_scale, scale,
                          HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                          IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         DQ_MODE: tl.constexpr, LOAD_TMA: tl.constexpr):
+                         DQ_MODE: tl.constexpr, LOAD_TMA: tl.constexpr,
+                         EVEN_QUERIES: tl.constexpr = False):
     # dq_ptr (fp32, contiguous (batch*heads, n_queries, HEAD_DIM), zeroed by the D pass) is
     # only touched when DQ_MODE != 0: 1 the one-pass backward's atomics, 2 the racy variant,
     # 3 the one-pass backward's TMA reductions (HEAD_DIM a multiple of 4: 16-byte rows)
@@ -473,10 +474,11 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
                              delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d,
                              n_queries, lo, mid, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D,
                              IS_CAUSAL, False, DQ_MODE, LOAD_TMA)
-    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr,
-                             delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n, offs_d,
-                             n_queries, mid, n_queries, qk_scale, scale, BLOCK_M, HEAD_DIM, BLOCK_D,
-                             IS_CAUSAL, True, DQ_MODE, LOAD_TMA)
+    if not EVEN_QUERIES:  # the query tail's masked tile
+        dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr,
+                                 delta_ptr, stride_qm, stride_dom, HEAD_DIM, offs_m, offs_n,
+                                 offs_d, n_queries, mid, n_queries, qk_scale, scale, BLOCK_M,
+                                 HEAD_DIM, BLOCK_D, IS_CAUSAL, True, DQ_MODE, LOAD_TMA)
     _store_tile(dk_ptr + off_z * stride_dkz + off_h * stride_dkh + offs_n[:, None] * stride_dkn
                 + offs_d[None, :] * stride_dkd, dk * scale, offs_n, n_keys, offs_d,
                 HEAD_DIM)  # write BN*d
@@ -516,7 +518,8 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
                        stride_dqz, stride_dqh, stride_dqm, stride_dqd,
                        n_heads, n_queries, n_keys, qk_scale, scale,
                        HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOAD_TMA: tl.constexpr):
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOAD_TMA: tl.constexpr,
+                       EVEN_KEYS: tl.constexpr = False):
     pid_m = tl.program_id(0)
     if IS_CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -559,9 +562,10 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
     dq = _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
                        offs_n, offs_d, n_keys, 0, mid, qk_scale, BLOCK_N, HEAD_DIM, BLOCK_D,
                        IS_CAUSAL, False, LOAD_TMA)
-    dq = _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
-                       offs_n, offs_d, n_keys, mid, hi, qk_scale, BLOCK_N, HEAD_DIM, BLOCK_D,
-                       IS_CAUSAL, True, LOAD_TMA)
+    if IS_CAUSAL or not EVEN_KEYS:  # the tail's (or the diagonal's) masked key tiles
+        dq = _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                           offs_m, offs_n, offs_d, n_keys, mid, hi, qk_scale, BLOCK_N, HEAD_DIM,
+                           BLOCK_D, IS_CAUSAL, True, LOAD_TMA)
     _store_tile(dq_ptr + off_z * stride_dqz + off_h * stride_dqh + offs_m[:, None] * stride_dqm
                 + offs_d[None, :] * stride_dqd, dq * scale, offs_m, n_queries, offs_d,
                 HEAD_DIM)  # write BM*d
@@ -879,19 +883,23 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     _run({"tma": "fwd_tma", "tma-ws": "fwd_tma_ws", "tma-host": "fwd_tma_host"}[impl], n_q,
          batch * heads, work, args, tiles, q.get_device(), q.dtype,
          WARP_SPECIALIZE=impl == "tma-ws", HOST_DESC=host,
-         EVEN_KEYS=n_k % _widest_block_n("fwd_tma", consts["BLOCK_D"], tiles,
-                                         q.get_device()) == 0, **consts)
+         EVEN_KEYS=_whole_tiles(n_k, "fwd_tma", consts["BLOCK_D"], tiles, q.get_device(), 1),
+         **consts)
     return o, lse
 
 
-def _widest_block_n(config_set, block_d, tiles, device):
-    """The widest BLOCK_N a launch of `config_set` may run with: the given tiles', else the
-    widest of the device's configs (and the simulator's): a key count it divides, every
-    config's BLOCK_N (powers of two) divides too."""
-    if tiles is not None:
-        return tiles[1]
-    t = tuning_for("attention", device)
-    return max(c[1] for c in (*t.configs(config_set, block_d), t.simulator(config_set)))
+def _whole_tiles(n, config_set, block_d, tiles, device, axis):
+    """Whether n rows (queries: axis 0, BLOCK_M; keys: axis 1, BLOCK_N) split into whole tiles
+    in every config a launch of `config_set` may run: the given tiles, else the device's
+    configs and the simulator's. The widest block decides: the blocks are powers of two. The
+    kernels' EVEN_KEYS / EVEN_QUERIES: then their masked tail loop is not compiled."""
+    if tiles is None:
+        t = tuning_for("attention", device)
+        widest = max(c[axis] for c in (*t.configs(config_set, block_d),
+                                        t.simulator(config_set)))
+    else:
+        widest = tiles[axis]
+    return n % widest == 0
 
 
 def _tma_scratch(size, alignment, stream):
@@ -990,11 +998,13 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         args = (q, k, v, do, lse, delta, dk, dv, dq, *st(q), *st(k), *st(v), *st(do),
                 *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
         _run("dkdv_tma" if tma else "dkdv", n_k, zh, work, args, tiles.get("dkdv"), device,
-             q.dtype, DQ_MODE=0, LOAD_TMA=tma, **consts)
+             q.dtype, DQ_MODE=0, LOAD_TMA=tma, **consts,
+             EVEN_QUERIES=_whole_tiles(n_q, "dkdv", block_d, tiles.get("dkdv"), device, 0))
         _run("dq_tma" if tma else "dq", n_q, zh, work,
              (q, k, v, do, lse, delta, dq, *st(q), *st(k), *st(v), *st(do), *_strides4(dq),
               heads, n_q, n_k, scale * LOG2E, scale),
-             tiles.get("dq"), device, q.dtype, LOAD_TMA=tma, **consts)
+             tiles.get("dq"), device, q.dtype, LOAD_TMA=tma, **consts,
+             EVEN_KEYS=_whole_tiles(n_k, "dq", block_d, tiles.get("dq"), device, 1))
         return dq, dk, dv
     # dQ in fp32, (batch*heads, n_queries, d) contiguous: fp32 inputs add straight into the
     # output (laid out so), 16-bit ones into a scratch buffer converted at the end
@@ -1005,12 +1015,15 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
             *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
     if impl in ("atomic", "atomic-tma"):
         _run("dkdv_atomic_tma" if tma else "dkdv_atomic", n_k, zh, work, args, tiles.get("dkdv"),
-             device, q.dtype, DQ_MODE=3 if tma else 1, LOAD_TMA=tma, **consts)
+             device, q.dtype, DQ_MODE=3 if tma else 1, LOAD_TMA=tma, **consts,
+             EVEN_QUERIES=_whole_tiles(n_q, "dkdv_atomic", block_d, tiles.get("dkdv"), device,
+                                       0))
     else:  # racy, the teaching variant: one config, never autotuned
         bm, bn, warps, stages = (tiles.get("dkdv") or
                                  tuning_for("attention", device).simulator("dkdv"))
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
-               BLOCK_N=bn, DQ_MODE=2, LOAD_TMA=False, num_warps=warps, num_stages=stages)
+               BLOCK_N=bn, DQ_MODE=2, LOAD_TMA=False, EVEN_QUERIES=n_q % bm == 0,
+               num_warps=warps, num_stages=stages)
     if dq32 is not dq:
         dq.copy_(dq32.view(q.shape))  # read and write N*d
     return dq, dk, dv
