@@ -94,15 +94,18 @@ if cc is not None:  # plan with the GPU's tunings
     tuning.tuning_for_capability = lambda kind, capability: real(kind, (cc, 0))
 
 if dry == "configs":  # every configuration the GPU's autotuners may try, tiny inputs
+    import itertools
     import torch
     from tritonlab.kernels import attention as at, matmul as mm
     from tritonlab.kernels.tuning import tuning_for
     t = tuning_for("attention", -1)  # -1: the CPU, whose tuning --cc replaced above
     for dtype in [getattr(torch, {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}[n])
                   for n in os.environ["COMPILE_CHECK_DTYPES"].split(",")]:
-        for d in (64, 128):
-            q = torch.empty(1, 1, 128, d, dtype=dtype)
-            o, lse = q.clone(), torch.empty(1, 1, 128)
+        # sequences of whole tiles (the kernels' EVEN_* variants: no masked tail loop) and
+        # of a tail (136: no block of 16 or more divides it)
+        for d, n in itertools.product((64, 128), (128, 136)):
+            q = torch.empty(1, 1, n, d, dtype=dtype)
+            o, lse = q.clone(), torch.empty(1, 1, n)
             for causal in (False, True):
                 for impl, name in (("pointers", "fwd"), ("tma", "fwd_tma")):
                     for cfg in t.configs(name, d):
