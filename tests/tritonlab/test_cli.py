@@ -209,6 +209,20 @@ def test_predict_runs_a_script_and_prints_each_launch_once(tmp_path, capsys):
     assert "total: 2 launches" in out
 
 
+def test_predict_of_a_script_whose_first_launch_fails(tmp_path, capsys):
+    """The kernel's error is reported, and the report does not claim that nothing was
+    launched."""
+    script = tmp_path / "oob.py"
+    script.write_text(PREDICT_SCRIPT.replace("mask=i < n) * 2, mask=i < n)", ") * 2)")
+                      .replace("x.numel())\n", "x.numel() - 1)\n")
+                      .replace("x = torch.randn(1 << 16", "x = torch.randn((1 << 16) - 1"))
+    assert main(["predict", str(script)]) != 0
+    captured = capsys.readouterr()
+    assert "OutOfBoundsError" in captured.err + captured.out
+    assert "no launch completed before the script stopped" in captured.out
+    assert "launched no kernel" not in captured.out
+
+
 def test_predict_errors_are_one_line(tmp_path, capsys):
     assert main(["predict", str(tmp_path / "missing.py")]) == 2
     one_error_line(capsys.readouterr().err, "tritonlab predict")

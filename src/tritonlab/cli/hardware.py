@@ -177,15 +177,17 @@ def run_predict(args):
         except ValueError as e:  # a GPU the model has no constants for
             raise UserError(str(e)) from None
         code = run(args.script, args.args, gpu=args.gpu, small=args.small, cuda_on_cpu=True)
-    print(predict_report(launches, gpu(args.gpu).key, args.sample))
+    print(predict_report(launches, gpu(args.gpu).key, args.sample, stopped=code != 0))
     return code
 
 
-def predict_report(launches, gpu, sample):
+def predict_report(launches, gpu, sample, stopped=False):
     """What `tritonlab predict` prints: each distinct launch (kernel, grid, configuration)
-    once, with how often it ran, then the predicted total."""
+    once, with how often it ran, then the predicted total. `stopped`: the script ended in
+    an error (reported above), so a launch may have failed part way and is not predicted."""
     if not launches:
-        return "(the script launched no kernel)"
+        return ("(no launch completed before the script stopped: nothing to predict)"
+                if stopped else "(the script launched no kernel)")
     groups = {}
     for p in launches:
         groups.setdefault((p.kernel, p.grid, p.config), []).append(p)
