@@ -152,29 +152,40 @@ def test_tma_forward_skips_the_tiles_above_the_diagonal():
     assert rec[0].args["o_desc"].stored == 128 * 16
 
 
+# (n_queries, n_keys, forward and dQ tiles, dK/dV tiles) -> whether the keys (forward, dQ)
+# and the queries (dK/dV) split into whole tiles: 48 rows into 16-row tiles but not into
+# 32-row ones, whose tail tile would be lost if a flag followed a narrower tile; Nq != Nk and
+# tiles that are not square, so that a flag computed from the other sequence or the other
+# block would be wrong somewhere
+TAIL_CASES = [(48, 48, (16, 16, 4, 1), (16, 16, 4, 1), True, True),
+              (48, 48, (32, 32, 4, 1), (32, 32, 4, 1), False, False),
+              (32, 48, (32, 16, 4, 1), (16, 32, 4, 1), True, True),
+              (48, 32, (32, 16, 4, 1), (16, 32, 4, 1), True, True),
+              (48, 32, (32, 32, 4, 1), (32, 32, 4, 1), True, False),
+              (32, 48, (32, 32, 4, 1), (32, 32, 4, 1), False, True)]
+
+
 @pytest.mark.parametrize("bwd_impl", ["two-kernel", "atomic"])
 def test_masked_tail_loops_are_dropped_only_where_every_tile_is_whole(bwd_impl):
-    """EVEN_KEYS (forward, dQ) and EVEN_QUERIES (dK/dV): the launch's widest block divides
-    the sequence, so the masked tail loop is not compiled (the forward and dQ keep theirs
-    for the causal diagonal). 48 queries and keys split into 16-row tiles but not into 32-row
-    ones, whose tail tile would be lost if a flag followed a narrower tile; the outputs and
-    gradients match float64 each time."""
+    """EVEN_KEYS (forward, dQ; not causal) and EVEN_QUERIES (dK/dV, causal or not): the
+    launch's widest block divides the sequence, so the masked tail loop is not compiled; the
+    outputs and gradients match float64 each time."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
-    q, k, v, do = (t.detach().cpu() for t in inputs(1, 48, 48, 16))
-    for causal in (False, True):
-        want = reference(q, k, v, do, causal)
-        for tiles, even in (((16, 16, 4, 1), True), ((32, 32, 4, 1), False)):
+    for n_q, n_k, tiles, dkdv, keys_whole, queries_whole in TAIL_CASES:
+        q, k, v, do = (t.detach().cpu() for t in inputs(1, n_q, n_k, 16))
+        for causal in (False, True):
             with minitriton.record() as rec:
                 o, lse = sim.attention_forward(q, k, v, causal, tiles=tiles, impl="tma")
                 grads = sim.attention_backward(do, q, k, v, o, lse, causal, impl=bwd_impl,
-                                               tiles={"dkdv": tiles, "dq": tiles})
-            flags = {r.kernel: r.constexprs.get("EVEN_KEYS", r.constexprs.get("EVEN_QUERIES"))
-                     for r in rec if r.kernel.startswith("attn_")}
-            assert flags.pop("attn_bwd_preprocess_kernel", None) is None
-            assert flags == ({"attn_fwd_tma_kernel": even, "attn_bwd_dkdv_kernel": even,
-                              "attn_bwd_dq_kernel": even} if bwd_impl == "two-kernel" else
-                             {"attn_fwd_tma_kernel": even, "attn_bwd_dkdv_kernel": even})
-            assert_matches((o, lse, *grads), want, q.dtype)
+                                               tiles={"dkdv": dkdv, "dq": tiles})
+            flags = {r.kernel: (r.constexprs.get("EVEN_KEYS"), r.constexprs.get("EVEN_QUERIES"))
+                     for r in rec if r.kernel != "attn_bwd_preprocess_kernel"}
+            want = {"attn_fwd_tma_kernel": (keys_whole and not causal, None),
+                    "attn_bwd_dkdv_kernel": (None, queries_whole)}
+            if bwd_impl == "two-kernel":
+                want["attn_bwd_dq_kernel"] = (keys_whole and not causal, None)
+            assert flags == want, (n_q, n_k, tiles, causal)
+            assert_matches((o, lse, *grads), reference(q, k, v, do, causal), q.dtype)
     # untuned: the widest block of the device's configs and the simulator's decides
     t = tuning.tuning_for("attention", -1)
     for name, axis in (("fwd_tma", 1), ("dkdv", 0), ("dq", 1)):
@@ -183,6 +194,37 @@ def test_masked_tail_loops_are_dropped_only_where_every_tile_is_whole(bwd_impl):
         assert not fa._whole_tiles(widest // 2, name, 16, None, -1, axis)
     assert not fa._whole_tiles(32, "fwd_tma", 16, (16, 64, 4, 1), -1, 1)
     assert fa._whole_tiles(32, "dkdv", 16, (16, 64, 4, 1), -1, 0)
+
+
+def test_native_plan_describes_the_backward_launches_the_python_path_made(monkeypatch):
+    """_describe rebuilds the keys of the Python path's backward launches (their tail flags
+    included) to find them: with the pointer forward and the device's first configs (and D
+    pass block) made the simulator's, it finds the D pass, dK/dV and dQ for sequences of whole tiles and of a
+    tail."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    t = sim.tuning_for("attention", -1)
+    first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl="two-kernel",
+                                preprocess_block=t.simulator_preprocess_block,
+                                **{f"{name}_{size}": (t.simulator(name),)
+                                   for name in ("fwd", "dkdv", "dq")
+                                   for size in ("small", "large")})
+    monkeypatch.setattr(sim, "tuning_for", lambda kind, device: first)
+    monkeypatch.setattr(sim, "_BOUNDS", sim.PlanCache())
+    for name in ("fwd", "dkdv", "dq"):
+        monkeypatch.setitem(sim._FITS, (name, 16, torch.float32), 0)
+    seen = {}
+    monkeypatch.setattr(sim._native, "plan", lambda *a, **kw: seen.update(kw) or "described")
+    for n in (48, 40):
+        q, k, v, do = (x.detach().cpu() for x in inputs(1, n, n, 16))
+        for causal in (False, True):
+            o, lse = sim.attention_forward(q, k, v, causal)
+            sim.attention_backward(do, q, k, v, o, lse, causal)
+            seen.clear()
+            assert sim._describe((causal, None), q, k, v) == "described", (n, causal)
+            assert seen["backward"] is not None, (n, causal)
+            assert [b.kernel for b, _ in seen["backward"]] == [
+                sim.attn_bwd_preprocess_kernel, sim.attn_bwd_dkdv_kernel,
+                sim.attn_bwd_dq_kernel]
 
 
 def test_tma_forward_sanitizers(executor):

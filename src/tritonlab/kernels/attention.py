@@ -274,8 +274,8 @@ def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
     # Programs in launch order go by groups of group_zh heads; within a group, the last query
     # tiles (causal: the longest rows of keys) of every head first, so the grid's tail is
     # short programs while the group's K and V stay in L2. group_zh = 1: one head at a time.
-    # EVEN_KEYS (the host's promise that BLOCK_N divides n_keys): not causal, no key tile needs
-    # a mask, and the masked loop is not compiled at all. Compiled for sm_90 at d = 128 on
+    # EVEN_KEYS (the host's promise, made only where not causal, that BLOCK_N divides n_keys:
+    # _tail_flags): no key tile needs a mask, and the masked loop is not compiled at all. Compiled for sm_90 at d = 128 on
     # 128x64 tiles and 4 warps, its values live across the first loop spilled (32 B, a local
     # load each key tile); without it, none (docs/attention.md#tiles-and-tuning).
     n_m = tl.num_programs(0)
@@ -883,9 +883,21 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     _run({"tma": "fwd_tma", "tma-ws": "fwd_tma_ws", "tma-host": "fwd_tma_host"}[impl], n_q,
          batch * heads, work, args, tiles, q.get_device(), q.dtype,
          WARP_SPECIALIZE=impl == "tma-ws", HOST_DESC=host,
-         EVEN_KEYS=_whole_tiles(n_k, "fwd_tma", consts["BLOCK_D"], tiles, q.get_device(), 1),
+         **_tail_flags("fwd_tma", n_k, causal, consts["BLOCK_D"], tiles, q.get_device()),
          **consts)
     return o, lse
+
+
+def _tail_flags(name, n, causal, block_d, tiles, device):
+    """The constexpr that lets launch `name` (_LAUNCHES) of a sequence of n rows (the keys of
+    the forward and dQ, the queries of dK/dV) leave out its masked tail loop: EVEN_QUERIES for
+    dK/dV (causal or not: its diagonal loop is apart), EVEN_KEYS for the TMA forward and dQ,
+    False where causal (their masked loop also covers the diagonal), so that causal launches
+    compile one variant. One rule for the Python path and the native plan (_describe)."""
+    config_set = _LAUNCHES[name][1]
+    if config_set.startswith("dkdv"):
+        return {"EVEN_QUERIES": _whole_tiles(n, config_set, block_d, tiles, device, 0)}
+    return {"EVEN_KEYS": not causal and _whole_tiles(n, config_set, block_d, tiles, device, 1)}
 
 
 def _whole_tiles(n, config_set, block_d, tiles, device, axis):
@@ -997,14 +1009,16 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         delta = _delta(o, do, heads, n_q, d)
         args = (q, k, v, do, lse, delta, dk, dv, dq, *st(q), *st(k), *st(v), *st(do),
                 *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
-        _run("dkdv_tma" if tma else "dkdv", n_k, zh, work, args, tiles.get("dkdv"), device,
-             q.dtype, DQ_MODE=0, LOAD_TMA=tma, **consts,
-             EVEN_QUERIES=_whole_tiles(n_q, "dkdv", block_d, tiles.get("dkdv"), device, 0))
-        _run("dq_tma" if tma else "dq", n_q, zh, work,
+        name = "dkdv_tma" if tma else "dkdv"
+        _run(name, n_k, zh, work, args, tiles.get("dkdv"), device, q.dtype, DQ_MODE=0,
+             LOAD_TMA=tma, **consts,
+             **_tail_flags(name, n_q, causal, block_d, tiles.get("dkdv"), device))
+        name = "dq_tma" if tma else "dq"
+        _run(name, n_q, zh, work,
              (q, k, v, do, lse, delta, dq, *st(q), *st(k), *st(v), *st(do), *_strides4(dq),
               heads, n_q, n_k, scale * LOG2E, scale),
              tiles.get("dq"), device, q.dtype, LOAD_TMA=tma, **consts,
-             EVEN_KEYS=_whole_tiles(n_k, "dq", block_d, tiles.get("dq"), device, 1))
+             **_tail_flags(name, n_k, causal, block_d, tiles.get("dq"), device))
         return dq, dk, dv
     # dQ in fp32, (batch*heads, n_queries, d) contiguous: fp32 inputs add straight into the
     # output (laid out so), 16-bit ones into a scratch buffer converted at the end
@@ -1014,10 +1028,10 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     args = (q, k, v, do, lse, delta, dk, dv, dq32, *st(q), *st(k), *st(v), *st(do),
             *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
     if impl in ("atomic", "atomic-tma"):
-        _run("dkdv_atomic_tma" if tma else "dkdv_atomic", n_k, zh, work, args, tiles.get("dkdv"),
-             device, q.dtype, DQ_MODE=3 if tma else 1, LOAD_TMA=tma, **consts,
-             EVEN_QUERIES=_whole_tiles(n_q, "dkdv_atomic", block_d, tiles.get("dkdv"), device,
-                                       0))
+        name = "dkdv_atomic_tma" if tma else "dkdv_atomic"
+        _run(name, n_k, zh, work, args, tiles.get("dkdv"), device, q.dtype,
+             DQ_MODE=3 if tma else 1, LOAD_TMA=tma, **consts,
+             **_tail_flags(name, n_q, causal, block_d, tiles.get("dkdv"), device))
     else:  # racy, the teaching variant: one config, never autotuned
         bm, bn, warps, stages = (tiles.get("dkdv") or
                                  tuning_for("attention", device).simulator("dkdv"))
@@ -1301,8 +1315,10 @@ def _describe(options, q, k, v):
     launches = [
         (bound(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), args["delta"],
                _preprocess_kw(d, block, False)), "delta", -1),
-        (untuned("dkdv", n_k, args["dkdv"], DQ_MODE=0, LOAD_TMA=False), "dkdv", -1),
-        (untuned("dq", n_q, args["dq"], LOAD_TMA=False), "dq", 0)]
+        (untuned("dkdv", n_k, args["dkdv"], DQ_MODE=0, LOAD_TMA=False,
+                 **_tail_flags("dkdv", n_q, causal, block_d, None, q.get_device())), "dkdv", -1),
+        (untuned("dq", n_q, args["dq"], LOAD_TMA=False,
+                 **_tail_flags("dq", n_k, causal, block_d, None, q.get_device())), "dq", 0)]
     ready = all(b is not None for b, _, _ in launches)
     return _native.plan(
         (q, k, v), [(q.shape, dtype), (q.shape[:-1], torch.float32)],
