@@ -46,11 +46,15 @@ def test_configs_records_every_autotune_configuration_of_hopper(tmp_path):
         for causal in (False, True):
             at = dict(HEAD_DIM=d, IS_CAUSAL=causal)
             assert seen("attn_fwd_kernel", **at) == set(t.configs("fwd", d))
-            assert seen("attn_fwd_tma_kernel", **at) == set(t.configs("fwd_tma", d))
-            for tma in (False, True):
-                assert seen("attn_bwd_dkdv_kernel", DQ_MODE=0, LOAD_TMA=tma,
-                            **at) == set(t.configs("dkdv", d))
-                assert seen("attn_bwd_dq_kernel", LOAD_TMA=tma, **at) == set(t.configs("dq", d))
+            # sequences of whole tiles and with a tail: both variants of each kernel
+            for whole in (True, False):
+                keys = dict(EVEN_KEYS=whole and not causal, **at)
+                assert seen("attn_fwd_tma_kernel", **keys) == set(t.configs("fwd_tma", d))
+                for tma in (False, True):
+                    assert seen("attn_bwd_dkdv_kernel", DQ_MODE=0, LOAD_TMA=tma,
+                                EVEN_QUERIES=whole, **at) == set(t.configs("dkdv", d))
+                    assert seen("attn_bwd_dq_kernel", LOAD_TMA=tma,
+                                **keys) == set(t.configs("dq", d))
             assert seen("attn_bwd_dkdv_kernel", DQ_MODE=1, **at) == set(t.configs("dkdv_atomic", d))
             assert seen("attn_bwd_dkdv_kernel", DQ_MODE=3, **at) == set(t.configs("dkdv_atomic", d))
     m = TUNINGS["matmul"][9]

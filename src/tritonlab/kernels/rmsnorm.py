@@ -438,10 +438,9 @@ class _Plan:
             rows = triton.cdiv(rows_per_program or triton.cdiv(n_rows, min(n_rows, groups)),
                                step) * step
             grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
-            split = {"SPLIT": True} if split else {}
             self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
-                             num_warps=t.bwd_exchange_warps, **split)
+                             num_warps=t.bwd_exchange_warps, **({"SPLIT": True} if split else {}))
             self.bwd_exchange = (n_rows, bwd_pieces)
             grid = (triton.cdiv(n_rows, rows),)  # the partial buffer: a row per group
         elif chunk or tile or n_cols > t.bwd_register_max:
