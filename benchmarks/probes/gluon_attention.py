@@ -70,6 +70,19 @@ def _load_kv(k_desc, v_desc, k_smem, v_smem, bars, tile, row0, n_tiles,
 
 
 @gluon.jit
+def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: gl.constexpr):
+    """One key tile of the online softmax on raw scores s (the scale folded into exp2's
+    argument), the accumulator rescaled, and P V issued, not waited for: (acc in flight, the
+    new row maxima, the new row sums)."""
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    alpha = gl.exp2(m_i - m_new)
+    acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+    acc = warpgroup_mma(gl.convert_layout(p.to(v.dtype), p_layout), v, acc, is_async=True)
+    return acc, m_new, l_i * alpha + gl.sum(p, axis=1)
+
+
+@gluon.jit
 def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
                           STAGES: gl.constexpr, OVERLAP: gl.constexpr, num_warps: gl.constexpr):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
@@ -132,14 +145,8 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
                 mbarrier.wait(kv_bars.index(nxt), ((j + 1) // STAGES) & 1)
                 s_next = warpgroup_mma(q_smem, k_smem.index(nxt).permute((1, 0)), zeros_s,
                                        use_acc=False, is_async=True)
-            m_new = gl.maximum(m_i, gl.max(s_cur, axis=1) * qk_scale)
-            p = gl.exp2(s_cur * qk_scale - m_new[:, None])
-            alpha = gl.exp2(m_i - m_new)
-            l_i = l_i * alpha + gl.sum(p, axis=1)
-            m_i = m_new
-            acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
-            acc = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout),
-                                v_smem.index(j % STAGES), acc, is_async=True)
+            acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(j % STAGES),
+                                        qk_scale, p_layout, rows_o)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     else:
         for j in range(n_tiles):
@@ -148,14 +155,8 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
             s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
                                   use_acc=False, is_async=True)
             s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
-            m_new = gl.maximum(m_i, gl.max(s_cur, axis=1) * qk_scale)
-            p = gl.exp2(s_cur * qk_scale - m_new[:, None])
-            alpha = gl.exp2(m_i - m_new)
-            l_i = l_i * alpha + gl.sum(p, axis=1)
-            m_i = m_new
-            acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
-            acc = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout), v_smem.index(slot),
-                                acc, is_async=True)
+            acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(slot), qk_scale,
+                                        p_layout, rows_o)
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles,
                      STAGES, BLOCK_N)
