@@ -137,8 +137,11 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
     code = 0
 elif dry:  # benchmarks/kernels.py's ops at its shapes, forward and backward
     import torch
-    from tritonlab.kernels import elementwise as ew, rmsnorm as rn, rowsum as rs
+    from tritonlab.kernels import _exchange, elementwise as ew, rmsnorm as rn, rowsum as rs
     from tritonlab.kernels import softmax as sm
+    # a row's exchange pieces as on an H100 or H200 (one per SM, 132), not the simulator's 64:
+    # nothing runs here, so the GPU's plan of the widest rows is the one compiled
+    _exchange.max_pieces = lambda x: 132
     for dtype in (torch.float32, torch.bfloat16):
         a = torch.empty(1 << 12, dtype=dtype)
         ew.add(a, a), ew.gelu(a)
