@@ -199,8 +199,8 @@ def test_masked_tail_loops_are_dropped_only_where_every_tile_is_whole(bwd_impl):
 def test_native_plan_describes_the_backward_launches_the_python_path_made(monkeypatch):
     """_describe rebuilds the keys of the Python path's backward launches (their tail flags
     included) to find them: with the pointer forward and the device's first configs (and D
-    pass block) made the simulator's, it finds the D pass, dK/dV and dQ for sequences of whole tiles and of a
-    tail."""
+    pass block) made the simulator's, it finds the D pass, dK/dV and dQ for sequences of
+    whole tiles and of a tail."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
     t = sim.tuning_for("attention", -1)
     first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl="two-kernel",

@@ -275,9 +275,10 @@ def attn_fwd_tma_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr,
     # tiles (causal: the longest rows of keys) of every head first, so the grid's tail is
     # short programs while the group's K and V stay in L2. group_zh = 1: one head at a time.
     # EVEN_KEYS (the host's promise, made only where not causal, that BLOCK_N divides n_keys:
-    # _tail_flags): no key tile needs a mask, and the masked loop is not compiled at all. Compiled for sm_90 at d = 128 on
-    # 128x64 tiles and 4 warps, its values live across the first loop spilled (32 B, a local
-    # load each key tile); without it, none (docs/attention.md#tiles-and-tuning).
+    # _tail_flags): no key tile needs a mask, and the masked loop is not compiled at all.
+    # Compiled for sm_90 at d = 128 on 128x64 tiles and 4 warps, its values live across the
+    # first loop spilled (32 B, a local load each key tile); without it, none
+    # (docs/attention.md#tiles-and-tuning).
     n_m = tl.num_programs(0)
     pid = tl.program_id(1) * n_m + tl.program_id(0)
     first_zh = pid // (group_zh * n_m) * group_zh
@@ -1036,8 +1037,8 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         bm, bn, warps, stages = (tiles.get("dkdv") or
                                  tuning_for("attention", device).simulator("dkdv"))
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
-               BLOCK_N=bn, DQ_MODE=2, LOAD_TMA=False, EVEN_QUERIES=n_q % bm == 0,
-               num_warps=warps, num_stages=stages)
+               BLOCK_N=bn, DQ_MODE=2, LOAD_TMA=False, num_warps=warps, num_stages=stages,
+               **_tail_flags("dkdv", n_q, causal, block_d, (bm, bn, warps, stages), device))
     if dq32 is not dq:
         dq.copy_(dq32.view(q.shape))  # read and write N*d
     return dq, dk, dv
