@@ -9,9 +9,12 @@ does not run Gluon), in two schedules:
   issued before this tile's softmax, so that the tensor cores work while the softmax runs,
   and this tile's P V is waited for only after the next S has been issued.
 
-Non-causal, contiguous (batch, heads, seq, d) fp16/bf16, seq a multiple of both blocks.
+Contiguous (batch, heads, seq, d) fp16/bf16, seq a multiple of both blocks; causal (--causal)
+in the plain schedule: the key tiles below the diagonal unmasked, those on it masked, the
+longest query rows started first.
 
-    python benchmarks/probes/gluon_attention.py [--shapes 4x32x4096x128,...] [--out DIR]
+    python benchmarks/probes/gluon_attention.py [--shapes 4x32x4096x128,...] [--causal]
+                                                [--tiles plain:128x64x8x2,...] [--out DIR]
         on a Hopper GPU: checks each schedule against SDPA, then times it against cuDNN
         (SDPA) and the project's TMA forward in the same run; writes DIR/gluon_attention.json
     python benchmarks/probes/gluon_attention.py --compile-only [--triton DIR]
@@ -32,10 +35,24 @@ TILES = [(128, 128, 8, 2), (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 3), (
 SCHEDULES = ("plain", "overlap")
 
 
-def _variants():
+def _variants(causal=False):
     """(schedule, tiles) pairs: the overlap schedule refills a slot a step late, so it needs
-    3 stages or more."""
-    return [(s, t) for s in SCHEDULES for t in TILES if s == "plain" or t[3] >= 3]
+    3 stages or more; causal runs the plain schedule only."""
+    return [(s, t) for s in SCHEDULES for t in TILES
+            if s == "plain" or (t[3] >= 3 and not causal)]
+
+
+def _parse_tiles(text):
+    """--tiles "plain:128x64x8x2,overlap:128x128x8x3" -> [(schedule, (bm, bn, warps,
+    stages)), ...]."""
+    out = []
+    for item in text.split(","):
+        schedule, _, tile = item.partition(":")
+        if schedule not in SCHEDULES or len(tile.split("x")) != 4:
+            raise SystemExit(f"--tiles: {item!r} is not SCHEDULE:BMxBNxWARPSxSTAGES with "
+                             f"SCHEDULE one of {', '.join(SCHEDULES)}")
+        out.append((schedule, tuple(map(int, tile.split("x")))))
+    return out
 LOG2E = 1.4426950408889634
 
 
@@ -83,8 +100,35 @@ def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: g
 
 
 @gluon.jit
+def _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i, l_i, zeros_s, lo,
+                 hi, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+                 rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
+                 MASK: gl.constexpr):
+    """Key tiles lo..hi-1 of the plain schedule: S waited for at once, then the softmax step
+    (MASK: keys past each query row's own set to -inf first), P V waited for, the slot
+    refilled with the tile STAGES ahead."""
+    for j in range(lo, hi):
+        slot = j % STAGES
+        mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
+        s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
+                              use_acc=False, is_async=True)
+        s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
+        if MASK:
+            offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N,
+                                             layout=gl.SliceLayout(0, zeros_s.type.layout))
+            s_cur = gl.where(offs_m[:, None] >= offs_n[None, :], s_cur, float("-inf"))
+        acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(slot), qk_scale,
+                                    p_layout, rows_o)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles, STAGES,
+                 BLOCK_N)
+    return acc, m_i, l_i
+
+
+@gluon.jit
 def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
-                          STAGES: gl.constexpr, OVERLAP: gl.constexpr, num_warps: gl.constexpr):
+                          STAGES: gl.constexpr, OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
+                          num_warps: gl.constexpr):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
@@ -101,9 +145,13 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
-    start_m = gl.program_id(0) * BLOCK_M
+    if CAUSAL:  # the longest query rows first; keys up to the tile's last query
+        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
+        n_tiles = (start_m + BLOCK_M) // BLOCK_N
+    else:
+        start_m = gl.program_id(0) * BLOCK_M
+        n_tiles = n_ctx // BLOCK_N
     row0 = gl.program_id(1) * n_ctx  # this head's first row of the (batch*heads*seq, d) view
-    n_tiles = n_ctx // BLOCK_N
 
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -149,17 +197,17 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
                                         qk_scale, p_layout, rows_o)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     else:
-        for j in range(n_tiles):
-            slot = j % STAGES
-            mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
-            s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
-                                  use_acc=False, is_async=True)
-            s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
-            acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(slot), qk_scale,
-                                        p_layout, rows_o)
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-            _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles,
-                     STAGES, BLOCK_N)
+        offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
+        # causal: tiles wholly below the diagonal unmasked, then those it crosses masked
+        n_free = start_m // BLOCK_N if CAUSAL else n_tiles
+        acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i,
+                                     l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale,
+                                     p_layout, rows_o, STAGES, BLOCK_N, False)
+        if CAUSAL:
+            acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc,
+                                         m_i, l_i, zeros_s, n_free, n_tiles, n_tiles, row0,
+                                         offs_m, qk_scale, p_layout, rows_o, STAGES, BLOCK_N,
+                                         True)
 
     mbarrier.invalidate(q_bar)
     for s in gl.static_range(STAGES):
@@ -178,14 +226,16 @@ def _layout(block, dtype):
     return gl.NVMMASharedLayout.get_default_for(block, dtype)
 
 
-def gluon_forward(q, k, v, tiles, schedule="plain", scale=None):
-    """(O, L) of non-causal attention on contiguous (batch, heads, seq, d) q, k, v."""
+def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
+    """(O, L) of attention on contiguous (batch, heads, seq, d) q, k, v; causal in the plain
+    schedule only."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     bm, bn, warps, stages = tiles
     b, h, n, d = q.shape
     assert n % bm == 0 and n % bn == 0, "the probe takes whole tiles only"
+    assert not (causal and (schedule != "plain" or bm % bn)), "causal: plain, BLOCK_N | BLOCK_M"
     gdt = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}[q.dtype]
     o = torch.empty_like(q)
     lse = torch.empty(b, h, n, device=q.device, dtype=torch.float32)
@@ -196,11 +246,11 @@ def gluon_forward(q, k, v, tiles, schedule="plain", scale=None):
     scale = d ** -0.5 if scale is None else scale
     gluon_attn_fwd_kernel[(n // bm, b * h)](
         desc(q, bm), desc(k, bn), desc(v, bn), desc(o, bm), lse, n, scale * LOG2E,
-        STAGES=stages, OVERLAP=schedule == "overlap", num_warps=warps)
+        STAGES=stages, OVERLAP=schedule == "overlap", CAUSAL=causal, num_warps=warps)
     return o, lse
 
 
-def compile_only(dtype_name="fp16", head_dims=(64, 128)):
+def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=False):
     """Each schedule and tile compiled for sm_90 by Triton's wheel, no GPU: rows of (label,
     registers, spilled bytes, shared bytes or the compiler's error)."""
     from triton.backends.compiler import GPUTarget
@@ -210,15 +260,17 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128)):
     cuobjdump = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
     rows = []
     for d in head_dims:
-        for schedule, (bm, bn, warps, stages) in _variants():
+        for schedule, (bm, bn, warps, stages) in variants or _variants(causal):
             label = f"{schedule} d={d} ({bm}, {bn}, {warps}, {stages})"
             sig = {"q_desc": f"tensordesc<{dtype_name}[{bm}, {d}],{_layout([bm, d], gdt)!r}>",
                    "k_desc": f"tensordesc<{dtype_name}[{bn}, {d}],{_layout([bn, d], gdt)!r}>",
                    "v_desc": f"tensordesc<{dtype_name}[{bn}, {d}],{_layout([bn, d], gdt)!r}>",
                    "o_desc": f"tensordesc<{dtype_name}[{bm}, {d}],{_layout([bm, d], gdt)!r}>",
                    "lse_ptr": "*fp32", "n_ctx": "i32", "qk_scale": "fp32",
-                   "STAGES": "constexpr", "OVERLAP": "constexpr", "num_warps": "constexpr"}
-            consts = {"STAGES": stages, "OVERLAP": schedule == "overlap", "num_warps": warps}
+                   "STAGES": "constexpr", "OVERLAP": "constexpr", "CAUSAL": "constexpr",
+                   "num_warps": "constexpr"}
+            consts = {"STAGES": stages, "OVERLAP": schedule == "overlap", "CAUSAL": causal,
+                      "num_warps": warps}
             names = gluon_attn_fwd_kernel.arg_names
             attrs = {(names.index(a),): [["tt.divisibility", 16]]
                      for a in ("lse_ptr", "n_ctx")}
@@ -245,12 +297,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default="4x32x4096x128,16x16x16384x64")
     p.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
+    p.add_argument("--causal", action="store_true", help="causal (the plain schedule)")
+    p.add_argument("--tiles", help="only these, e.g. plain:128x64x8x2,overlap:128x128x8x3")
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--triton", help="folder of Triton's wheel (--compile-only, no GPU)")
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = p.parse_args(argv)
     if args.compile_only:
-        rows = compile_only(args.dtype)
+        rows = compile_only(args.dtype, variants=args.tiles and _parse_tiles(args.tiles),
+                            causal=args.causal)
         for label, regs, stack, shared, err in rows:
             print(f"{label:<34} " + (err or f"{regs} registers, {stack} B spilled, "
                                           f"{shared} B shared"))
@@ -266,8 +321,8 @@ def main(argv=None):
     for shape in args.shapes.split(","):
         b, h, n, d = map(int, shape.split("x"))
         q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype) for _ in range(3))
-        want = F.scaled_dot_product_attention(q, k, v)
-        flops = 4 * b * h * n * n * d
+        want = F.scaled_dot_product_attention(q, k, v, is_causal=args.causal)
+        flops = 4 * b * h * n * n * d // (2 if args.causal else 1)
 
         def timed(label, fn):
             ms = triton.testing.do_bench(fn, warmup=25, rep=100)
@@ -277,12 +332,13 @@ def main(argv=None):
                   flush=True)
 
         with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-            timed("cudnn", lambda: F.scaled_dot_product_attention(q, k, v))
-        timed("ours (tuned)", lambda: fa.attention_forward(q, k, v, False))
-        for schedule, tiles in _variants():
+            timed("cudnn", lambda: F.scaled_dot_product_attention(q, k, v,
+                                                                  is_causal=args.causal))
+        timed("ours (tuned)", lambda: fa.attention_forward(q, k, v, args.causal))
+        for schedule, tiles in (args.tiles and _parse_tiles(args.tiles)) or _variants(args.causal):
             label = f"gluon {schedule} {tiles}"
             try:
-                o, _ = gluon_forward(q, k, v, tiles, schedule)
+                o, _ = gluon_forward(q, k, v, tiles, schedule, causal=args.causal)
                 err = ((o.float() - want.float()).norm() / want.float().norm()).item()
                 if not err < 1e-2:
                     raise AssertionError(f"relative error {err:.2e}")
@@ -291,11 +347,13 @@ def main(argv=None):
                 print(f"{shape:<16} {label:<36} failed: {type(e).__name__}: "
                       f"{str(e)[-160:]}", flush=True)
                 continue
-            timed(label, lambda t=tiles, s=schedule: gluon_forward(q, k, v, t, s))
+            timed(label, lambda t=tiles, s=schedule: gluon_forward(q, k, v, t, s,
+                                                                   causal=args.causal))
     os.makedirs(args.out, exist_ok=True)
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "triton": triton.__version__}
-    with open(os.path.join(args.out, "gluon_attention.json"), "w") as f:
+    name = "gluon_attention_causal.json" if args.causal else "gluon_attention.json"
+    with open(os.path.join(args.out, name), "w") as f:
         json.dump({**meta, "rows": results}, f, indent=1)
     return 0
 

@@ -39,7 +39,14 @@ def test_launch_packs_parameters_as_triton_passes_them():
     with pytest.raises(ValueError, match="kind"):
         mod.Launch("k", 0, [1, 1, 1], 32, 0, [9], [0])
     names = dict(mod.slots())
-    assert len(set(names.values())) == len(names) and {"x", "dy", "dg"} <= set(names)
+    assert len(set(names.values())) == len(names)
+    assert {"x", "dy", "dg", "stats", "counters"} <= set(names)
+    # an exchange pass's statistics are (rows, pieces) of the plan's rows
+    none = mod.Launch("k", 0, [1, 1, 1], 32, 0, [], [])
+    mod.RMSNormPlan(none, [none], none, 4, [1, 8], False, False, [4, 3], [4, 5])
+    for bad in ([3, 3], [4], [4, 3, 1]):
+        with pytest.raises(ValueError, match="rows, pieces"):
+            mod.RMSNormPlan(none, [none], none, 4, [1, 8], False, False, [], bad)
 
 
 def test_unbuildable_module_says_why(monkeypatch, tmp_path):
@@ -90,8 +97,9 @@ def _warm(x, g, dy):
     ((64, 4096), torch.bfloat16, "contiguous"),
     ((2, 3, 1000), torch.float16, "contiguous"),
     ((40, 24), torch.float32, "transposed"),
-    ((4, 40000), torch.float32, "contiguous"),  # the wide-row backward (dot + tiled)
-    ((3, 20000), torch.bfloat16, "contiguous"),
+    ((4, 40000), torch.float32, "contiguous"),  # the exchange forward and backward
+    ((3, 20000), torch.bfloat16, "contiguous"),  # the exchange backward
+    ((2, 140000), torch.bfloat16, "contiguous"),  # both, the backward's meetings split
     ((5, 64), torch.float64, "contiguous"),
 ])
 def test_native_step_matches_the_registered_op(shape, dtype, layout):
@@ -100,6 +108,9 @@ def test_native_step_matches_the_registered_op(shape, dtype, layout):
     _warm(x, g, dy)
     y1, dx1, dg1, name = _step(rn.rmsnorm, x, g, dy)
     assert name == NAME, rn._plan(x, g).native_why
+    # again: the exchange kernels' counters, kept, were left zero by the first step
+    for got, want in zip(_step(rn.rmsnorm, x, g, dy)[:3], (y1, dx1, dg1)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
     y2, dx2, dg2, _ = _step(lambda a, b: rn.rmsnorm_op.custom_op(a, b, 1e-6)[0], x, g, dy)
     for got, want in ((y1, y2), (dx1, dx2), (dg1, dg2)):
         torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -21,10 +21,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -167,7 +170,35 @@ struct Launch {
 };
 
 // RMSNorm's launches for one input signature (kernels/rmsnorm.py's _Plan). Tensor slots:
-enum Slot { X = 0, G, Y, RSTD, DY, DX, PARTIAL, COEF, DG, NSLOTS };
+// STATS and COUNTERS: an exchange kernel's buffers (kernels/_exchange.py)
+enum Slot { X = 0, G, Y, RSTD, DY, DX, PARTIAL, COEF, DG, STATS, COUNTERS, NSLOTS };
+
+uintptr_t address(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); }
+
+// The exchange kernels' meeting counters (kernels/_exchange.py): two int32 per row, zero
+// before a launch and left zero by it, so made once (zeroed) and handed out again, per
+// stream and thread as `_launch.scratch` keeps them: calls on one stream run in order, and
+// another stream or thread, whose kernels could interleave, gets its own.
+class Counters {
+ public:
+  at::Tensor get(int which, int64_t rows, int device, uintptr_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    at::Tensor& t = held_[{which, stream, std::this_thread::get_id()}];
+    if (!t.defined())
+      t = at::zeros({2 * rows}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA, device));
+    return t;
+  }
+
+  // After a failed launch, whose programs may have left counts behind: made anew next time
+  void drop(int which, uintptr_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_.erase({which, stream, std::this_thread::get_id()});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::tuple<int, uintptr_t, std::thread::id>, at::Tensor> held_;
+};
 
 struct RMSNormPlan {
   Launch forward;
@@ -176,9 +207,29 @@ struct RMSNormPlan {
   int64_t rows;
   std::vector<int64_t> partial_shape;
   bool coef, fp64_stats;
-};
+  // the exchange forward's and backward's statistics, (rows, pieces); empty: no exchange
+  std::vector<int64_t> fwd_stats, bwd_stats;
+  std::shared_ptr<Counters> counters = std::make_shared<Counters>();
 
-uintptr_t address(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); }
+  // Runs `launches` (which: 0 the forward, 1 the backward) with, where that pass has an
+  // exchange kernel, its statistics (fresh from torch's caching allocator, stream-ordered)
+  // and counters in their slots
+  template <class Run>
+  void with_exchange(int which, std::vector<uintptr_t>& slots, const at::TensorOptions& stats,
+                     int device, uintptr_t stream, Run run) const {
+    const std::vector<int64_t>& shape = which ? bwd_stats : fwd_stats;
+    if (shape.empty()) return run();
+    at::Tensor buffer = at::empty(shape, stats);
+    slots[STATS] = address(buffer);
+    slots[COUNTERS] = address(counters->get(which, shape[0], device, stream));
+    try {
+      run();
+    } catch (...) {
+      counters->drop(which, stream);
+      throw;
+    }
+  }
+};
 
 bool aligned(const at::Tensor& t) { return address(t) % 16 == 0; }
 
@@ -223,7 +274,9 @@ struct RMSNormBackward : public Node {
     slots[DY] = address(dy2), slots[DX] = address(dx), slots[PARTIAL] = address(partial);
     if (coef.defined()) slots[COEF] = address(coef);
     if (dg.defined()) slots[DG] = address(dg);
-    for (const Launch& launch : plan->backward) launch(slots, 0.f, stream, device);
+    plan->with_exchange(1, slots, r.options(), device, stream, [&] {
+      for (const Launch& launch : plan->backward) launch(slots, 0.f, stream, device);
+    });
     if (want_dg) plan->dg_sum(slots, 0.f, stream, device);
     return {dx, dg};
   }
@@ -262,7 +315,8 @@ std::optional<at::Tensor> rmsnorm_forward(const std::shared_ptr<const RMSNormPla
   std::vector<uintptr_t> slots(NSLOTS, 0);
   slots[X] = address(x2), slots[G] = address(g2), slots[Y] = address(y);
   slots[RSTD] = address(rstd);
-  plan->forward(slots, static_cast<float>(eps), stream, device);
+  plan->with_exchange(0, slots, rstd.options(), device, stream,
+                      [&] { plan->forward(slots, static_cast<float>(eps), stream, device); });
   if (torch::autograd::compute_requires_grad(x, g)) {
     NodePtr node = make_node<RMSNormBackward>();
     auto* self = static_cast<RMSNormBackward*>(node.get());
@@ -596,13 +650,21 @@ PYBIND11_MODULE(_tritonlab_native, m) {
   py::class_<RMSNormPlan, std::shared_ptr<RMSNormPlan>>(m, "RMSNormPlan")
       .def(py::init([](Launch forward, std::vector<Launch> backward, Launch dg_sum,
                        int64_t rows, std::vector<int64_t> partial_shape, bool coef,
-                       bool fp64_stats) {
+                       bool fp64_stats, std::vector<int64_t> fwd_stats,
+                       std::vector<int64_t> bwd_stats) {
+             for (const auto* shape : {&fwd_stats, &bwd_stats})
+               if (!shape->empty() && (shape->size() != 2 || (*shape)[0] != rows))
+                 throw std::invalid_argument("RMSNormPlan: exchange statistics must be (rows, "
+                                             "pieces)");
              return std::make_shared<RMSNormPlan>(RMSNormPlan{
                  std::move(forward), std::move(backward), std::move(dg_sum), rows,
-                 std::move(partial_shape), coef, fp64_stats});
+                 std::move(partial_shape), coef, fp64_stats, std::move(fwd_stats),
+                 std::move(bwd_stats)});
            }),
            py::arg("forward"), py::arg("backward"), py::arg("dg_sum"), py::arg("rows"),
-           py::arg("partial_shape"), py::arg("coef"), py::arg("fp64_stats"));
+           py::arg("partial_shape"), py::arg("coef"), py::arg("fp64_stats"),
+           py::arg("fwd_stats") = std::vector<int64_t>(),
+           py::arg("bwd_stats") = std::vector<int64_t>());
   m.def("rmsnorm_forward",
         [](const std::shared_ptr<RMSNormPlan>& plan, const at::Tensor& x, const at::Tensor& g,
            double eps, uintptr_t stream) { return rmsnorm_forward(plan, x, g, eps, stream); },
@@ -614,7 +676,8 @@ PYBIND11_MODULE(_tritonlab_native, m) {
   m.def("slots", [] {
     return std::vector<std::pair<std::string, int>>{
         {"x", X}, {"g", G}, {"y", Y}, {"rstd", RSTD}, {"dy", DY}, {"dx", DX},
-        {"partial", PARTIAL}, {"coef", COEF}, {"dg", DG}};
+        {"partial", PARTIAL}, {"coef", COEF}, {"dg", DG}, {"stats", STATS},
+        {"counters", COUNTERS}};
   });
   m.attr("GRADS") = py::dict(py::arg("none") = int(kGradNone), py::arg("slot") = int(kGradSlot),
                              py::arg("dy") = int(kGradDy),

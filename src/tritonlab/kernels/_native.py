@@ -11,8 +11,11 @@ compiled, through the driver's cuLaunchKernel, with no Python.
 ~/.cache/tritonlab/native), or returns None where it cannot: TRITONLAB_NATIVE=0, no compiler,
 a failed build (`why()` says which). `launch(bound, args)` describes one of a plan's `Bound`
 launches for the module, or says why that launch is not one it can make (before its first
-call through Triton, a Triton other than 3.6, scratch buffers, clusters, cooperative or PDL
-launches, a profiler hook listening, argument types other than pointers, integers and fp32).
+call through Triton, a Triton other than 3.6, Triton's global or profile scratch, clusters,
+cooperative or PDL launches, a profiler hook listening, argument types other than pointers,
+integers and fp32). An exchange kernel's statistics and meeting counters (kernels/_exchange.py)
+are the module's own slots ("stats", "counters"): the statistics made per call, the counters
+kept per stream and thread as `_launch.scratch` keeps them.
 """
 from __future__ import annotations
 

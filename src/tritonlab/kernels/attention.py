@@ -828,10 +828,17 @@ def backward_impl(q, impl=None, *others):
     """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; a TMA one
     raises ValueError where TMA cannot read q and `others` (k, v) or, "atomic-tma", add into
     dQ's fp32 rows), else the device tuning's `bwd_impl`, or its pointer counterpart where
-    that is a TMA one and TMA cannot take these tensors. A dO TMA cannot read is copied."""
+    that is a TMA one and TMA cannot take these tensors, or on a GPU where the problem is
+    small (batch*heads*Nq*Nk up to the tuning's tune_above, from q and `others`' k): there,
+    as forward_impl says, a call's time is the host's and the native path launches the
+    pointer kernels. A dO TMA cannot read is copied."""
     if impl is None:
-        impl = tuning_for("attention", q.get_device()).bwd_impl
-        return _POINTER_BWD[impl] if _bwd_tma_problem(impl, q, *others) else impl
+        t = tuning_for("attention", q.get_device())
+        impl = t.bwd_impl
+        if impl not in _POINTER_BWD:
+            return impl
+        small = q.is_cuda and others and math.prod(_dims(q, others[0])[:4]) <= t.tune_above
+        return _POINTER_BWD[impl] if small or _bwd_tma_problem(impl, q, *others) else impl
     if impl not in BWD_IMPLS:
         raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "
                          f"{', '.join(BWD_IMPLS)}")
@@ -1274,7 +1281,7 @@ def _describe(options, q, k, v):
     t = tuning_for("attention", q.get_device())
     if forward_impl(q, k, v) != "pointers" or batch * heads * n_q * n_k > t.tune_above:
         return "autotuned sizes or a TMA forward: its descriptors are made per call"
-    if backward_impl(q) != "two-kernel":
+    if backward_impl(q, None, k, v) != "two-kernel":
         return "the one-pass backward (an fp32 dQ scratch)"
     scale = default_scale(q) if scale is None else scale
     zh, block_d, dtype = batch * heads, _block_d(d), q.dtype

@@ -476,9 +476,6 @@ class _Plan:
         if self.bwd is None:
             self.native_why = "no kernels (an empty input)"
             return False
-        if self.exchange is not None or self.bwd_exchange is not None:
-            self.native_why = "an exchange kernel (scratch buffers)"
-            return False
         if any(b is not None and b.runner is None
                for b in (self.fwd, self.dot, self.bwd, self.dg_sum)):
             return None
@@ -488,9 +485,18 @@ class _Plan:
             return False
         s = {name: _native.Slot(i) for name, i in mod.slots()}
         (n_rows, n_cols), parts = self.rows2d, self.partial_shape[0]
-        fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
-                                        _native.SCALAR, *self.fwd_tail))
-        if self.dot is not None:
+        exchange = (s["stats"], s["counters"])  # the module's buffers for exchange kernels
+        if self.exchange is not None:
+            fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
+                                            _native.SCALAR, *exchange, *self.exchange))
+        else:
+            fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
+                                            _native.SCALAR, *self.fwd_tail))
+        if self.bwd_exchange is not None:
+            bwd = [_native.launch(self.bwd, (s["x"], s["g"], s["rstd"], s["dy"], s["dx"],
+                                             s["partial"], *exchange, n_rows, n_cols,
+                                             self.rows_per_program, self.bwd_exchange[1]))]
+        elif self.dot is not None:
             bwd = [_native.launch(self.dot, (s["x"], s["g"], s["dy"], s["rstd"], s["coef"],
                                              n_cols)),
                    _native.launch(self.bwd, (s["x"], s["g"], s["rstd"], s["coef"], s["dy"],
@@ -507,7 +513,8 @@ class _Plan:
             return False
         mod.set_create_graph_backward(_create_graph_backward)
         return mod.RMSNormPlan(fwd, bwd, dg_sum, n_rows, list(self.partial_shape),
-                               self.dot is not None, self.rstd_dtype == torch.float64)
+                               self.dot is not None, self.rstd_dtype == torch.float64,
+                               list(self.exchange or ()), list(self.bwd_exchange or ()))
 
     def rows(self, t):
         """A contiguous t of the plan's shape as (rows, N)."""

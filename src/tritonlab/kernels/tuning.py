@@ -380,8 +380,10 @@ TUNINGS = {
         # measured 2026-12-05 on an H100 (triton 3.6, benchmarks/attention.py --quick, the four
         # speed rows): the TMA forward 1.03-1.11x the pointer one on every row, so it is the
         # default; the one-pass backward 0.98x and 0.79x the two-kernel one, so not
-        # (docs/attention.md#measured)
-        fwd_impl="tma")},
+        # (docs/attention.md#measured). The two-kernel backward through TMA: 2026-12-06 on an
+        # H100, fwd+bwd 1.01-1.15x the pointer one on the four speed rows (bwd 0.97-1.07x, one
+        # run) and 1.12x at the same tiles in the probe, once its tail loops went (EVEN_*)
+        fwd_impl="tma", bwd_impl="two-kernel-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
