@@ -168,11 +168,14 @@ def test_native_in_place_change_and_create_graph():
 
 @gpu
 @needs_cuda
-def test_native_side_stream_cuda_graph_and_misaligned_input():
-    """The node launches on its forward's stream; a CUDA graph captures the whole step; an x
-    that is not 16-byte aligned takes the Python Function (same values)."""
+@pytest.mark.parametrize("shape,dtype", [((32, 512), torch.bfloat16),
+                                         ((4, 40000), torch.float32)])  # exchange kernels
+def test_native_side_stream_cuda_graph_and_misaligned_input(shape, dtype):
+    """The node launches on its forward's stream; a CUDA graph captures the whole step (the
+    exchange kernels' counters made and zeroed inside it); an x that is not 16-byte aligned
+    takes the Python Function (same values)."""
     _module()
-    x, g, dy = _inputs((32, 512), torch.bfloat16, seed=3)
+    x, g, dy = _inputs(shape, dtype, seed=3)
     _warm(x, g, dy)
     _, dx_ref, dg_ref, _ = _step(lambda a, b: rn.rmsnorm_op.custom_op(a, b, 1e-6)[0], x, g, dy)
     side = torch.cuda.Stream()

@@ -55,6 +55,7 @@ struct Driver {
   CUresult (*device_get)(CUdevice*, int) = nullptr;
   CUresult (*retain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
+  CUresult (*is_capturing)(CUstream, int*) = nullptr;
   std::string missing;
 };
 
@@ -74,6 +75,7 @@ const Driver& driver() {
     bind(lib, "cuDeviceGet", d.device_get, d.missing);
     bind(lib, "cuDevicePrimaryCtxRetain", d.retain, d.missing);
     bind(lib, "cuGetErrorName", d.error_name, d.missing);
+    bind(lib, "cuStreamIsCapturing", d.is_capturing, d.missing);
     return d;
   }();
   if (!d.missing.empty())
@@ -178,14 +180,22 @@ uintptr_t address(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.da
 // The exchange kernels' meeting counters (kernels/_exchange.py): two int32 per row, zero
 // before a launch and left zero by it, so made once (zeroed) and handed out again, per
 // stream and thread as `_launch.scratch` keeps them: calls on one stream run in order, and
-// another stream or thread, whose kernels could interleave, gets its own.
+// another stream or thread, whose kernels could interleave, gets its own. While the stream is
+// being captured into a CUDA graph, a fresh buffer each call, as `_launch.scratch` gives
+// there: its zeroing is captured with the launch, and nothing ran it yet.
 class Counters {
  public:
   at::Tensor get(int which, int64_t rows, int device, uintptr_t stream) {
+    auto make = [&] {
+      return at::zeros({2 * rows}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA, device));
+    };
+    int capturing = 0;
+    check(driver().is_capturing(reinterpret_cast<CUstream>(stream), &capturing),
+          "cuStreamIsCapturing", "an exchange kernel");
+    if (capturing) return make();
     std::lock_guard<std::mutex> lock(mutex_);
     at::Tensor& t = held_[{which, stream, std::this_thread::get_id()}];
-    if (!t.defined())
-      t = at::zeros({2 * rows}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA, device));
+    if (!t.defined()) t = make();
     return t;
   }
 
