@@ -221,9 +221,9 @@ struct RMSNormPlan {
   std::vector<int64_t> fwd_stats, bwd_stats;
   std::shared_ptr<Counters> counters = std::make_shared<Counters>();
 
-  // Runs `launches` (which: 0 the forward, 1 the backward) with, where that pass has an
-  // exchange kernel, its statistics (fresh from torch's caching allocator, stream-ordered)
-  // and counters in their slots
+  // Calls `run`, the launches of one pass (which: 0 the forward, 1 the backward), with, where
+  // that pass has an exchange kernel, its statistics (fresh from torch's caching allocator,
+  // stream-ordered) and counters in their slots
   template <class Run>
   void with_exchange(int which, std::vector<uintptr_t>& slots, const at::TensorOptions& stats,
                      int device, uintptr_t stream, Run run) const {
