@@ -58,7 +58,7 @@ def simulate(case, config, args, programs, target):
     arg_bytes = sum(a.numel() * a.element_size() for a in args if hasattr(a, "element_size"))
     launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
                        arg_bytes, probe.dot_sites, probe.special,
-                       probe.rounds)
+                       probe.rounds, probe.tma)
     threads = 32 * options["num_warps"]
     terms = dot_register_terms(threads, probe.dot_sites) if probe.dots else \
         [-(-probe.max_block // threads)]  # (compiled.estimate's terms)

@@ -110,6 +110,34 @@ def test_the_estimate_counts_both_dot_lines_and_a_chained_operand():
     assert got.n_regs == int(np.ceil(25.1 + 1.13 * 48 + 0.678 * 24 + 2.42 * 8))
 
 
+@triton.jit
+def chained_tma(q_desc, k_desc, v_desc, o_ptr, BM: tl.constexpr, BN: tl.constexpr,
+                D: tl.constexpr):
+    q = q_desc.load([0, 0])  # through TMA: global memory to shared, no registers on the way
+    k = k_desc.load([0, 0])
+    v = v_desc.load([0, 0])
+    p = tl.exp(tl.dot(q, tl.trans(k))).to(tl.float16)  # P stays in registers (the A operand)
+    rm, rd = tl.arange(0, BM), tl.arange(0, D)
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], tl.dot(p, v))
+
+
+def test_tiles_through_tma_hold_no_operand_fragments():
+    """Tiles a kernel loads through tensor descriptors go to shared memory by TMA: the
+    estimate counts the accumulators and a chained operand, one register each, and no operand
+    fragments (compiled.TMA_DOT_REGISTERS). The tile of tritonlab's TMA attention forward
+    (128 queries, 64 keys, d = 128, 4 warps) compiles to 253 registers and no spill with
+    Triton 3.6 for sm_90 (benchmarks/compile_check.py --configs, 2026-12-06), where the
+    pointer-kernel estimate has 385 and spills."""
+    q, k = np.ones((128, 128), np.float16), np.ones((64, 128), np.float16)
+    o = np.zeros((128, 128), np.float32)
+    descs = [TensorDescriptor.from_tensor(t, list(t.shape)) for t in (q, k, k)]
+    got = chained_tma.warmup(*descs, o, 128, 64, 128, grid=(1,), num_warps=4)
+    # accumulators (128*64 + 128*128)/128 = 192, P's 128*64*2/4/128 = 32: 28 + 192 + 32
+    assert (got.n_regs, got.n_spills) == (252, 0) and abs(got.n_regs - 253) <= 4
+    pointers = chained.warmup(q, k, k, o, 128, 64, 128, grid=(1,), num_warps=4)
+    assert pointers.n_regs + pointers.n_spills > 300  # the pointer kernels' fit
+
+
 def test_repr_sees_tritons_signature_strings():
     """`@jit(repr=fn)` gets the launch's specialization with Triton 3.6's canonical type
     strings (`mangle_type`): "*i32" for an int32 pointer (not "*int32"), "*k" for a pointer

@@ -25,7 +25,7 @@ from .memory import offsets_array
 _CURRENT: contextvars.ContextVar = contextvars.ContextVar("minitriton_launch", default=None)
 OBSERVERS: list = []  # every Observer subclass, in definition order (filled by subclassing)
 HOOKS = ("on_load", "after_load", "on_store", "on_atomic", "after_atomic", "on_dot",
-         "on_reduce", "on_math")
+         "on_reduce", "on_math", "on_descriptor")
 
 
 class Divergence(Exception):
@@ -160,7 +160,9 @@ class Observer:
       lane saw and the memory semantic (None: Triton's default, acq_rel);
       on_dot(a, b, flops); on_reduce(x, axis, kind, result) returns the result;
       on_math(name, elements) after a special function (exp, log, sqrt, erf, libdevice's
-      tanh...) ran on `elements` lanes, summed over the programs running (`note_math`).
+      tanh...) ran on `elements` lanes, summed over the programs running (`note_math`);
+      on_descriptor(op) when a tensor descriptor's `op` ("load") ran (`note_descriptor`):
+      on the GPU a TMA copy, global memory to shared with no registers on the way.
     Undo (lockstep re-runs diverged programs): mark() -> token, undo(token), commit(token).
     finish(rerun): after every program ran; `rerun(ids)` runs programs again, sequentially,
     with no observer watching (the order check).
@@ -294,6 +296,14 @@ def note_math(name, shape):
         elements = _math.prod(shape) * max(1, len(ctx.pids))
         for hook in hooks["on_math"]:
             hook(name, elements)
+
+
+def note_descriptor(op):
+    """Tell the launch's on_descriptor observers that a tensor descriptor's `op` ran."""
+    hooks = getattr(_CURRENT.get(), "hooks", None)
+    if hooks and hooks["on_descriptor"]:
+        for hook in hooks["on_descriptor"]:
+            hook(op)
 
 
 def enter(ctx):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as _t
-from ..context import current
+from ..context import current, note_descriptor
 from ..errors import CompilationError, GPUFaultError
 from ..types import _unwrap
 from .atomics import _atomic
@@ -44,6 +44,7 @@ class tensor_descriptor:
                              list(reversed(range(rank))))
 
     def load(self, offsets):
+        note_descriptor("load")  # a TMA copy on the GPU (the register estimate's concern)
         return self._window(offsets, "load")._load(current(), range(len(self.block_shape)),
                                                    self.padding)
 

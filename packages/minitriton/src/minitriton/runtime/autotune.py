@@ -278,13 +278,13 @@ class Autotuner(KernelInterface):
         options = {**record.options, **{k: v for k, v in config.all_kwargs().items()
                                         if k in _PERFORMANCE_ONLY}}
         shared = estimate(options, probe.max_block, probe.dots, probe.reductions,
-                          probe.dot_sites)[2]
+                          probe.dot_sites, probe.tma)[2]
         if shared > target.shared_per_block_optin:  # Triton's OutOfResources
             return [float("inf")] * 3
         if rank == "model" and target.key in CONSTANTS:  # the model, where it has constants
             launch = launch_of(record, probe.dots, probe.max_block, probe.reductions, options,
                                getattr(probe, "arg_bytes", None), probe.dot_sites,
-                               probe.special, probe.rounds)
+                               probe.special, probe.rounds, probe.tma)
             ms = predict(launch, target.key).seconds * 1e3
             if launches is not None:  # what minitriton.predicting shows of each config
                 launches[config] = launch

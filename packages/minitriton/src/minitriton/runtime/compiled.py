@@ -22,7 +22,13 @@ tl.dot tiles (M x N accumulator, M x K and K x N operands), spread over the
     scores and their exponentials). The constants are a least-squares fit of 572 compilations
     of Triton 3.6 on an H200 (the project's matmul and attention forward over tiles 64-256,
     BLOCK_K 32-128, 4-8 warps, 2-4 stages; `benchmarks/perf_model_fit.py --registers`;
-    docs/hardware.md); rounded up and capped at `maxnreg` (255 by default);
+    docs/hardware.md). Where the kernel loads its tiles through tensor descriptors and they
+    feed at most two dot lines (`TMA_DOT_REGISTERS`), 28 + the accumulators + the chained
+    operand, one register each, and no fragments: TMA copies global memory to shared with no
+    registers on the way (tritonlab's TMA attention forward, 8 tiles of d = 64 and 128 on 4
+    and 8 warps without a tail loop, and its TMA matmul's 3 tiles: within 2 and 10 registers
+    of Triton 3.6's sm_90 compilations, where the pointer fit was 50-130 over and spilled);
+    rounded up and capped at `maxnreg` (255 by default);
   * spills: the registers over that cap (Triton reports spilled 32-bit registers);
   * shared memory, in bytes: for a dot, `num_stages` buffers of both operand tiles (the
     software pipeline's ring: num_stages * (M*K + K*N) * itemsize); for a reduction, the
@@ -53,6 +59,10 @@ def _ceil_div(a, b):
 # registers per thread of a kernel with dots: base + accumulators, operand fragments and a
 # chained dot's operand (dot_register_terms), each times its coefficient (the docstring)
 DOT_REGISTERS = (25.1, 1.13, 0.678, 2.42)
+# ... and of a kernel with dots whose tiles come through tensor descriptors (TMA: global to
+# shared memory with no registers on the way): base + accumulators + the chained operand, no
+# operand fragments (the docstring)
+TMA_DOT_REGISTERS = (28.0, 1.0, 0.0, 1.0)
 # ... and of a kernel without: base + its largest block's elements per thread
 ELEMENT_REGISTERS = (15.7, 1.29)
 
@@ -68,17 +78,23 @@ def dot_register_terms(threads, sites):
     return accumulators / threads, fragments / threads, chained / threads
 
 
-def estimate(options, max_block, dots, reductions=(), sites=None):
+def estimate(options, max_block, dots, reductions=(), sites=None, tma=False):
     """(n_regs, n_spills, shared bytes) per the module's docstring; `sites`: the first dot of
-    each distinct tl.dot line (ResourceWatcher.dot_sites; default: the first dot)."""
+    each distinct tl.dot line (ResourceWatcher.dot_sites; default: the first dot); `tma`: the
+    kernel loaded tiles through tensor descriptors (ResourceWatcher.tma)."""
     num_warps = options.get("num_warps") or _DEFAULTS["num_warps"]
     num_stages = options.get("num_stages") or _DEFAULTS["num_stages"]
     threads = num_warps * THREADS_PER_WARP
     regs = math.ceil(ELEMENT_REGISTERS[0] + ELEMENT_REGISTERS[1] * _ceil_div(max_block, threads))
     shared = max((num_warps * numel * max(4, size) for numel, size in reductions), default=0)
     if dots:  # the compiler's own counts, as fitted
-        terms = dot_register_terms(threads, sites or dots[:1])
-        regs = math.ceil(DOT_REGISTERS[0] + sum(c * t for c, t in zip(DOT_REGISTERS[1:], terms)))
+        lines = sites or dots[:1]
+        terms = dot_register_terms(threads, lines)
+        # TMA's coefficients where its tiles feed at most two dot lines (a matmul, attention's
+        # forward loop); more lines (attention's backward, a loop split in two) keep more
+        # tiles in registers, as the fit of pointer kernels has them
+        coef = TMA_DOT_REGISTERS if tma and len(lines) <= 2 else DOT_REGISTERS
+        regs = math.ceil(coef[0] + sum(c * t for c, t in zip(coef[1:], terms)))
     for a_ty, b_ty, m, n, k, _ in dots:
         shared = max(shared, num_stages * (m * k * a_ty.itemsize + k * n * b_ty.itemsize))
     cap = options.get("maxnreg") or MAX_REGISTERS
@@ -88,13 +104,13 @@ def estimate(options, max_block, dots, reductions=(), sites=None):
 class CompiledKernel:
     """One kernel compiled for one set of constexprs and options."""
 
-    def __init__(self, kernel, record, max_block, dots, reductions=(), sites=None):
+    def __init__(self, kernel, record, max_block, dots, reductions=(), sites=None, tma=False):
         self.kernel = kernel
         self.name = kernel.__name__
         self.constexprs = dict(record.constexprs)
         self.options = {k: v for k, v in record.options.items() if k not in ("warmup", "stream")}
         self.n_regs, self.n_spills, self.shared = estimate(self.options, max_block, dots,
-                                                           reductions, sites)
+                                                           reductions, sites, tma)
         fields = {**_DEFAULTS, **{k: v for k, v in self.options.items() if k in _DEFAULTS}}
         self.metadata = KernelMetadata(name=self.name, shared=self.shared, backend_name="cuda",
                                        arch="sm90", warp_size=THREADS_PER_WARP,

@@ -485,7 +485,7 @@ def warmup(kernel, grid, args, kwargs):
         ctx.scratch.clear()
         context.leave(token)
     compiled = CompiledKernel(kernel, ctx.record, ctx.max_block, probe.dots, probe.reductions,
-                              probe.dot_sites)
+                              probe.dot_sites, probe.tma)
     if getattr(kernel, "repr", None) is not None:  # @jit(repr=...): the kernel's name
         name = kernel.repr(_specialization(kernel, args, kwargs))
         compiled.name, compiled.metadata = name, compiled.metadata._replace(name=name)

@@ -154,19 +154,20 @@ class Prediction:
 
 
 def launch_of(record, dots, max_block, reductions, options, arg_bytes=None, sites=None,
-              special=0, rounds=1):
+              special=0, rounds=1, tma=False):
     """The `Launch` of a simulated launch, as the autotuner's trials and warmup see it: its
     LaunchRecord (counts scaled to the whole grid where only a sample of programs ran), the
     dots, largest block and reductions a ResourceWatcher noted (runtime/resources.py), the
     registers, spills and shared memory estimated from them (compiled.estimate), and the bytes
     of the launch's array arguments (`arg_bytes`, the unique bytes' upper bound; None: the
     traffic), the first dot of each distinct dot line (`sites`, ResourceWatcher.dot_sites)
-    and the lanes of special functions the programs that ran computed (`special`), and the
-    most dependent load rounds a program made (`rounds`, ResourceWatcher.rounds)."""
+    and the lanes of special functions the programs that ran computed (`special`), the most
+    dependent load rounds a program made (`rounds`, ResourceWatcher.rounds) and whether its
+    tiles came through tensor descriptors (`tma`, ResourceWatcher.tma)."""
     ran, total = record.sampled or (1, 1)
     scale = total / ran
     traffic = int((record.bytes_read + record.bytes_written) * scale)
-    regs, spills, shared = estimate(options, max_block, dots, reductions, sites)
+    regs, spills, shared = estimate(options, max_block, dots, reductions, sites, tma)
     flops = int(record.dot_flops * scale)
     programs = record.num_programs
     tile = iterations = 0

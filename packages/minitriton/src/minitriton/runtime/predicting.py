@@ -83,7 +83,8 @@ class _Launches(ResourceWatcher, check=False):
 
     def __init__(self):
         super().__init__()
-        self.seen = []  # (record, dots, max_block, reductions, arg bytes, sites, special, rounds)
+        # (record, dots, max_block, reductions, arg bytes, sites, special, rounds, tma)
+        self.seen = []
         # (launches seen before it, kernel, ([(config label, seconds)], {label: Launch}))
         self.tunings = []
 
@@ -101,7 +102,7 @@ class _Launches(ResourceWatcher, check=False):
         ctx = rerun.ctx
         arg_bytes = sum((b.view_hi - b.view_lo) * b.dtype.itemsize for b in ctx.memory.buffers)
         self.seen.append((ctx.record, self.dots, self.max_block, self.reductions, arg_bytes,
-                          self.dot_sites, self.special, self.rounds))
+                          self.dot_sites, self.special, self.rounds, self.tma))
         self.reset()
 
 
@@ -134,7 +135,7 @@ def _predictions(seen, tunings, key):
     after its tuning (the chosen configuration's) carries that tuning's ranking."""
     result, pending = [], {}
     tunings = sorted(tunings, key=lambda t: t[0])
-    for i, (record, dots, max_block, reductions, arg_bytes, sites, special, rounds) in \
+    for i, (record, dots, max_block, reductions, arg_bytes, sites, special, rounds, tma) in \
             enumerate(seen):
         while tunings and tunings[0][0] <= i:
             _, kernel, rows = tunings.pop(0)
@@ -144,7 +145,7 @@ def _predictions(seen, tunings, key):
         options = {"num_warps": record.options.get("num_warps") or 4,
                    "num_stages": record.options.get("num_stages") or 3}
         launch = launch_of(record, dots, max_block, reductions, options, arg_bytes, sites,
-                           special, rounds)
+                           special, rounds, tma)
         ranking, launches = pending.pop(record.kernel, (None, None))
         result.append(LaunchPrediction(record.kernel, tuple(record.grid),
                                        config_label(record.constexprs, options), launch,

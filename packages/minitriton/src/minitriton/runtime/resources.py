@@ -24,6 +24,7 @@ class ResourceWatcher(context.Observer, check=False):
         self.max_block = 1  # elements of the largest block loaded or stored
         self.special = 0  # lanes of special functions (exp, log, erf, libdevice...) computed
         self.rounds = 1  # the most dependent load rounds one program made (`on_load`)
+        self.tma = False  # some tile came through a tensor descriptor (`on_descriptor`)
         self._group, self._fresh, self._group_rounds, self._spans = None, True, 0, {}
 
     @property
@@ -45,6 +46,11 @@ class ResourceWatcher(context.Observer, check=False):
 
     def on_math(self, name, elements):
         self.special += elements
+
+    def on_descriptor(self, op):
+        """A descriptor load: on the GPU a TMA copy into shared memory, from where the
+        tensor cores read the dot operands (compiled.estimate's TMA registers)."""
+        self.tma = self.tma or op == "load"
 
     def _program_events(self):
         """Start counting load rounds again when other programs run (a lockstep group)."""
