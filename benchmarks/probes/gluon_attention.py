@@ -53,6 +53,15 @@ def _parse_tiles(text):
                              f"SCHEDULE one of {', '.join(SCHEDULES)}")
         out.append((schedule, tuple(map(int, tile.split("x")))))
     return out
+
+
+def _tiles(args):
+    """--tiles's variants, else every one the schedule allows; causal takes the plain
+    schedule only."""
+    variants = (args.tiles and _parse_tiles(args.tiles)) or _variants(args.causal)
+    if args.causal and any(s != "plain" for s, _ in variants):
+        raise SystemExit("--causal: the overlap schedule has no causal masking; use plain:...")
+    return variants
 LOG2E = 1.4426950408889634
 
 
@@ -304,8 +313,7 @@ def main(argv=None):
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = p.parse_args(argv)
     if args.compile_only:
-        rows = compile_only(args.dtype, variants=args.tiles and _parse_tiles(args.tiles),
-                            causal=args.causal)
+        rows = compile_only(args.dtype, variants=_tiles(args), causal=args.causal)
         for label, regs, stack, shared, err in rows:
             print(f"{label:<34} " + (err or f"{regs} registers, {stack} B spilled, "
                                           f"{shared} B shared"))
@@ -335,7 +343,7 @@ def main(argv=None):
             timed("cudnn", lambda: F.scaled_dot_product_attention(q, k, v,
                                                                   is_causal=args.causal))
         timed("ours (tuned)", lambda: fa.attention_forward(q, k, v, args.causal))
-        for schedule, tiles in (args.tiles and _parse_tiles(args.tiles)) or _variants(args.causal):
+        for schedule, tiles in _tiles(args):
             label = f"gluon {schedule} {tiles}"
             try:
                 o, _ = gluon_forward(q, k, v, tiles, schedule, causal=args.causal)

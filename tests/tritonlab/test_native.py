@@ -44,7 +44,7 @@ def test_launch_packs_parameters_as_triton_passes_them():
     # an exchange pass's statistics are (rows, pieces) of the plan's rows
     none = mod.Launch("k", 0, [1, 1, 1], 32, 0, [], [])
     mod.RMSNormPlan(none, [none], none, 4, [1, 8], False, False, [4, 3], [4, 5])
-    for bad in ([3, 3], [4], [4, 3, 1]):
+    for bad in ([3, 3], [4], [4, 3, 1], [4, 0]):
         with pytest.raises(ValueError, match="rows, pieces"):
             mod.RMSNormPlan(none, [none], none, 4, [1, 8], False, False, [], bad)
 

@@ -229,9 +229,13 @@ struct RMSNormPlan {
                      int device, uintptr_t stream, Run run) const {
     const std::vector<int64_t>& shape = which ? bwd_stats : fwd_stats;
     if (shape.empty()) return run();
+    // both held until the launches are issued: a buffer made while a CUDA graph captures is
+    // this call's alone, and freeing it before its kernel is issued would put the free first
+    // in the graph (stream-ordered allocators)
     at::Tensor buffer = at::empty(shape, stats);
+    at::Tensor meeting = counters->get(which, shape[0], device, stream);
     slots[STATS] = address(buffer);
-    slots[COUNTERS] = address(counters->get(which, shape[0], device, stream));
+    slots[COUNTERS] = address(meeting);
     try {
       run();
     } catch (...) {
@@ -663,7 +667,8 @@ PYBIND11_MODULE(_tritonlab_native, m) {
                        bool fp64_stats, std::vector<int64_t> fwd_stats,
                        std::vector<int64_t> bwd_stats) {
              for (const auto* shape : {&fwd_stats, &bwd_stats})
-               if (!shape->empty() && (shape->size() != 2 || (*shape)[0] != rows))
+               if (!shape->empty() &&
+                   (shape->size() != 2 || (*shape)[0] != rows || (*shape)[1] < 1))
                  throw std::invalid_argument("RMSNormPlan: exchange statistics must be (rows, "
                                              "pieces)");
              return std::make_shared<RMSNormPlan>(RMSNormPlan{
