@@ -85,6 +85,7 @@ def load(paths, launches=None):
             simulated = launches[" ".join((row["kernel"], row["shape"], row["dtype"]))]
             fields = dict(simulated[row["config"]])
             fields.pop("register_terms", None)
+            fields.pop("tma", None)
             cases[(row["kernel"], row["shape"], row["dtype"])].append(
                 (Launch(**fields), seconds_of(row), config))
             continue
@@ -177,13 +178,15 @@ def fit_registers(paths, launches):
     """compiled.DOT_REGISTERS and ELEMENT_REGISTERS by least squares: the compiler's
     registers per thread of every configuration that did not reach the 255 cap, against the
     estimate's terms the simulator found for it (perf_model_sim.py --save: a dot kernel's
-    three, another kernel's elements per thread). Prints the coefficients and the error per
-    kernel."""
+    three, another kernel's elements per thread). Kernels whose tiles came through tensor
+    descriptors are left out: their registers are compiled.TMA_DOT_REGISTERS' (docs/
+    hardware.md "Tiles through TMA"). Prints the coefficients and the error per kernel."""
     rows = {3: ([], [], []), 1: ([], [], [])}
     for row in rows_of(paths):
         simulated = launches.get(" ".join((row["kernel"], row["shape"], row["dtype"])), {})
-        terms = (simulated.get(row["config"]) or {}).get("register_terms")
-        if terms is None or not row["n_regs"] or int(row["n_regs"]) >= 255:
+        seen = simulated.get(row["config"]) or {}
+        terms = seen.get("register_terms")
+        if terms is None or seen.get("tma") or not row["n_regs"] or int(row["n_regs"]) >= 255:
             continue
         x, y, kernels = rows[len(terms)]
         x.append([1.0, *terms])

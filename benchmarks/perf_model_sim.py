@@ -46,9 +46,10 @@ def measured(path):
 
 
 def simulate(case, config, args, programs, target):
-    """(Launch for the model, roofline seconds, the register estimate's terms or None) of one
-    configuration from a sampled run, as the autotuner's trials make them
-    (perf_model.launch_of, runtime/autotune.py; compiled.dot_register_terms)."""
+    """(Launch for the model, roofline seconds, the register estimate's terms or None, whether
+    its tiles came through tensor descriptors) of one configuration from a sampled run, as the
+    autotuner's trials make them (perf_model.launch_of, runtime/autotune.py;
+    compiled.dot_register_terms)."""
     probe = ResourceWatcher()
     with minitriton.record() as rec, sampling(programs), watching(probe):
         case.kernel[case.grid(config)](*args, **{**case.fixed, **config})
@@ -62,7 +63,7 @@ def simulate(case, config, args, programs, target):
     threads = 32 * options["num_warps"]
     terms = dot_register_terms(threads, probe.dot_sites) if probe.dots else \
         [-(-probe.max_block // threads)]  # (compiled.estimate's terms)
-    return launch, roofline_seconds(target, record, probe.dots) * total / ran, terms
+    return launch, roofline_seconds(target, record, probe.dots) * total / ran, terms, probe.tma
 
 
 def save_launches(args):
@@ -80,9 +81,10 @@ def save_launches(args):
         data = case.args("cpu")
         out[label] = {}
         for config in case.configs:
-            launch, _, terms = simulate(case, config, data, args.programs, gpu("H100"))
+            launch, _, terms, tma = simulate(case, config, data, args.programs, gpu("H100"))
             out[label][json.dumps(config, sort_keys=True)] = {**dataclasses.asdict(launch),
-                                                              "register_terms": terms}
+                                                              "register_terms": terms,
+                                                              "tma": tma}
         path.write_text(json.dumps(out, indent=0))
         print(f"{label}: {len(case.configs)} configurations in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
@@ -117,7 +119,7 @@ def main(argv=None):
             label = json.dumps(config, sort_keys=True)
             if label not in got:
                 continue
-            launch, roof[label], _ = simulate(case, config, data, args.programs, target)
+            launch, roof[label], *_ = simulate(case, config, data, args.programs, target)
             model[label] = predict(launch, key).seconds
         best, median = min(got.values()), statistics.median(got.values())
         pick_model = got[min(model, key=model.get)]
