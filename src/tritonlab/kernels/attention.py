@@ -784,6 +784,13 @@ def _has_tma(device_index):
     return torch.cuda.get_device_capability(device_index)[0] >= 9  # Hopper or newer
 
 
+def _host_bound(q, k, t):
+    """A problem small enough on a GPU (batch*heads*Nq*Nk up to the tuning's tune_above) that
+    a call's time is the host's: the defaults then take the pointer kernels, which need no
+    descriptor scratch, so the native path (issue 37) can launch them."""
+    return q.is_cuda and math.prod(_dims(q, k)[:4]) <= t.tune_above
+
+
 def forward_impl(q, k, v, impl=None):
     """The forward implementation that runs for these inputs: `impl` if given (one of
     FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
@@ -796,8 +803,8 @@ def forward_impl(q, k, v, impl=None):
         impl = t.fwd_impl
         if impl == "pointers":
             return impl
-        if q.is_cuda and math.prod(_dims(q, k)[:4]) <= t.tune_above:
-            return "pointers"  # small on a GPU: host-bound (see forward_impl's docstring)
+        if _host_bound(q, k, t):
+            return "pointers"
         return "pointers" if tma_problem(q, k, v) else impl
     if impl not in FWD_IMPLS:
         raise ValueError(f"flash_attention: unknown forward impl {impl!r}; one of "
@@ -837,7 +844,7 @@ def backward_impl(q, impl=None, *others):
         impl = t.bwd_impl
         if impl not in _POINTER_BWD:
             return impl
-        small = q.is_cuda and others and math.prod(_dims(q, others[0])[:4]) <= t.tune_above
+        small = bool(others) and _host_bound(q, others[0], t)
         return _POINTER_BWD[impl] if small or _bwd_tma_problem(impl, q, *others) else impl
     if impl not in BWD_IMPLS:
         raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "

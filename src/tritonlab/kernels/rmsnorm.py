@@ -486,12 +486,9 @@ class _Plan:
         s = {name: _native.Slot(i) for name, i in mod.slots()}
         (n_rows, n_cols), parts = self.rows2d, self.partial_shape[0]
         exchange = (s["stats"], s["counters"])  # the module's buffers for exchange kernels
-        if self.exchange is not None:
-            fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
-                                            _native.SCALAR, *exchange, *self.exchange))
-        else:
-            fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
-                                            _native.SCALAR, *self.fwd_tail))
+        fwd_tail = self.fwd_tail if self.exchange is None else (*exchange, *self.exchange)
+        fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
+                                        _native.SCALAR, *fwd_tail))
         if self.bwd_exchange is not None:
             bwd = [_native.launch(self.bwd, (s["x"], s["g"], s["rstd"], s["dy"], s["dx"],
                                              s["partial"], *exchange, n_rows, n_cols,
