@@ -104,7 +104,8 @@ class LaunchError(MiniTritonError, TypeError):
 
 
 class DeadlockError(MiniTritonError):
-    """A program spins forever on a lock (atomic_cas) that no other program can release."""
+    """A program spins forever on a lock (atomic_cas) that no other program can release, or
+    waits on a Gluon mbarrier phase that nothing completes."""
 
 
 class SanitizerError(MiniTritonError):
@@ -117,6 +118,11 @@ class RaceError(SanitizerError):
 
 class OrderError(SanitizerError):
     """The launch's results depend on the order in which its programs run."""
+
+
+class AsyncRaceError(SanitizerError):
+    """A Gluon program read shared memory an asynchronous copy may still be writing: it did not
+    wait on the copy's mbarrier first."""
 
 
 class UninitializedReadError(SanitizerError):

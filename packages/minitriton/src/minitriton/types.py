@@ -6,6 +6,7 @@ The promotion rules follow `triton/language/semantic.py` (`computation_type_impl
 from __future__ import annotations
 
 import importlib
+import math
 import numbers
 import sys
 
@@ -193,12 +194,37 @@ class block_type:
     def get_block_shapes(self):
         return self.shape
 
+    @property
+    def numel(self):
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self):
+        return self.numel * (self.element_ty.primitive_bitwidth // 8)
+
     def __eq__(self, other):
         return isinstance(other, block_type) and (other.element_ty, other.shape) == (
             self.element_ty, self.shape)
 
     def __repr__(self):
         return f"<{self.shape}, {self.element_ty}>"
+
+
+class distributed_type(block_type):
+    """A Gluon block's type: its element type, shape and the layout its kernel gave it."""
+
+    def __init__(self, element_ty, shape, layout):
+        super().__init__(element_ty, shape)
+        self.layout = layout
+
+    def with_element_ty(self, scalar_ty):
+        return distributed_type(scalar_ty, self.shape, self.layout)
+
+    def __eq__(self, other):
+        return super().__eq__(other) and getattr(other, "layout", None) == self.layout
+
+    def __repr__(self):
+        return f"<{self.shape}, {self.element_ty}, {self.layout}>"
 
 
 int1 = dtype("int1", np.bool_, 1)

@@ -7,6 +7,9 @@ Pointers are tensors of `pointer_type` whose data are int64 virtual byte address
 remembers which launch argument they were derived from, for error messages and bounds checks.
 `layout` records which of the GPU's threads hold which elements, where Triton fixed it (a load,
 a tensor-core dot), for the order of a reduction's additions ("the layout record" below).
+`glayout` is the layout a Gluon kernel gave the block (`gl.arange(..., layout=)`, `gl.full`,
+`gl.convert_layout`, a shared-memory load, an MMA's accumulator): its type's `layout`, carried
+and checked as Gluon's compiler does ("Gluon layouts" below), None outside Gluon.
 
 The class holds the type information and Python's protocols (truth value, indexing, `.to`);
 the operators and methods (`x + y`, `x.sum()`, `x.T`) are the `tl` functions themselves,
@@ -28,6 +31,7 @@ from ..settings import triton_release
 from ..source import kernel_location
 from ..types import _unwrap, constexpr, constexpr_type  # noqa: F401 - Triton's core has it
 from . import marks
+from .glayouts import expanded_glayout, joined_glayout
 from .marks import reshaping
 
 TRITON_MAX_TENSOR_NUMEL = 1048576
@@ -35,7 +39,8 @@ TRITON_MAX_TENSOR_NUMEL = 1048576
 
 class tensor:
     _is_mt_tensor = True
-    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused", "chain", "layout", "const")
+    __slots__ = ("data", "dtype", "shape", "origin", "pad", "fused", "chain", "layout", "const",
+                 "glayout")
     __hash__ = object.__hash__
 
     def __init__(self, data, dtype, shape=None, origin=None):
@@ -48,11 +53,16 @@ class tensor:
         self.chain = None  # (x, y, step) of a tl.dot whose chain a later add may continue
         self.layout = None  # where the GPU's registers hold the block: `elementwise` below
         self.const = False  # a compile-time constant, which Triton's compiler folds: see below
+        self.glayout = None  # a Gluon kernel's layout of the block: see "Gluon layouts"
 
     # ----- type information, as Triton exposes it
     @property
     def type(self):
-        return _t.block_type(self.dtype, self.shape) if self.shape else self.dtype
+        if not self.shape:
+            return self.dtype
+        if self.glayout is not None:
+            return _t.distributed_type(self.dtype, self.shape, self.glayout)
+        return _t.block_type(self.dtype, self.shape)
 
     @property
     def numel(self):
@@ -137,6 +147,10 @@ class tensor:
         out = tensor(data, self.dtype, new_shape, self.origin)
         if new_shape == self.shape:  # `x[:, :]`: the same block, in the same registers
             out.layout = self.layout
+            out.glayout = self.glayout
+        elif self.glayout is not None:
+            out.glayout = expanded_glayout(self.glayout, [d for d, s in enumerate(slices)
+                                                          if s is None])
         out.const = self.const  # the expand_dims of a splat constant is one
         return out
 
@@ -259,7 +273,11 @@ def elementwise(fn):
             if getattr(a, "pad", None) is not None:
                 out = marks.propagate(out, operands)
                 break
-        if out.__class__ not in _TENSOR_TYPES or out.layout is not None or not out.shape:
+        if out.__class__ not in _TENSOR_TYPES or not out.shape:
+            return out
+        if out.glayout is None:
+            out.glayout = joined_glayout(operands, out)
+        if out.layout is not None:
             return out
         layout = None
         for a in operands:
@@ -550,6 +568,7 @@ def broadcast_to(t, shape):
     data = np.broadcast_to(data, (data.shape[0], *shape))
     out = tensor(data, t.dtype, shape, t.origin)
     out.const = t.const
+    out.glayout = t.glayout
     return out
 
 

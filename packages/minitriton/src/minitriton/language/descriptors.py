@@ -20,9 +20,10 @@ class tensor_descriptor:
     block outside the tensor with zeros (or NaN) and stores drop it: no access is out of bounds
     unless the descriptor claims more than its tensor holds."""
 
-    def __init__(self, base, shape, strides, block_shape, padding="zero"):
+    def __init__(self, base, shape, strides, block_shape, padding="zero", layout=None):
         self.base, self.shape, self.strides = base, shape, strides
         self.block_shape, self.padding = block_shape, padding
+        self.layout = layout  # a Gluon descriptor's NVMMASharedLayout
 
     @property
     def dtype(self):

@@ -49,6 +49,7 @@ from ..types import _unwrap
 from .arith import _expand, _finish, _fusing, fma_exact
 from .core import (_convert, cast, compute_array, join_layouts, tensor, tensor_member,
                    to_tensor)
+from .glayouts import sliced_glayout
 from .shape import expand_dims
 
 THREADS_PER_WARP = 32
@@ -524,6 +525,8 @@ def _reduce(x, axis, keep_dims, fn, out_dtype, kind=None):
     if out.dtype != out_dtype.np:
         out = _convert(out, out_dtype)
     result = tensor(out, out_dtype, shape)
+    if x.glayout is not None and ax is not None:  # Gluon: the reduced axis sliced away
+        result.glayout = x.glayout if keep else sliced_glayout(x.glayout, ax)
     if kind is not None:
         ctx = active()
         for hook in (ctx.hooks["on_reduce"] if ctx is not None else ()):

@@ -10,6 +10,7 @@ from ..settings import triton_release
 from ..types import _unwrap
 from .core import (broadcast_shapes, broadcast_to as _broadcast_to, tensor, tensor_member,
                    to_tensor, validate_block_shape)
+from .glayouts import expanded_glayout
 from .marks import reshaping
 
 
@@ -109,7 +110,9 @@ def expand_dims(input, axis):
     new_shape = list(x.shape)
     for a in sorted(wrapped):
         new_shape.insert(a, 1)
-    return tensor(x.data.reshape((x.data.shape[0], *new_shape)), x.dtype, new_shape, x.origin)
+    out = tensor(x.data.reshape((x.data.shape[0], *new_shape)), x.dtype, new_shape, x.origin)
+    out.glayout = expanded_glayout(x.glayout, sorted(wrapped))
+    return out
 
 
 @tensor_member

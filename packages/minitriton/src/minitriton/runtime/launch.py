@@ -252,7 +252,8 @@ def _kernel_value(kernel, name, value, is_constexpr, memory):
         base = _kernel_value(kernel, name, value.base, False, memory)
         return tensor_descriptor(base, [literal(int(d), _t.int32) for d in value.shape],
                                  [literal(int(s), _t.int64) for s in value.strides],
-                                 [int(b) for b in value.block_shape], value.padding)
+                                 [int(b) for b in value.block_shape], value.padding,
+                                 getattr(value, "layout", None))
     if value is None or isinstance(value, (str, _t.dtype)):
         return value  # Triton treats these as constexprs
     if isinstance(value, (bool, np.bool_)):

@@ -31,7 +31,8 @@ TRITON_BUILTINS = ("len", "list", "range", "float", "int", "isinstance", "getatt
                    "print", "min", "max")
 # modules whose attributes Triton does not look at when it hashes a kernel's dependencies
 _LANGUAGE_MODULES = ("minitriton.language", "triton.language",
-                     "triton.experimental.gluon.language")
+                     "triton.experimental.gluon.language",
+                     "minitriton.experimental.gluon.language")
 _UNCHECKED_MODULES = ("copy", "math")
 # members of these count as triton.language's (minitriton's `tl`, dtypes, constexpr)
 _LANGUAGE_MEMBERS = _LANGUAGE_MODULES + ("minitriton.types",)
@@ -67,7 +68,8 @@ def _is_language_member(val):
 
 
 def _is_jit(val):
-    return type(val).__name__ == "JITFunction" and hasattr(val, "fn")
+    """A @jit function (a `gluon.jit` one too): Triton's isinstance(val, JITFunction)."""
+    return any(c.__name__ == "JITFunction" for c in type(val).__mro__) and hasattr(val, "fn")
 
 
 def _is_namedtuple_class(val):

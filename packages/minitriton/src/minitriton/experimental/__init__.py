@@ -1,0 +1,1 @@
+"""`triton.experimental`: Gluon (`gluon`), Triton's lower-level language, on minitriton."""

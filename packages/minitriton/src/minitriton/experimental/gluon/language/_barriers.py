@@ -1,0 +1,202 @@
+"""mbarriers, and the shared memory that asynchronous copies fill, in programs that run in order.
+
+On the GPU an mbarrier counts arrivals and transaction bytes: `init(bar, count)` expects
+`count` arrivals per phase; `expect(bar, n)` is one arrival that also announces n bytes; each
+TMA copy that names the barrier delivers its box's bytes; when no arrival and no byte is
+outstanding the phase completes and the next one begins. `wait(bar, phase)` returns once the
+phase of that parity has completed, and blocks while the barrier is in it.
+
+Here a copy lands at once, so a wait that would block can never be released: nothing else runs
+in the program meanwhile (Gluon's warp_specialize partitions are not modelled). That is the
+GPU's hang, reported with what is missing (arrivals, bytes, or a phase parity that is one
+ahead). And a buffer a copy fills is checked on every read: reading it before waiting on the
+copy's barrier is a race on the GPU, whatever the order here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....errors import AsyncRaceError, CompilationError, DeadlockError, GPUFaultError
+from ....language.core import to_tensor
+from ....types import _unwrap
+
+
+class Barriers:
+    """The state of every mbarrier of one allocation, (programs, elements) arrays."""
+
+    def __init__(self, shape):
+        self.count = np.zeros(shape, dtype=np.int64)
+        self.pending = np.zeros(shape, dtype=np.int64)  # arrivals still missing in this phase
+        self.tx = np.zeros(shape, dtype=np.int64)  # bytes announced and not yet delivered
+        self.completed = np.zeros(shape, dtype=np.int64)  # phases completed so far
+        self.seen = np.zeros(shape, dtype=np.int64)  # completions a wait has returned after
+        self.live = np.zeros(shape, dtype=bool)  # initialised and not invalidated
+
+
+def _element(bar, op):
+    """The flat element number of a one-barrier view, and its allocation's state."""
+    if not hasattr(bar, "alloc"):
+        raise CompilationError(f"mbarrier.{op}: expected a shared memory descriptor (an "
+                               f"allocation of gl.int64 with MBarrierLayout), got {bar!r}")
+    if bar.numel != 1:
+        raise CompilationError(f"mbarrier.{op}: the descriptor holds {bar.numel} barriers "
+                               f"(shape {bar.shape}); pass one, e.g. bars.index(i)")
+    if bar.dtype.primitive_bitwidth != 64:
+        raise CompilationError(f"mbarrier.{op}: an mbarrier is 64 bits; allocate it as "
+                               f"gl.int64, not {bar.dtype}")
+    alloc = bar.alloc
+    if alloc.barriers is None:
+        alloc.barriers = Barriers(alloc.data.shape)
+    e = int(bar.flat.ravel()[0])
+    if op != "init" and not alloc.barriers.live[:, e].all():
+        raise CompilationError(f"mbarrier.{op} on a barrier that is not initialised (or was "
+                               f"invalidated): call mbarrier.init(bar, count=...) first")
+    return alloc.barriers, e
+
+
+def predicate(pred):
+    """A scalar predicate's value for the running programs (a value they disagree on regroups
+    them: language/core.py, Divergence)."""
+    pred = _unwrap(pred)
+    return bool(pred) if isinstance(pred, (bool, int, np.bool_)) else bool(to_tensor(pred))
+
+
+def _advance(s, e):
+    """Complete the phase of every program whose barrier has nothing outstanding."""
+    done = (s.pending[:, e] == 0) & (s.tx[:, e] == 0)
+    s.completed[done, e] += 1
+    s.pending[done, e] = s.count[done, e]
+
+
+def init(bar, count):
+    count = int(_unwrap(count))
+    if count < 1:
+        raise CompilationError(f"mbarrier.init: count must be at least 1, got {count}")
+    s, e = _element(bar, "init")
+    s.count[:, e] = s.pending[:, e] = count
+    s.tx[:, e] = s.completed[:, e] = s.seen[:, e] = 0
+    s.live[:, e] = True
+
+
+def invalidate(bar):
+    s, e = _element(bar, "invalidate")
+    s.live[:, e] = False
+
+
+def arrive(bar, count=1, pred=True):
+    s, e = _element(bar, "arrive")
+    if not predicate(pred):
+        return
+    s.pending[:, e] -= int(_unwrap(count))
+    _check_overrun(s, e, "arrive")
+    _advance(s, e)
+
+
+def expect(bar, nbytes, pred=True):
+    """One arrival announcing `nbytes` bytes (PTX's mbarrier.arrive.expect_tx)."""
+    s, e = _element(bar, "expect")
+    if not predicate(pred):
+        return
+    s.tx[:, e] += int(_unwrap(nbytes))
+    s.pending[:, e] -= 1
+    _check_overrun(s, e, "expect")
+    _advance(s, e)
+
+
+def deliver(bar, nbytes):
+    """A TMA copy naming `bar` has landed its `nbytes` bytes."""
+    s, e = _element(bar, "async copy")
+    s.tx[:, e] -= nbytes
+    _advance(s, e)
+
+
+def _check_overrun(s, e, op):
+    over = s.pending[:, e] < 0
+    if over.any():
+        row = int(np.argmax(over))
+        err = DeadlockError(
+            f"mbarrier.{op}: more arrivals than the barrier's count ({int(s.count[row, e])}) "
+            f"in one phase; on the GPU the extra arrival corrupts the barrier's phase. Arrive "
+            f"once per expected arrival (mbarrier.init(bar, count=...))")
+        err.failing_row = row
+        raise err
+
+
+def wait(bar, phase, pred=True):
+    s, e = _element(bar, "wait")
+    if not predicate(pred):
+        return
+    phase = int(_unwrap(phase))
+    blocked = (s.completed[:, e] & 1) == (phase & 1)
+    if blocked.any():
+        row = int(np.argmax(blocked))
+        err = DeadlockError(f"mbarrier.wait(bar, phase={phase}) never returns: "
+                            + _why_blocked(s, row, e, phase) + ". On the GPU the kernel hangs "
+                            "here")
+        err.failing_row = row
+        raise err
+    s.seen[:, e] = s.completed[:, e]
+
+
+def _why_blocked(s, row, e, phase):
+    count, pending = int(s.count[row, e]), int(s.pending[row, e])
+    tx, done = int(s.tx[row, e]), int(s.completed[row, e])
+    state = f"the barrier has completed {done} phase{'s' if done != 1 else ''}"
+    if tx > 0:
+        return (f"{state}, and {tx} bytes announced by mbarrier.expect are still to come: the "
+                f"copies naming this barrier bring fewer bytes than were expected")
+    if tx < 0:
+        return (f"{state}, and its copies brought {-tx} bytes more than mbarrier.expect "
+                f"announced (expect the sum of every copy's block bytes)")
+    if pending == count:
+        return (f"{state}, and nothing was issued on it since: phase {phase} is the one "
+                f"after them (wrong phase parity? the k-th completion is waited for with "
+                f"phase (k - 1) & 1), or the expect/copies for this phase were skipped")
+    return (f"{state}, and {pending} of the {count} arrivals of its current phase are missing "
+            f"(mbarrier.expect and mbarrier.arrive each arrive once)")
+
+
+def filling(view, bar):
+    """A TMA copy writes `view` and completes on `bar`: until a wait on `bar` has returned
+    after that phase, no read of these elements is safe."""
+    s, e = _element(bar, "async copy")
+    mask = np.zeros(view.alloc.data.shape[1], dtype=bool)
+    mask[view.flat.ravel()] = True
+    kept = []
+    for entry in view.alloc.filling:
+        entry[2] &= ~mask
+        if entry[2].any():
+            kept.append(entry)
+    kept.append([bar, s.completed[:, e] + 1, mask])
+    view.alloc.filling = kept
+
+
+def check_filled(view, what):
+    """Raise where `view` holds elements a copy may still be writing (language/_core.py)."""
+    alloc = view.alloc
+    if not alloc.filling:
+        return
+    kept = []
+    for bar, need, mask in alloc.filling:
+        s = bar.alloc.barriers
+        e = int(bar.flat.ravel()[0])
+        waited = s.seen[:, e] >= need
+        if waited.all():
+            continue
+        if mask[view.flat.ravel()].any():
+            row = int(np.argmax(~waited))
+            err = AsyncRaceError(
+                f"{what} reads shared memory that a TMA copy is still filling: wait for the "
+                f"copy's barrier first (mbarrier.wait(bar, phase) with the phase the copy "
+                f"completes, {int(need[row]) - 1} & 1 = {(int(need[row]) - 1) & 1}); on the GPU "
+                f"the read may see the old contents")
+            err.failing_row = row
+            raise err
+        kept.append([bar, need, mask])
+    alloc.filling = kept
+
+
+def out_of_view(view, i):
+    return GPUFaultError(f"index {i} is outside the shared memory descriptor's first "
+                         f"dimension (shape {view.shape}); on the GPU it reaches other shared "
+                         f"memory")

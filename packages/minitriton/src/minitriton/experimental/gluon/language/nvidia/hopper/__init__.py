@@ -1,0 +1,94 @@
+"""`gluon.language.nvidia.hopper`: fences, warpgroup MMAs, mbarriers with transaction bytes, TMA.
+
+`warpgroup_mma` is `tl.dot` (the tensor cores' numerics, language/dot.py) on operands read from
+shared memory or registers; asynchronous ones are computed at once and handed back as an
+accumulator token that only `warpgroup_mma_wait` turns back into a block, as in Gluon, where
+the token cannot be used in arithmetic.
+"""
+from __future__ import annotations
+
+from . import mbarrier, tma
+from ... import _layouts
+from ......errors import CompilationError
+from ......language.arith import where
+from ......language.core import is_tensor, tensor, to_tensor
+from ......language.creation import zeros
+from ......language.dot import dot
+from ......types import _unwrap
+
+__all__ = ["fence_async_shared", "mbarrier", "tma", "warpgroup_mma", "warpgroup_mma_init",
+           "warpgroup_mma_wait", "warpgroup_mma_accumulator"]
+
+
+def fence_async_shared(cluster=False):
+    """Order this thread's shared-memory writes before later asynchronous reads (TMA, wgmma):
+    the programs here run in order."""
+    _unwrap(cluster)
+
+
+class warpgroup_mma_accumulator:
+    """An asynchronous warpgroup MMA's result, not usable until `warpgroup_mma_wait`."""
+
+    def __init__(self, value):
+        self.value = value
+
+    @property
+    def type(self):
+        return self.value.type
+
+    def __repr__(self):
+        return f"<warpgroup_mma_accumulator of {self.value!r}>"
+
+
+def warpgroup_mma_init(value):
+    value = _unwrap(value)
+    if not is_tensor(value):
+        raise CompilationError(f"warpgroup_mma_init: expected a tensor, got {value!r}")
+    return warpgroup_mma_accumulator(value)
+
+
+def _operand(x, name):
+    x = _unwrap(x)
+    if hasattr(x, "alloc"):  # a shared memory descriptor
+        return tensor(x.read(f"warpgroup_mma operand {name}"), x.dtype, x.shape)
+    if isinstance(x, warpgroup_mma_accumulator):
+        raise CompilationError(f"warpgroup_mma: operand {name} is an asynchronous MMA's result; "
+                               f"warpgroup_mma_wait for it first")
+    x = to_tensor(x)
+    if name == "b":
+        raise CompilationError("warpgroup_mma: operand b must be in shared memory (a shared "
+                               "memory descriptor)")
+    layout = x.glayout
+    if layout is not None and not isinstance(layout, (_layouts.AutoLayout,
+                                                      _layouts.DotOperandLayout)):
+        raise CompilationError(f"warpgroup_mma: operand a in registers needs a DotOperandLayout "
+                               f"(operand_index=0, parent=the accumulator's layout), got {layout}")
+    return x
+
+
+def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_acc=None,
+                  is_async=False):
+    """acc = a @ b + (acc if use_acc else 0), the accumulator's layout kept."""
+    acc = _unwrap(acc)
+    start = acc.value if isinstance(acc, warpgroup_mma_accumulator) else to_tensor(acc)
+    a_t, b_t = _operand(a, "a"), _operand(b, "b")
+    use = _unwrap(use_acc)
+    if isinstance(use, bool) or not is_tensor(use):
+        if not use:
+            start = zeros(start.shape, start.dtype)
+    else:
+        start = where(use, start, zeros(start.shape, start.dtype))
+    out = dot(a_t, b_t, start, input_precision=_unwrap(precision),
+              max_num_imprecise_acc=_unwrap(max_num_imprecise_acc), out_dtype=start.dtype)
+    out.glayout = acc.value.glayout if isinstance(acc, warpgroup_mma_accumulator) \
+        else to_tensor(acc).glayout
+    return warpgroup_mma_accumulator(out) if _unwrap(is_async) else out
+
+
+def warpgroup_mma_wait(num_outstanding=0, deps=None):
+    """The MMAs have completed here: `deps` back as blocks (one dep: the block itself)."""
+    if deps is None:
+        raise ValueError("warpgroup_mma_wait deps must be given")
+    _unwrap(num_outstanding)
+    values = [d.value if isinstance(d, warpgroup_mma_accumulator) else d for d in deps]
+    return values[0] if len(values) == 1 else tuple(values)

@@ -1,0 +1,53 @@
+"""`tma`: asynchronous copies of a tensor descriptor's box between global and shared memory.
+
+A copy lands at once here; the barrier it names is told its bytes, and the shared memory it
+fills may not be read until a wait on that barrier has returned (language/_barriers.py). A box
+partly outside the tensor is filled with zeros (or NaN) on a load and clipped on a store, as
+the hardware does: minitriton's tensor descriptors (language/descriptors.py) move the data.
+"""
+from __future__ import annotations
+
+from ... import _barriers
+from ......errors import CompilationError
+from ......language.core import tensor
+from ......language.descriptors import make_tensor_descriptor as _make_tensor_descriptor
+from ......types import _unwrap
+
+__all__ = ["async_copy_global_to_shared", "async_copy_shared_to_global", "store_wait",
+           "make_tensor_descriptor"]
+
+
+def _box(tensor_desc, smem, op):
+    if list(smem.shape) != list(tensor_desc.block_shape) or smem.dtype != tensor_desc.dtype:
+        raise CompilationError(
+            f"tma.{op}: the shared memory ({smem.shape} of {smem.dtype}) must match the "
+            f"descriptor's block ({list(tensor_desc.block_shape)} of {tensor_desc.dtype})")
+
+
+def async_copy_global_to_shared(tensor_desc, coord, barrier, result, pred=True):
+    """The box at `coord` into `result`; `barrier` receives its bytes."""
+    if not _barriers.predicate(pred):
+        return
+    _box(tensor_desc, result, "async_copy_global_to_shared")
+    block = tensor_desc.load(coord)
+    result.write(block.data)
+    _barriers.filling(result, barrier)
+    _barriers.deliver(barrier, tensor_desc.block_type.nbytes)
+
+
+def async_copy_shared_to_global(tensor_desc, coord, src):
+    """`src` into the box at `coord` (clipped at the tensor's edges)."""
+    _box(tensor_desc, src, "async_copy_shared_to_global")
+    tensor_desc.store(coord, tensor(src.read("tma.async_copy_shared_to_global"), src.dtype,
+                                    src.shape))
+
+
+def store_wait(pendings):
+    """Wait until at most `pendings` stores are in flight: every store has landed here."""
+    _unwrap(pendings)
+
+
+def make_tensor_descriptor(base, shape, strides, block_shape, layout, padding_option="zero"):
+    desc = _make_tensor_descriptor(base, shape, strides, block_shape, padding_option)
+    desc.layout = _unwrap(layout)
+    return desc

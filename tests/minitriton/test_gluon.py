@@ -1,0 +1,237 @@
+"""Gluon kernels on minitriton: shared memory, mbarriers, TMA copies and warpgroup MMAs give the
+numbers a float64 reference gives; layouts are carried and checked as Gluon's compiler checks
+them; and the GPU's silent failures (a wait that never returns, a read of shared memory a copy
+is still filling) are errors that say what is missing."""
+import numpy as np
+import pytest
+
+import minitriton
+from minitriton.errors import AsyncRaceError, CompilationError, DeadlockError
+from minitriton.experimental import gluon
+from minitriton.experimental.gluon import language as gl
+from minitriton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+from minitriton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+runs_kernels = pytest.mark.usefixtures("executor")
+
+
+def _desc(a, block):
+    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float16)
+    return TensorDescriptor.from_tensor(a, block, layout)
+
+
+@gluon.jit
+def pipelined_matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, STAGES: gl.constexpr,
+                            WRONG_PHASE: gl.constexpr, num_warps: gl.constexpr):
+    """C = A @ B^T (A (M, K), B (N, K), fp16; C fp32): A and B tiles through a ring of STAGES
+    shared-memory slots filled by TMA, one mbarrier per slot, synchronous wgmma."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
+    a_smem = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], a_desc.layout)
+    b_smem = gl.allocate_shared_memory(gl.float16, [STAGES, BN, BK], b_desc.layout)
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(bars.index(s), count=1)
+    fence_async_shared()
+    off_m = gl.program_id(0) * BM
+    off_n = gl.program_id(1) * BN
+    n_k = gl.cdiv(K, BK)
+    for s in gl.static_range(STAGES):  # the ring filled ahead
+        mbarrier.expect(bars.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes,
+                        pred=s < n_k)
+        tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], bars.index(s), a_smem.index(s),
+                                        pred=s < n_k)
+        tma.async_copy_global_to_shared(b_desc, [off_n, s * BK], bars.index(s), b_smem.index(s),
+                                        pred=s < n_k)
+    acc = gl.zeros([BM, BN], gl.float32, acc_layout)
+    for k in range(n_k):
+        slot = k % STAGES
+        phase = (k // STAGES) & 1
+        if WRONG_PHASE:
+            phase = 0
+        mbarrier.wait(bars.index(slot), phase)
+        acc = warpgroup_mma(a_smem.index(slot), b_smem.index(slot).permute((1, 0)), acc)
+        nxt = k + STAGES
+        mbarrier.expect(bars.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes,
+                        pred=nxt < n_k)
+        tma.async_copy_global_to_shared(a_desc, [off_m, nxt * BK], bars.index(slot),
+                                        a_smem.index(slot), pred=nxt < n_k)
+        tma.async_copy_global_to_shared(b_desc, [off_n, nxt * BK], bars.index(slot),
+                                        b_smem.index(slot), pred=nxt < n_k)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(s))
+    rows = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
+    cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=mask)
+
+
+def _matmul(m, n, k, stages=2, wrong_phase=False, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    pipelined_matmul_kernel[(-(-m // 64), -(-n // 32))](
+        _desc(a, [64, 16]), _desc(b, [32, 16]), c, m, n, k, STAGES=stages,
+        WRONG_PHASE=wrong_phase, num_warps=4)
+    return a, b, c
+
+
+@runs_kernels
+@pytest.mark.parametrize("m, n, k, stages", [
+    (64, 32, 16, 2),    # one K step: the second slot's copies predicated off
+    (128, 64, 80, 2),   # K not a multiple of the box: the last box zero-filled past K
+    (100, 50, 112, 3),  # ragged M and N (masked store), slots refilled twice
+])
+def test_pipelined_wgmma_matmul_against_float64(m, n, k, stages):
+    a, b, c = _matmul(m, n, k, stages)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+def test_the_race_sanitizer_passes_the_pipelined_matmul(executor):
+    with minitriton.configure(races=True, order=True):
+        a, b, c = _matmul(128, 64, 64, 2)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-5,
+                               atol=1e-4)
+
+
+def test_a_wait_on_a_phase_already_waited_for_is_the_gpus_hang():
+    with pytest.raises(DeadlockError, match=r"phase=0\) never returns.*wrong phase parity") as e:
+        _matmul(64, 32, 64, 2, wrong_phase=True)  # the third K step waits on phase 0 again
+    assert "pipelined_matmul_kernel" in str(e.value) and "program (0, 0, 0)" in str(e.value)
+
+
+@gluon.jit
+def one_copy_kernel(x_desc, out_ptr, EXTRA_BYTES: gl.constexpr, WAIT: gl.constexpr,
+                    num_warps: gl.constexpr):
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BN: gl.constexpr = x_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [num_warps, 1], [1, 0])
+    smem = gl.allocate_shared_memory(gl.float16, [BM, BN], x_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, x_desc.block_type.nbytes + EXTRA_BYTES)
+    tma.async_copy_global_to_shared(x_desc, [0, 0], bar, smem)
+    if WAIT:
+        mbarrier.wait(bar, 0)
+    tile = smem.load(layout)
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    gl.store(out_ptr + rows[:, None] * BN + cols[None, :], tile)
+
+
+def _one_copy(extra=0, wait=True):
+    x = np.arange(16 * 32, dtype=np.float16).reshape(16, 32)
+    out = np.zeros_like(x)
+    one_copy_kernel[(1,)](_desc(x, [16, 32]), out, EXTRA_BYTES=extra, WAIT=wait, num_warps=4)
+    return x, out
+
+
+def test_a_copy_waited_for_lands_whole():
+    x, out = _one_copy()
+    np.testing.assert_array_equal(out, x)
+
+
+def test_expecting_more_bytes_than_the_copies_bring_hangs():
+    with pytest.raises(DeadlockError, match="64 bytes announced by mbarrier.expect are still"):
+        _one_copy(extra=64)
+
+
+def test_reading_before_the_wait_is_a_race():
+    with pytest.raises(AsyncRaceError, match="still filling: wait for the copy's barrier"):
+        _one_copy(wait=False)
+
+
+@gluon.jit
+def layouts_kernel(out_ptr, CASE: gl.constexpr, num_warps: gl.constexpr):
+    blocked: gl.constexpr = gl.BlockedLayout([1, 1], [4, 8], [num_warps, 1], [1, 0])
+    other: gl.constexpr = gl.BlockedLayout([1, 1], [8, 4], [num_warps, 1], [1, 0])
+    rows = gl.arange(0, 16, layout=gl.SliceLayout(1, blocked))
+    cols = gl.arange(0, 32, layout=gl.SliceLayout(0, blocked))
+    x = (rows[:, None] * 32 + cols[None, :]).to(gl.float32)  # in `blocked`
+    gl.static_assert(x.type.layout == blocked)
+    total = gl.sum(x, axis=1)
+    gl.static_assert(total.type.layout == gl.SliceLayout(1, blocked))
+    if CASE == 1:  # element-wise operands in two layouts
+        x = x + gl.full([16, 32], 1.0, gl.float32, other)
+    if CASE == 2:  # expand_dims of a slice along the other axis
+        total = total[None, :]
+    if CASE == 3:  # converted first: fine
+        x = gl.convert_layout(x, other) + gl.full([16, 32], 1.0, gl.float32, other)
+        x = gl.convert_layout(x, blocked) - 1.0
+    gl.store(out_ptr + rows, total)
+    gl.store(out_ptr + 16 + rows[:, None] * 32 + cols[None, :], x)
+
+
+@pytest.mark.parametrize("case, error", [
+    (1, "Layout mismatch in broadcast"),
+    (2, "expected expand_dims input layout to be sliced in axis 0 but got 1"),
+])
+def test_layouts_are_checked_as_gluon_checks_them(case, error):
+    with pytest.raises(CompilationError, match=error):
+        layouts_kernel[(1,)](np.zeros(16 + 16 * 32, np.float32), CASE=case, num_warps=4)
+
+
+def test_layouts_carried_through_reductions_and_conversions():
+    out = np.zeros(16 + 16 * 32, np.float32)
+    layouts_kernel[(1,)](out, CASE=3, num_warps=4)
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    np.testing.assert_array_equal(out[:16], x.sum(axis=1))
+    np.testing.assert_array_equal(out[16:].reshape(16, 32), x)
+
+
+@gluon.jit
+def async_misuse_kernel(x_desc, out_ptr, CASE: gl.constexpr, num_warps: gl.constexpr):
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BM, 16])
+    smem = gl.allocate_shared_memory(gl.float16, [BM, BM], x_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    if CASE != 1:
+        mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, x_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(x_desc, [0, 0], bar, smem)
+    mbarrier.wait(bar, 0)
+    acc = warpgroup_mma(smem, smem.permute((1, 0)), gl.zeros([BM, BM], gl.float32, layout),
+                        is_async=True)
+    if CASE == 2:
+        acc = acc * 2.0
+    acc = warpgroup_mma_wait(0, deps=(acc,))
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BM, layout=gl.SliceLayout(0, layout))
+    gl.store(out_ptr + rows[:, None] * BM + cols[None, :], acc)
+
+
+@pytest.mark.parametrize("case, error", [
+    (1, "not initialised"),
+    (2, "unsupported operand type"),  # an asynchronous MMA's token is no block, as in Gluon
+])
+def test_barrier_and_async_mma_misuse(case, error):
+    x = np.ones((16, 16), np.float16)
+    with pytest.raises(minitriton.errors.MiniTritonError, match=error):
+        async_misuse_kernel[(1,)](_desc(x, [16, 16]), np.zeros((16, 16), np.float32), CASE=case,
+                                  num_warps=4)
+
+
+def test_async_mma_waited_for():
+    x = np.random.default_rng(1).standard_normal((16, 16)).astype(np.float16)
+    out = np.zeros((16, 16), np.float32)
+    async_misuse_kernel[(1,)](_desc(x, [16, 16]), out, CASE=0, num_warps=4)
+    want = x.astype(np.float64) @ x.astype(np.float64).T
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
+def test_gluon_through_the_triton_standin():
+    """A program written for Triton imports Gluon under Triton's names."""
+    with minitriton.install_as_triton():
+        from triton.experimental import gluon as g
+        from triton.experimental.gluon.language.nvidia.hopper import tma as t
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as D
+        assert g.jit is gluon.jit and t is tma and D is TensorDescriptor
+        with pytest.raises(ImportError, match="not in minitriton"):
+            exec("from triton.experimental.gluon.language import warp_specialize")
