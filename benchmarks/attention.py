@@ -16,8 +16,9 @@ Two tables:
     (ours-tma: descriptors made in the kernel; ours-tma-ws: the same with warp
     specialization; ours-tma-host: host TensorDescriptors), the one-pass backward
     (ours-atomic: dQ by atomics; ours-atomic-tma: its tiles read and dQ added through TMA),
-    the two-kernel backward reading through TMA (ours-bwd-tma) and both forward and backward
-    changed (ours-tma+atomic); each against ours, cuDNN and
+    the two-kernel backward reading through TMA (ours-bwd-tma), the Gluon forward
+    (ours-gluon: kernels/attention_gluon.py) and both forward and backward changed
+    (ours-tma+atomic); each against ours, cuDNN and
     flash, to choose AttentionTuning's fwd_impl / bwd_impl (kernels/tuning.py);
   * the assignment's table: batch 1, causal, sequence 128 ... 65536, head dim 16 ... 128
     (powers of 2), bf16 and fp32: forward, backward and end-to-end latency per implementation.
@@ -92,6 +93,7 @@ VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
             "ours-tma": ("tma", None, ("fwd", "fwd+bwd")),
             "ours-tma-ws": ("tma-ws", None, ("fwd", "fwd+bwd")),
             "ours-tma-host": ("tma-host", None, ("fwd", "fwd+bwd")),
+            "ours-gluon": ("gluon", None, ("fwd", "fwd+bwd")),
             "ours-atomic": (None, "atomic", ("bwd", "fwd+bwd")),
             "ours-atomic-tma": (None, "atomic-tma", ("bwd", "fwd+bwd")),
             "ours-bwd-tma": (None, "two-kernel-tma", ("bwd", "fwd+bwd")),

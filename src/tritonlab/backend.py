@@ -11,9 +11,11 @@ import contextlib
 import importlib.util
 import os
 import sys
+import types
 
 import minitriton
 import minitriton.language
+from minitriton.experimental import gluon as sim_gluon
 from minitriton.tools.tensor_descriptor import TensorDescriptor as SimTensorDescriptor
 
 from .errors import BACKENDS, BackendError
@@ -61,9 +63,32 @@ def _descriptor_class(name):
         return None
 
 
+def _gluon(name):
+    """Gluon (Triton's lower-level language) of a backend, as a namespace: `gluon` (its jit),
+    `gl` (its language), `hopper` (nvidia.hopper's language module) and `TensorDescriptor`
+    (the host descriptor with a shared layout); None where the backend has none (Triton's
+    interpreter does not run Gluon; a Triton before 3.5 has none)."""
+    if name == "interpret":
+        return None
+    if name == "sim":
+        return types.SimpleNamespace(gluon=sim_gluon, gl=sim_gluon.language,
+                                     hopper=sim_gluon.language.nvidia.hopper,
+                                     TensorDescriptor=sim_gluon.nvidia.hopper.TensorDescriptor)
+    try:
+        from triton.experimental import gluon
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.language.nvidia import hopper
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    except ImportError:  # pragma: no cover - a Triton without Gluon
+        return None
+    return types.SimpleNamespace(gluon=gluon, gl=gl, hopper=hopper,
+                                 TensorDescriptor=TensorDescriptor)
+
+
 NAME = _choose()
 triton, tl, DEVICE = _load(NAME)
 TensorDescriptor = _descriptor_class(NAME)
+GLUON = _gluon(NAME)
 
 
 def describe():
@@ -78,15 +103,17 @@ def describe():
 @contextlib.contextmanager
 def _swapped(name):
     module = sys.modules[__name__]
-    saved = (module.NAME, module.triton, module.tl, module.DEVICE, module.TensorDescriptor)
+    saved = (module.NAME, module.triton, module.tl, module.DEVICE, module.TensorDescriptor,
+             module.GLUON)
     module.NAME = name
     module.triton, module.tl, module.DEVICE = _load(name)
     module.TensorDescriptor = _descriptor_class(name)
+    module.GLUON = _gluon(name)
     try:
         yield
     finally:
-        (module.NAME, module.triton, module.tl, module.DEVICE,
-         module.TensorDescriptor) = saved
+        (module.NAME, module.triton, module.tl, module.DEVICE, module.TensorDescriptor,
+         module.GLUON) = saved
 
 
 _COPIES: dict = {}

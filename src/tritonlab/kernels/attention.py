@@ -52,6 +52,12 @@ from . import _native, ops
 from ._launch import Bound, PlanCache, launch, scratch
 from .tuning import tuning_for
 
+try:
+    from . import attention_gluon
+    _NO_GLUON = None
+except ImportError as _e:  # Triton's interpreter, or a Triton without Gluon
+    attention_gluon, _NO_GLUON = None, str(_e)
+
 MAX_HEAD_DIM = 128
 LOG2E = 1.4426950408889634
 
@@ -751,7 +757,7 @@ def _block_d(d):
     return max(16, triton.next_power_of_2(d))  # tl.dot needs K >= 16
 
 
-FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host")
+FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon")
 BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
 
@@ -805,10 +811,16 @@ def forward_impl(q, k, v, impl=None):
             return impl
         if _host_bound(q, k, t):
             return "pointers"
+        if impl == "gluon" and _gluon_problem(q, k, v):
+            impl = "tma"
         return "pointers" if tma_problem(q, k, v) else impl
     if impl not in FWD_IMPLS:
         raise ValueError(f"flash_attention: unknown forward impl {impl!r}; one of "
                          f"{', '.join(FWD_IMPLS)}")
+    problem = impl == "gluon" and _gluon_problem(q, k, v)
+    if problem:
+        raise ValueError(f"flash_attention: impl='gluon' cannot take these inputs: {problem}; "
+                         f"use impl='tma' or 'pointers'")
     problem = impl != "pointers" and tma_problem(q, k, v)
     if problem:
         raise ValueError(f"flash_attention: impl={impl!r} reads through TMA descriptors, which "
@@ -820,6 +832,13 @@ def forward_impl(q, k, v, impl=None):
             f"this kernel, seen on an H100 on 2026-12-05); use impl='tma', the same kernel "
             f"without warp specialization (docs/attention.md#measured)")
     return impl
+
+
+def _gluon_problem(q, k, v):
+    """Why the Gluon forward (kernels/attention_gluon.py) cannot take q, k, v, or None."""
+    if attention_gluon is None:
+        return _NO_GLUON
+    return attention_gluon.gluon_problem(q, k, v)
 
 
 @functools.lru_cache(maxsize=None)
@@ -880,6 +899,8 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal),
                   FOLD=bool(scale > 0))
     work = batch * heads * n_q * n_k
+    if impl == "gluon":
+        return attention_gluon.forward(q, k, v, o, lse, causal, scale, tiles)
     if impl == "pointers":
         args = (q, k, v, o, lse, *_strides4(q), *_strides4(k), *_strides4(v), *_strides4(o),
                 heads, n_q, n_k, scale * LOG2E)

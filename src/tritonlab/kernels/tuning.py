@@ -280,9 +280,13 @@ class AttentionTuning:
     fwd_tma_large: tuple = ()
     dkdv_atomic_small: tuple = ()
     dkdv_atomic_large: tuple = ()
+    # the Gluon forward's one tile per head dim (kernels/attention_gluon.py): no autotuning
+    gluon_small: tuple = ()
+    gluon_large: tuple = ()
     # What flash_attention runs when no implementation is asked for: forward "pointers",
-    # "tma", "tma-ws" or "tma-host" (a TMA one only for inputs TMA can read, else
-    # "pointers"); backward "two-kernel" or "atomic". To be set by measurement on the GPU
+    # "tma", "tma-ws", "tma-host" (a TMA one only for inputs TMA can read, else "pointers")
+    # or "gluon" (where it can take the inputs, else "tma"); backward "two-kernel" or
+    # "atomic" (or their "-tma" forms). To be set by measurement on the GPU
     # (benchmarks/attention.py --quick times them side by side; docs/attention.md)
     fwd_impl: str = "pointers"
     bwd_impl: str = "two-kernel"
@@ -297,6 +301,7 @@ class AttentionTuning:
     simulator_dq: tuple = (32, 16, 4, 1)
     simulator_fwd_tma: tuple = (32, 16, 4, 1)
     simulator_dkdv_atomic: tuple = (16, 32, 4, 1)
+    simulator_gluon: tuple = (64, 32, 4, 2)
     preprocess_block: int = 128  # rows per program of D = rowsum(dO * O)
     simulator_preprocess_block: int = 16
     # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
@@ -383,6 +388,10 @@ TUNINGS = {
         # (docs/attention.md#measured). The two-kernel backward through TMA: 2026-12-06 on an
         # H100, fwd+bwd 1.01-1.15x the pointer one on the four speed rows (bwd 0.97-1.07x, one
         # run) and 1.12x at the same tiles in the probe, once its tail loops went (EVEN_*)
+        # the Gluon forward (plain schedule), the fastest tiles of benchmarks/probes/
+        # gluon_attention.py on an H100 (2026-12-06): 128x128 on 8 warps in 3 stages for
+        # d = 64, 128x64 on 8 warps in 2 stages for d = 128
+        gluon_small=(128, 128, 8, 3), gluon_large=(128, 64, 8, 2),
         fwd_impl="tma", bwd_impl="two-kernel-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}

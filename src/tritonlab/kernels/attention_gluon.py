@@ -1,0 +1,246 @@
+"""FlashAttention's forward in Gluon for Hopper (`flash_attention(..., fwd_impl="gluon")`).
+
+Gluon is Triton's lower-level language: the kernel lays out its blocks, allocates shared memory
+and drives the TMA unit, mbarriers and warpgroup MMAs (wgmma) itself, where tl-level Triton
+leaves them to the compiler. That reaches cuDNN's forward where the tl kernels of
+kernels/attention.py do not (H100, 2026-12-06: docs/attention.md "Gluon"). One program per
+(query tile, batch*head):
+  - Q arrives once by TMA; K and V stream through a ring of STAGES shared-memory slots, each
+    filled by TMA and signalled on its own mbarrier, refilled with the tile STAGES ahead as
+    soon as both of the tile's MMAs have read it;
+  - S = Q K^T and O += P V are asynchronous wgmma (P stays in registers as the A operand);
+  - the online softmax runs in the accumulators' own layout, the scale folded into exp2;
+  - causal: the key tiles wholly below the diagonal unmasked, then those it crosses masked,
+    and the longest query rows first (the programs of the last query tiles start first);
+  - O leaves through Q's shared buffer by TMA, L = m + log(l) (natural log) per row, fp32.
+The schedule FlashAttention-3 writes out (the next tile's S issued before this tile's softmax,
+`OVERLAP`) was 0.77-0.88x the plain one on an H100; it stays selectable for the probe
+(benchmarks/probes/gluon_attention.py).
+
+The same source runs on minitriton, which models shared memory, mbarriers (phases and
+transaction bytes), TMA copies and wgmma (minitriton/experimental/gluon), so the simulator runs
+and checks it like every other kernel (CPU tests, the race sanitizer). It takes contiguous
+fp16/bf16 inputs with as many keys as queries, a sequence length that is a multiple of both
+tiles and a power-of-two head dim; `gluon_problem` says why others cannot, and the default
+then falls back to the TMA forward.
+"""
+import torch
+
+from ..backend import GLUON
+from .tuning import tuning_for
+
+if GLUON is None:
+    raise ImportError("this backend has no Gluon (Triton's interpreter does not run it; "
+                      "Triton 3.5 or newer, or minitriton, does)")
+gluon, gl = GLUON.gluon, GLUON.gl
+mbarrier, tma = GLUON.hopper.mbarrier, GLUON.hopper.tma
+fence_async_shared = GLUON.hopper.fence_async_shared
+warpgroup_mma, warpgroup_mma_init = GLUON.hopper.warpgroup_mma, GLUON.hopper.warpgroup_mma_init
+warpgroup_mma_wait = GLUON.hopper.warpgroup_mma_wait
+
+LOG2E = 1.4426950408889634
+LN2 = gl.constexpr(0.6931471805599453)  # natural log of 2
+
+
+@gluon.jit
+def _load_kv(k_desc, v_desc, k_smem, v_smem, bars, tile, row0, n_tiles,
+             STAGES: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Key tile `tile` (if there is one) into its ring slot, its barrier told the bytes. The
+    caller's warpgroups have each waited for their MMAs that read the slot; the CTA barrier
+    makes sure all of them have before one thread issues the copy (8 warps: 2 warpgroups)."""
+    gl.thread_barrier()
+    slot = tile % STAGES
+    live = tile < n_tiles
+    mbarrier.expect(bars.index(slot), 2 * k_desc.block_type.nbytes, pred=live)
+    tma.async_copy_global_to_shared(k_desc, [row0 + tile * BLOCK_N, 0], bars.index(slot),
+                                    k_smem.index(slot), pred=live)
+    tma.async_copy_global_to_shared(v_desc, [row0 + tile * BLOCK_N, 0], bars.index(slot),
+                                    v_smem.index(slot), pred=live)
+
+
+@gluon.jit
+def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: gl.constexpr):
+    """One key tile of the online softmax on raw scores s (the scale folded into exp2's
+    argument), the accumulator rescaled, and P V issued, not waited for: (acc in flight, the
+    new row maxima, the new row sums)."""
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    alpha = gl.exp2(m_i - m_new)
+    acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+    acc = warpgroup_mma(gl.convert_layout(p.to(v.dtype), p_layout), v, acc, is_async=True)
+    return acc, m_new, l_i * alpha + gl.sum(p, axis=1)
+
+
+@gluon.jit
+def _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i, l_i, zeros_s, lo,
+                 hi, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+                 rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
+                 MASK: gl.constexpr):
+    """Key tiles lo..hi-1 of the plain schedule: S waited for at once, then the softmax step
+    (MASK: keys past each query row's own set to -inf first), P V waited for, the slot
+    refilled with the tile STAGES ahead."""
+    for j in range(lo, hi):
+        slot = j % STAGES
+        mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
+        s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
+                              use_acc=False, is_async=True)
+        s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
+        if MASK:
+            offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N,
+                                             layout=gl.SliceLayout(0, zeros_s.type.layout))
+            s_cur = gl.where(offs_m[:, None] >= offs_n[None, :], s_cur, float("-inf"))
+        acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(slot), qk_scale,
+                                    p_layout, rows_o)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles, STAGES,
+                 BLOCK_N)
+    return acc, m_i, l_i
+
+
+@gluon.jit
+def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
+                          STAGES: gl.constexpr, OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
+                          num_warps: gl.constexpr):
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's k for 16-bit inputs
+    # accumulators in wgmma's register layout: warps stacked along the rows (16 rows each)
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, K_WIDTH])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
+    # P stays in registers as wgmma's A operand
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
+                                                 k_width=32 // dtype.primitive_bitwidth)
+    rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+
+    if CAUSAL:  # the longest query rows first; keys up to the tile's last query
+        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
+        n_tiles = (start_m + BLOCK_M) // BLOCK_N
+    else:
+        start_m = gl.program_id(0) * BLOCK_M
+        n_tiles = n_ctx // BLOCK_N
+    row0 = gl.program_id(1) * n_ctx  # this head's first row of the (batch*heads*seq, d) view
+
+    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    kv_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(kv_bars.index(s), count=1)
+    fence_async_shared()  # the barriers' initialisation seen by the TMA unit
+
+    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem)
+    for s in gl.static_range(STAGES):
+        _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, s, row0, n_tiles, STAGES, BLOCK_N)
+
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, rows_s)
+    l_i = gl.full([BLOCK_M], 0.0, gl.float32, rows_s)
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    zeros_s = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
+    mbarrier.wait(q_bar, 0)
+
+    if OVERLAP:
+        # S of tile 0 issued before the loop. Step j: retire S_j and P V of tile j - 1 (wgmma
+        # groups retire in order), refill tile j - 1's slot with tile j - 1 + STAGES, issue
+        # S_{j+1}, run tile j's softmax while it is on the tensor cores, issue P V of tile j
+        # and go on without waiting for it. Tile j + 1 was loaded a step ahead: STAGES >= 3.
+        mbarrier.wait(kv_bars.index(0), 0)
+        s_next = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s,
+                               use_acc=False, is_async=True)
+        acc = warpgroup_mma_init(acc)  # carried through the loop as an in-flight result
+        for j in range(n_tiles):
+            s_cur, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))
+            if j > 0:
+                _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, j - 1 + STAGES, row0,
+                         n_tiles, STAGES, BLOCK_N)
+            if j + 1 < n_tiles:
+                nxt = (j + 1) % STAGES
+                mbarrier.wait(kv_bars.index(nxt), ((j + 1) // STAGES) & 1)
+                s_next = warpgroup_mma(q_smem, k_smem.index(nxt).permute((1, 0)), zeros_s,
+                                       use_acc=False, is_async=True)
+            acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(j % STAGES),
+                                        qk_scale, p_layout, rows_o)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    else:
+        offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
+        # causal: tiles wholly below the diagonal unmasked, then those it crosses masked
+        n_free = start_m // BLOCK_N if CAUSAL else n_tiles
+        acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i,
+                                     l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale,
+                                     p_layout, rows_o, STAGES, BLOCK_N, False)
+        if CAUSAL:
+            acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc,
+                                         m_i, l_i, zeros_s, n_free, n_tiles, n_tiles, row0,
+                                         offs_m, qk_scale, p_layout, rows_o, STAGES, BLOCK_N,
+                                         True)
+
+    mbarrier.invalidate(q_bar)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(kv_bars.index(s))
+    out = acc / gl.convert_layout(l_i, rows_o)[:, None]
+    gl.thread_barrier()  # every warpgroup's last S (which read Q) is done
+    q_smem.store(out.to(dtype))  # O through Q's buffer
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [row0 + start_m, 0], q_smem)
+    offs = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
+    gl.store(lse_ptr + row0 + offs, (m_i + gl.log2(l_i)) * LN2)
+    tma.store_wait(pendings=0)
+
+
+def tiles_for(q):
+    """(BLOCK_M, BLOCK_N, warps, stages) for q's head dim: the tuning's (kernels/tuning.py),
+    the simulator's small one on the CPU."""
+    t = tuning_for("attention", q.get_device())
+    if not q.is_cuda:
+        return t.simulator("gluon")
+    return t.gluon_small if q.shape[-1] <= 64 else t.gluon_large
+
+
+def gluon_problem(q, k, v, tiles=None):
+    """Why the Gluon forward cannot take these (batch, [heads,] seq, d) inputs, or None."""
+    if GLUON is None:
+        return "this backend has no Gluon"
+    if q.is_cuda and torch.cuda.get_device_capability(q.get_device())[0] != 9:
+        return "it is written for Hopper (compute capability 9: wgmma)"
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        return f"it takes fp16 and bf16, not {q.dtype}"
+    if not all(t.is_contiguous() for t in (q, k, v)):
+        return "it takes contiguous q, k and v"
+    n, d = q.shape[-2], q.shape[-1]
+    if k.shape[-2] != n:
+        return f"it takes as many keys as queries ({k.shape[-2]} keys, {n} queries)"
+    if d < 16 or d & (d - 1):
+        return f"its head dim must be a power of two of at least 16, not {d}"
+    bm, bn, _, _ = tiles or tiles_for(q)
+    if n % bm or n % bn or bm % bn:
+        return (f"its tiles ({bm} queries, {bn} keys) must divide the sequence length {n} "
+                f"(and the query tile be a multiple of the key tile)")
+    return None
+
+
+def _descriptor(t, rows):
+    """A (batch*heads*seq, d) TMA descriptor of contiguous t, `rows` rows a box."""
+    flat = t.view(-1, t.shape[-1])
+    block = [rows, t.shape[-1]]
+    dtype = gl.float16 if t.dtype == torch.float16 else gl.bfloat16
+    return GLUON.TensorDescriptor.from_tensor(
+        flat, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
+
+
+def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False):
+    """O into `o` (like q) and L into `lse` (fp32, q.shape[:-1], natural-log logsumexp per
+    query row) for contiguous, non-empty q, k, v that gluon_problem accepts."""
+    bm, bn, warps, stages = tiles or tiles_for(q)
+    n = q.shape[-2]
+    zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
+    gluon_attn_fwd_kernel[(n // bm, zh)](
+        _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm), lse, n,
+        scale * LOG2E, STAGES=stages, OVERLAP=overlap, CAUSAL=bool(causal), num_warps=warps)
+    return o, lse

@@ -1,0 +1,118 @@
+"""The Gluon forward (kernels/attention_gluon.py, `fwd_impl="gluon"`) against float64: O and L
+on the active backend (minitriton's Gluon here, real Triton's on a Hopper GPU), under both
+executors and the race sanitizer, its gradients through the backward, which inputs it takes
+(and the default's fallback where it cannot), and on the GPU against SDPA at the speed rows'
+shapes."""
+import pytest
+import torch
+
+import minitriton
+from test_attention import assert_matches, inputs, reference
+from torch_references import ATTENTION_TOLERANCES, DEV, rand
+from tritonlab.kernels import attention as fa
+from tritonlab.kernels import attention_gluon as fg
+from tritonlab.kernels import tuning
+
+SIM = DEV == "cpu"
+DTYPES16 = [torch.float16, torch.bfloat16]
+on_sim = pytest.mark.skipif(not SIM, reason="the simulator's tiles and executors")
+
+
+def forward(q, k, v, causal, **kw):
+    return fa.attention_forward(q.detach(), k.detach(), v.detach(), causal, impl="gluon", **kw)
+
+
+@on_sim
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("dtype", DTYPES16)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [
+    (1, 2, 128, 64),   # two query tiles, four key tiles: the ring of 2 slots refilled
+    (2, 64, 32),       # (batch, seq, d): one query tile; causal masks its two key tiles
+    (1, 1, 192, 128),  # three query tiles: causal's longest-rows-first order
+])
+def test_forward_against_float64(shape, dtype, causal):
+    *lead, n, d = shape
+    q, k, v, do = inputs(lead[0], n, n, d, dtype=dtype, heads=lead[1] if len(lead) > 1 else None)
+    o, lse = forward(q, k, v, causal)
+    want = reference(q, k, v, do, causal)
+    assert_matches((o, lse), want[:2], dtype)
+
+
+@on_sim
+def test_the_race_sanitizer_passes_it():
+    q, k, v, do = inputs(1, 128, 128, 64, dtype=torch.bfloat16, heads=2)
+    with minitriton.configure(races=True, order=True):
+        o, lse = forward(q, k, v, True)
+    assert_matches((o, lse), reference(q, k, v, do, True)[:2], torch.bfloat16)
+
+
+@on_sim
+def test_the_overlap_schedule_too():
+    """FlashAttention-3's intra-warpgroup overlap (the probe's other schedule): the next S
+    issued before this tile's softmax; 3 stages."""
+    q, k, v, do = inputs(1, 128, 128, 64, dtype=torch.float16, heads=2)
+    o, lse = torch.empty_like(q), torch.empty(q.shape[:-1])
+    fg.forward(q.detach(), k.detach(), v.detach(), o, lse, False, 64 ** -0.5,
+               tiles=(64, 32, 4, 3), overlap=True)
+    assert_matches((o, lse), reference(q, k, v, do, False)[:2], torch.float16)
+
+
+@on_sim
+def test_gradients_through_the_backward():
+    q, k, v, do = inputs(1, 128, 128, 32, dtype=torch.float16, heads=2)
+    o = fa.flash_attention(q, k, v, True, None, "gluon")
+    o.backward(do)
+    o_ref, lse_ref, *grads = reference(q, k, v, do, True)
+    assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda: [rand(1, 128, 64)] * 3, "fp16 and bf16"),
+    (lambda: [rand(1, 128, 64, dtype=torch.float16)] + [rand(1, 256, 64,
+                                                              dtype=torch.float16)] * 2,
+     "as many keys as queries"),
+    (lambda: [rand(1, 100, 64, dtype=torch.float16)] * 3, "must divide the sequence length"),
+    (lambda: [rand(1, 128, 48, dtype=torch.float16)] * 3, "power of two"),
+    (lambda: [rand(1, 64, 128, dtype=torch.float16).transpose(1, 2)] * 3, "contiguous"),
+])
+def test_what_it_cannot_take_is_said(make, why):
+    q, k, v = make()
+    with pytest.raises(ValueError, match=why):
+        fa.attention_forward(q, k, v, impl="gluon")
+
+
+def test_the_default_falls_back_where_gluon_cannot(monkeypatch):
+    """With "gluon" the tuning's default, inputs it cannot take run the TMA forward (and
+    those TMA cannot, the pointer one); host-bound small problems keep the pointer kernel."""
+    t = tuning.tuning_for("attention", None)
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
+        **{**t.__dict__, "fwd_impl": "gluon", "tune_above": 0}))
+    fp16 = rand(1, 2, 128, 64, dtype=torch.float16)
+    assert fa.forward_impl(fp16, fp16, fp16) == ("gluon" if SIM or _hopper() else "tma")
+    ragged = rand(1, 2, 100, 64, dtype=torch.float16)
+    assert fa.forward_impl(ragged, ragged, ragged) == "tma"
+    fp32 = rand(1, 2, 128, 64)
+    assert fa.forward_impl(fp32, fp32, fp32) == "tma"
+    narrow = rand(1, 2, 128, 20, dtype=torch.float16)  # rows of 40 bytes: not for TMA
+    assert fa.forward_impl(narrow, narrow, narrow) == "pointers"
+
+
+def _hopper():
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="Gluon's wgmma kernel is written for Hopper")
+@pytest.mark.parametrize("dtype", DTYPES16)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 4, 1024, 64), (1, 2, 2048, 128), (1, 1, 4096, 32)])
+def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
+    b, h, n, d = shape
+    q, k, v, do = inputs(b, n, n, d, dtype=dtype, heads=h)
+    o, lse = forward(q, k, v, causal)
+    want = reference(q, k, v, do, causal)
+    assert_matches((o, lse), want[:2], dtype)
+    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert ((sdpa.double() - want[0]).norm() / want[0].norm()).item() < \
+        ATTENTION_TOLERANCES[dtype]
