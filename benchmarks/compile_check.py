@@ -110,6 +110,9 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
                 for impl, name in (("pointers", "fwd"), ("tma", "fwd_tma")):
                     for cfg in t.configs(name, d):
                         at.attention_forward(q, q, q, causal, tiles=cfg, impl=impl)
+                if dtype != torch.float32 and n % 128 == 0:  # the Gluon forward: whole tiles
+                    at.attention_forward(q, q, q, causal, impl="gluon",
+                                         tiles=t.gluon_small if d <= 64 else t.gluon_large)
                 dkdv, dq = t.configs("dkdv", d), t.configs("dq", d)
                 pairs = [(a, dq[0]) for a in dkdv] + [(dkdv[0], b) for b in dq[1:]]
                 for impl in ("two-kernel", "two-kernel-tma"):
@@ -202,6 +205,7 @@ def compile_all(records, cc):
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    from triton.experimental.gluon._runtime import GluonASTSource
 
     dtypes = {getattr(tl, n).name: getattr(tl, n) for n in dir(tl)
               if isinstance(getattr(tl, n), tl.dtype)}
@@ -232,9 +236,10 @@ def compile_all(records, cc):
             fn = getattr(importlib.import_module(rec["module"]), rec["kernel"])
             names = fn.arg_names
             attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in rec["divisible"]}
-            src = ASTSource(fn, signature=rec["signature"],
-                            constexprs={k: real(v) for k, v in rec["constants"].items()},
-                            attrs=attrs)
+            source = GluonASTSource if getattr(fn, "is_gluon", lambda: False)() else ASTSource
+            src = source(fn, signature=rec["signature"],
+                         constexprs={k: real(v) for k, v in rec["constants"].items()},
+                         attrs=attrs)
             compiled = triton.compile(src, target=target, options=rec["options"])
             row.update(_resources(compiled, cuobjdump))
         except Exception as e:  # noqa: BLE001 - the compiler's error is the finding

@@ -390,9 +390,11 @@ TUNINGS = {
         # run) and 1.12x at the same tiles in the probe, once its tail loops went (EVEN_*)
         # the Gluon forward (plain schedule), the fastest tiles of benchmarks/probes/
         # gluon_attention.py on an H100 (2026-12-06): 128x128 on 8 warps in 3 stages for
-        # d = 64, 128x64 on 8 warps in 2 stages for d = 128
+        # d = 64, 128x64 on 8 warps in 2 stages for d = 128. The default where it takes the
+        # inputs (else the TMA forward): 1.03-1.07x the TMA forward on the four speed rows
+        # (H100, 2026-12-06, attention.py --quick --variants ours-gluon, one run)
         gluon_small=(128, 128, 8, 3), gluon_large=(128, 64, 8, 2),
-        fwd_impl="tma", bwd_impl="two-kernel-tma")},
+        fwd_impl="gluon", bwd_impl="two-kernel-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 

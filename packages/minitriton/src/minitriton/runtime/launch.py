@@ -511,12 +511,15 @@ _CANONICAL = {"int1": "u1", "int8": "i8", "int16": "i16", "int32": "i32", "int64
 def _type_string(name, value, const=False):
     """Triton 3.6's type string of a launch argument (its `mangle_type`): "*k" before the
     element type of a pointer parameter annotated `tl.const`, "tensordesc<fp16[64, 64]>" for
-    a host tensor descriptor."""
+    a host tensor descriptor ("tensordesc<fp16[64, 64],NVMMASharedLayout(...)>" for Gluon's,
+    which carries its shared layout)."""
     if isinstance(value, (bool, np.bool_)):
         return "u1"
     if _is_descriptor(value):
         element = _element_type(name, value.base.dtype).name
-        return f"tensordesc<{_CANONICAL.get(element, element)}{list(value.block_shape)}>"
+        layout = getattr(value, "layout", None)
+        return (f"tensordesc<{_CANONICAL.get(element, element)}{list(value.block_shape)}"
+                + (f",{layout!r}>" if layout is not None else ">"))
     if isinstance(value, numbers.Integral):
         value = int(value)
         return "i32" if -2**31 <= value < 2**31 else "u64" if value >= 2**63 else "i64"
