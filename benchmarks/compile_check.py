@@ -110,9 +110,6 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
                 for impl, name in (("pointers", "fwd"), ("tma", "fwd_tma")):
                     for cfg in t.configs(name, d):
                         at.attention_forward(q, q, q, causal, tiles=cfg, impl=impl)
-                if dtype != torch.float32 and n % 128 == 0:  # the Gluon forward: whole tiles
-                    at.attention_forward(q, q, q, causal, impl="gluon",
-                                         tiles=t.gluon_small if d <= 64 else t.gluon_large)
                 dkdv, dq = t.configs("dkdv", d), t.configs("dq", d)
                 pairs = [(a, dq[0]) for a in dkdv] + [(dkdv[0], b) for b in dq[1:]]
                 for impl in ("two-kernel", "two-kernel-tma"):
@@ -123,6 +120,12 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
                     for cfg in t.configs("dkdv_atomic", d):
                         at.attention_backward(q, q, q, q, o, lse, causal, tiles={"dkdv": cfg},
                                               impl=impl)
+        # the Gluon forward (16-bit, whole tiles) at every head dim the assignment's table has
+        for d, causal in itertools.product((16, 32, 64, 128), (False, True)):
+            if dtype != torch.float32:
+                q = torch.empty(1, 1, 128, d, dtype=dtype)
+                at.attention_forward(q, q, q, causal, impl="gluon",
+                                     tiles=t.gluon_small if d <= 64 else t.gluon_large)
         m = tuning_for("matmul", -1)
         a = torch.empty(256, 256, dtype=dtype)
         for cfg in mm._configs(m.configs, m.group_m):
