@@ -3,6 +3,8 @@ on the active backend (minitriton's Gluon here, real Triton's on a Hopper GPU), 
 executors and the race sanitizer, its gradients through the backward, which inputs it takes
 (and the default's fallback where it cannot), and on the GPU against SDPA at the speed rows'
 shapes."""
+import types
+
 import pytest
 import torch
 
@@ -116,3 +118,18 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert ((sdpa.double() - want[0]).norm() / want[0].norm()).item() < \
         ATTENTION_TOLERANCES[dtype]
+
+
+def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
+    """Gluon's programs wait for each key tile's MMAs in turn: with fewer than the tuning's
+    gluon_min_waves programs per SM (batch 1, one head, 32768 keys: 256 on 132 SMs) the
+    default takes the TMA forward, which pipelines its loop."""
+    t = tuning.tuning_for("attention", None)
+    monkeypatch.setattr(fa, "sm_count", lambda device: 132)
+    gpu = types.SimpleNamespace(is_cuda=True, shape=(1, 1, 32768, 64), get_device=lambda: 0)
+    assert fa._few_programs(gpu, t)
+    gpu.shape = (1, 1, 65536, 64)  # 512 programs
+    assert not fa._few_programs(gpu, t)
+    gpu.shape = (4, 32, 4096, 128)
+    assert not fa._few_programs(gpu, t)
+    assert not fa._few_programs(rand(1, 1, 128, 64, dtype=torch.float16), t)  # the CPU

@@ -47,7 +47,7 @@ import math
 import torch
 
 from ..backend import DEVICE, TensorDescriptor, tl, triton
-from ._checks import FLOAT_DTYPES, check_inputs
+from ._checks import FLOAT_DTYPES, check_inputs, sm_count
 from . import _native, ops
 from ._launch import Bound, PlanCache, launch, scratch
 from .tuning import tuning_for
@@ -811,7 +811,7 @@ def forward_impl(q, k, v, impl=None):
             return impl
         if _host_bound(q, k, t):
             return "pointers"
-        if impl == "gluon" and _gluon_problem(q, k, v):
+        if impl == "gluon" and (_gluon_problem(q, k, v) or _few_programs(q, t)):
             impl = "tma"
         return "pointers" if tma_problem(q, k, v) else impl
     if impl not in FWD_IMPLS:
@@ -832,6 +832,18 @@ def forward_impl(q, k, v, impl=None):
             f"this kernel, seen on an H100 on 2026-12-05); use impl='tma', the same kernel "
             f"without warp specialization (docs/attention.md#measured)")
     return impl
+
+
+def _few_programs(q, t):
+    """Whether the Gluon forward would run fewer programs on this GPU than the tuning's
+    `gluon_min_waves` per SM: each program waits for its MMAs one key tile after another, so
+    it needs other programs on the SM to hide that latency, where the TMA forward pipelines
+    its loop (batch 1, one head, 32768 keys: 256 programs, 0.73-0.88x the TMA forward)."""
+    if not q.is_cuda:
+        return False
+    block_m = (t.gluon_small if q.shape[-1] <= 64 else t.gluon_large)[0]
+    programs = math.prod(q.shape[:-2]) * -(-q.shape[-2] // block_m)
+    return programs < t.gluon_min_waves * sm_count(q.get_device())
 
 
 def _gluon_problem(q, k, v):
