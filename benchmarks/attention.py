@@ -16,8 +16,8 @@ Two tables:
     (ours-tma: descriptors made in the kernel; ours-tma-ws: the same with warp
     specialization; ours-tma-host: host TensorDescriptors), the one-pass backward
     (ours-atomic: dQ by atomics; ours-atomic-tma: its tiles read and dQ added through TMA),
-    the two-kernel backward reading through TMA (ours-bwd-tma), the Gluon forward
-    (ours-gluon: kernels/attention_gluon.py) and both forward and backward changed
+    the two-kernel backward reading through TMA (ours-bwd-tma), the Gluon forward and
+    backward (ours-gluon, ours-bwd-gluon: kernels/attention_gluon.py) and both changed
     (ours-tma+atomic); each against ours, cuDNN and
     flash, to choose AttentionTuning's fwd_impl / bwd_impl (kernels/tuning.py);
   * the assignment's table: batch 1, causal, sequence 128 ... 65536, head dim 16 ... 128
@@ -97,6 +97,7 @@ VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
             "ours-atomic": (None, "atomic", ("bwd", "fwd+bwd")),
             "ours-atomic-tma": (None, "atomic-tma", ("bwd", "fwd+bwd")),
             "ours-bwd-tma": (None, "two-kernel-tma", ("bwd", "fwd+bwd")),
+            "ours-bwd-gluon": (None, "gluon", ("bwd", "fwd+bwd")),
             "ours-tma+atomic": ("tma", "atomic", PASSES)}
 
 

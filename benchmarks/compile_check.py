@@ -120,12 +120,18 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
                     for cfg in t.configs("dkdv_atomic", d):
                         at.attention_backward(q, q, q, q, o, lse, causal, tiles={"dkdv": cfg},
                                               impl=impl)
-        # the Gluon forward (16-bit, whole tiles) at every head dim the assignment's table has
+        # the Gluon forward and backward (16-bit, whole tiles) at every head dim the
+        # assignment's table has
         for d, causal in itertools.product((16, 32, 64, 128), (False, True)):
             if dtype != torch.float32:
                 q = torch.empty(1, 1, 128, d, dtype=dtype)
                 at.attention_forward(q, q, q, causal, impl="gluon",
                                      tiles=t.gluon_small if d <= 64 else t.gluon_large)
+                size = "small" if d <= 64 else "large"
+                at.attention_backward(q, q, q, q, q, torch.empty(1, 1, 128), causal,
+                                      impl="gluon",
+                                      tiles={"dkdv": getattr(t, f"gluon_dkdv_{size}"),
+                                             "dq": getattr(t, f"gluon_dq_{size}")})
         m = tuning_for("matmul", -1)
         a = torch.empty(256, 256, dtype=dtype)
         for cfg in mm._configs(m.configs, m.group_m):

@@ -133,3 +133,50 @@ def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
     gpu.shape = (4, 32, 4096, 128)
     assert not fa._few_programs(gpu, t)
     assert not fa._few_programs(rand(1, 1, 128, 64, dtype=torch.float16), t)  # the CPU
+
+
+@on_sim
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("dtype", DTYPES16)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [
+    (1, 2, 128, 64),   # dK/dV: two key tiles of 64, four query steps through a ring of 2
+    (2, 192, 32),      # (batch, seq, d): causal's diagonal tiles masked in both kernels
+])
+def test_backward_against_float64(shape, dtype, causal):
+    *lead, n, d = shape
+    q, k, v, do = inputs(lead[0], n, n, d, dtype=dtype, heads=lead[1] if len(lead) > 1 else None)
+    o = fa.flash_attention(q, k, v, causal, None, "gluon", "gluon")
+    o.backward(do)
+    o_ref, _, *grads = reference(q, k, v, do, causal)
+    assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), dtype)
+
+
+@on_sim
+def test_the_race_sanitizer_passes_the_backward():
+    q, k, v, do = inputs(1, 128, 128, 32, dtype=torch.float16, heads=1)
+    with minitriton.configure(races=True, order=True):
+        o = fa.flash_attention(q, k, v, True, None, "gluon", "gluon")
+        o.backward(do)
+    o_ref, _, *grads = reference(q, k, v, do, True)
+    assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
+
+
+def test_the_backward_says_what_it_cannot_take():
+    q = rand(1, 128, 64)
+    with pytest.raises(ValueError, match="bwd impl 'gluon' cannot take.*fp16 and bf16"):
+        fa.attention_backward(q, q, q, q, q, rand(1, 128), impl="gluon")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="Gluon's wgmma kernels are written for Hopper")
+@pytest.mark.parametrize("dtype", DTYPES16)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 4, 1024, 64), (1, 2, 2048, 128), (1, 1, 4096, 32)])
+def test_gpu_backward_against_float64(shape, dtype, causal):
+    b, h, n, d = shape
+    q, k, v, do = inputs(b, n, n, d, dtype=dtype, heads=h)
+    o = fa.flash_attention(q, k, v, causal, None, "gluon", "gluon")
+    o.backward(do)
+    o_ref, _, *grads = reference(q, k, v, do, causal)
+    assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), dtype)

@@ -758,7 +758,7 @@ def _block_d(d):
 
 
 FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon")
-BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma")
+BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
 
 
@@ -880,6 +880,13 @@ def backward_impl(q, impl=None, *others):
     if impl not in BWD_IMPLS:
         raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "
                          f"{', '.join(BWD_IMPLS)}")
+    if impl == "gluon":
+        problem = _NO_GLUON if attention_gluon is None else (
+            attention_gluon.backward_problem(q, *others) if others else None)
+        if problem:
+            raise ValueError(f"flash_attention: bwd impl 'gluon' cannot take these inputs: "
+                             f"{problem}; use impl='two-kernel-tma' or 'two-kernel'")
+        return impl
     problem = _bwd_tma_problem(impl, q, *others)
     if problem:
         raise ValueError(f"flash_attention: bwd impl {impl!r} reads (and, 'atomic-tma', adds "
@@ -1053,6 +1060,9 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         st = _tma_strides  # the strides of size-1 dimensions made aligned: TMA checks them
         if tma_problem(do):  # a misaligned view
             do = do.clone(memory_format=torch.contiguous_format)
+    if impl == "gluon":
+        return attention_gluon.backward(do, q, k, v, lse, _delta(o, do, heads, n_q, d), dq, dk,
+                                        dv, causal, scale, tiles or None)
     if impl in ("two-kernel", "two-kernel-tma"):
         delta = _delta(o, do, heads, n_q, d)
         args = (q, k, v, do, lse, delta, dk, dv, dq, *st(q), *st(k), *st(v), *st(do),
@@ -1111,7 +1121,9 @@ def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None
     once and adds dQ with atomics: attention_backward_atomic), "two-kernel-tma" and
     "atomic-tma" (the same with the tiles the loops step through read by TMA, and
     "atomic-tma" adding each dQ tile with one TMA reduction: Hopper or newer, inputs TMA can
-    read, head dims a multiple of 4), or None: the device's default."""
+    read, head dims a multiple of 4), "gluon" (the two kernels in Gluon, wgmma on TMA rings:
+    kernels/attention_gluon.py, the Gluon forward's inputs), or None: the device's
+    default."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
                      impl, tiles)
 

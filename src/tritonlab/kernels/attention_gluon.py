@@ -244,3 +244,255 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False):
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm), lse, n,
         scale * LOG2E, STAGES=stages, OVERLAP=overlap, CAUSAL=bool(causal), num_warps=warps)
     return o, lse
+
+
+# --------------------------------------------------------------------------------------------
+# backward: D = rowsum(dO * O) by the tl kernel (kernels/attention.py), then two Gluon kernels
+# on transposed tiles, as the tl two-kernel backward: dK/dV per key tile stepping the query
+# tiles through a TMA ring, dQ per query tile stepping the key tiles; P recomputed from L
+
+
+@gluon.jit
+def _load_rows(desc_a, desc_b, smem_a, smem_b, bars, tile, row0, n_tiles, STAGES: gl.constexpr,
+               BLOCK: gl.constexpr):
+    """Tile `tile` of two tensors (Q and dO, or K and V) into its ring slot, if there is one;
+    the CTA barrier first, as _load_kv."""
+    gl.thread_barrier()
+    slot = tile % STAGES
+    live = tile < n_tiles
+    mbarrier.expect(bars.index(slot), 2 * desc_a.block_type.nbytes, pred=live)
+    tma.async_copy_global_to_shared(desc_a, [row0 + tile * BLOCK, 0], bars.index(slot),
+                                    smem_a.index(slot), pred=live)
+    tma.async_copy_global_to_shared(desc_b, [row0 + tile * BLOCK, 0], bars.index(slot),
+                                    smem_b.index(slot), pred=live)
+
+
+@gluon.jit
+def _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv, lse_ptr,
+                delta_ptr, offs_n, lo, hi, first, n_tiles, row0, qk_scale, zeros_st,
+                ds_layout: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr,
+                MASK: gl.constexpr):
+    """Query tiles lo..hi-1 of one key tile (ring positions from `first`): S^T = K Q^T,
+    P^T = exp2(S^T - L), dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D), dK += dS^T Q."""
+    cols: gl.constexpr = gl.SliceLayout(0, zeros_st.type.layout)
+    for i in range(lo, hi):
+        step = i - first
+        slot = step % STAGES
+        mbarrier.wait(bars.index(slot), (step // STAGES) & 1)
+        q = q_smem.index(slot)
+        do = do_smem.index(slot)
+        rows = i * BLOCK_M + gl.arange(0, BLOCK_M, layout=cols)
+        lse = gl.load(lse_ptr + rows) * 1.4426950408889634  # read BM
+        delta = gl.load(delta_ptr + rows)  # read BM
+        # four asynchronous MMAs, retired in order: dP^T runs while P^T is computed, dV while
+        # dS^T is
+        s_t = warpgroup_mma(k_smem, q.permute((1, 0)), zeros_st, use_acc=False, is_async=True)
+        dp_t = warpgroup_mma(v_smem, do.permute((1, 0)), zeros_st, use_acc=False,
+                             is_async=True)
+        s_t = warpgroup_mma_wait(num_outstanding=1, deps=(s_t,))
+        p_t = gl.exp2(s_t * qk_scale - lse[None, :])
+        if MASK:
+            p_t = gl.where(rows[None, :] >= offs_n[:, None], p_t, 0.0)
+        dv = warpgroup_mma(gl.convert_layout(p_t.to(q.dtype), ds_layout), do, dv, is_async=True)
+        dp_t = warpgroup_mma_wait(num_outstanding=1, deps=(dp_t,))
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk = warpgroup_mma(gl.convert_layout(ds_t.to(q.dtype), ds_layout), q, dk, is_async=True)
+        dk, dv = warpgroup_mma_wait(num_outstanding=0, deps=(dk, dv))
+        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES, row0 + first * BLOCK_M,
+                   n_tiles, STAGES, BLOCK_M)
+    return dk, dv
+
+
+@gluon.jit
+def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, lse_ptr,
+                               delta_ptr, n_ctx, qk_scale, scale, STAGES: gl.constexpr,
+                               CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth
+    # keys along the rows: dK and dV (BLOCK_N, d), S^T and dP^T (BLOCK_N, BLOCK_M)
+    kv_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
+    st_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_M, K_WIDTH])
+    ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=kv_layout,
+                                                  k_width=32 // dtype.primitive_bitwidth)
+    start_n = gl.program_id(0) * BLOCK_N
+    zh = gl.program_id(1)
+    row0 = zh * n_ctx
+    n_q_tiles = n_ctx // BLOCK_M
+    # causal: query tiles before this key tile see none of its keys; those of its own rows
+    # (start_n ... start_n + BLOCK_N, BLOCK_N a multiple of BLOCK_M) are masked
+    first = start_n // BLOCK_M if CAUSAL else 0
+
+    k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_bar, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(bars.index(s), count=1)
+    fence_async_shared()
+    mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
+    tma.async_copy_global_to_shared(v_desc, [row0 + start_n, 0], kv_bar, v_smem)
+    n_tiles = n_q_tiles - first  # the ring's tiles, counted from `first`
+    for s in gl.static_range(STAGES):
+        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, s, row0 + first * BLOCK_M, n_tiles,
+                   STAGES, BLOCK_M)
+
+    offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
+    dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
+    dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
+    zeros_st = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, st_layout)
+    lse_ptr += row0
+    delta_ptr += row0
+    mbarrier.wait(kv_bar, 0)
+    free = first + BLOCK_N // BLOCK_M if CAUSAL else first
+    if CAUSAL:
+        dk, dv = _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv,
+                             lse_ptr, delta_ptr, offs_n, first, free, first, n_tiles, row0,
+                             qk_scale, zeros_st, ds_layout, STAGES, BLOCK_M, True)
+    dk, dv = _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv,
+                         lse_ptr, delta_ptr, offs_n, free, n_q_tiles, first, n_tiles, row0,
+                         qk_scale, zeros_st, ds_layout, STAGES, BLOCK_M, False)
+    mbarrier.invalidate(kv_bar)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(s))
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, kv_layout))
+    rows = row0 + start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, kv_layout))
+    out = rows[:, None] * HEAD_DIM + offs_d[None, :]
+    gl.store(dk_ptr + out, (dk * scale).to(dtype))  # write BN*d
+    gl.store(dv_ptr + out, dv.to(dtype))  # write BN*d
+
+
+@gluon.jit
+def _dq_steps(q_smem, do_smem, k_smem, v_smem, bars, k_desc, v_desc, dq, lse, delta, offs_m,
+              lo, hi, n_tiles, row0, qk_scale, zeros_s, ds_layout: gl.constexpr,
+              STAGES: gl.constexpr, BLOCK_N: gl.constexpr, MASK: gl.constexpr):
+    """Key tiles lo..hi-1 of one query tile: S = Q K^T, P = exp2(S - L), dP = dO V^T,
+    dS = P (dP - D), dQ += dS K."""
+    for j in range(lo, hi):
+        slot = j % STAGES
+        mbarrier.wait(bars.index(slot), (j // STAGES) & 1)
+        k = k_smem.index(slot)
+        # dP runs while P is computed (asynchronous MMAs retire in order)
+        s = warpgroup_mma(q_smem, k.permute((1, 0)), zeros_s, use_acc=False, is_async=True)
+        dp = warpgroup_mma(do_smem, v_smem.index(slot).permute((1, 0)), zeros_s, use_acc=False,
+                           is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s,))
+        p = gl.exp2(s * qk_scale - lse[:, None])
+        if MASK:
+            cols = j * BLOCK_N + gl.arange(0, BLOCK_N,
+                                           layout=gl.SliceLayout(0, zeros_s.type.layout))
+            p = gl.where(offs_m[:, None] >= cols[None, :], p, 0.0)
+        dp = warpgroup_mma_wait(num_outstanding=0, deps=(dp,))
+        ds = p * (dp - delta[:, None])
+        dq = warpgroup_mma(gl.convert_layout(ds.to(k.dtype), ds_layout), k, dq)
+        _load_rows(k_desc, v_desc, k_smem, v_smem, bars, j + STAGES, row0, n_tiles, STAGES,
+                   BLOCK_N)
+    return dq
+
+
+@gluon.jit
+def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, delta_ptr, n_ctx,
+                             qk_scale, scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                             num_warps: gl.constexpr):
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth
+    q_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, K_WIDTH])
+    ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=q_layout,
+                                                  k_width=32 // dtype.primitive_bitwidth)
+    if CAUSAL:  # the longest query rows first, as the forward
+        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
+        n_tiles = (start_m + BLOCK_M) // BLOCK_N
+    else:
+        start_m = gl.program_id(0) * BLOCK_M
+        n_tiles = n_ctx // BLOCK_N
+    row0 = gl.program_id(1) * n_ctx
+
+    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], do_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(bars.index(s), count=1)
+    fence_async_shared()
+    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem)
+    tma.async_copy_global_to_shared(do_desc, [row0 + start_m, 0], q_bar, do_smem)
+    for s in gl.static_range(STAGES):
+        _load_rows(k_desc, v_desc, k_smem, v_smem, bars, s, row0, n_tiles, STAGES, BLOCK_N)
+
+    rows: gl.constexpr = gl.SliceLayout(1, s_layout)
+    offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows)
+    lse = gl.load(lse_ptr + row0 + offs_m) * 1.4426950408889634  # read BM
+    delta = gl.load(delta_ptr + row0 + offs_m)  # read BM
+    dq = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, q_layout)
+    zeros_s = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
+    mbarrier.wait(q_bar, 0)
+    n_free = start_m // BLOCK_N if CAUSAL else n_tiles
+    dq = _dq_steps(q_smem, do_smem, k_smem, v_smem, bars, k_desc, v_desc, dq, lse, delta, offs_m,
+                   0, n_free, n_tiles, row0, qk_scale, zeros_s, ds_layout, STAGES, BLOCK_N,
+                   False)
+    if CAUSAL:
+        dq = _dq_steps(q_smem, do_smem, k_smem, v_smem, bars, k_desc, v_desc, dq, lse, delta,
+                       offs_m, n_free, n_tiles, n_tiles, row0, qk_scale, zeros_s, ds_layout,
+                       STAGES, BLOCK_N, True)
+    mbarrier.invalidate(q_bar)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(s))
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
+    out_rows = row0 + start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
+    gl.store(dq_ptr + out_rows[:, None] * HEAD_DIM + offs_d[None, :], (dq * scale).to(dtype))
+
+
+def backward_tiles_for(q):
+    """{"dkdv": (BLOCK_M, BLOCK_N, warps, stages), "dq": ...} of the Gluon backward for q's
+    head dim: the tuning's, the simulator's small ones on the CPU."""
+    t = tuning_for("attention", q.get_device())
+    if not q.is_cuda:
+        return {"dkdv": t.simulator("gluon_dkdv"), "dq": t.simulator("gluon_dq")}
+    size = "small" if q.shape[-1] <= 64 else "large"
+    return {"dkdv": getattr(t, f"gluon_dkdv_{size}"), "dq": getattr(t, f"gluon_dq_{size}")}
+
+
+def backward_problem(q, k, v, tiles=None):
+    """Why the Gluon backward cannot take these inputs, or None: the forward's rules, and
+    tiles that divide the sequence (dK/dV: the query tile divides the key tile; dQ: the key
+    tile divides the query tile, for the causal diagonal)."""
+    tiles = tiles or backward_tiles_for(q)
+    (m1, n1, _, _), (m2, n2, _, _) = tiles["dkdv"], tiles["dq"]
+    return (gluon_problem(q, k, v, (n1, m1, 0, 0)) or gluon_problem(q, k, v, (m2, n2, 0, 0)))
+
+
+def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None):
+    """dQ, dK, dV into `dq`, `dk`, `dv` (contiguous, q's dtype) for contiguous, non-empty
+    inputs that backward_problem accepts; `delta` = rowsum(dO * O), fp32 (batch*heads, seq)."""
+    tiles = tiles or backward_tiles_for(q)
+    n = q.shape[-2]
+    zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
+    bm, bn, warps, stages = tiles["dkdv"]
+    gluon_attn_bwd_dkdv_kernel[(n // bn, zh)](
+        _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, bm), dk, dv,
+        lse, delta, n, scale * LOG2E, scale, STAGES=stages, CAUSAL=bool(causal),
+        num_warps=warps)
+    bm, bn, warps, stages = tiles["dq"]
+    gluon_attn_bwd_dq_kernel[(n // bm, zh)](
+        _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, bm), dq,
+        lse, delta, n, scale * LOG2E, scale, STAGES=stages, CAUSAL=bool(causal),
+        num_warps=warps)
+    return dq, dk, dv

@@ -283,7 +283,13 @@ class AttentionTuning:
     # the Gluon forward's one tile per head dim (kernels/attention_gluon.py): no autotuning
     gluon_small: tuple = ()
     gluon_large: tuple = ()
-    # ... and the default only where it runs at least this many programs per SM (fewer, and
+    # the Gluon backward's (dK/dV: BLOCK_M queries a step, BLOCK_N keys a program; dQ:
+    # BLOCK_M queries a program, BLOCK_N keys a step)
+    gluon_dkdv_small: tuple = ()
+    gluon_dkdv_large: tuple = ()
+    gluon_dq_small: tuple = ()
+    gluon_dq_large: tuple = ()
+    # ... and the forward the default only where it runs at least this many programs per SM (fewer, and
     # its loop's MMA latency shows: the TMA forward then)
     gluon_min_waves: int = 3
     # What flash_attention runs when no implementation is asked for: forward "pointers",
@@ -305,6 +311,8 @@ class AttentionTuning:
     simulator_fwd_tma: tuple = (32, 16, 4, 1)
     simulator_dkdv_atomic: tuple = (16, 32, 4, 1)
     simulator_gluon: tuple = (64, 32, 4, 2)
+    simulator_gluon_dkdv: tuple = (32, 64, 4, 2)
+    simulator_gluon_dq: tuple = (64, 32, 4, 2)
     preprocess_block: int = 128  # rows per program of D = rowsum(dO * O)
     simulator_preprocess_block: int = 16
     # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
@@ -399,6 +407,8 @@ TUNINGS = {
         # runs 3 programs per SM or more: on the assignment's table (batch 1, one head) it is
         # 0.25-0.88x the TMA forward up to 256 programs (32768 keys) and 1.07-1.18x at 512
         gluon_small=(128, 128, 8, 3), gluon_large=(128, 64, 8, 2), gluon_min_waves=3,
+        gluon_dkdv_small=(64, 128, 8, 2), gluon_dkdv_large=(64, 128, 8, 2),
+        gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
         fwd_impl="gluon", bwd_impl="two-kernel-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}

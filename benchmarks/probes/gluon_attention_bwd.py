@@ -1,0 +1,95 @@
+"""Issue 36: the Gluon backward (kernels/attention_gluon.py: dK/dV per key tile, dQ per query
+tile, each stepping the other's tiles through a TMA ring with wgmma) against the tl two-kernel
+backward through TMA and cuDNN's, on the speed rows' shapes, per tile pair.
+
+    python benchmarks/probes/gluon_attention_bwd.py [--rows SHAPE:DTYPE:CAUSAL,...] [--out DIR]
+        on a Hopper GPU: checks each tile pair against the tl backward, then times the
+        backward alone (do_bench: dQ, dK, dV from saved O, L; D included) beside the tl one
+        and cuDNN's (SDPA's autograd backward, its forward excluded); DIR/gluon_attention_bwd.json
+"""
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+ROWS = "4x32x4096x128:fp16:0,4x32x4096x128:fp16:1,1x16x16384x64:bf16:1,1x1x65536x128:bf16:1"
+# (dkdv tiles, dq tiles), each (BLOCK_M, BLOCK_N, warps, stages), per head dim class: spill-free
+# for sm_90 in an offline compile (Triton 3.6's wheel, 2026-12-06) but d = 128's (64, 128, 8, 2)
+# dK/dV tile, 8 bytes
+PAIRS = {64: [((64, 128, 8, 2), (128, 64, 8, 2)), ((32, 128, 8, 2), (128, 64, 8, 2)),
+              ((64, 128, 8, 2), (64, 64, 4, 2))],
+         128: [((64, 128, 8, 2), (128, 64, 8, 2)), ((32, 128, 8, 2), (128, 64, 8, 2)),
+               ((32, 128, 8, 2), (128, 32, 8, 2))]}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", default=ROWS)
+    p.add_argument("--out", default=os.environ.get("OUT", "out"))
+    args = p.parse_args(argv)
+
+    import torch
+    import torch.nn.functional as F
+    import triton
+    from tritonlab.kernels import attention as fa
+    from tritonlab.kernels import attention_gluon as fg
+
+    results = []
+    for row in args.rows.split(","):
+        shape, dtype_name, causal = row.split(":")
+        b, h, n, d = map(int, shape.split("x"))
+        causal = causal == "1"
+        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
+        q, k, v, do = (torch.randn(b, h, n, d, device="cuda", dtype=dtype) for _ in range(4))
+        scale = d ** -0.5
+        o, lse = fa.attention_forward(q, k, v, causal)
+        flops = 2.5 * 4 * b * h * n * n * d // (2 if causal else 1)  # the backward's 5 matmuls
+
+        def timed(label, fn):
+            ms = triton.testing.do_bench(fn, warmup=25, rep=100)
+            results.append({"row": row, "label": label, "ms": ms,
+                            "tflops": flops / ms / 1e9})
+            print(f"{row:<28} {label:<58} {ms:8.3f} ms {flops / ms / 1e9:6.0f} TFLOP/s",
+                  flush=True)
+
+        want = fa.attention_backward(do, q, k, v, o, lse, causal, scale, impl="two-kernel-tma")
+        timed("tl two-kernel-tma", lambda: fa.attention_backward(
+            do, q, k, v, o, lse, causal, scale, impl="two-kernel-tma"))
+        qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+            out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+            timed("cudnn", lambda: torch.autograd.grad(out, (qg, kg, vg), do,
+                                                       retain_graph=True))
+        for dkdv, dq in PAIRS[64 if d <= 64 else 128]:
+            label = f"gluon dkdv {dkdv} dq {dq}"
+            tiles = {"dkdv": dkdv, "dq": dq}
+
+            def run(tiles=tiles):
+                delta = fa._delta(o, do, h, n, d)
+                grads = [torch.empty_like(q) for _ in range(3)]
+                return fg.backward(do, q, k, v, lse, delta, *grads, causal, scale, tiles)
+            try:
+                got = run()
+                for name, g, w in zip(("dQ", "dK", "dV"), got, want):
+                    err = ((g.float() - w.float()).norm() / w.float().norm()).item()
+                    if not err < 2e-2:
+                        raise AssertionError(f"{name}: relative error {err:.2e}")
+            except Exception as e:  # noqa: BLE001 - a failing pair is a finding
+                results.append({"row": row, "label": label, "error": str(e)[-300:]})
+                print(f"{row:<28} {label:<58} failed: {type(e).__name__}: {str(e)[-160:]}",
+                      flush=True)
+                continue
+            timed(label, run)
+    os.makedirs(args.out, exist_ok=True)
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "triton": triton.__version__}
+    with open(os.path.join(args.out, "gluon_attention_bwd.json"), "w") as f:
+        json.dump({**meta, "rows": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
