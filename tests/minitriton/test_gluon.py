@@ -201,7 +201,16 @@ def async_misuse_kernel(x_desc, out_ptr, CASE: gl.constexpr, num_warps: gl.const
                         is_async=True)
     if CASE == 2:
         acc = acc * 2.0
+    if CASE == 3:  # the MMA's operand refilled while it may still read it
+        mbarrier.expect(bar, x_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(x_desc, [0, 0], bar, smem)
+    if CASE == 4:
+        smem.store(gl.zeros([BM, BM], gl.float16, layout))
     acc = warpgroup_mma_wait(0, deps=(acc,))
+    if CASE == 5:  # retired: refilling is fine now
+        mbarrier.expect(bar, x_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(x_desc, [0, 0], bar, smem)
+        mbarrier.wait(bar, 1)
     rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
     cols = gl.arange(0, BM, layout=gl.SliceLayout(0, layout))
     gl.store(out_ptr + rows[:, None] * BM + cols[None, :], acc)
@@ -210,6 +219,9 @@ def async_misuse_kernel(x_desc, out_ptr, CASE: gl.constexpr, num_warps: gl.const
 @pytest.mark.parametrize("case, error", [
     (1, "not initialised"),
     (2, "unsupported operand type"),  # an asynchronous MMA's token is no block, as in Gluon
+    (3, "tma.async_copy_global_to_shared overwrites shared memory that an asynchronous "
+        "warpgroup_mma"),
+    (4, "shared_memory_descriptor.store overwrites shared memory that an asynchronous"),
 ])
 def test_barrier_and_async_mma_misuse(case, error):
     x = np.ones((16, 16), np.float16)
@@ -218,12 +230,49 @@ def test_barrier_and_async_mma_misuse(case, error):
                                   num_warps=4)
 
 
-def test_async_mma_waited_for():
+@pytest.mark.parametrize("case", [0, 5])
+def test_async_mma_waited_for(case):
     x = np.random.default_rng(1).standard_normal((16, 16)).astype(np.float16)
     out = np.zeros((16, 16), np.float32)
-    async_misuse_kernel[(1,)](_desc(x, [16, 16]), out, CASE=0, num_warps=4)
+    async_misuse_kernel[(1,)](_desc(x, [16, 16]), out, CASE=case, num_warps=4)
     want = x.astype(np.float64) @ x.astype(np.float64).T
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
+@gluon.jit
+def retire_order_kernel(x_desc, out_ptr, REFILL: gl.constexpr, num_warps: gl.constexpr):
+    """Two asynchronous MMAs on two slots; a wait that leaves one outstanding retires the
+    older, whose slot may then be refilled, not the newer's."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BM, 16])
+    smem = gl.allocate_shared_memory(gl.float16, [2, BM, BM], x_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, 2 * x_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(x_desc, [0, 0], bar, smem.index(0))
+    tma.async_copy_global_to_shared(x_desc, [0, 0], bar, smem.index(1))
+    mbarrier.wait(bar, 0)
+    zeros = gl.zeros([BM, BM], gl.float32, layout)
+    first = warpgroup_mma(smem.index(0), smem.index(0).permute((1, 0)), zeros, is_async=True)
+    second = warpgroup_mma(smem.index(1), smem.index(1).permute((1, 0)), zeros, is_async=True)
+    first = warpgroup_mma_wait(num_outstanding=1, deps=(first,))
+    mbarrier.expect(bar, x_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(x_desc, [0, 0], bar, smem.index(REFILL))
+    second = warpgroup_mma_wait(num_outstanding=0, deps=(second,))
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BM, layout=gl.SliceLayout(0, layout))
+    gl.store(out_ptr + rows[:, None] * BM + cols[None, :], first + second)
+
+
+def test_waits_retire_the_oldest_mmas_first():
+    x = np.random.default_rng(2).standard_normal((16, 16)).astype(np.float16)
+    out = np.zeros((16, 16), np.float32)
+    retire_order_kernel[(1,)](_desc(x, [16, 16]), out, REFILL=0, num_warps=4)
+    xx = x.astype(np.float64)
+    np.testing.assert_allclose(out, 2 * xx @ xx.T, rtol=1e-5, atol=1e-4)
+    with pytest.raises(AsyncRaceError, match="may still be reading"):
+        retire_order_kernel[(1,)](_desc(x, [16, 16]), out, REFILL=1, num_warps=4)
 
 
 def test_gluon_through_the_triton_standin():

@@ -1,4 +1,5 @@
-"""mbarriers, and the shared memory that asynchronous copies fill, in programs that run in order.
+"""mbarriers, and the shared memory that asynchronous copies fill and asynchronous MMAs read, in
+programs that run in order.
 
 On the GPU an mbarrier counts arrivals and transaction bytes: `init(bar, count)` expects
 `count` arrivals per phase; `expect(bar, n)` is one arrival that also announces n bytes; each
@@ -10,12 +11,18 @@ Here a copy lands at once, so a wait that would block can never be released: not
 in the program meanwhile (Gluon's warp_specialize partitions are not modelled). That is the
 GPU's hang, reported with what is missing (arrivals, bytes, or a phase parity that is one
 ahead). And a buffer a copy fills is checked on every read: reading it before waiting on the
-copy's barrier is a race on the GPU, whatever the order here.
+copy's barrier is a race on the GPU, whatever the order here. Likewise an asynchronous
+warpgroup MMA reads its shared-memory operands until a `warpgroup_mma_wait` retires it (the
+waits retire the oldest first; a synchronous MMA waits for all): a copy or a store into them
+before that is an error (`in_flight`, `retire`, `check_unread`).
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
+from ....context import current
 from ....errors import AsyncRaceError, CompilationError, DeadlockError, GPUFaultError
 from ....language.core import to_tensor
 from ....types import _unwrap
@@ -200,3 +207,50 @@ def out_of_view(view, i):
     return GPUFaultError(f"index {i} is outside the shared memory descriptor's first "
                          f"dimension (shape {view.shape}); on the GPU it reaches other shared "
                          f"memory")
+
+
+_ISSUED = itertools.count()  # the order asynchronous MMAs were issued in, across launches
+
+
+def _mmas():
+    """The running programs' asynchronous MMAs not yet retired: [(order, view), ...]. Kept per
+    attempt of the executors (a regrouped or re-run attempt starts afresh; what an abandoned
+    one left names allocations nothing writes again, and is older than all that follows)."""
+    ctx = current()
+    pids, mmas = ctx.scratch.get("gluon_mmas", (None, None))
+    if pids is not ctx.pids:
+        mmas = []
+        ctx.scratch["gluon_mmas"] = (ctx.pids, mmas)
+    return mmas
+
+
+def in_flight(views):
+    """An asynchronous MMA reading these shared-memory views has been issued."""
+    order = next(_ISSUED)
+    _mmas().extend((order, v) for v in views)
+
+
+def retire(outstanding=0):
+    """`warpgroup_mma_wait(num_outstanding=outstanding)`: all but the `outstanding` most
+    recently issued MMAs have completed (a synchronous MMA: all of them)."""
+    mmas = _mmas()
+    orders = sorted({order for order, _ in mmas})
+    keep = set(orders[len(orders) - outstanding:]) if outstanding > 0 else set()
+    mmas[:] = [(order, v) for order, v in mmas if order in keep]
+
+
+def check_unread(view, what):
+    """Raise where `view` overlaps an operand of an asynchronous MMA not yet retired."""
+    mmas = _mmas()
+    if not mmas:
+        return
+    flat = set(view.flat.ravel().tolist())
+    for _, operand in mmas:
+        if operand.alloc is view.alloc and not flat.isdisjoint(operand.flat.ravel().tolist()):
+            err = AsyncRaceError(
+                f"{what} overwrites shared memory that an asynchronous warpgroup_mma issued "
+                f"earlier may still be reading: retire it first (warpgroup_mma_wait with "
+                f"num_outstanding low enough, or a synchronous MMA); on the GPU the MMA may "
+                f"read the new contents")
+            err.failing_row = 0
+            raise err

@@ -8,7 +8,7 @@ the token cannot be used in arithmetic.
 from __future__ import annotations
 
 from . import mbarrier, tma
-from ... import _layouts
+from ... import _barriers, _layouts
 from ......errors import CompilationError
 from ......language.arith import where
 from ......language.core import is_tensor, tensor, to_tensor
@@ -82,13 +82,17 @@ def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_
               max_num_imprecise_acc=_unwrap(max_num_imprecise_acc), out_dtype=start.dtype)
     out.glayout = acc.value.glayout if isinstance(acc, warpgroup_mma_accumulator) \
         else to_tensor(acc).glayout
-    return warpgroup_mma_accumulator(out) if _unwrap(is_async) else out
+    if not _unwrap(is_async):  # issued and waited for, with every MMA before it
+        _barriers.retire()
+        return out
+    _barriers.in_flight([x for x in (_unwrap(a), _unwrap(b)) if hasattr(x, "alloc")])
+    return warpgroup_mma_accumulator(out)
 
 
 def warpgroup_mma_wait(num_outstanding=0, deps=None):
     """The MMAs have completed here: `deps` back as blocks (one dep: the block itself)."""
     if deps is None:
         raise ValueError("warpgroup_mma_wait deps must be given")
-    _unwrap(num_outstanding)
+    _barriers.retire(int(_unwrap(num_outstanding)))
     values = [d.value if isinstance(d, warpgroup_mma_accumulator) else d for d in deps]
     return values[0] if len(values) == 1 else tuple(values)

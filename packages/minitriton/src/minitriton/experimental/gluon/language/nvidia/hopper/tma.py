@@ -29,6 +29,7 @@ def async_copy_global_to_shared(tensor_desc, coord, barrier, result, pred=True):
     if not _barriers.predicate(pred):
         return
     _box(tensor_desc, result, "async_copy_global_to_shared")
+    _barriers.check_unread(result, "tma.async_copy_global_to_shared")
     block = tensor_desc.load(coord)
     result.write(block.data)
     _barriers.filling(result, barrier)
