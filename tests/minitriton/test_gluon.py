@@ -217,24 +217,24 @@ def async_misuse_kernel(x_desc, out_ptr, CASE: gl.constexpr, num_warps: gl.const
 
 
 @pytest.mark.parametrize("case, error", [
-    (1, "not initialised"),
+    (1, "mbarrier.expect on a barrier that is not initialised"),
     (2, "unsupported operand type"),  # an asynchronous MMA's token is no block, as in Gluon
     (3, "tma.async_copy_global_to_shared overwrites shared memory that an asynchronous "
         "warpgroup_mma"),
     (4, "shared_memory_descriptor.store overwrites shared memory that an asynchronous"),
 ])
 def test_barrier_and_async_mma_misuse(case, error):
-    x = np.ones((16, 16), np.float16)
+    x = np.ones((64, 64), np.float16)
     with pytest.raises(minitriton.errors.MiniTritonError, match=error):
-        async_misuse_kernel[(1,)](_desc(x, [16, 16]), np.zeros((16, 16), np.float32), CASE=case,
+        async_misuse_kernel[(1,)](_desc(x, [64, 64]), np.zeros((64, 64), np.float32), CASE=case,
                                   num_warps=4)
 
 
 @pytest.mark.parametrize("case", [0, 5])
 def test_async_mma_waited_for(case):
-    x = np.random.default_rng(1).standard_normal((16, 16)).astype(np.float16)
-    out = np.zeros((16, 16), np.float32)
-    async_misuse_kernel[(1,)](_desc(x, [16, 16]), out, CASE=case, num_warps=4)
+    x = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float16)
+    out = np.zeros((64, 64), np.float32)
+    async_misuse_kernel[(1,)](_desc(x, [64, 64]), out, CASE=case, num_warps=4)
     want = x.astype(np.float64) @ x.astype(np.float64).T
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
 
@@ -266,13 +266,93 @@ def retire_order_kernel(x_desc, out_ptr, REFILL: gl.constexpr, num_warps: gl.con
 
 
 def test_waits_retire_the_oldest_mmas_first():
-    x = np.random.default_rng(2).standard_normal((16, 16)).astype(np.float16)
-    out = np.zeros((16, 16), np.float32)
-    retire_order_kernel[(1,)](_desc(x, [16, 16]), out, REFILL=0, num_warps=4)
+    x = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float16)
+    out = np.zeros((64, 64), np.float32)
+    retire_order_kernel[(1,)](_desc(x, [64, 64]), out, REFILL=0, num_warps=4)
     xx = x.astype(np.float64)
     np.testing.assert_allclose(out, 2 * xx @ xx.T, rtol=1e-5, atol=1e-4)
     with pytest.raises(AsyncRaceError, match="may still be reading"):
-        retire_order_kernel[(1,)](_desc(x, [16, 16]), out, REFILL=1, num_warps=4)
+        retire_order_kernel[(1,)](_desc(x, [64, 64]), out, REFILL=1, num_warps=4)
+
+
+@gluon.jit
+def hazards_kernel(x_desc, out_ptr, CASE: gl.constexpr, num_warps: gl.constexpr):
+    """One mistake per CASE, each wrong on the GPU (or refused by Gluon's compiler) and an
+    error here; CASE 0 makes none of them."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    mma: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BM, 16])
+    blocked: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [num_warps, 1], [1, 0])
+    smem = gl.allocate_shared_memory(gl.float16, [2, BM, BM], x_desc.layout)
+    bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(bars.index(0), count=1)
+    mbarrier.init(bars.index(1), count=1)
+    mbarrier.expect(bars.index(0), x_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(x_desc, [0, 0], bars.index(0), smem.index(0))
+    if CASE == 1:  # a second copy into the buffer before the first one's wait
+        mbarrier.expect(bars.index(1), x_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(x_desc, [0, 0], bars.index(1), smem.index(0))
+        mbarrier.wait(bars.index(1), 0)
+    if CASE == 2:  # a register store into it meanwhile
+        smem.index(0).store(gl.zeros([BM, BM], gl.float16, blocked))
+    mbarrier.wait(bars.index(0), 0)
+    acc = gl.zeros([BM, BM], gl.float32, mma)
+    tok = warpgroup_mma(smem.index(0), smem.index(0).permute((1, 0)), acc, is_async=True)
+    if CASE == 3:  # its result taken while the wait leaves it in flight
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(tok,))
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
+    tile = smem.index(0).load(blocked)
+    smem.index(1).store(tile)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(x_desc, [0, 0], smem.index(1))
+    if CASE == 4:  # the store's source rewritten before store_wait
+        smem.index(1).store(tile)
+    tma.store_wait(pendings=0)
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, mma))
+    cols = gl.arange(0, BM, layout=gl.SliceLayout(0, mma))
+    offs = rows[:, None] * BM + cols[None, :]
+    if CASE == 5:  # pointers in one layout, the value in another
+        gl.store(out_ptr + offs, gl.convert_layout(acc, blocked))
+    if CASE == 6:  # a CoalescedLayout is a layout of its own, not AutoLayout
+        acc = acc + gl.full([BM, BM], 0.0, gl.float32, gl.CoalescedLayout())
+    if CASE == 7:  # A in registers in the wrong layout
+        acc = warpgroup_mma(tile, smem.index(0), acc)
+    if CASE == 8:  # a runtime byte count
+        mbarrier.expect(bars.index(1), gl.program_id(0) + 64)
+    gl.store(out_ptr + offs, acc)
+
+
+@pytest.mark.parametrize("case, error", [
+    (1, "writes shared memory that an earlier TMA copy may still be filling"),
+    (2, "store writes shared memory that an earlier TMA copy"),
+    (3, r"num_outstanding=1\) hands back the result of an MMA that may still be in flight"),
+    (4, "overwrites shared memory that a TMA store"),
+    (5, "Layout mismatch in broadcast"),
+    (6, "Layout mismatch in broadcast"),
+    (7, "operand a in registers needs a DotOperandLayout"),
+    (8, "byte count must be a constexpr int"),
+])
+def test_gluon_hazards_are_errors(case, error):
+    x = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float16)
+    with pytest.raises(minitriton.errors.MiniTritonError, match=error):
+        hazards_kernel[(1,)](_desc(x, [64, 64]), np.zeros((64, 64), np.float32), CASE=case,
+                             num_warps=4)
+
+
+def test_gluon_hazards_kernel_without_a_hazard():
+    x = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float16)
+    out = np.zeros((64, 64), np.float32)
+    hazards_kernel[(1,)](_desc(x, [64, 64]), out, CASE=0, num_warps=4)
+    xx = x.astype(np.float64)
+    np.testing.assert_allclose(out, xx @ xx.T, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("warps, rows", [(4, 32), (8, 64)])
+def test_wgmma_needs_16_rows_a_warp(warps, rows):
+    x = np.ones((rows, rows), np.float16)
+    with pytest.raises(CompilationError, match=f"make BLOCK_M a multiple of {16 * warps}"):
+        async_misuse_kernel[(1,)](_desc(x, [rows, rows]), np.zeros((rows, rows), np.float32),
+                                  CASE=0, num_warps=warps)
 
 
 def test_gluon_through_the_triton_standin():

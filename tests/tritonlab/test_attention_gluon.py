@@ -32,6 +32,7 @@ def forward(q, k, v, causal, **kw):
     (1, 2, 128, 64),   # two query tiles, four key tiles: the ring of 2 slots refilled
     (2, 64, 32),       # (batch, seq, d): one query tile; causal masks its two key tiles
     (1, 1, 192, 128),  # three query tiles: causal's longest-rows-first order
+    (1, 1, 64, 16),    # the smallest head dim: 32-byte rows
 ])
 def test_forward_against_float64(shape, dtype, causal):
     *lead, n, d = shape
@@ -144,6 +145,7 @@ def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
 @pytest.mark.parametrize("shape", [
     (1, 2, 128, 64),   # dK/dV: two key tiles of 64, four query steps through a ring of 2
     (2, 192, 32),      # (batch, seq, d): causal's diagonal tiles masked in both kernels
+    (1, 1, 64, 16),    # one tile of each: the rings predicated off past the first step
 ])
 def test_backward_against_float64(shape, dtype, causal):
     *lead, n, d = shape
@@ -169,3 +171,30 @@ def test_the_backward_says_what_it_cannot_take():
     with pytest.raises(ValueError, match="bwd impl 'gluon' cannot take.*fp16 and bf16"):
         fa.attention_backward(q, q, q, q, q, rand(1, 128), impl="gluon")
 
+
+
+@pytest.mark.parametrize("call, why", [
+    # tiles given by the caller are checked as the defaults are
+    (lambda q: fa.attention_forward(q, q, q, True, tiles=(128, 32, 4, 2), impl="gluon"),
+     "forward tiles \\(128 queries a program, 32 keys a step\\) must divide"),
+    (lambda q: fa.attention_forward(q, q, q, True, tiles=(32, 64, 4, 2), impl="gluon"),
+     "the first a multiple of the second"),
+    (lambda q: fa.attention_backward(q, q, q, q, q, torch.zeros(q.shape[:-1]), True,
+                                     impl="gluon", tiles={"dkdv": (64, 32, 4, 2),
+                                                          "dq": (64, 32, 4, 2)}),
+     "dK/dV tiles \\(32 keys a program, 64 queries a step\\)"),
+    (lambda q: fg.forward(q, q, q, torch.empty_like(q), torch.empty(q.shape[:-1]), True, 1.0,
+                          overlap=True),
+     "the overlap schedule has no causal masking"),
+])
+def test_caller_tiles_and_schedules_are_checked(call, why):
+    with pytest.raises(ValueError, match=why):
+        call(rand(1, 64, 32, dtype=torch.float16))
+
+
+def test_misaligned_inputs_are_refused_by_the_backward():
+    """A contiguous view 2 bytes into its storage: TMA needs 16-byte aligned bases."""
+    base = rand(1 * 128 * 64 + 1, dtype=torch.float16)
+    q = base[1:].view(1, 128, 64)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        fa.attention_backward(q, q, q, q, q, torch.zeros(1, 128), impl="gluon")

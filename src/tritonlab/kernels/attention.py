@@ -1061,6 +1061,8 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         if tma_problem(do):  # a misaligned view
             do = do.clone(memory_format=torch.contiguous_format)
     if impl == "gluon":
+        if do.data_ptr() % 16:  # a misaligned view: TMA reads it from an aligned copy
+            do = do.clone(memory_format=torch.contiguous_format)
         return attention_gluon.backward(do, q, k, v, lse, _delta(o, do, heads, n_q, d), dq, dk,
                                         dv, causal, scale, tiles or None)
     if impl in ("two-kernel", "two-kernel-tma"):

@@ -203,26 +203,42 @@ def tiles_for(q):
     return t.gluon_small if q.shape[-1] <= 64 else t.gluon_large
 
 
-def gluon_problem(q, k, v, tiles=None):
-    """Why the Gluon forward cannot take these (batch, [heads,] seq, d) inputs, or None."""
+def _inputs_problem(q, k, v, *others):
+    """Why the Gluon kernels cannot read these (batch, [heads,] seq, d) tensors, or None."""
     if GLUON is None:
         return "this backend has no Gluon"
     if q.is_cuda and torch.cuda.get_device_capability(q.get_device())[0] != 9:
         return "it is written for Hopper (compute capability 9: wgmma)"
     if q.dtype not in (torch.float16, torch.bfloat16):
         return f"it takes fp16 and bf16, not {q.dtype}"
-    if not all(t.is_contiguous() for t in (q, k, v)):
-        return "it takes contiguous q, k and v"
+    tensors = (q, k, v, *others)
+    if not all(t.is_contiguous() for t in tensors):
+        return "it takes contiguous tensors"
+    if any(t.data_ptr() % 16 for t in tensors):
+        return "its TMA descriptors need 16-byte aligned tensors"
     n, d = q.shape[-2], q.shape[-1]
     if k.shape[-2] != n:
         return f"it takes as many keys as queries ({k.shape[-2]} keys, {n} queries)"
     if d < 16 or d & (d - 1):
         return f"its head dim must be a power of two of at least 16, not {d}"
-    bm, bn, _, _ = tiles or tiles_for(q)
-    if n % bm or n % bn or bm % bn:
-        return (f"its tiles ({bm} queries, {bn} keys) must divide the sequence length {n} "
-                f"(and the query tile be a multiple of the key tile)")
     return None
+
+
+def _tiles_problem(n, outer, inner, kernel, outer_name, inner_name):
+    """Why a kernel whose programs own `outer` rows and step `inner` rows cannot run a
+    sequence of n (the causal diagonal needs the outer tile a multiple of the inner one)."""
+    if n % outer or n % inner or outer % inner:
+        return (f"its {kernel} tiles ({outer} {outer_name} a program, {inner} {inner_name} a "
+                f"step) must divide the sequence length {n}, the first a multiple of the "
+                f"second")
+    return None
+
+
+def gluon_problem(q, k, v, tiles=None):
+    """Why the Gluon forward cannot take these inputs (with `tiles`, else its own), or None."""
+    bm, bn, _, _ = tiles or tiles_for(q)
+    return _inputs_problem(q, k, v) or _tiles_problem(q.shape[-2], bm, bn, "forward",
+                                                      "queries", "keys")
 
 
 def _descriptor(t, rows):
@@ -237,7 +253,13 @@ def _descriptor(t, rows):
 def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False):
     """O into `o` (like q) and L into `lse` (fp32, q.shape[:-1], natural-log logsumexp per
     query row) for contiguous, non-empty q, k, v that gluon_problem accepts."""
-    bm, bn, warps, stages = tiles or tiles_for(q)
+    tiles = tiles or tiles_for(q)
+    problem = gluon_problem(q, k, v, tiles) or (
+        overlap and causal and "the overlap schedule has no causal masking")
+    if problem:
+        raise ValueError(f"flash_attention: the Gluon forward cannot take these inputs: "
+                         f"{problem}")
+    bm, bn, warps, stages = tiles
     n = q.shape[-2]
     zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
     gluon_attn_fwd_kernel[(n // bm, zh)](
@@ -470,19 +492,26 @@ def backward_tiles_for(q):
     return {"dkdv": getattr(t, f"gluon_dkdv_{size}"), "dq": getattr(t, f"gluon_dq_{size}")}
 
 
-def backward_problem(q, k, v, tiles=None):
-    """Why the Gluon backward cannot take these inputs, or None: the forward's rules, and
-    tiles that divide the sequence (dK/dV: the query tile divides the key tile; dQ: the key
-    tile divides the query tile, for the causal diagonal)."""
+def backward_problem(q, k, v, tiles=None, do=None):
+    """Why the Gluon backward cannot take these inputs (and dO, where given), or None: the
+    forward's rules, and tiles that divide the sequence, the dK/dV kernel's key tile a
+    multiple of its query step, the dQ kernel's query tile a multiple of its key step."""
     tiles = tiles or backward_tiles_for(q)
     (m1, n1, _, _), (m2, n2, _, _) = tiles["dkdv"], tiles["dq"]
-    return (gluon_problem(q, k, v, (n1, m1, 0, 0)) or gluon_problem(q, k, v, (m2, n2, 0, 0)))
+    n = q.shape[-2]
+    return (_inputs_problem(q, k, v, *([] if do is None else [do]))
+            or _tiles_problem(n, n1, m1, "dK/dV", "keys", "queries")
+            or _tiles_problem(n, m2, n2, "dQ", "queries", "keys"))
 
 
 def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None):
     """dQ, dK, dV into `dq`, `dk`, `dv` (contiguous, q's dtype) for contiguous, non-empty
     inputs that backward_problem accepts; `delta` = rowsum(dO * O), fp32 (batch*heads, seq)."""
     tiles = tiles or backward_tiles_for(q)
+    problem = backward_problem(q, k, v, tiles, do)
+    if problem:
+        raise ValueError(f"flash_attention backward: the Gluon backward cannot take these "
+                         f"inputs: {problem}")
     n = q.shape[-2]
     zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
     bm, bn, warps, stages = tiles["dkdv"]

@@ -1,8 +1,8 @@
 """Gluon layouts, carried on blocks (`tensor.glayout`) and checked.
 
 A Gluon kernel fixes each block's layout itself. Element-wise operations take blocks of one
-layout and keep it (a layout-less scalar or `AutoLayout` block takes the other's:
-`broadcast_impl_value`); a reduction along an axis gives `SliceLayout(axis, parent)` and
+layout and keep it (a layout-less scalar or an `AutoLayout` block takes the other's:
+`broadcast_impl_value`; a `CoalescedLayout` one does not); a reduction along an axis gives `SliceLayout(axis, parent)` and
 `x[:, None]` (expand_dims) needs such a slice and gives its parent back. minitriton holds
 every block whole, so a layout changes no number: it is carried for `x.type.layout` and
 checked where Gluon's compiler checks it. A block whose layout minitriton does not derive
@@ -14,7 +14,7 @@ import sys
 
 from ..errors import CompilationError
 
-_FREE_LAYOUTS = ("AutoLayout", "CoalescedLayout")
+_FREE_LAYOUTS = ("AutoLayout", "CoalescedLayout")  # what expand_dims and reductions pass on
 
 
 def joined_glayout(operands, out):
@@ -23,9 +23,9 @@ def joined_glayout(operands, out):
     found = None
     for a in operands:
         own = getattr(a, "glayout", None)
-        if own is None or not a.shape or type(own).__name__ in _FREE_LAYOUTS and found:
+        if own is None or not a.shape or type(own).__name__ == "AutoLayout" and found:
             continue
-        if found is None or type(found).__name__ in _FREE_LAYOUTS:
+        if found is None or type(found).__name__ == "AutoLayout":
             found = own
         elif own != found:
             raise CompilationError(f"Layout mismatch in broadcast: {found} vs {own} (a Gluon "

@@ -17,9 +17,10 @@ from ....language import (abs, add, associative_scan, assume, atomic_add, atomic
                           log2, max, max_constancy, max_contiguous, maximum, min, minimum, mul,
                           multiple_of, num_programs, permute, program_id, ravel, reduce,
                           reduce_or, reshape, rsqrt, sin, split, sqrt, sqrt_rn, static_assert,
-                          static_print, static_range, store, sub, sum, umulhi, where, xor_sum)
-from ....language import load as _tl_load
-from ....language.core import tensor, to_tensor
+                          static_print, static_range, sub, sum, umulhi, where, xor_sum)
+from ....language import load as _tl_load, store as _tl_store
+from ....language.core import is_tensor, tensor, to_tensor
+from ....language.glayouts import joined_glayout
 from ....language.extra._extern import missing_name
 from ....types import (bfloat16, block_type, constexpr, distributed_type, dtype, float16,
                        float32, float64, float8e4b8, float8e4b15, float8e4nv, float8e5,
@@ -59,12 +60,21 @@ __all__ = ["AutoLayout", "BlockedLayout", "CoalescedLayout", "DistributedLayout"
 
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
-    """`tl.load`; the block keeps the layout of its pointers, as Gluon infers it."""
+    """`tl.load`; the block keeps the layout of its pointers, as Gluon infers it (the mask's
+    and `other`'s must agree with it)."""
+    joined_glayout([x for x in (pointer, mask, other) if is_tensor(x)], None)
     out = _tl_load(pointer, mask, other, boundary_check, padding_option, cache_modifier,
                    eviction_policy, volatile)
     if isinstance(out, tensor) and out.shape and out.glayout is None:
         out.glayout = getattr(pointer, "glayout", None)
     return out
+
+
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """`tl.store`; the pointers', the value's and the mask's layouts must agree, as Gluon's
+    broadcast requires."""
+    joined_glayout([x for x in (pointer, value, mask) if is_tensor(x)], None)
+    return _tl_store(pointer, value, mask, boundary_check, cache_modifier, eviction_policy)
 
 
 def __getattr__(name):

@@ -56,8 +56,12 @@ def _element(bar, op):
         alloc.barriers = Barriers(alloc.data.shape)
     e = int(bar.flat.ravel()[0])
     if op != "init" and not alloc.barriers.live[:, e].all():
-        raise CompilationError(f"mbarrier.{op} on a barrier that is not initialised (or was "
-                               f"invalidated): call mbarrier.init(bar, count=...) first")
+        name = op if "." in op else f"mbarrier.{op}"
+        err = GPUFaultError(f"{name} on a barrier that is not initialised (or was "
+                            f"invalidated): call mbarrier.init(bar, count=...) first; on the GPU "
+                            f"its phases are garbage")
+        err.failing_row = int(np.argmin(alloc.barriers.live[:, e]))
+        raise err
     return alloc.barriers, e
 
 
@@ -102,9 +106,13 @@ def arrive(bar, count=1, pred=True):
 def expect(bar, nbytes, pred=True):
     """One arrival announcing `nbytes` bytes (PTX's mbarrier.arrive.expect_tx)."""
     s, e = _element(bar, "expect")
+    nbytes = _unwrap(nbytes)
+    if not isinstance(nbytes, (int, np.integer)) or isinstance(nbytes, bool):
+        raise CompilationError(f"mbarrier.expect: the byte count must be a constexpr int (e.g. "
+                               f"desc.block_type.nbytes), got {nbytes!r}")
     if not predicate(pred):
         return
-    s.tx[:, e] += int(_unwrap(nbytes))
+    s.tx[:, e] += int(nbytes)
     s.pending[:, e] -= 1
     _check_overrun(s, e, "expect")
     _advance(s, e)
@@ -112,7 +120,7 @@ def expect(bar, nbytes, pred=True):
 
 def deliver(bar, nbytes):
     """A TMA copy naming `bar` has landed its `nbytes` bytes."""
-    s, e = _element(bar, "async copy")
+    s, e = _element(bar, "tma.async_copy_global_to_shared")
     s.tx[:, e] -= nbytes
     _advance(s, e)
 
@@ -121,7 +129,7 @@ def _check_overrun(s, e, op):
     over = s.pending[:, e] < 0
     if over.any():
         row = int(np.argmax(over))
-        err = DeadlockError(
+        err = GPUFaultError(
             f"mbarrier.{op}: more arrivals than the barrier's count ({int(s.count[row, e])}) "
             f"in one phase; on the GPU the extra arrival corrupts the barrier's phase. Arrive "
             f"once per expected arrival (mbarrier.init(bar, count=...))")
@@ -166,16 +174,32 @@ def _why_blocked(s, row, e, phase):
 def filling(view, bar):
     """A TMA copy writes `view` and completes on `bar`: until a wait on `bar` has returned
     after that phase, no read of these elements is safe."""
-    s, e = _element(bar, "async copy")
+    s, e = _element(bar, "tma.async_copy_global_to_shared")
+    check_unfilled(view, "tma.async_copy_global_to_shared")
     mask = np.zeros(view.alloc.data.shape[1], dtype=bool)
     mask[view.flat.ravel()] = True
+    view.alloc.filling.append([bar, s.completed[:, e] + 1, mask])
+
+
+def check_unfilled(view, what):
+    """Raise where a write into `view` would meet a TMA copy still filling it (two writers, in
+    an order the GPU does not fix)."""
+    alloc = view.alloc
     kept = []
-    for entry in view.alloc.filling:
-        entry[2] &= ~mask
-        if entry[2].any():
-            kept.append(entry)
-    kept.append([bar, s.completed[:, e] + 1, mask])
-    view.alloc.filling = kept
+    for bar, need, mask in alloc.filling:
+        s = bar.alloc.barriers
+        waited = s.seen[:, int(bar.flat.ravel()[0])] >= need
+        if waited.all():
+            continue
+        if mask[view.flat.ravel()].any():
+            err = AsyncRaceError(
+                f"{what} writes shared memory that an earlier TMA copy may still be filling: "
+                f"wait for that copy's barrier first; on the GPU the two writes land in "
+                f"either order")
+            err.failing_row = int(np.argmax(~waited))
+            raise err
+        kept.append([bar, need, mask])
+    alloc.filling = kept
 
 
 def check_filled(view, what):
@@ -209,48 +233,61 @@ def out_of_view(view, i):
                          f"memory")
 
 
-_ISSUED = itertools.count()  # the order asynchronous MMAs were issued in, across launches
+_ISSUED = itertools.count()  # the order asynchronous operations were issued in
+
+# what retires each kind of asynchronous reader of shared memory
+_RETIRED_BY = {"mma": "warpgroup_mma_wait with num_outstanding low enough, or a synchronous "
+                      "warpgroup_mma",
+               "store": "tma.store_wait(pendings) with pendings low enough"}
+_READER = {"mma": "an asynchronous warpgroup_mma", "store": "a TMA store (async_copy_shared_"
+                                                            "to_global)"}
 
 
-def _mmas():
-    """The running programs' asynchronous MMAs not yet retired: [(order, view), ...]. Kept per
-    attempt of the executors (a regrouped or re-run attempt starts afresh; what an abandoned
-    one left names allocations nothing writes again, and is older than all that follows)."""
+def _readers(kind):
+    """The running programs' asynchronous `kind` operations not yet retired: [(order, view),
+    ...]. Kept per attempt of the executors, by its programs (a regrouped or re-run attempt
+    starts afresh; what an abandoned one left names allocations nothing writes again, and is
+    older than all that follows)."""
     ctx = current()
-    pids, mmas = ctx.scratch.get("gluon_mmas", (None, None))
+    attempts = ctx.scratch.setdefault(f"gluon_{kind}", {})
+    pids, readers = attempts.get(id(ctx.pids), (None, None))
     if pids is not ctx.pids:
-        mmas = []
-        ctx.scratch["gluon_mmas"] = (ctx.pids, mmas)
-    return mmas
+        readers = []
+        attempts[id(ctx.pids)] = (ctx.pids, readers)
+    return readers
 
 
-def in_flight(views):
-    """An asynchronous MMA reading these shared-memory views has been issued."""
+def in_flight(kind, views):
+    """An asynchronous `kind` operation reading these shared-memory views has been issued:
+    its order."""
     order = next(_ISSUED)
-    _mmas().extend((order, v) for v in views)
+    _readers(kind).extend((order, v) for v in views)
+    return order
 
 
-def retire(outstanding=0):
-    """`warpgroup_mma_wait(num_outstanding=outstanding)`: all but the `outstanding` most
-    recently issued MMAs have completed (a synchronous MMA: all of them)."""
-    mmas = _mmas()
-    orders = sorted({order for order, _ in mmas})
+def retire(kind, outstanding=0):
+    """All but the `outstanding` most recently issued `kind` operations have completed; the
+    orders of those still in flight."""
+    readers = _readers(kind)
+    orders = sorted({order for order, _ in readers})
     keep = set(orders[len(orders) - outstanding:]) if outstanding > 0 else set()
-    mmas[:] = [(order, v) for order, v in mmas if order in keep]
+    readers[:] = [(order, v) for order, v in readers if order in keep]
+    return keep
 
 
 def check_unread(view, what):
-    """Raise where `view` overlaps an operand of an asynchronous MMA not yet retired."""
-    mmas = _mmas()
-    if not mmas:
-        return
-    flat = set(view.flat.ravel().tolist())
-    for _, operand in mmas:
-        if operand.alloc is view.alloc and not flat.isdisjoint(operand.flat.ravel().tolist()):
-            err = AsyncRaceError(
-                f"{what} overwrites shared memory that an asynchronous warpgroup_mma issued "
-                f"earlier may still be reading: retire it first (warpgroup_mma_wait with "
-                f"num_outstanding low enough, or a synchronous MMA); on the GPU the MMA may "
-                f"read the new contents")
-            err.failing_row = 0
-            raise err
+    """Raise where `view` overlaps shared memory an asynchronous MMA or TMA store not yet
+    retired reads."""
+    flat = None
+    for kind in _RETIRED_BY:
+        for _, operand in _readers(kind):
+            if operand.alloc is not view.alloc:
+                continue
+            flat = set(view.flat.ravel().tolist()) if flat is None else flat
+            if not flat.isdisjoint(operand.flat.ravel().tolist()):
+                err = AsyncRaceError(
+                    f"{what} overwrites shared memory that {_READER[kind]} issued earlier may "
+                    f"still be reading: retire it first ({_RETIRED_BY[kind]}); on the GPU it "
+                    f"may read the new contents")
+                err.failing_row = 0
+                raise err

@@ -153,6 +153,7 @@ class shared_memory_descriptor:
 
     def store(self, value):
         _barriers.check_unread(self, "shared_memory_descriptor.store")
+        _barriers.check_unfilled(self, "shared_memory_descriptor.store")
         value = _unwrap(value)
         if not is_tensor(value):
             raise CompilationError(f"expected 'value' to be a tensor, but got a {type(value)}")

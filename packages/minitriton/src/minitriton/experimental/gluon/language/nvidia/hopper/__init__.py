@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import mbarrier, tma
 from ... import _barriers, _layouts
-from ......errors import CompilationError
+from ......errors import AsyncRaceError, CompilationError
 from ......language.arith import where
 from ......language.core import is_tensor, tensor, to_tensor
 from ......language.creation import zeros
@@ -27,10 +27,11 @@ def fence_async_shared(cluster=False):
 
 
 class warpgroup_mma_accumulator:
-    """An asynchronous warpgroup MMA's result, not usable until `warpgroup_mma_wait`."""
+    """An asynchronous warpgroup MMA's result, not usable until `warpgroup_mma_wait`;
+    `order`: when it was issued (None: `warpgroup_mma_init`'s, nothing in flight)."""
 
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, value, order=None):
+        self.value, self.order = value, order
 
     @property
     def type(self):
@@ -58,12 +59,31 @@ def _operand(x, name):
     if name == "b":
         raise CompilationError("warpgroup_mma: operand b must be in shared memory (a shared "
                                "memory descriptor)")
-    layout = x.glayout
-    if layout is not None and not isinstance(layout, (_layouts.AutoLayout,
-                                                      _layouts.DotOperandLayout)):
-        raise CompilationError(f"warpgroup_mma: operand a in registers needs a DotOperandLayout "
-                               f"(operand_index=0, parent=the accumulator's layout), got {layout}")
     return x
+
+
+def _check_layouts(a, acc):
+    """Hopper's wgmma: the accumulator's rows a multiple of its warps' (16 each: 64 per warp
+    group), and an A operand in registers in the DotOperandLayout of that accumulator."""
+    acc_layout = acc.glayout
+    if isinstance(acc_layout, _layouts.NVMMADistributedLayout):
+        rows = 16 * acc_layout.warps_per_cta[0]
+        if acc.shape[0] % rows:
+            raise CompilationError(
+                f"warpgroup_mma: the accumulator has {acc.shape[0]} rows; its layout's "
+                f"{acc_layout.warps_per_cta[0]} warps take 16 each (a warp group's wgmma, 64): "
+                f"make BLOCK_M a multiple of {rows}")
+    layout = getattr(a, "glayout", None)
+    if hasattr(a, "alloc") or layout is None or isinstance(layout, _layouts.AutoLayout):
+        return
+    want = "a DotOperandLayout(operand_index=0, parent=the accumulator's layout)"
+    if not isinstance(layout, _layouts.DotOperandLayout) or layout.operand_index != 0:
+        raise CompilationError(f"warpgroup_mma: operand a in registers needs {want}, got "
+                               f"{layout}")
+    if acc_layout is not None and not isinstance(acc_layout, _layouts.AutoLayout) \
+            and layout.parent != acc_layout:
+        raise CompilationError(f"warpgroup_mma: operand a's DotOperandLayout has parent "
+                               f"{layout.parent}, the accumulator's layout is {acc_layout}")
 
 
 def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_acc=None,
@@ -72,6 +92,7 @@ def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_
     acc = _unwrap(acc)
     start = acc.value if isinstance(acc, warpgroup_mma_accumulator) else to_tensor(acc)
     a_t, b_t = _operand(a, "a"), _operand(b, "b")
+    _check_layouts(_unwrap(a), start)
     use = _unwrap(use_acc)
     if isinstance(use, bool) or not is_tensor(use):
         if not use:
@@ -80,19 +101,29 @@ def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_
         start = where(use, start, zeros(start.shape, start.dtype))
     out = dot(a_t, b_t, start, input_precision=_unwrap(precision),
               max_num_imprecise_acc=_unwrap(max_num_imprecise_acc), out_dtype=start.dtype)
-    out.glayout = acc.value.glayout if isinstance(acc, warpgroup_mma_accumulator) \
-        else to_tensor(acc).glayout
+    out.glayout = start.glayout
     if not _unwrap(is_async):  # issued and waited for, with every MMA before it
-        _barriers.retire()
+        _barriers.retire("mma")
         return out
-    _barriers.in_flight([x for x in (_unwrap(a), _unwrap(b)) if hasattr(x, "alloc")])
-    return warpgroup_mma_accumulator(out)
+    order = _barriers.in_flight("mma", [x for x in (_unwrap(a), _unwrap(b))
+                                        if hasattr(x, "alloc")])
+    return warpgroup_mma_accumulator(out, order)
 
 
 def warpgroup_mma_wait(num_outstanding=0, deps=None):
     """The MMAs have completed here: `deps` back as blocks (one dep: the block itself)."""
     if deps is None:
         raise ValueError("warpgroup_mma_wait deps must be given")
-    _barriers.retire(int(_unwrap(num_outstanding)))
+    outstanding = int(_unwrap(num_outstanding))
+    still = _barriers.retire("mma", outstanding)
+    for d in deps:
+        if isinstance(d, warpgroup_mma_accumulator) and d.order in still:
+            err = AsyncRaceError(
+                f"warpgroup_mma_wait(num_outstanding={outstanding}) hands back the result of "
+                f"an MMA that may still be in flight (one of the {outstanding} issued last): "
+                f"lower num_outstanding, or wait for it later; on the GPU its registers are "
+                f"still being written")
+            err.failing_row = 0
+            raise err
     values = [d.value if isinstance(d, warpgroup_mma_accumulator) else d for d in deps]
     return values[0] if len(values) == 1 else tuple(values)

@@ -1,7 +1,9 @@
 """`tma`: asynchronous copies of a tensor descriptor's box between global and shared memory.
 
 A copy lands at once here; the barrier it names is told its bytes, and the shared memory it
-fills may not be read until a wait on that barrier has returned (language/_barriers.py). A box
+fills may not be read (or written) until a wait on that barrier has returned; a store reads its
+shared memory until `store_wait` retires it, so nothing may write there before
+(language/_barriers.py). A box
 partly outside the tensor is filled with zeros (or NaN) on a load and clipped on a store, as
 the hardware does: minitriton's tensor descriptors (language/descriptors.py) move the data.
 """
@@ -22,6 +24,10 @@ def _box(tensor_desc, smem, op):
         raise CompilationError(
             f"tma.{op}: the shared memory ({smem.shape} of {smem.dtype}) must match the "
             f"descriptor's block ({list(tensor_desc.block_shape)} of {tensor_desc.dtype})")
+    layout = getattr(tensor_desc, "layout", None)
+    if layout is not None and smem.layout != layout:
+        raise CompilationError(f"tma.{op}: the shared memory's layout {smem.layout} is not the "
+                               f"descriptor's {layout}; allocate it with desc.layout")
 
 
 def async_copy_global_to_shared(tensor_desc, coord, barrier, result, pred=True):
@@ -41,11 +47,12 @@ def async_copy_shared_to_global(tensor_desc, coord, src):
     _box(tensor_desc, src, "async_copy_shared_to_global")
     tensor_desc.store(coord, tensor(src.read("tma.async_copy_shared_to_global"), src.dtype,
                                     src.shape))
+    _barriers.in_flight("store", [src])  # it reads `src` until a store_wait retires it
 
 
 def store_wait(pendings):
-    """Wait until at most `pendings` stores are in flight: every store has landed here."""
-    _unwrap(pendings)
+    """Wait until at most `pendings` TMA stores are in flight (the oldest retire first)."""
+    _barriers.retire("store", int(_unwrap(pendings)))
 
 
 def make_tensor_descriptor(base, shape, strides, block_shape, layout, padding_option="zero"):
