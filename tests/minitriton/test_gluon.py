@@ -9,6 +9,7 @@ import minitriton
 from minitriton.errors import AsyncRaceError, CompilationError, DeadlockError
 from minitriton.experimental import gluon
 from minitriton.experimental.gluon import language as gl
+from minitriton.experimental.gluon.language.nvidia.ampere import async_copy
 from minitriton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 from minitriton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -347,12 +348,53 @@ def test_gluon_hazards_kernel_without_a_hazard():
     np.testing.assert_allclose(out, xx @ xx.T, rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("warps, rows", [(4, 32), (8, 64)])
-def test_wgmma_needs_16_rows_a_warp(warps, rows):
+@pytest.mark.parametrize("warps, rows", [(4, 16), (4, 32), (8, 32)])
+def test_wgmma_takes_64_rows_a_warp_group(warps, rows):
     x = np.ones((rows, rows), np.float16)
-    with pytest.raises(CompilationError, match=f"make BLOCK_M a multiple of {16 * warps}"):
+    with pytest.raises(CompilationError, match="make BLOCK_M a multiple of 64"):
         async_misuse_kernel[(1,)](_desc(x, [rows, rows]), np.zeros((rows, rows), np.float32),
                                   CASE=0, num_warps=warps)
+
+
+@gluon.jit
+def cp_async_kernel(x_ptr, out_ptr, n, CASE: gl.constexpr, BLOCK: gl.constexpr):
+    """Two blocks through a ring of two buffers by cp.async in two commit groups; CASE 1 reads
+    the second buffer when the wait leaves its group in flight, CASE 2 reads before any
+    commit."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK],
+                                     gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+    offs = gl.arange(0, BLOCK, layout=layout)
+    for i in gl.static_range(2):
+        async_copy.async_copy_global_to_shared(smem.index(i), x_ptr + i * BLOCK + offs,
+                                               mask=i * BLOCK + offs < n)
+        if CASE != 2:
+            async_copy.commit_group()
+    async_copy.wait_group(1)  # the first group has landed, the second may not have
+    first = smem.index(0).load(layout)
+    if CASE == 1:
+        first = first + smem.index(1).load(layout)
+    async_copy.wait_group(0)
+    second = smem.index(1).load(layout)
+    gl.store(out_ptr + offs, first)
+    gl.store(out_ptr + BLOCK + offs, second)
+
+
+@pytest.mark.parametrize("case, error", [
+    (0, None),
+    (1, "reads shared memory that an async_copy.async_copy_global_to_shared may still be "
+        "writing: wait_group with num_outstanding low enough first"),
+    (2, "commit_group, then wait_group"),
+])
+def test_cp_async_groups(case, error):
+    x = np.arange(200, dtype=np.float32)
+    out = np.full(256, -1.0, np.float32)
+    if error is not None:
+        with pytest.raises(AsyncRaceError, match=error):
+            cp_async_kernel[(1,)](x, out, 200, CASE=case, BLOCK=128)
+        return
+    cp_async_kernel[(1,)](x, out, 200, CASE=case, BLOCK=128)
+    np.testing.assert_array_equal(out, np.concatenate([x, np.zeros(56, np.float32)]))
 
 
 def test_gluon_through_the_triton_standin():

@@ -33,6 +33,10 @@ class tensor_descriptor:
     def block_type(self):
         return _t.block_type(self.dtype, self.block_shape)
 
+    @property
+    def type(self):
+        return tensor_descriptor_type(self.block_type, self.layout)
+
     def _window(self, offsets, op):
         offsets = list(_unwrap(offsets))
         if len(offsets) != len(self.block_shape):
@@ -119,6 +123,21 @@ class tensor_descriptor:
             f"cudaErrorIllegalInstruction. Align the window, or use tl.atomic_{op} on pointers")
         err.failing_row = row
         raise err
+
+
+class tensor_descriptor_type:
+    """A descriptor's type (`desc.type`): the block it moves, and a Gluon descriptor's shared
+    layout."""
+
+    def __init__(self, block_type, layout=None):
+        self.block_type, self.layout = block_type, layout
+
+    def __eq__(self, other):
+        return isinstance(other, tensor_descriptor_type) and (
+            self.block_type, self.layout) == (other.block_type, other.layout)
+
+    def __repr__(self):
+        return f"tensor_descriptor<{self.block_type}, {self.layout}>"
 
 
 _BITWISE = {"uint32", "int32", "uint64", "int64"}

@@ -184,6 +184,7 @@ def filling(view, bar):
 def check_unfilled(view, what):
     """Raise where a write into `view` would meet a TMA copy still filling it (two writers, in
     an order the GPU does not fix)."""
+    _check_copies(view, what, True)
     alloc = view.alloc
     kept = []
     for bar, need, mask in alloc.filling:
@@ -204,6 +205,7 @@ def check_unfilled(view, what):
 
 def check_filled(view, what):
     """Raise where `view` holds elements a copy may still be writing (language/_core.py)."""
+    _check_copies(view, what, False)
     alloc = view.alloc
     if not alloc.filling:
         return
@@ -291,3 +293,59 @@ def check_unread(view, what):
                     f"may read the new contents")
                 err.failing_row = 0
                 raise err
+
+
+def _copies():
+    """The running programs' cp.async copies not yet retired: [[group or None, view], ...]
+    (None: not committed yet), per attempt as `_readers`."""
+    return _readers("cp.async")
+
+
+def copying(view):
+    """A cp.async copy into `view` has been issued."""
+    _copies().append([None, view])
+
+
+def commit_copies():
+    group = next(_ISSUED)
+    for entry in _copies():
+        if entry[0] is None:
+            entry[0] = group
+
+
+def wait_copies(outstanding):
+    copies = _copies()
+    groups = sorted({g for g, _ in copies if g is not None})
+    keep = set(groups[len(groups) - outstanding:]) if outstanding > 0 else set()
+    copies[:] = [[g, v] for g, v in copies if g is None or g in keep]
+
+
+def copies_arrive(bar, increment):
+    """cp.async.mbarrier.arrive: every copy issued so far completes the barrier's current
+    phase before it can complete (here they have landed: they are filling it until a wait on
+    that phase); without `increment` that completion is one of its arrivals."""
+    s, e = _element(bar, "async_copy.mbarrier_arrive")
+    for _, view in _copies():
+        mask = np.zeros(view.alloc.data.shape[1], dtype=bool)
+        mask[view.flat.ravel()] = True
+        view.alloc.filling.append([bar, s.completed[:, e] + 1, mask])
+    _copies().clear()
+    if not increment:
+        s.pending[:, e] -= 1
+        _check_overrun(s, e, "arrive")
+    _advance(s, e)
+
+
+def _check_copies(view, what, writes):
+    for group, operand in _copies():
+        if operand.alloc is view.alloc and np.intersect1d(operand.flat.ravel(),
+                                                          view.flat.ravel()).size:
+            fix = ("commit_group, then wait_group" if group is None else "wait_group with "
+                   "num_outstanding low enough")
+            then = "land after this write" if writes else "read the old contents"
+            err = AsyncRaceError(
+                f"{what} {'writes' if writes else 'reads'} shared memory that an "
+                f"async_copy.async_copy_global_to_shared may still be writing: {fix} first; "
+                f"on the GPU it may {then}")
+            err.failing_row = 0
+            raise err

@@ -1,5 +1,5 @@
-"""`gluon.language.nvidia.ampere`: the mbarrier (`async_copy` and `mma_v2` are not in
+"""`gluon.language.nvidia.ampere`: cp.async (`async_copy`) and the mbarrier (`mma_v2` is not in
 minitriton's Gluon yet: docs/limitations.md)."""
-from . import mbarrier
+from . import async_copy, mbarrier
 
-__all__ = ["mbarrier"]
+__all__ = ["async_copy", "mbarrier"]

@@ -63,16 +63,14 @@ def _operand(x, name):
 
 
 def _check_layouts(a, acc):
-    """Hopper's wgmma: the accumulator's rows a multiple of its warps' (16 each: 64 per warp
-    group), and an A operand in registers in the DotOperandLayout of that accumulator."""
+    """Hopper's wgmma: the accumulator's rows a multiple of a warp group's 64 (more warps than
+    its rows need share the columns), and an A operand in registers in the DotOperandLayout
+    of that accumulator."""
     acc_layout = acc.glayout
-    if isinstance(acc_layout, _layouts.NVMMADistributedLayout):
-        rows = 16 * acc_layout.warps_per_cta[0]
-        if acc.shape[0] % rows:
-            raise CompilationError(
-                f"warpgroup_mma: the accumulator has {acc.shape[0]} rows; its layout's "
-                f"{acc_layout.warps_per_cta[0]} warps take 16 each (a warp group's wgmma, 64): "
-                f"make BLOCK_M a multiple of {rows}")
+    if isinstance(acc_layout, _layouts.NVMMADistributedLayout) and acc.shape[0] % 64:
+        raise CompilationError(
+            f"warpgroup_mma: the accumulator has {acc.shape[0]} rows; a warp group's wgmma "
+            f"computes 64 (m64nNk16): make BLOCK_M a multiple of 64")
     layout = getattr(a, "glayout", None)
     if hasattr(a, "alloc") or layout is None or isinstance(layout, _layouts.AutoLayout):
         return
