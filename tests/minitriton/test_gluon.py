@@ -397,6 +397,71 @@ def test_cp_async_groups(case, error):
     np.testing.assert_array_equal(out, np.concatenate([x, np.zeros(56, np.float32)]))
 
 
+@gluon.jit
+def _ws_producer(x_desc, smem, empty, ready, n_tiles, BM: gl.constexpr):
+    for i in range(n_tiles):
+        slot = i % 2
+        mbarrier.wait(empty.index(slot), ((i // 2) & 1) ^ 1)  # a fresh barrier passes phase 1
+        mbarrier.expect(ready.index(slot), x_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(x_desc, [i * BM, 0], ready.index(slot), smem.index(slot))
+
+
+@gluon.jit
+def _ws_consumer(out_ptr, smem, empty, ready, n_tiles, layout: gl.constexpr,
+                 RELEASE: gl.constexpr):
+    BM: gl.constexpr = smem.shape[1]
+    BN: gl.constexpr = smem.shape[2]
+    total = gl.zeros([BM, BN], gl.float32, layout)
+    for i in range(n_tiles):
+        slot = i % 2
+        mbarrier.wait(ready.index(slot), (i // 2) & 1)
+        total += smem.index(slot).load(layout).to(gl.float32)
+        mbarrier.arrive(empty.index(slot), count=1, pred=RELEASE)
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    gl.store(out_ptr + rows[:, None] * BN + cols[None, :], total)
+    return total
+
+
+@gluon.jit
+def ws_sum_kernel(x_desc, out_ptr, n_tiles, RELEASE: gl.constexpr, num_warps: gl.constexpr):
+    """The sum of n_tiles row blocks: a producer partition streams them by TMA into two slots,
+    the default partition adds them up and hands each slot back (RELEASE), on barriers."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BN: gl.constexpr = x_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [num_warps, 1], [1, 0])
+    smem = gl.allocate_shared_memory(gl.float16, [2, BM, BN], x_desc.layout)
+    empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(2):
+        mbarrier.init(empty.index(s), count=1)
+        mbarrier.init(ready.index(s), count=1)
+    total = gl.warp_specialize([
+        (_ws_consumer, (out_ptr, smem, empty, ready, n_tiles, layout, RELEASE)),
+        (_ws_producer, (x_desc, smem, empty, ready, n_tiles, BM)),
+    ], [1], [24])
+    gl.store(out_ptr + BM * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout)),
+             gl.sum(total, axis=0))
+
+
+@pytest.mark.usefixtures("executor")
+def test_warp_specialized_partitions_meet_at_barriers():
+    x = np.random.default_rng(4).standard_normal((5 * 16, 32)).astype(np.float16)
+    out = np.zeros(16 * 32 + 32, np.float32)
+    ws_sum_kernel[(1,)](_desc(x, [16, 32]), out, 5, RELEASE=True, num_warps=4)
+    want = x.astype(np.float64).reshape(5, 16, 32).sum(axis=0)
+    np.testing.assert_allclose(out[:16 * 32].reshape(16, 32), want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out[16 * 32:], want.sum(axis=0), rtol=1e-5, atol=1e-3)
+
+
+def test_partitions_that_all_wait_are_the_gpus_hang():
+    x = np.ones((5 * 16, 32), np.float16)
+    with pytest.raises(DeadlockError, match="every other partition of the warp-specialized "
+                                            "region waits too"):
+        ws_sum_kernel[(1,)](_desc(x, [16, 32]), np.zeros(16 * 32 + 32, np.float32), 5,
+                            RELEASE=False, num_warps=4)
+
+
 def test_gluon_through_the_triton_standin():
     """A program written for Triton imports Gluon under Triton's names."""
     with minitriton.install_as_triton():
@@ -405,4 +470,4 @@ def test_gluon_through_the_triton_standin():
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as D
         assert g.jit is gluon.jit and t is tma and D is TensorDescriptor
         with pytest.raises(ImportError, match="not in minitriton"):
-            exec("from triton.experimental.gluon.language import warp_specialize")
+            exec("from triton.experimental.gluon.language import bank_conflicts")

@@ -30,6 +30,7 @@ from . import nvidia
 from ._core import (allocate_shared_memory, arange, convert_layout, full, full_like, num_ctas,
                     num_warps, set_auto_layout, shared_memory_descriptor,
                     shared_memory_descriptor_type, thread_barrier, zeros, zeros_like)
+from ._partitions import warp_specialize
 from ._layouts import (AutoLayout, BlockedLayout, CoalescedLayout, DistributedLayout,
                        DistributedLinearLayout, DotOperandLayout, NVMMADistributedLayout,
                        NVMMASharedLayout, PaddedSharedLayout, SharedLayout, SharedLinearLayout,
@@ -54,6 +55,7 @@ __all__ = ["AutoLayout", "BlockedLayout", "CoalescedLayout", "DistributedLayout"
            "reshape", "rsqrt", "set_auto_layout", "shared_memory_descriptor",
            "shared_memory_descriptor_type", "sin", "split", "sqrt", "sqrt_rn", "static_assert",
            "static_print", "static_range", "store", "sub", "sum", "tensor", "thread_barrier",
+           "warp_specialize",
            "to_tensor", "uint16", "uint32", "uint64", "uint8", "umulhi", "where", "xor_sum",
            "zeros", "zeros_like"]
 

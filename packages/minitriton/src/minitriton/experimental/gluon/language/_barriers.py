@@ -26,6 +26,7 @@ from ....context import current
 from ....errors import AsyncRaceError, CompilationError, DeadlockError, GPUFaultError
 from ....language.core import to_tensor
 from ....types import _unwrap
+from . import _partitions
 
 
 class Barriers:
@@ -42,15 +43,7 @@ class Barriers:
 
 def _element(bar, op):
     """The flat element number of a one-barrier view, and its allocation's state."""
-    if not hasattr(bar, "alloc"):
-        raise CompilationError(f"mbarrier.{op}: expected a shared memory descriptor (an "
-                               f"allocation of gl.int64 with MBarrierLayout), got {bar!r}")
-    if bar.numel != 1:
-        raise CompilationError(f"mbarrier.{op}: the descriptor holds {bar.numel} barriers "
-                               f"(shape {bar.shape}); pass one, e.g. bars.index(i)")
-    if bar.dtype.primitive_bitwidth != 64:
-        raise CompilationError(f"mbarrier.{op}: an mbarrier is 64 bits; allocate it as "
-                               f"gl.int64, not {bar.dtype}")
+    _check_barrier(bar, op)
     alloc = bar.alloc
     if alloc.barriers is None:
         alloc.barriers = Barriers(alloc.data.shape)
@@ -63,6 +56,19 @@ def _element(bar, op):
         err.failing_row = int(np.argmin(alloc.barriers.live[:, e]))
         raise err
     return alloc.barriers, e
+
+
+def _check_barrier(bar, op):
+    """What Gluon's compiler checks of a barrier operand (a predicated-off operation too)."""
+    if not hasattr(bar, "alloc"):
+        raise CompilationError(f"mbarrier.{op}: expected a shared memory descriptor (an "
+                               f"allocation of gl.int64 with MBarrierLayout), got {bar!r}")
+    if bar.numel != 1:
+        raise CompilationError(f"mbarrier.{op}: the descriptor holds {bar.numel} barriers "
+                               f"(shape {bar.shape}); pass one, e.g. bars.index(i)")
+    if bar.dtype.primitive_bitwidth != 64:
+        raise CompilationError(f"mbarrier.{op}: an mbarrier is 64 bits; allocate it as "
+                               f"gl.int64, not {bar.dtype}")
 
 
 def predicate(pred):
@@ -95,9 +101,10 @@ def invalidate(bar):
 
 
 def arrive(bar, count=1, pred=True):
-    s, e = _element(bar, "arrive")
+    _check_barrier(bar, "arrive")
     if not predicate(pred):
         return
+    s, e = _element(bar, "arrive")
     s.pending[:, e] -= int(_unwrap(count))
     _check_overrun(s, e, "arrive")
     _advance(s, e)
@@ -105,13 +112,14 @@ def arrive(bar, count=1, pred=True):
 
 def expect(bar, nbytes, pred=True):
     """One arrival announcing `nbytes` bytes (PTX's mbarrier.arrive.expect_tx)."""
-    s, e = _element(bar, "expect")
+    _check_barrier(bar, "expect")
     nbytes = _unwrap(nbytes)
     if not isinstance(nbytes, (int, np.integer)) or isinstance(nbytes, bool):
         raise CompilationError(f"mbarrier.expect: the byte count must be a constexpr int (e.g. "
                                f"desc.block_type.nbytes), got {nbytes!r}")
     if not predicate(pred):
         return
+    s, e = _element(bar, "expect")
     s.tx[:, e] += int(nbytes)
     s.pending[:, e] -= 1
     _check_overrun(s, e, "expect")
@@ -138,18 +146,26 @@ def _check_overrun(s, e, op):
 
 
 def wait(bar, phase, pred=True):
-    s, e = _element(bar, "wait")
+    _check_barrier(bar, "wait")
     if not predicate(pred):
         return
+    s, e = _element(bar, "wait")
     phase = int(_unwrap(phase))
-    blocked = (s.completed[:, e] & 1) == (phase & 1)
-    if blocked.any():
-        row = int(np.argmax(blocked))
-        err = DeadlockError(f"mbarrier.wait(bar, phase={phase}) never returns: "
-                            + _why_blocked(s, row, e, phase) + ". On the GPU the kernel hangs "
-                            "here")
-        err.failing_row = row
-        raise err
+
+    def blocked():
+        return (s.completed[:, e] & 1) == (phase & 1)
+    if blocked().any():
+        # in a warp-specialized region the other partitions may complete the phase
+        released = _partitions.waiting(lambda: not blocked().any())
+        if not released:
+            row = int(np.argmax(blocked()))
+            others = (" (and every other partition of the warp-specialized region waits too)"
+                      if released is False else "")
+            err = DeadlockError(f"mbarrier.wait(bar, phase={phase}) never returns{others}: "
+                                + _why_blocked(s, row, e, phase) + ". On the GPU the kernel "
+                                "hangs here")
+            err.failing_row = row
+            raise err
     s.seen[:, e] = s.completed[:, e]
 
 

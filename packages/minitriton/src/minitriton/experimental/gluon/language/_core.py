@@ -175,8 +175,8 @@ class shared_memory_descriptor:
         if not self.shape:
             raise CompilationError("cannot index a shared memory descriptor of rank 0")
         i = int(_unwrap(index))  # a value the programs disagree on regroups them (Divergence)
-        if not 0 <= i < self.shape[0]:
-            raise _barriers.out_of_view(self, i)
+        if not 0 <= i < self.shape[0]:  # an address: a fault only where it is used
+            return _outside(self, i)
         return self._view(self.flat[i])
 
     def slice(self, start, length, dim=0):
@@ -245,3 +245,23 @@ def allocate_shared_memory(element_ty, shape, layout, value=None):
     if value is not None:
         view.store(value)
     return view
+
+
+class _outside(shared_memory_descriptor):
+    """`index(i)` past the descriptor's first dimension: a view whose every use is the GPU's
+    out-of-bounds access (making it, like an address, is not; a predicated-off barrier
+    operation on it neither)."""
+
+    def __init__(self, parent, i):
+        super().__init__(parent.alloc, None, parent.layout)
+        self.parent, self.i = parent, i
+
+    shape = property(lambda self: self.parent.shape[1:])
+    rank = property(lambda self: self.parent.rank - 1)
+    numel = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __getattribute__(self, name):
+        if name == "flat":
+            raise _barriers.out_of_view(object.__getattribute__(self, "parent"),
+                                        object.__getattribute__(self, "i"))
+        return object.__getattribute__(self, name)
