@@ -7,6 +7,7 @@ import pytest
 
 import minitriton
 from minitriton.errors import AsyncRaceError, CompilationError, DeadlockError
+from minitriton.language.core import _aggregate
 from minitriton.experimental import gluon
 from minitriton.experimental.gluon import language as gl
 from minitriton.experimental.gluon.language.nvidia.ampere import async_copy
@@ -460,6 +461,51 @@ def test_partitions_that_all_wait_are_the_gpus_hang():
                                             "region waits too"):
         ws_sum_kernel[(1,)](_desc(x, [16, 32]), np.zeros(16 * 32 + 32, np.float32), 5,
                             RELEASE=False, num_warps=4)
+
+
+@_aggregate
+class Staged:
+    """A buffer and the count of blocks staged in it: the kind of state Gluon kernels pass
+    between @jit functions (Triton's tutorials 07 and 08)."""
+    buf: gl.shared_memory_descriptor
+    count: gl.tensor
+
+    @gluon.constexpr_function
+    def __init__(self, buf, count):
+        self.buf = buf
+        self.count = count
+
+    @gluon.jit
+    def create(BLOCK: gl.constexpr):
+        layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
+        return Staged(gl.allocate_shared_memory(gl.float32, [BLOCK], layout), gl.to_tensor(0))
+
+    @gluon.jit
+    def stage(self, value):
+        self.buf.store(value)
+        return Staged(self.buf, self.count + 1)
+
+
+@gluon.jit
+def aggregate_kernel(x_ptr, out_ptr, bits_ptr, BLOCK: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    offs = gl.arange(0, BLOCK, layout=layout)
+    staged = Staged.create(BLOCK)
+    staged = staged.stage(gl.load(x_ptr + offs))
+    gl.store(out_ptr + offs, staged.buf.load(layout) * staged.count.to(gl.float32))
+    # the same bytes as int32 (a buffer reused for another type)
+    bits = staged.buf._reinterpret(gl.int32, [BLOCK], staged.buf.layout)
+    gl.store(bits_ptr + offs, bits.load(layout))
+
+
+def test_aggregates_and_reinterpreted_buffers():
+    x = np.random.default_rng(5).standard_normal(128).astype(np.float32)
+    out, bits = np.zeros_like(x), np.zeros(128, np.int32)
+    aggregate_kernel[(1,)](x, out, bits, BLOCK=128)
+    np.testing.assert_array_equal(out, x)
+    np.testing.assert_array_equal(bits, x.view(np.int32))
+    with pytest.raises(AttributeError, match="Staged has no attribute 'other'"):
+        Staged(1, 2).other = 3
 
 
 def test_gluon_through_the_triton_standin():

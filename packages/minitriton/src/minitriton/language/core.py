@@ -31,6 +31,7 @@ from ..settings import triton_release
 from ..source import kernel_location
 from ..types import _unwrap, constexpr, constexpr_type  # noqa: F401 - Triton's core has it
 from . import marks
+from .aggregate import _aggregate  # noqa: F401 - triton.language.core's name
 from .glayouts import expanded_glayout, joined_glayout
 from .marks import reshaping
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....context import current
-from ....errors import CompilationError
+from ....errors import CompilationError, GPUFaultError
 from ....language import creation
 from ....language.core import is_tensor, tensor, to_tensor
 from ....language.reduce import launch_num_warps
@@ -203,8 +203,30 @@ class shared_memory_descriptor:
         return self._view(self.flat.reshape(shape))
 
     def _reinterpret(self, dtype, shape, layout):
-        raise CompilationError("shared_memory_descriptor._reinterpret is not in minitriton's "
-                               "Gluon yet (docs/limitations.md)")
+        """The same bytes as another element type, shape and layout (a buffer reused: Triton's
+        tutorial 07 stores its epilogue in the B ring's slots). The view must be one
+        contiguous run of its allocation, and the new one may run past it into the rest of the
+        allocation (the next slots); hazards are watched per allocation, so the new view's
+        are its own."""
+        dtype, layout = _unwrap(dtype), _unwrap(layout)
+        shape = [int(_unwrap(x)) for x in _unwrap(shape)]
+        flat = self.flat.ravel()
+        start = int(flat[0]) if flat.size else 0
+        if not np.array_equal(flat, np.arange(start, start + flat.size)):
+            raise CompilationError("_reinterpret: the view is not one contiguous run of its "
+                                   "allocation")
+        size = self.dtype.primitive_bitwidth // 8
+        n_bytes = (self.alloc.data.shape[1] - start) * size  # to the allocation's end
+        want = int(np.prod(shape, dtype=np.int64)) * (dtype.primitive_bitwidth // 8)
+        if want > n_bytes:
+            raise GPUFaultError(f"_reinterpret: {shape} of {dtype} is {want} bytes, more than "
+                                f"the {n_bytes} from the view to its allocation's end")
+        alias = Allocation.__new__(Allocation)
+        alias.dtype, alias.shape, alias.barriers, alias.filling = dtype, shape, None, []
+        raw = self.alloc.data[:, start:].view(np.uint8)
+        alias.data = raw[:, :want].view(dtype.np)
+        return shared_memory_descriptor(
+            alias, np.arange(alias.data.shape[1], dtype=np.int64).reshape(shape), layout)
 
     def _keep_alive(self):
         pass

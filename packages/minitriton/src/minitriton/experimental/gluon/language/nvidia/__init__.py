@@ -1,4 +1,5 @@
-"""`triton.experimental.gluon.language.nvidia`: NVIDIA's Gluon builtins (ampere, hopper)."""
-from . import ampere, hopper
+"""`triton.experimental.gluon.language.nvidia`: NVIDIA's Gluon builtins (ampere, hopper;
+blackwell's names, its tensor memory not yet)."""
+from . import ampere, blackwell, hopper
 
-__all__ = ["ampere", "hopper"]
+__all__ = ["ampere", "blackwell", "hopper"]

@@ -13,10 +13,11 @@ from ... import _barriers
 from ......errors import CompilationError
 from ......language.core import tensor
 from ......language.descriptors import make_tensor_descriptor as _make_tensor_descriptor
+from ......language.descriptors import tensor_descriptor  # noqa: F401 - Gluon's name
 from ......types import _unwrap
 
 __all__ = ["async_copy_global_to_shared", "async_copy_shared_to_global", "store_wait",
-           "make_tensor_descriptor"]
+           "make_tensor_descriptor", "tensor_descriptor"]
 
 
 def _box(tensor_desc, smem, op):
