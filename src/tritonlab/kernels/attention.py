@@ -841,8 +841,7 @@ def _few_programs(q, t):
     its loop (batch 1, one head, 32768 keys: 256 programs, 0.73-0.88x the TMA forward)."""
     if not q.is_cuda:
         return False
-    block_m = (t.gluon_small if q.shape[-1] <= 64 else t.gluon_large)[0]
-    programs = math.prod(q.shape[:-2]) * -(-q.shape[-2] // block_m)
+    programs = math.prod(q.shape[:-2]) * -(-q.shape[-2] // attention_gluon.tiles_for(q, t)[0])
     return programs < t.gluon_min_waves * sm_count(q.get_device())
 
 

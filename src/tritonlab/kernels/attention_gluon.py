@@ -43,19 +43,33 @@ LN2 = gl.constexpr(0.6931471805599453)  # natural log of 2
 
 
 @gluon.jit
-def _load_kv(k_desc, v_desc, k_smem, v_smem, bars, tile, row0, n_tiles,
-             STAGES: gl.constexpr, BLOCK_N: gl.constexpr):
-    """Key tile `tile` (if there is one) into its ring slot, its barrier told the bytes. The
-    caller's warpgroups have each waited for their MMAs that read the slot; the CTA barrier
-    makes sure all of them have before one thread issues the copy (8 warps: 2 warpgroups)."""
+def _load_rows(desc_a, desc_b, smem_a, smem_b, bars, tile, row0, n_tiles, STAGES: gl.constexpr,
+               BLOCK: gl.constexpr):
+    """Tile `tile` (if there is one) of two tensors (K and V, Q and dO) into its ring slot, its
+    barrier told the bytes. The caller's warpgroups have each waited for their MMAs that read
+    the slot; the CTA barrier makes sure all of them have before one thread issues the copy
+    (8 warps: 2 warpgroups)."""
     gl.thread_barrier()
     slot = tile % STAGES
     live = tile < n_tiles
-    mbarrier.expect(bars.index(slot), 2 * k_desc.block_type.nbytes, pred=live)
-    tma.async_copy_global_to_shared(k_desc, [row0 + tile * BLOCK_N, 0], bars.index(slot),
-                                    k_smem.index(slot), pred=live)
-    tma.async_copy_global_to_shared(v_desc, [row0 + tile * BLOCK_N, 0], bars.index(slot),
-                                    v_smem.index(slot), pred=live)
+    mbarrier.expect(bars.index(slot), 2 * desc_a.block_type.nbytes, pred=live)
+    tma.async_copy_global_to_shared(desc_a, [row0 + tile * BLOCK, 0], bars.index(slot),
+                                    smem_a.index(slot), pred=live)
+    tma.async_copy_global_to_shared(desc_b, [row0 + tile * BLOCK, 0], bars.index(slot),
+                                    smem_b.index(slot), pred=live)
+
+
+@gluon.jit
+def _init_ring(bars, STAGES: gl.constexpr):
+    """One barrier per ring slot, a copy's expect its one arrival."""
+    for s in gl.static_range(STAGES):
+        mbarrier.init(bars.index(s), count=1)
+
+
+@gluon.jit
+def _invalidate_ring(bars, STAGES: gl.constexpr):
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(s))
 
 
 @gluon.jit
@@ -92,7 +106,7 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i, l_i,
         acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(slot), qk_scale,
                                     p_layout, rows_o)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles, STAGES,
+        _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles, STAGES,
                  BLOCK_N)
     return acc, m_i, l_i
 
@@ -131,14 +145,13 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     kv_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(kv_bars.index(s), count=1)
+    _init_ring(kv_bars, STAGES)
     fence_async_shared()  # the barriers' initialisation seen by the TMA unit
 
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem)
     for s in gl.static_range(STAGES):
-        _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, s, row0, n_tiles, STAGES, BLOCK_N)
+        _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, s, row0, n_tiles, STAGES, BLOCK_N)
 
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, rows_s)
     l_i = gl.full([BLOCK_M], 0.0, gl.float32, rows_s)
@@ -158,7 +171,7 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
         for j in range(n_tiles):
             s_cur, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))
             if j > 0:
-                _load_kv(k_desc, v_desc, k_smem, v_smem, kv_bars, j - 1 + STAGES, row0,
+                _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j - 1 + STAGES, row0,
                          n_tiles, STAGES, BLOCK_N)
             if j + 1 < n_tiles:
                 nxt = (j + 1) % STAGES
@@ -182,8 +195,7 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
                                          True)
 
     mbarrier.invalidate(q_bar)
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(kv_bars.index(s))
+    _invalidate_ring(kv_bars, STAGES)
     out = acc / gl.convert_layout(l_i, rows_o)[:, None]
     gl.thread_barrier()  # every warpgroup's last S (which read Q) is done
     q_smem.store(out.to(dtype))  # O through Q's buffer
@@ -194,10 +206,10 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     tma.store_wait(pendings=0)
 
 
-def tiles_for(q):
-    """(BLOCK_M, BLOCK_N, warps, stages) for q's head dim: the tuning's (kernels/tuning.py),
-    the simulator's small one on the CPU."""
-    t = tuning_for("attention", q.get_device())
+def tiles_for(q, t=None):
+    """(BLOCK_M, BLOCK_N, warps, stages) for q's head dim: the tuning's (kernels/tuning.py; `t`,
+    else the device's), the simulator's small one on the CPU."""
+    t = t or tuning_for("attention", q.get_device())
     if not q.is_cuda:
         return t.simulator("gluon")
     return t.gluon_small if q.shape[-1] <= 64 else t.gluon_large
@@ -275,21 +287,6 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False):
 
 
 @gluon.jit
-def _load_rows(desc_a, desc_b, smem_a, smem_b, bars, tile, row0, n_tiles, STAGES: gl.constexpr,
-               BLOCK: gl.constexpr):
-    """Tile `tile` of two tensors (Q and dO, or K and V) into its ring slot, if there is one;
-    the CTA barrier first, as _load_kv."""
-    gl.thread_barrier()
-    slot = tile % STAGES
-    live = tile < n_tiles
-    mbarrier.expect(bars.index(slot), 2 * desc_a.block_type.nbytes, pred=live)
-    tma.async_copy_global_to_shared(desc_a, [row0 + tile * BLOCK, 0], bars.index(slot),
-                                    smem_a.index(slot), pred=live)
-    tma.async_copy_global_to_shared(desc_b, [row0 + tile * BLOCK, 0], bars.index(slot),
-                                    smem_b.index(slot), pred=live)
-
-
-@gluon.jit
 def _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv, lse_ptr,
                 delta_ptr, offs_n, lo, hi, first, n_tiles, row0, qk_scale, zeros_st,
                 ds_layout: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr,
@@ -356,8 +353,7 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(bars.index(s), count=1)
+    _init_ring(bars, STAGES)
     fence_async_shared()
     mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
@@ -383,8 +379,7 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
                          lse_ptr, delta_ptr, offs_n, free, n_q_tiles, first, n_tiles, row0,
                          qk_scale, zeros_st, ds_layout, STAGES, BLOCK_M, False)
     mbarrier.invalidate(kv_bar)
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(bars.index(s))
+    _invalidate_ring(bars, STAGES)
     offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, kv_layout))
     rows = row0 + start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, kv_layout))
     out = rows[:, None] * HEAD_DIM + offs_d[None, :]
@@ -450,8 +445,7 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(bars.index(s), count=1)
+    _init_ring(bars, STAGES)
     fence_async_shared()
     mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem)
@@ -475,8 +469,7 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
                        offs_m, n_free, n_tiles, n_tiles, row0, qk_scale, zeros_s, ds_layout,
                        STAGES, BLOCK_N, True)
     mbarrier.invalidate(q_bar)
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(bars.index(s))
+    _invalidate_ring(bars, STAGES)
     offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
     out_rows = row0 + start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
     gl.store(dq_ptr + out_rows[:, None] * HEAD_DIM + offs_d[None, :], (dq * scale).to(dtype))

@@ -3,8 +3,8 @@
 Gluon is Triton's lower-level language: the kernel chooses each block's layout, allocates shared
 memory, and drives mbarriers, TMA copies and warpgroup MMAs itself. minitriton runs such a
 kernel as it runs a `tl` kernel (the same jit, executors, bounds checks and observers): the
-`tl` operations are minitriton's own, the layouts are carried and checked (language/core.py,
-"Gluon layouts"), shared memory and mbarriers are modelled per program (`_core`, `_barriers`)
+`tl` operations are minitriton's own, the layouts are carried and checked
+(language/glayouts.py), shared memory and mbarriers are modelled per program (`_core`, `_barriers`)
 and nvidia.hopper's copies and MMAs run in program order. What is not here yet raises the
 "not in minitriton" error (docs/limitations.md, "Gluon").
 """

@@ -192,63 +192,64 @@ def filling(view, bar):
     after that phase, no read of these elements is safe."""
     s, e = _element(bar, "tma.async_copy_global_to_shared")
     check_unfilled(view, "tma.async_copy_global_to_shared")
+    _fill(view, bar, s, e)
+
+
+def _fill(view, bar, s, e):
+    """`view` is being filled by copies that complete `bar`'s current phase."""
     mask = np.zeros(view.alloc.data.shape[1], dtype=bool)
     mask[view.flat.ravel()] = True
     view.alloc.filling.append([bar, s.completed[:, e] + 1, mask])
 
 
-def check_unfilled(view, what):
-    """Raise where a write into `view` would meet a TMA copy still filling it (two writers, in
-    an order the GPU does not fix)."""
-    _check_copies(view, what, True)
-    alloc = view.alloc
-    kept = []
+def _still_filling(view):
+    """(phase completions needed, which programs have waited for them) of a copy still filling
+    part of `view`, or None; entries every program has waited for are dropped."""
+    alloc, found, kept = view.alloc, None, []
     for bar, need, mask in alloc.filling:
-        s = bar.alloc.barriers
-        waited = s.seen[:, int(bar.flat.ravel()[0])] >= need
+        waited = bar.alloc.barriers.seen[:, int(bar.flat.ravel()[0])] >= need
         if waited.all():
             continue
-        if mask[view.flat.ravel()].any():
-            err = AsyncRaceError(
-                f"{what} writes shared memory that an earlier TMA copy may still be filling: "
-                f"wait for that copy's barrier first; on the GPU the two writes land in "
-                f"either order")
-            err.failing_row = int(np.argmax(~waited))
-            raise err
+        if found is None and mask[view.flat.ravel()].any():
+            found = need, waited
         kept.append([bar, need, mask])
     alloc.filling = kept
+    return found
+
+
+def check_unfilled(view, what):
+    """Raise where a write into `view` would meet a copy still filling it (two writers, in an
+    order the GPU does not fix)."""
+    _check_copies(view, what, True)
+    found = _still_filling(view)
+    if found is not None:
+        err = AsyncRaceError(
+            f"{what} writes shared memory that an earlier TMA copy may still be filling: wait "
+            f"for that copy's barrier first; on the GPU the two writes land in either order")
+        err.failing_row = int(np.argmax(~found[1]))
+        raise err
 
 
 def check_filled(view, what):
     """Raise where `view` holds elements a copy may still be writing (language/_core.py)."""
     _check_copies(view, what, False)
-    alloc = view.alloc
-    if not alloc.filling:
-        return
-    kept = []
-    for bar, need, mask in alloc.filling:
-        s = bar.alloc.barriers
-        e = int(bar.flat.ravel()[0])
-        waited = s.seen[:, e] >= need
-        if waited.all():
-            continue
-        if mask[view.flat.ravel()].any():
-            row = int(np.argmax(~waited))
-            err = AsyncRaceError(
-                f"{what} reads shared memory that a TMA copy is still filling: wait for the "
-                f"copy's barrier first (mbarrier.wait(bar, phase) with the phase the copy "
-                f"completes, {int(need[row]) - 1} & 1 = {(int(need[row]) - 1) & 1}); on the GPU "
-                f"the read may see the old contents")
-            err.failing_row = row
-            raise err
-        kept.append([bar, need, mask])
-    alloc.filling = kept
+    found = _still_filling(view) if view.alloc.filling else None
+    if found is not None:
+        need, waited = found
+        row = int(np.argmax(~waited))
+        phase = int(need[row]) - 1
+        err = AsyncRaceError(
+            f"{what} reads shared memory that a TMA copy is still filling: wait for the copy's "
+            f"barrier first (mbarrier.wait(bar, phase) with the phase the copy completes, "
+            f"{phase} & 1 = {phase & 1}); on the GPU the read may see the old contents")
+        err.failing_row = row
+        raise err
 
 
-def out_of_view(view, i):
-    return GPUFaultError(f"index {i} is outside the shared memory descriptor's first "
-                         f"dimension (shape {view.shape}); on the GPU it reaches other shared "
-                         f"memory")
+def _newest(keys, outstanding):
+    """The `outstanding` most recent of issue-ordered `keys` (none for 0)."""
+    keys = sorted(keys)
+    return set(keys[len(keys) - outstanding:]) if outstanding > 0 else set()
 
 
 _ISSUED = itertools.count()  # the order asynchronous operations were issued in
@@ -287,8 +288,7 @@ def retire(kind, outstanding=0):
     """All but the `outstanding` most recently issued `kind` operations have completed; the
     orders of those still in flight."""
     readers = _readers(kind)
-    orders = sorted({order for order, _ in readers})
-    keep = set(orders[len(orders) - outstanding:]) if outstanding > 0 else set()
+    keep = _newest({order for order, _ in readers}, outstanding)
     readers[:] = [(order, v) for order, v in readers if order in keep]
     return keep
 
@@ -331,8 +331,7 @@ def commit_copies():
 
 def wait_copies(outstanding):
     copies = _copies()
-    groups = sorted({g for g, _ in copies if g is not None})
-    keep = set(groups[len(groups) - outstanding:]) if outstanding > 0 else set()
+    keep = _newest({g for g, _ in copies if g is not None}, outstanding)
     copies[:] = [[g, v] for g, v in copies if g is None or g in keep]
 
 
@@ -342,9 +341,7 @@ def copies_arrive(bar, increment):
     that phase); without `increment` that completion is one of its arrivals."""
     s, e = _element(bar, "async_copy.mbarrier_arrive")
     for _, view in _copies():
-        mask = np.zeros(view.alloc.data.shape[1], dtype=bool)
-        mask[view.flat.ravel()] = True
-        view.alloc.filling.append([bar, s.completed[:, e] + 1, mask])
+        _fill(view, bar, s, e)
     _copies().clear()
     if not increment:
         s.pending[:, e] -= 1

@@ -2,7 +2,7 @@
 
 A Gluon kernel says where each block lives. minitriton holds every block whole, so a layout
 changes no number; it is carried (`x.type.layout`) and checked where Gluon's compiler checks it
-(language/core.py, "Gluon layouts"). Shared memory is real here: `allocate_shared_memory`
+(language/glayouts.py). Shared memory is real here: `allocate_shared_memory`
 gives each running program its own buffer, views of it (`index`, `slice`, `permute`,
 `reshape`) share it, `load` and `store` move whole blocks, and the mbarriers and asynchronous
 copies of nvidia/hopper work on it (they keep their state beside the buffer: `Allocation`).
@@ -99,11 +99,15 @@ class Allocation:
     seen (`barriers`); a buffer an asynchronous copy fills keeps, until its barrier's phase has
     been waited for, which elements it is still filling (`filling`)."""
 
-    def __init__(self, dtype, shape, programs):
-        self.dtype, self.shape = dtype, list(shape)
-        self.data = np.zeros((programs, int(np.prod(shape, dtype=np.int64))), dtype=dtype.np)
+    def __init__(self, dtype, shape, data):
+        self.dtype, self.shape, self.data = dtype, list(shape), data
         self.barriers = None
         self.filling = []  # [barrier view, completions it must have seen (programs,), mask]
+
+    def view(self, layout):
+        """The whole allocation, in `layout`."""
+        return shared_memory_descriptor(
+            self, np.arange(self.data.shape[1], dtype=np.int64).reshape(self.shape), layout)
 
 
 class shared_memory_descriptor:
@@ -221,12 +225,8 @@ class shared_memory_descriptor:
         if want > n_bytes:
             raise GPUFaultError(f"_reinterpret: {shape} of {dtype} is {want} bytes, more than "
                                 f"the {n_bytes} from the view to its allocation's end")
-        alias = Allocation.__new__(Allocation)
-        alias.dtype, alias.shape, alias.barriers, alias.filling = dtype, shape, None, []
         raw = self.alloc.data[:, start:].view(np.uint8)
-        alias.data = raw[:, :want].view(dtype.np)
-        return shared_memory_descriptor(
-            alias, np.arange(alias.data.shape[1], dtype=np.int64).reshape(shape), layout)
+        return Allocation(dtype, shape, raw[:, :want].view(dtype.np)).view(layout)
 
     def _keep_alive(self):
         pass
@@ -261,9 +261,8 @@ def allocate_shared_memory(element_ty, shape, layout, value=None):
     layout = _layout(layout, _layouts.SharedLayout, "layout")
     if layout is None:
         raise CompilationError("expected 'layout' to be a SharedLayout but got None")
-    alloc = Allocation(element_ty, shape, len(current().pids))
-    view = shared_memory_descriptor(
-        alloc, np.arange(alloc.data.shape[1], dtype=np.int64).reshape(shape), layout)
+    data = np.zeros((len(current().pids), int(np.prod(shape, dtype=np.int64))), element_ty.np)
+    view = Allocation(element_ty, shape, data).view(layout)
     if value is not None:
         view.store(value)
     return view
@@ -275,15 +274,16 @@ class _outside(shared_memory_descriptor):
     operation on it neither)."""
 
     def __init__(self, parent, i):
-        super().__init__(parent.alloc, None, parent.layout)
-        self.parent, self.i = parent, i
+        self.alloc, self.layout, self.parent, self.i = parent.alloc, parent.layout, parent, i
 
     shape = property(lambda self: self.parent.shape[1:])
     rank = property(lambda self: self.parent.rank - 1)
     numel = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
-    def __getattribute__(self, name):
-        if name == "flat":
-            raise _barriers.out_of_view(object.__getattribute__(self, "parent"),
-                                        object.__getattribute__(self, "i"))
-        return object.__getattribute__(self, name)
+    @property
+    def flat(self):
+        err = GPUFaultError(f"index {self.i} is outside the shared memory descriptor's first "
+                            f"dimension (shape {self.parent.shape}); on the GPU it reaches "
+                            f"other shared memory")
+        err.failing_row = 0
+        raise err

@@ -49,7 +49,6 @@ def warpgroup_mma_init(value):
 
 
 def _operand(x, name):
-    x = _unwrap(x)
     if hasattr(x, "alloc"):  # a shared memory descriptor
         return tensor(x.read(f"warpgroup_mma operand {name}"), x.dtype, x.shape)
     if isinstance(x, warpgroup_mma_accumulator):
@@ -87,10 +86,11 @@ def _check_layouts(a, acc):
 def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_acc=None,
                   is_async=False):
     """acc = a @ b + (acc if use_acc else 0), the accumulator's layout kept."""
-    acc = _unwrap(acc)
+    a, b, acc = _unwrap(a), _unwrap(b), _unwrap(acc)
     start = acc.value if isinstance(acc, warpgroup_mma_accumulator) else to_tensor(acc)
+    layout = start.glayout
     a_t, b_t = _operand(a, "a"), _operand(b, "b")
-    _check_layouts(_unwrap(a), start)
+    _check_layouts(a, start)
     use = _unwrap(use_acc)
     if isinstance(use, bool) or not is_tensor(use):
         if not use:
@@ -99,12 +99,11 @@ def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_
         start = where(use, start, zeros(start.shape, start.dtype))
     out = dot(a_t, b_t, start, input_precision=_unwrap(precision),
               max_num_imprecise_acc=_unwrap(max_num_imprecise_acc), out_dtype=start.dtype)
-    out.glayout = start.glayout
+    out.glayout = layout  # the accumulator's, also where use_acc=False replaced it by zeros
     if not _unwrap(is_async):  # issued and waited for, with every MMA before it
         _barriers.retire("mma")
         return out
-    order = _barriers.in_flight("mma", [x for x in (_unwrap(a), _unwrap(b))
-                                        if hasattr(x, "alloc")])
+    order = _barriers.in_flight("mma", [x for x in (a, b) if hasattr(x, "alloc")])
     return warpgroup_mma_accumulator(out, order)
 
 
