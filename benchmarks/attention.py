@@ -17,7 +17,8 @@ Two tables:
     specialization; ours-tma-host: host TensorDescriptors), the one-pass backward
     (ours-atomic: dQ by atomics; ours-atomic-tma: its tiles read and dQ added through TMA),
     the two-kernel backward reading through TMA (ours-bwd-tma), the Gluon forward and
-    backward (ours-gluon, ours-bwd-gluon: kernels/attention_gluon.py) and both changed
+    backwards (ours-gluon; ours-bwd-gluon, two kernels; ours-bwd-gluon-atomic, one pass with
+    dQ by TMA reductions: kernels/attention_gluon.py) and both changed
     (ours-tma+atomic); each against ours, cuDNN and
     flash, to choose AttentionTuning's fwd_impl / bwd_impl (kernels/tuning.py);
   * the assignment's table: batch 1, causal, sequence 128 ... 65536, head dim 16 ... 128
@@ -98,6 +99,7 @@ VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
             "ours-atomic-tma": (None, "atomic-tma", ("bwd", "fwd+bwd")),
             "ours-bwd-tma": (None, "two-kernel-tma", ("bwd", "fwd+bwd")),
             "ours-bwd-gluon": (None, "gluon", ("bwd", "fwd+bwd")),
+            "ours-bwd-gluon-atomic": (None, "gluon-atomic", ("bwd", "fwd+bwd")),
             "ours-tma+atomic": ("tma", "atomic", PASSES)}
 
 

@@ -99,43 +99,53 @@ def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
     return fg.forward(q, k, v, o, lse, causal, scale, tiles, overlap=schedule == "overlap")
 
 
-def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=False):
-    """Each schedule and tile compiled for sm_90 by Triton's wheel, no GPU: rows of (label,
-    registers, spilled bytes, shared bytes or the compiler's error)."""
+def tensordesc(dtype_name, block):
+    """The type string of a Gluon tensor descriptor argument (its default shared layout)."""
+    gdt = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp32": gl.float32}[dtype_name]
+    return f"tensordesc<{dtype_name}[{block[0]}, {block[1]}],{_layout(block, gdt)!r}>"
+
+
+def compiled_resources(kernel, sig, consts, divisible, warps):
+    """(registers, spilled bytes, shared bytes) of Gluon `kernel` compiled for sm_90 by
+    Triton's wheel, no GPU: `sig` the arguments' types, `consts` the constexprs, `divisible`
+    the arguments known multiples of 16."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    gdt = {"fp16": gl.float16, "bf16": gl.bfloat16}[dtype_name]
     cuobjdump = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
+    names = kernel.arg_names
+    attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in divisible}
+    src = GluonASTSource(kernel, sig, consts, attrs)
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(compiled.asm["cubin"])
+        f.flush()
+        text = subprocess.run([cuobjdump, "--dump-resource-usage", f.name],
+                              capture_output=True, text=True).stdout
+    fields = dict(item.split(":", 1) for line in text.splitlines() if "REG:" in line
+                  for item in line.split())
+    return int(fields["REG"]), int(fields["STACK"]), compiled.metadata.shared
+
+
+def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=False):
+    """Each schedule and tile compiled for sm_90 by Triton's wheel, no GPU: rows of (label,
+    registers, spilled bytes, shared bytes or the compiler's error)."""
     rows = []
     for d in head_dims:
         for schedule, (bm, bn, warps, stages) in variants or _variants(causal):
             label = f"{schedule} d={d} ({bm}, {bn}, {warps}, {stages})"
-            sig = {"q_desc": f"tensordesc<{dtype_name}[{bm}, {d}],{_layout([bm, d], gdt)!r}>",
-                   "k_desc": f"tensordesc<{dtype_name}[{bn}, {d}],{_layout([bn, d], gdt)!r}>",
-                   "v_desc": f"tensordesc<{dtype_name}[{bn}, {d}],{_layout([bn, d], gdt)!r}>",
-                   "o_desc": f"tensordesc<{dtype_name}[{bm}, {d}],{_layout([bm, d], gdt)!r}>",
+            sig = {"q_desc": tensordesc(dtype_name, [bm, d]),
+                   "k_desc": tensordesc(dtype_name, [bn, d]),
+                   "v_desc": tensordesc(dtype_name, [bn, d]),
+                   "o_desc": tensordesc(dtype_name, [bm, d]),
                    "lse_ptr": "*fp32", "n_ctx": "i32", "qk_scale": "fp32",
                    "STAGES": "constexpr", "OVERLAP": "constexpr", "CAUSAL": "constexpr",
                    "num_warps": "constexpr"}
             consts = {"STAGES": stages, "OVERLAP": schedule == "overlap", "CAUSAL": causal,
                       "num_warps": warps}
-            names = fg.gluon_attn_fwd_kernel.arg_names
-            attrs = {(names.index(a),): [["tt.divisibility", 16]]
-                     for a in ("lse_ptr", "n_ctx")}
             try:
-                src = GluonASTSource(fg.gluon_attn_fwd_kernel, sig, consts, attrs)
-                compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                                          options={"num_warps": warps})
-                with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-                    f.write(compiled.asm["cubin"])
-                    f.flush()
-                    text = subprocess.run([cuobjdump, "--dump-resource-usage", f.name],
-                                          capture_output=True, text=True).stdout
-                fields = dict(item.split(":", 1) for line in text.splitlines()
-                              if "REG:" in line for item in line.split())
-                rows.append((label, int(fields["REG"]), int(fields["STACK"]),
-                             compiled.metadata.shared, None))
+                rows.append((label, *compiled_resources(fg.gluon_attn_fwd_kernel, sig, consts,
+                                                        ("lse_ptr", "n_ctx"), warps), None))
             except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
                 rows.append((label, None, None, None,
                              f"{type(e).__name__}: {str(e).strip()[-300:]}"))

@@ -1,11 +1,16 @@
-"""Issue 36: the Gluon backward (kernels/attention_gluon.py: dK/dV per key tile, dQ per query
-tile, each stepping the other's tiles through a TMA ring with wgmma) against the tl two-kernel
-backward through TMA and cuDNN's, on the speed rows' shapes, per tile pair.
+"""Issue 36: the Gluon backwards (kernels/attention_gluon.py) against the tl backwards through
+TMA and cuDNN's, on the speed rows' shapes, per tile: the two kernels (dK/dV per key tile, dQ
+per query tile, each stepping the other's tiles through a TMA ring with wgmma) and the one
+pass ("gluon-atomic": dK/dV per key tile, each query step's share of dQ added by a TMA
+reduction).
 
     python benchmarks/probes/gluon_attention_bwd.py [--rows SHAPE:DTYPE:CAUSAL,...] [--out DIR]
-        on a Hopper GPU: checks each tile pair against the tl backward, then times the
-        backward alone (do_bench: dQ, dK, dV from saved O, L; D included) beside the tl one
+        on a Hopper GPU: checks each variant against the tl backward, then times the
+        backward alone (do_bench: dQ, dK, dV from saved O, L; D included) beside the tl ones
         and cuDNN's (SDPA's autograd backward, its forward excluded); DIR/gluon_attention_bwd.json
+    python benchmarks/probes/gluon_attention_bwd.py --compile-only [--triton DIR]
+        anywhere: compiles the one-pass kernel's tiles for sm_90 with Triton's wheel (no GPU)
+        and prints registers, spilled bytes and shared memory
 """
 import argparse
 import json
@@ -14,6 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+from gluon_attention import compiled_resources, tensordesc  # noqa: E402 - the probe beside
 
 ROWS = "4x32x4096x128:fp16:0,4x32x4096x128:fp16:1,1x16x16384x64:bf16:1,1x1x65536x128:bf16:1"
 # (dkdv tiles, dq tiles), each (BLOCK_M, BLOCK_N, warps, stages), per head dim class: spill-free
@@ -23,13 +29,53 @@ PAIRS = {64: [((64, 128, 8, 2), (128, 64, 8, 2)), ((32, 128, 8, 2), (128, 64, 8,
               ((64, 128, 8, 2), (64, 64, 4, 2))],
          128: [((64, 128, 8, 2), (128, 64, 8, 2)), ((32, 128, 8, 2), (128, 64, 8, 2)),
                ((32, 128, 8, 2), (128, 32, 8, 2))]}
+# the one pass's tiles (BLOCK_M = 64 queries a step, BLOCK_N keys a program, warps, stages)
+ONE_PASS = {64: [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2)],
+            128: [(64, 128, 8, 2), (64, 64, 4, 2), (64, 128, 8, 1)]}
+
+
+def compile_one_pass(dtype_name="bf16"):
+    """Rows (label, registers, spilled bytes, shared bytes, error) of the one-pass kernel."""
+    from tritonlab.kernels import attention_gluon as fg
+
+    rows = []
+    for d, tiles in ONE_PASS.items():
+        for causal in (False, True):
+            for bm, bn, warps, stages in tiles:
+                label = f"one-pass d={d} causal={int(causal)} ({bm}, {bn}, {warps}, {stages})"
+                sig = {"q_desc": tensordesc(dtype_name, [bm, d]),
+                       "k_desc": tensordesc(dtype_name, [bn, d]),
+                       "v_desc": tensordesc(dtype_name, [bn, d]),
+                       "do_desc": tensordesc(dtype_name, [bm, d]),
+                       "dq_desc": tensordesc("fp32", [bm, d]),
+                       "dk_ptr": f"*{dtype_name}", "dv_ptr": f"*{dtype_name}",
+                       "lse_ptr": "*fp32", "delta_ptr": "*fp32", "n_ctx": "i32",
+                       "qk_scale": "fp32", "scale": "fp32", "STAGES": "constexpr",
+                       "CAUSAL": "constexpr", "num_warps": "constexpr"}
+                consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
+                try:
+                    rows.append((label, *compiled_resources(
+                        fg.gluon_attn_bwd_one_pass_kernel, sig, consts,
+                        ("dk_ptr", "dv_ptr", "lse_ptr", "delta_ptr", "n_ctx"), warps), None))
+                except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
+                    rows.append((label, None, None, None,
+                                 f"{type(e).__name__}: {str(e).strip()[-2000:]}"))
+    return rows
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", default=ROWS)
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
+    p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--triton", help="folder of Triton's wheel (--compile-only, no GPU)")
     args = p.parse_args(argv)
+    if args.compile_only:
+        rows = compile_one_pass()
+        for label, regs, stack, shared, err in rows:
+            print(f"{label:<40} " + (err or f"{regs} registers, {stack} B spilled, "
+                                          f"{shared} B shared"))
+        return 1 if any(err for *_, err in rows) else 0
 
     import torch
     import torch.nn.functional as F
@@ -63,26 +109,34 @@ def main(argv=None):
             out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
             timed("cudnn", lambda: torch.autograd.grad(out, (qg, kg, vg), do,
                                                        retain_graph=True))
-        for dkdv, dq in PAIRS[64 if d <= 64 else 128]:
-            label = f"gluon dkdv {dkdv} dq {dq}"
-            tiles = {"dkdv": dkdv, "dq": dq}
+        timed("tl atomic-tma", lambda: fa.attention_backward(
+            do, q, k, v, o, lse, causal, scale, impl="atomic-tma"))
 
-            def run(tiles=tiles):
-                delta = fa._delta(o, do, h, n, d)
-                grads = [torch.empty_like(q) for _ in range(3)]
-                return fg.backward(do, q, k, v, lse, delta, *grads, causal, scale, tiles)
+        def check(label, run):
             try:
                 got = run()
                 for name, g, w in zip(("dQ", "dK", "dV"), got, want):
                     err = ((g.float() - w.float()).norm() / w.float().norm()).item()
                     if not err < 2e-2:
                         raise AssertionError(f"{name}: relative error {err:.2e}")
-            except Exception as e:  # noqa: BLE001 - a failing pair is a finding
+            except Exception as e:  # noqa: BLE001 - a failing variant is a finding
                 results.append({"row": row, "label": label, "error": str(e)[-300:]})
                 print(f"{row:<28} {label:<58} failed: {type(e).__name__}: {str(e)[-160:]}",
                       flush=True)
-                continue
+                return
             timed(label, run)
+
+        for dkdv, dq in PAIRS[64 if d <= 64 else 128]:
+            tiles = {"dkdv": dkdv, "dq": dq}
+
+            def run(tiles=tiles):
+                delta = fa._delta(o, do, h, n, d)
+                grads = [torch.empty_like(q) for _ in range(3)]
+                return fg.backward(do, q, k, v, lse, delta, *grads, causal, scale, tiles)
+            check(f"gluon dkdv {dkdv} dq {dq}", run)
+        for tiles in ONE_PASS[64 if d <= 64 else 128]:
+            check(f"gluon one-pass {tiles}", lambda t=tiles: fa.attention_backward(
+                do, q, k, v, o, lse, causal, scale, tiles={"dkdv": t}, impl="gluon-atomic"))
     os.makedirs(args.out, exist_ok=True)
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "triton": triton.__version__}

@@ -71,9 +71,10 @@ def _gluon(name):
     if name == "interpret":
         return None
     if name == "sim":
-        return types.SimpleNamespace(gluon=sim_gluon, gl=sim_gluon.language,
-                                     hopper=sim_gluon.language.nvidia.hopper,
-                                     TensorDescriptor=sim_gluon.nvidia.hopper.TensorDescriptor)
+        hopper = sim_gluon.language.nvidia.hopper
+        return types.SimpleNamespace(gluon=sim_gluon, gl=sim_gluon.language, hopper=hopper,
+                                     TensorDescriptor=sim_gluon.nvidia.hopper.TensorDescriptor,
+                                     tma_reduce=hopper.tma.async_reduce_shared_to_global)
     try:
         from triton.experimental import gluon
         from triton.experimental.gluon import language as gl
@@ -82,7 +83,26 @@ def _gluon(name):
     except ImportError:  # pragma: no cover - a Triton without Gluon
         return None
     return types.SimpleNamespace(gluon=gluon, gl=gl, hopper=hopper,
-                                 TensorDescriptor=TensorDescriptor)
+                                 TensorDescriptor=TensorDescriptor,
+                                 tma_reduce=_gluon_tma_reduce())
+
+
+def _gluon_tma_reduce():  # pragma: no cover - real Triton's Gluon
+    """`tma_reduce(tensor_desc, coord, src, kind="add")`: the TMA unit's bulk reduction of the
+    shared-memory block `src` into the descriptor's box at `coord` (`cp.reduce.async.bulk
+    .tensor`), retired like a TMA store by `tma.store_wait`. Triton 3.6's Gluon builder has
+    the operation (`create_async_tma_reduce`) but its `tma` module does not expose it, so this
+    builtin calls the builder; minitriton's is `tma.async_reduce_shared_to_global`."""
+    from triton._C.libtriton import ir
+    from triton.experimental.gluon.language._core import builtin, _unwrap_if_constexpr
+
+    @builtin
+    def tma_reduce(tensor_desc, coord, src, kind="add", _semantic=None):
+        kind = getattr(ir.DESCRIPTOR_REDUCE_KIND, str(_unwrap_if_constexpr(kind)).upper())
+        coord = _semantic._convert_to_ir_values(coord, require_i64=False)
+        _semantic.builder.create_async_tma_reduce(kind, tensor_desc.handle, coord, src.handle)
+
+    return tma_reduce
 
 
 NAME = _choose()

@@ -517,3 +517,70 @@ def test_gluon_through_the_triton_standin():
         assert g.jit is gluon.jit and t is tma and D is TensorDescriptor
         with pytest.raises(ImportError, match="not in minitriton"):
             exec("from triton.experimental.gluon.language import bank_conflicts")
+
+
+@gluon.jit
+def tma_reduce_kernel(x_desc, acc_desc, CASE: gl.constexpr, num_warps: gl.constexpr):
+    """Every program adds its (BM, BM) block of x into the fp32 box of `acc_desc` at
+    (program_id, program_id) * BM/2 by the TMA unit's bulk reduction through two shared
+    buffers; CASE 1 rewrites a buffer the reduction may still be reading, CASE 2 names no
+    reduction minitriton knows, CASE 3 starts the box before the tensor."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    blocked: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [num_warps, 1], [1, 0])
+    smem = gl.allocate_shared_memory(gl.float16, [BM, BM], x_desc.layout)
+    out = gl.allocate_shared_memory(gl.float32, [2, BM, BM], acc_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, x_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(x_desc, [gl.program_id(0) * BM, 0], bar, smem)
+    mbarrier.wait(bar, 0)
+    tile = smem.load(blocked).to(gl.float32)
+    at = gl.program_id(0) * (BM // 2)
+    if CASE == 3:
+        at -= BM // 2
+    for step in gl.static_range(2):  # the tile, then twice the tile: three times it in all
+        buf = out.index(step % 2)
+        if CASE != 1:
+            tma.store_wait(1)
+        buf.store(tile * (step + 1))
+        fence_async_shared()
+        if CASE == 2:
+            tma.async_reduce_shared_to_global(acc_desc, [at, at], buf, kind="mul")
+        tma.async_reduce_shared_to_global(acc_desc, [at, at], buf)
+        if CASE == 1:
+            buf.store(tile)
+    tma.store_wait(0)
+
+
+@runs_kernels
+def test_tma_reductions_add_into_global_memory_clipped_at_its_edges():
+    """Programs' boxes overlap (every BM/2 rows and columns): each element receives every
+    covering program's three times its block, the last box's part past the (64, 64) tensor
+    dropped, as the TMA unit does; the reductions are atomic."""
+    bm, programs = 32, 4
+    x = np.random.default_rng(5).standard_normal((programs * bm, bm)).astype(np.float16)
+    acc = np.zeros((64, 64), np.float32)
+    layout = gl.NVMMASharedLayout.get_default_for([bm, bm], gl.float32)
+    tma_reduce_kernel[(programs,)](_desc(x, [bm, bm]),
+                                   TensorDescriptor.from_tensor(acc, [bm, bm], layout), CASE=0,
+                                   num_warps=4)
+    want = np.zeros((64 + bm, 64 + bm))  # room for the last box's clipped half
+    for p in range(programs):
+        at = p * bm // 2
+        want[at:at + bm, at:at + bm] += 3 * x[p * bm:(p + 1) * bm].astype(np.float64)
+    np.testing.assert_allclose(acc, want[:64, :64], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("case, error", [
+    (1, "overwrites shared memory that a TMA store"),
+    (2, "kind 'mul' is not one of add, min, max, and, or, xor"),
+    (3, "TMA reductions need offsets >= 0"),
+])
+def test_tma_reduction_mistakes_are_errors(case, error):
+    x = np.ones((32, 32), np.float16)
+    acc = np.zeros((64, 64), np.float32)
+    layout = gl.NVMMASharedLayout.get_default_for([32, 32], gl.float32)
+    with pytest.raises(minitriton.errors.MiniTritonError, match=error):
+        tma_reduce_kernel[(1,)](_desc(x, [32, 32]),
+                                TensorDescriptor.from_tensor(acc, [32, 32], layout), CASE=case,
+                                num_warps=4)

@@ -17,6 +17,7 @@ from tritonlab.kernels import tuning
 
 SIM = DEV == "cpu"
 DTYPES16 = [torch.float16, torch.bfloat16]
+GLUON_BWD = ["gluon", "gluon-atomic"]  # the two kernels, the one pass
 on_sim = pytest.mark.skipif(not SIM, reason="the simulator's tiles and executors")
 
 
@@ -119,9 +120,11 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert ((sdpa.double() - want[0]).norm() / want[0].norm()).item() < \
         ATTENTION_TOLERANCES[dtype]
-    o = fa.flash_attention(q, k, v, causal, None, "gluon", "gluon")
-    o.backward(do)
-    assert_matches((o, q.grad, k.grad, v.grad), (want[0], *want[2:]), dtype)
+    for bwd in GLUON_BWD:
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        o = fa.flash_attention(*leaves, causal, None, "gluon", bwd)
+        o.backward(do)
+        assert_matches((o, *(t.grad for t in leaves)), (want[0], *want[2:]), dtype)
 
 def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
     """Gluon's programs wait for each key tile's MMAs in turn: with fewer than the tuning's
@@ -147,29 +150,34 @@ def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
     (2, 192, 32),      # (batch, seq, d): causal's diagonal tiles masked in both kernels
     (1, 1, 64, 16),    # one tile of each: the rings predicated off past the first step
 ])
-def test_backward_against_float64(shape, dtype, causal):
+@pytest.mark.parametrize("bwd", GLUON_BWD)
+def test_backward_against_float64(shape, dtype, causal, bwd):
     *lead, n, d = shape
     q, k, v, do = inputs(lead[0], n, n, d, dtype=dtype, heads=lead[1] if len(lead) > 1 else None)
-    o = fa.flash_attention(q, k, v, causal, None, "gluon", "gluon")
+    o = fa.flash_attention(q, k, v, causal, None, "gluon", bwd)
     o.backward(do)
     o_ref, _, *grads = reference(q, k, v, do, causal)
     assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), dtype)
 
 
 @on_sim
-def test_the_race_sanitizer_passes_the_backward():
+@pytest.mark.parametrize("bwd", GLUON_BWD)
+def test_the_race_sanitizer_passes_the_backward(bwd):
+    """The one pass's dQ shares meet in the fp32 dQ through TMA reductions: atomic, so no
+    race (a plain store there would be one)."""
     q, k, v, do = inputs(1, 128, 128, 32, dtype=torch.float16, heads=1)
     with minitriton.configure(races=True, order=True):
-        o = fa.flash_attention(q, k, v, True, None, "gluon", "gluon")
+        o = fa.flash_attention(q, k, v, True, None, "gluon", bwd)
         o.backward(do)
     o_ref, _, *grads = reference(q, k, v, do, True)
     assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
 
 
-def test_the_backward_says_what_it_cannot_take():
+@pytest.mark.parametrize("bwd", GLUON_BWD)
+def test_the_backward_says_what_it_cannot_take(bwd):
     q = rand(1, 128, 64)
-    with pytest.raises(ValueError, match="bwd impl 'gluon' cannot take.*fp16 and bf16"):
-        fa.attention_backward(q, q, q, q, q, rand(1, 128), impl="gluon")
+    with pytest.raises(ValueError, match=f"bwd impl '{bwd}' cannot take.*fp16 and bf16"):
+        fa.attention_backward(q, q, q, q, q, rand(1, 128), impl=bwd)
 
 
 
@@ -183,6 +191,9 @@ def test_the_backward_says_what_it_cannot_take():
                                      impl="gluon", tiles={"dkdv": (64, 32, 4, 2),
                                                           "dq": (64, 32, 4, 2)}),
      "dK/dV tiles \\(32 keys a program, 64 queries a step\\)"),
+    (lambda q: fa.attention_backward(q, q, q, q, q, torch.zeros(q.shape[:-1]), True,
+                                     impl="gluon-atomic", tiles={"dkdv": (32, 64, 4, 2)}),
+     "must step 64 queries on a multiple of 4 warps"),
     (lambda q: fg.forward(q, q, q, torch.empty_like(q), torch.empty(q.shape[:-1]), True, 1.0,
                           overlap=True),
      "the overlap schedule has no causal masking"),
@@ -192,9 +203,10 @@ def test_caller_tiles_and_schedules_are_checked(call, why):
         call(rand(1, 64, 32, dtype=torch.float16))
 
 
-def test_misaligned_inputs_are_refused_by_the_backward():
+@pytest.mark.parametrize("bwd", GLUON_BWD)
+def test_misaligned_inputs_are_refused_by_the_backward(bwd):
     """A contiguous view 2 bytes into its storage: TMA needs 16-byte aligned bases."""
     base = rand(1 * 128 * 64 + 1, dtype=torch.float16)
     q = base[1:].view(1, 128, 64)
     with pytest.raises(ValueError, match="16-byte aligned"):
-        fa.attention_backward(q, q, q, q, q, torch.zeros(1, 128), impl="gluon")
+        fa.attention_backward(q, q, q, q, q, torch.zeros(1, 128), impl=bwd)

@@ -203,7 +203,7 @@ def test_native_plan_describes_the_backward_launches_the_python_path_made(monkey
     whole tiles and of a tail."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
     t = sim.tuning_for("attention", -1)
-    first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl="two-kernel",
+    first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl="two-kernel", bwd_impl_small="",
                                 preprocess_block=t.simulator_preprocess_block,
                                 **{f"{name}_{size}": (t.simulator(name),)
                                    for name in ("fwd", "dkdv", "dq")

@@ -758,8 +758,10 @@ def _block_d(d):
 
 
 FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon")
-BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon")
+BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon", "gluon-atomic")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
+# the Gluon backwards and what says why one cannot take the inputs (kernels/attention_gluon.py)
+_GLUON_BWD = {"gluon": "backward_problem", "gluon-atomic": "one_pass_problem"}
 
 
 def tma_problem(*tensors):
@@ -864,26 +866,31 @@ def _warp_specialization_compiles(device_index):
 def backward_impl(q, impl=None, *others):
     """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; a TMA one
     raises ValueError where TMA cannot read q and `others` (k, v) or, "atomic-tma", add into
-    dQ's fp32 rows), else the device tuning's `bwd_impl`, or its pointer counterpart where
+    dQ's fp32 rows), else the device tuning's `bwd_impl` (`bwd_impl_small` for head dims up to
+    64 where it has one), or its pointer counterpart where
     that is a TMA one and TMA cannot take these tensors, or on a GPU where the problem is
     small (batch*heads*Nq*Nk up to the tuning's tune_above, from q and `others`' k): there,
     as forward_impl says, a call's time is the host's and the native path launches the
     pointer kernels. A dO TMA cannot read is copied."""
     if impl is None:
         t = tuning_for("attention", q.get_device())
-        impl = t.bwd_impl
+        small = bool(others) and _host_bound(q, others[0], t)
+        impl = t.bwd_impl_small if t.bwd_impl_small and q.shape[-1] <= 64 and not small \
+            else t.bwd_impl
+        if impl in _GLUON_BWD:
+            if not small and not _gluon_bwd_problem(impl, q, *others):
+                return impl
+            impl = "two-kernel-tma"
         if impl not in _POINTER_BWD:
             return impl
-        small = bool(others) and _host_bound(q, others[0], t)
         return _POINTER_BWD[impl] if small or _bwd_tma_problem(impl, q, *others) else impl
     if impl not in BWD_IMPLS:
         raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "
                          f"{', '.join(BWD_IMPLS)}")
-    if impl == "gluon":
-        problem = _NO_GLUON if attention_gluon is None else (
-            attention_gluon.backward_problem(q, *others) if others else None)
+    if impl in _GLUON_BWD:
+        problem = _gluon_bwd_problem(impl, q, *others)
         if problem:
-            raise ValueError(f"flash_attention: bwd impl 'gluon' cannot take these inputs: "
+            raise ValueError(f"flash_attention: bwd impl {impl!r} cannot take these inputs: "
                              f"{problem}; use impl='two-kernel-tma' or 'two-kernel'")
         return impl
     problem = _bwd_tma_problem(impl, q, *others)
@@ -892,6 +899,14 @@ def backward_impl(q, impl=None, *others):
                          f"dQ) through TMA descriptors, which these inputs do not allow: "
                          f"{problem}; use impl={_POINTER_BWD[impl]!r}")
     return impl
+
+
+def _gluon_bwd_problem(impl, q, *others):
+    """Why the Gluon backward `impl` cannot take q and `others` (k, v), or None (also when
+    k and v are not given)."""
+    if attention_gluon is None:
+        return _NO_GLUON
+    return getattr(attention_gluon, _GLUON_BWD[impl])(q, *others) if others else None
 
 
 def _bwd_tma_problem(impl, q, *others):
@@ -1059,9 +1074,9 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         st = _tma_strides  # the strides of size-1 dimensions made aligned: TMA checks them
         if tma_problem(do):  # a misaligned view
             do = do.clone(memory_format=torch.contiguous_format)
+    if impl in _GLUON_BWD and do.data_ptr() % 16:  # a misaligned view: TMA reads it from
+        do = do.clone(memory_format=torch.contiguous_format)  # an aligned copy
     if impl == "gluon":
-        if do.data_ptr() % 16:  # a misaligned view: TMA reads it from an aligned copy
-            do = do.clone(memory_format=torch.contiguous_format)
         return attention_gluon.backward(do, q, k, v, lse, _delta(o, do, heads, n_q, d), dq, dk,
                                         dv, causal, scale, tiles or None)
     if impl in ("two-kernel", "two-kernel-tma"):
@@ -1084,6 +1099,11 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     dq32 = dq if q.dtype == torch.float32 else scratch(
         "attention_dq32", (zh, n_q, d), torch.float32, q.device)
     delta = _delta(o, do, heads, n_q, d, dq32)
+    if impl == "gluon-atomic":
+        attention_gluon.backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale,
+                                          tiles.get("dkdv"))
+        dq.copy_(dq32.view(q.shape))  # read and write N*d
+        return dq, dk, dv
     args = (q, k, v, do, lse, delta, dk, dv, dq32, *st(q), *st(k), *st(v), *st(do),
             *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
     if impl in ("atomic", "atomic-tma"):
@@ -1123,8 +1143,8 @@ def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None
     "atomic-tma" (the same with the tiles the loops step through read by TMA, and
     "atomic-tma" adding each dQ tile with one TMA reduction: Hopper or newer, inputs TMA can
     read, head dims a multiple of 4), "gluon" (the two kernels in Gluon, wgmma on TMA rings:
-    kernels/attention_gluon.py, the Gluon forward's inputs), or None: the device's
-    default."""
+    kernels/attention_gluon.py, the Gluon forward's inputs), "gluon-atomic" (one Gluon pass,
+    each key tile's share of dQ added by TMA reductions), or None: the device's default."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
                      impl, tiles)
 

@@ -37,6 +37,7 @@ mbarrier, tma = GLUON.hopper.mbarrier, GLUON.hopper.tma
 fence_async_shared = GLUON.hopper.fence_async_shared
 warpgroup_mma, warpgroup_mma_init = GLUON.hopper.warpgroup_mma, GLUON.hopper.warpgroup_mma_init
 warpgroup_mma_wait = GLUON.hopper.warpgroup_mma_wait
+tma_reduce = GLUON.tma_reduce  # the TMA unit's bulk reduction into global memory (dQ)
 
 LOG2E = 1.4426950408889634
 LN2 = gl.constexpr(0.6931471805599453)  # natural log of 2
@@ -475,6 +476,134 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
     gl.store(dq_ptr + out_rows[:, None] * HEAD_DIM + offs_d[None, :], (dq * scale).to(dtype))
 
 
+@gluon.jit
+def _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars, q_desc, do_desc,
+                    dq_desc, dk, dv, lse_ptr, delta_ptr, offs_n, lo, hi, first, n_tiles, row0,
+                    qk_scale, scale, st_layout: gl.constexpr, dq_layout: gl.constexpr,
+                    ds_layout: gl.constexpr,
+                    STAGES: gl.constexpr, BLOCK_M: gl.constexpr, MASK: gl.constexpr):
+    """Query tiles lo..hi-1 of one key tile in one pass: _dkdv_steps' S^T, P^T, dV, dP^T and
+    dS^T, then dS^T into shared memory, where both dK += dS^T Q and this tile's share of dQ,
+    dS K, read it; that share leaves by a TMA reduction into the fp32 dQ (two buffers, so
+    the reduction of one step runs while the next computes)."""
+    BLOCK_N: gl.constexpr = k_smem.shape[0]
+    HEAD_DIM: gl.constexpr = k_smem.shape[1]
+    cols: gl.constexpr = gl.SliceLayout(0, st_layout)
+    for i in range(lo, hi):
+        step = i - first
+        slot = step % STAGES
+        mbarrier.wait(bars.index(slot), (step // STAGES) & 1)
+        q = q_smem.index(slot)
+        do = do_smem.index(slot)
+        rows = i * BLOCK_M + gl.arange(0, BLOCK_M, layout=cols)
+        lse = gl.load(lse_ptr + rows) * 1.4426950408889634  # read BM
+        delta = gl.load(delta_ptr + rows)  # read BM
+        zst = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, st_layout)
+        s_t = warpgroup_mma(k_smem, q.permute((1, 0)), zst, use_acc=False, is_async=True)
+        dp_t = warpgroup_mma(v_smem, do.permute((1, 0)), zst, use_acc=False,
+                             is_async=True)
+        s_t = warpgroup_mma_wait(num_outstanding=1, deps=(s_t,))
+        p_t = gl.exp2(s_t * qk_scale - lse[None, :])
+        if MASK:
+            p_t = gl.where(rows[None, :] >= offs_n[:, None], p_t, 0.0)
+        dv = warpgroup_mma(gl.convert_layout(p_t.to(q.dtype), ds_layout), do, dv, is_async=True)
+        dp_t = warpgroup_mma_wait(num_outstanding=1, deps=(dp_t,))
+        ds_smem.store((p_t * (dp_t - delta[None, :])).to(q.dtype))
+        fence_async_shared()
+        gl.thread_barrier()  # dS K reads the rows every warp group wrote
+        dk = warpgroup_mma(ds_smem, q, dk, is_async=True)
+        dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem,
+                           gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, dq_layout), use_acc=False,
+                           is_async=True)
+        dv, dk, dq = warpgroup_mma_wait(num_outstanding=0, deps=(dv, dk, dq))
+        buf = dq_smem.index(step % 2)
+        tma.store_wait(1)  # the reduction two steps back has read this buffer
+        gl.thread_barrier()
+        buf.store(dq * scale)
+        fence_async_shared()
+        gl.thread_barrier()
+        tma_reduce(dq_desc, [row0 + i * BLOCK_M, 0], buf)  # read BM*d, add BM*d in L2
+        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES, row0 + first * BLOCK_M,
+                   n_tiles, STAGES, BLOCK_M)
+    return dk, dv
+
+
+@gluon.jit
+def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_ptr, dv_ptr,
+                                   lse_ptr, delta_ptr, n_ctx, qk_scale, scale,
+                                   STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                                   num_warps: gl.constexpr):
+    """dK and dV of one key tile, and its share of every query tile's dQ added into the
+    zeroed fp32 dQ (dq_desc) by TMA reductions: P^T and dS^T computed once (FlashAttention-3's
+    Hopper backward, without its producer warps)."""
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth
+    kv_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
+    st_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_M, K_WIDTH])
+    # dQ's share (BLOCK_M = 64 query rows, one warp group's wgmma): further warp groups
+    # split its columns
+    dq_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, num_warps // 4],
+        instr_shape=[16, HEAD_DIM // (num_warps // 4), K_WIDTH])
+    ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=kv_layout,
+                                                  k_width=32 // dtype.primitive_bitwidth)
+    start_n = gl.program_id(0) * BLOCK_N
+    row0 = gl.program_id(1) * n_ctx
+    n_q_tiles = n_ctx // BLOCK_M
+    first = start_n // BLOCK_M if CAUSAL else 0
+
+    k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+    ds_smem = gl.allocate_shared_memory(
+        dtype, [BLOCK_N, BLOCK_M], gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_M],
+                                                                         dtype))
+    dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_DIM], dq_desc.layout)
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_bar, count=1)
+    _init_ring(bars, STAGES)
+    fence_async_shared()
+    mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
+    tma.async_copy_global_to_shared(v_desc, [row0 + start_n, 0], kv_bar, v_smem)
+    n_tiles = n_q_tiles - first
+    for s in gl.static_range(STAGES):
+        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, s, row0 + first * BLOCK_M, n_tiles,
+                   STAGES, BLOCK_M)
+
+    offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
+    dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
+    dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
+    lse_ptr += row0
+    delta_ptr += row0
+    mbarrier.wait(kv_bar, 0)
+    free = first + BLOCK_N // BLOCK_M if CAUSAL else first
+    if CAUSAL:
+        dk, dv = _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars,
+                                 q_desc, do_desc, dq_desc, dk, dv, lse_ptr, delta_ptr, offs_n,
+                                 first, free, first, n_tiles, row0, qk_scale, scale, st_layout,
+                                 dq_layout, ds_layout, STAGES, BLOCK_M, True)
+    dk, dv = _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars, q_desc,
+                             do_desc, dq_desc, dk, dv, lse_ptr, delta_ptr, offs_n, free,
+                             n_q_tiles, first, n_tiles, row0, qk_scale, scale, st_layout,
+                             dq_layout, ds_layout, STAGES, BLOCK_M, False)
+    tma.store_wait(0)
+    mbarrier.invalidate(kv_bar)
+    _invalidate_ring(bars, STAGES)
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, kv_layout))
+    rows = row0 + start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, kv_layout))
+    out = rows[:, None] * HEAD_DIM + offs_d[None, :]
+    gl.store(dk_ptr + out, (dk * scale).to(dtype))  # write BN*d
+    gl.store(dv_ptr + out, dv.to(dtype))  # write BN*d
+
+
 def backward_tiles_for(q):
     """{"dkdv": (BLOCK_M, BLOCK_N, warps, stages), "dq": ...} of the Gluon backward for q's
     head dim: the tuning's, the simulator's small ones on the CPU."""
@@ -518,3 +647,48 @@ def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None):
         lse, delta, n, scale * LOG2E, scale, STAGES=stages, CAUSAL=bool(causal),
         num_warps=warps)
     return dq, dk, dv
+
+
+def one_pass_tiles_for(q):
+    """(BLOCK_M, BLOCK_N, warps, stages) of the one-pass Gluon backward for q's head dim."""
+    t = tuning_for("attention", q.get_device())
+    if not q.is_cuda:
+        return t.simulator("gluon_one_pass")
+    return t.gluon_one_pass_small if q.shape[-1] <= 64 else t.gluon_one_pass_large
+
+
+def one_pass_problem(q, k, v, tiles=None, do=None):
+    """Why the one-pass Gluon backward cannot take these inputs, or None: the forward's
+    rules, key tiles a multiple of the query step, and a query step of 64 rows on a
+    multiple of 4 warps (dQ's share is one warp group's wgmma; more warp groups split its
+    columns, at least 8 each)."""
+    bm, bn, warps, _ = tiles or one_pass_tiles_for(q)
+    d = q.shape[-1]
+    if bm != 64 or warps % 4 or d // (warps // 4) < 8:
+        return (f"its tiles ({bm} queries a step on {warps} warps) must step 64 queries on a "
+                f"multiple of 4 warps, with at least 8 of the {d} head-dim columns a warp group")
+    return (_inputs_problem(q, k, v, *([] if do is None else [do]))
+            or _tiles_problem(q.shape[-2], bn, bm, "one-pass", "keys", "queries"))
+
+
+def backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale, tiles=None):
+    """dK, dV into `dk`, `dv` and scale * dQ added into `dq32` (zeroed, fp32, (batch*heads,
+    seq, d) contiguous) in one pass, for inputs one_pass_problem accepts; `delta` =
+    rowsum(dO * O), fp32 (batch*heads, seq). The adds' order varies on a GPU: dQ is not
+    bitwise deterministic."""
+    tiles = tiles or one_pass_tiles_for(q)
+    problem = one_pass_problem(q, k, v, tiles, do)
+    if problem:
+        raise ValueError(f"flash_attention backward: the one-pass Gluon backward cannot take "
+                         f"these inputs: {problem}")
+    n, d = q.shape[-2], q.shape[-1]
+    zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
+    bm, bn, warps, stages = tiles
+    flat = dq32.view(-1, d)
+    dq_desc = GLUON.TensorDescriptor.from_tensor(
+        flat, [bm, d], gl.NVMMASharedLayout.get_default_for([bm, d], gl.float32))
+    gluon_attn_bwd_one_pass_kernel[(n // bn, zh)](
+        _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, bm),
+        dq_desc, dk, dv, lse, delta, n, scale * LOG2E, scale, STAGES=stages,
+        CAUSAL=bool(causal), num_warps=warps)
+    return dk, dv

@@ -289,6 +289,10 @@ class AttentionTuning:
     gluon_dkdv_large: tuple = ()
     gluon_dq_small: tuple = ()
     gluon_dq_large: tuple = ()
+    # the Gluon one-pass backward's (BLOCK_M queries a step: 64, one warp group's wgmma of
+    # dQ's share; BLOCK_N keys a program)
+    gluon_one_pass_small: tuple = ()
+    gluon_one_pass_large: tuple = ()
     # ... and the forward the default only where it runs at least this many programs per SM (fewer, and
     # its loop's MMA latency shows: the TMA forward then)
     gluon_min_waves: int = 3
@@ -299,6 +303,9 @@ class AttentionTuning:
     # (benchmarks/attention.py --quick times them side by side; docs/attention.md)
     fwd_impl: str = "pointers"
     bwd_impl: str = "two-kernel"
+    # ... and for head dims up to 64, where set (problems small enough to be the host's take
+    # bwd_impl's pointer counterpart whatever the head dim: the native path's)
+    bwd_impl_small: str = ""
     # The TMA forward runs causal programs longest query rows first across groups of heads
     # whose K and V together take at most this many bytes (so that they stay in L2 while
     # every query tile of the group reads them): about half an H100's/H200's 50 MB L2
@@ -313,6 +320,7 @@ class AttentionTuning:
     simulator_gluon: tuple = (64, 32, 4, 2)
     simulator_gluon_dkdv: tuple = (32, 64, 4, 2)
     simulator_gluon_dq: tuple = (64, 32, 4, 2)
+    simulator_gluon_one_pass: tuple = (64, 64, 4, 2)
     preprocess_block: int = 128  # rows per program of D = rowsum(dO * O)
     simulator_preprocess_block: int = 16
     # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
@@ -409,7 +417,15 @@ TUNINGS = {
         gluon_small=(128, 128, 8, 3), gluon_large=(128, 64, 8, 2), gluon_min_waves=3,
         gluon_dkdv_small=(64, 128, 8, 2), gluon_dkdv_large=(64, 128, 8, 2),
         gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
-        fwd_impl="gluon", bwd_impl="two-kernel-tma")},
+        # the Gluon one pass (not a default): its fastest tiles in benchmarks/probes/
+        # gluon_attention_bwd.py on an H100 (2026-12-06, session 30): 1.03x the Gluon two
+        # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128
+        gluon_one_pass_small=(64, 64, 4, 2), gluon_one_pass_large=(64, 128, 8, 2),
+        # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
+        # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
+        # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.79-0.83x at
+        # d = 128
+        fwd_impl="gluon", bwd_impl="two-kernel-tma", bwd_impl_small="atomic-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 

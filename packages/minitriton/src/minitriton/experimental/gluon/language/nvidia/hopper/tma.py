@@ -16,8 +16,9 @@ from ......language.descriptors import make_tensor_descriptor as _make_tensor_de
 from ......language.descriptors import tensor_descriptor  # noqa: F401 - Gluon's name
 from ......types import _unwrap
 
-__all__ = ["async_copy_global_to_shared", "async_copy_shared_to_global", "store_wait",
-           "make_tensor_descriptor", "tensor_descriptor"]
+__all__ = ["async_copy_global_to_shared", "async_copy_shared_to_global",
+           "async_reduce_shared_to_global", "store_wait", "make_tensor_descriptor",
+           "tensor_descriptor"]
 
 
 def _box(tensor_desc, smem, op):
@@ -49,6 +50,28 @@ def async_copy_shared_to_global(tensor_desc, coord, src):
     tensor_desc.store(coord, tensor(src.read("tma.async_copy_shared_to_global"), src.dtype,
                                     src.shape))
     _barriers.in_flight("store", [src])  # it reads `src` until a store_wait retires it
+
+
+_REDUCE_KINDS = ("add", "min", "max", "and", "or", "xor")
+
+
+def async_reduce_shared_to_global(tensor_desc, coord, src, kind="add"):
+    """The box at `coord` combined with `src` by `kind` in global memory (the TMA unit's bulk
+    reduction, `cp.reduce.async.bulk.tensor`, done in L2 and atomic per element), clipped at
+    the tensor's edges; it reads `src` until a `store_wait` retires it, as a store.
+
+    Not a name of Triton 3.6's Gluon: its builder has the operation
+    (`GluonOpBuilder.create_async_tma_reduce`, what later Gluon versions call through their
+    `tma` module) but its Python module does not expose it, so a kernel for both binds its own
+    builtin on real Triton (tritonlab: backend.GLUON.tma_reduce)."""
+    kind = _unwrap(kind)
+    if kind not in _REDUCE_KINDS:
+        raise CompilationError(f"tma.async_reduce_shared_to_global: kind {kind!r} is not one of "
+                               f"{', '.join(_REDUCE_KINDS)}")
+    _box(tensor_desc, src, "async_reduce_shared_to_global")
+    value = tensor(src.read("tma.async_reduce_shared_to_global"), src.dtype, src.shape)
+    getattr(tensor_desc, f"atomic_{kind}")(coord, value)
+    _barriers.in_flight("store", [src])
 
 
 def store_wait(pendings):
