@@ -423,7 +423,7 @@ TUNINGS = {
         gluon_one_pass_small=(64, 64, 4, 2), gluon_one_pass_large=(64, 128, 8, 2),
         # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
-        # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.79-0.83x at
+        # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
         # d = 128
         fwd_impl="gluon", bwd_impl="two-kernel-tma", bwd_impl_small="atomic-tma")},
 }
