@@ -24,9 +24,7 @@ longest query rows started first.
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 # (BLOCK_M, BLOCK_N, warps, stages); the overlap schedule needs 3 stages or more
@@ -108,23 +106,20 @@ def tensordesc(dtype_name, block):
 def compiled_resources(kernel, sig, consts, divisible, warps):
     """(registers, spilled bytes, shared bytes) of Gluon `kernel` compiled for sm_90 by
     Triton's wheel, no GPU: `sig` the arguments' types, `consts` the constexprs, `divisible`
-    the arguments known multiples of 16."""
+    the arguments known multiples of 16 (read as make compile-check reads them)."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from compile_check import _resources
 
     cuobjdump = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
     names = kernel.arg_names
     attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in divisible}
     src = GluonASTSource(kernel, sig, consts, attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(compiled.asm["cubin"])
-        f.flush()
-        text = subprocess.run([cuobjdump, "--dump-resource-usage", f.name],
-                              capture_output=True, text=True).stdout
-    fields = dict(item.split(":", 1) for line in text.splitlines() if "REG:" in line
-                  for item in line.split())
-    return int(fields["REG"]), int(fields["STACK"]), compiled.metadata.shared
+    r = _resources(compiled, cuobjdump)
+    return r["registers"], r["stack"], r["shared"]
 
 
 def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=False):

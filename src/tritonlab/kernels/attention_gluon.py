@@ -288,34 +288,90 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False):
 
 
 @gluon.jit
+def _program_start(own_a, own_b, ring_a, ring_b, own_row, ring_row, n_tiles,
+                   STAGES: gl.constexpr):
+    """A backward program's shared memory and first copies: its own tile of two tensors (K and
+    V, or Q and dO) at row `own_row` (`bar` told their bytes), and the other two's ring of
+    STAGES slots with its first STAGES steps (of `n_tiles`) issued from row `ring_row`:
+    (own_a, own_b, ring_a, ring_b, bar, bars) in shared memory."""
+    dtype: gl.constexpr = own_a.dtype
+    HEAD_DIM: gl.constexpr = own_a.block_type.shape[1]
+    OWN: gl.constexpr = own_a.block_type.shape[0]
+    RING: gl.constexpr = ring_a.block_type.shape[0]
+    a_smem = gl.allocate_shared_memory(dtype, [OWN, HEAD_DIM], own_a.layout)
+    b_smem = gl.allocate_shared_memory(dtype, [OWN, HEAD_DIM], own_b.layout)
+    ring_a_smem = gl.allocate_shared_memory(dtype, [STAGES, RING, HEAD_DIM], ring_a.layout)
+    ring_b_smem = gl.allocate_shared_memory(dtype, [STAGES, RING, HEAD_DIM], ring_b.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    _init_ring(bars, STAGES)
+    fence_async_shared()
+    mbarrier.expect(bar, 2 * own_a.block_type.nbytes)
+    tma.async_copy_global_to_shared(own_a, [own_row, 0], bar, a_smem)
+    tma.async_copy_global_to_shared(own_b, [own_row, 0], bar, b_smem)
+    for s in gl.static_range(STAGES):
+        _load_rows(ring_a, ring_b, ring_a_smem, ring_b_smem, bars, s, ring_row, n_tiles, STAGES,
+                   RING)
+    return a_smem, b_smem, ring_a_smem, ring_b_smem, bar, bars
+
+
+@gluon.jit
+def _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale,
+                  STAGES: gl.constexpr):
+    """The barriers invalidated, dK (scaled) and dV of the key tile written."""
+    mbarrier.invalidate(kv_bar)
+    _invalidate_ring(bars, STAGES)
+    BLOCK_N: gl.constexpr = dk.shape[0]
+    HEAD_DIM: gl.constexpr = dk.shape[1]
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, dk.type.layout))
+    rows = row0 + start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, dk.type.layout))
+    out = rows[:, None] * HEAD_DIM + offs_d[None, :]
+    gl.store(dk_ptr + out, (dk * scale).to(dk_ptr.dtype.element_ty))  # write BN*d
+    gl.store(dv_ptr + out, dv.to(dv_ptr.dtype.element_ty))  # write BN*d
+
+
+@gluon.jit
+def _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr, delta_ptr, offs_n,
+               qk_scale, st_layout: gl.constexpr, ds_layout: gl.constexpr,
+               STAGES: gl.constexpr, MASK: gl.constexpr):
+    """Query tile i (ring step `step`) of a key tile, once its copies have landed: S^T = K Q^T
+    and dP^T = V dO^T issued together (retired in order: dP^T runs while P^T = exp2(S^T - L)
+    is computed), dV += P^T dO issued and left in flight; MASK: queries before each key row's
+    own zeroed. (dS^T = P^T (dP^T - D), dV in flight, the step's Q in shared memory)."""
+    BLOCK_N: gl.constexpr = k_smem.shape[0]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    slot = step % STAGES
+    mbarrier.wait(bars.index(slot), (step // STAGES) & 1)
+    q = q_smem.index(slot)
+    do = do_smem.index(slot)
+    rows = i * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, st_layout))
+    lse = gl.load(lse_ptr + rows) * 1.4426950408889634  # read BM
+    delta = gl.load(delta_ptr + rows)  # read BM
+    zeros = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, st_layout)
+    s_t = warpgroup_mma(k_smem, q.permute((1, 0)), zeros, use_acc=False, is_async=True)
+    dp_t = warpgroup_mma(v_smem, do.permute((1, 0)), zeros, use_acc=False, is_async=True)
+    s_t = warpgroup_mma_wait(num_outstanding=1, deps=(s_t,))
+    p_t = gl.exp2(s_t * qk_scale - lse[None, :])
+    if MASK:
+        p_t = gl.where(rows[None, :] >= offs_n[:, None], p_t, 0.0)
+    dv = warpgroup_mma(gl.convert_layout(p_t.to(q.dtype), ds_layout), do, dv, is_async=True)
+    dp_t = warpgroup_mma_wait(num_outstanding=1, deps=(dp_t,))
+    return p_t * (dp_t - delta[None, :]), dv, q
+
+
+@gluon.jit
 def _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv, lse_ptr,
-                delta_ptr, offs_n, lo, hi, first, n_tiles, row0, qk_scale, zeros_st,
-                ds_layout: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr,
-                MASK: gl.constexpr):
+                delta_ptr, offs_n, lo, hi, first, n_tiles, row0, qk_scale,
+                st_layout: gl.constexpr, ds_layout: gl.constexpr, STAGES: gl.constexpr,
+                BLOCK_M: gl.constexpr, MASK: gl.constexpr):
     """Query tiles lo..hi-1 of one key tile (ring positions from `first`): S^T = K Q^T,
     P^T = exp2(S^T - L), dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D), dK += dS^T Q."""
-    cols: gl.constexpr = gl.SliceLayout(0, zeros_st.type.layout)
     for i in range(lo, hi):
         step = i - first
-        slot = step % STAGES
-        mbarrier.wait(bars.index(slot), (step // STAGES) & 1)
-        q = q_smem.index(slot)
-        do = do_smem.index(slot)
-        rows = i * BLOCK_M + gl.arange(0, BLOCK_M, layout=cols)
-        lse = gl.load(lse_ptr + rows) * 1.4426950408889634  # read BM
-        delta = gl.load(delta_ptr + rows)  # read BM
-        # four asynchronous MMAs, retired in order: dP^T runs while P^T is computed, dV while
-        # dS^T is
-        s_t = warpgroup_mma(k_smem, q.permute((1, 0)), zeros_st, use_acc=False, is_async=True)
-        dp_t = warpgroup_mma(v_smem, do.permute((1, 0)), zeros_st, use_acc=False,
-                             is_async=True)
-        s_t = warpgroup_mma_wait(num_outstanding=1, deps=(s_t,))
-        p_t = gl.exp2(s_t * qk_scale - lse[None, :])
-        if MASK:
-            p_t = gl.where(rows[None, :] >= offs_n[:, None], p_t, 0.0)
-        dv = warpgroup_mma(gl.convert_layout(p_t.to(q.dtype), ds_layout), do, dv, is_async=True)
-        dp_t = warpgroup_mma_wait(num_outstanding=1, deps=(dp_t,))
-        ds_t = p_t * (dp_t - delta[None, :])
+        ds_t, dv, q = _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr,
+                                 delta_ptr, offs_n, qk_scale, st_layout, ds_layout, STAGES,
+                                 MASK)
         dk = warpgroup_mma(gl.convert_layout(ds_t.to(q.dtype), ds_layout), q, dk, is_async=True)
         dk, dv = warpgroup_mma_wait(num_outstanding=0, deps=(dk, dv))
         _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES, row0 + first * BLOCK_M,
@@ -347,27 +403,13 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
     # (start_n ... start_n + BLOCK_N, BLOCK_N a multiple of BLOCK_M) are masked
     first = start_n // BLOCK_M if CAUSAL else 0
 
-    k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
-    do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
-    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(kv_bar, count=1)
-    _init_ring(bars, STAGES)
-    fence_async_shared()
-    mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
-    tma.async_copy_global_to_shared(v_desc, [row0 + start_n, 0], kv_bar, v_smem)
     n_tiles = n_q_tiles - first  # the ring's tiles, counted from `first`
-    for s in gl.static_range(STAGES):
-        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, s, row0 + first * BLOCK_M, n_tiles,
-                   STAGES, BLOCK_M)
+    k_smem, v_smem, q_smem, do_smem, kv_bar, bars = _program_start(
+        k_desc, v_desc, q_desc, do_desc, row0 + start_n, row0 + first * BLOCK_M, n_tiles, STAGES)
 
     offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
     dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
     dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
-    zeros_st = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, st_layout)
     lse_ptr += row0
     delta_ptr += row0
     mbarrier.wait(kv_bar, 0)
@@ -375,17 +417,11 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
     if CAUSAL:
         dk, dv = _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv,
                              lse_ptr, delta_ptr, offs_n, first, free, first, n_tiles, row0,
-                             qk_scale, zeros_st, ds_layout, STAGES, BLOCK_M, True)
+                             qk_scale, st_layout, ds_layout, STAGES, BLOCK_M, True)
     dk, dv = _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv,
                          lse_ptr, delta_ptr, offs_n, free, n_q_tiles, first, n_tiles, row0,
-                         qk_scale, zeros_st, ds_layout, STAGES, BLOCK_M, False)
-    mbarrier.invalidate(kv_bar)
-    _invalidate_ring(bars, STAGES)
-    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, kv_layout))
-    rows = row0 + start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, kv_layout))
-    out = rows[:, None] * HEAD_DIM + offs_d[None, :]
-    gl.store(dk_ptr + out, (dk * scale).to(dtype))  # write BN*d
-    gl.store(dv_ptr + out, dv.to(dtype))  # write BN*d
+                         qk_scale, st_layout, ds_layout, STAGES, BLOCK_M, False)
+    _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale, STAGES)
 
 
 @gluon.jit
@@ -439,20 +475,8 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
         n_tiles = n_ctx // BLOCK_N
     row0 = gl.program_id(1) * n_ctx
 
-    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
-    do_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], do_desc.layout)
-    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
-    _init_ring(bars, STAGES)
-    fence_async_shared()
-    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem)
-    tma.async_copy_global_to_shared(do_desc, [row0 + start_m, 0], q_bar, do_smem)
-    for s in gl.static_range(STAGES):
-        _load_rows(k_desc, v_desc, k_smem, v_smem, bars, s, row0, n_tiles, STAGES, BLOCK_N)
+    q_smem, do_smem, k_smem, v_smem, q_bar, bars = _program_start(
+        q_desc, do_desc, k_desc, v_desc, row0 + start_m, row0, n_tiles, STAGES)
 
     rows: gl.constexpr = gl.SliceLayout(1, s_layout)
     offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows)
@@ -486,29 +510,13 @@ def _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars, q_d
     dS^T, then dS^T into shared memory, where both dK += dS^T Q and this tile's share of dQ,
     dS K, read it; that share leaves by a TMA reduction into the fp32 dQ (two buffers, so
     the reduction of one step runs while the next computes)."""
-    BLOCK_N: gl.constexpr = k_smem.shape[0]
     HEAD_DIM: gl.constexpr = k_smem.shape[1]
-    cols: gl.constexpr = gl.SliceLayout(0, st_layout)
     for i in range(lo, hi):
         step = i - first
-        slot = step % STAGES
-        mbarrier.wait(bars.index(slot), (step // STAGES) & 1)
-        q = q_smem.index(slot)
-        do = do_smem.index(slot)
-        rows = i * BLOCK_M + gl.arange(0, BLOCK_M, layout=cols)
-        lse = gl.load(lse_ptr + rows) * 1.4426950408889634  # read BM
-        delta = gl.load(delta_ptr + rows)  # read BM
-        zst = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, st_layout)
-        s_t = warpgroup_mma(k_smem, q.permute((1, 0)), zst, use_acc=False, is_async=True)
-        dp_t = warpgroup_mma(v_smem, do.permute((1, 0)), zst, use_acc=False,
-                             is_async=True)
-        s_t = warpgroup_mma_wait(num_outstanding=1, deps=(s_t,))
-        p_t = gl.exp2(s_t * qk_scale - lse[None, :])
-        if MASK:
-            p_t = gl.where(rows[None, :] >= offs_n[:, None], p_t, 0.0)
-        dv = warpgroup_mma(gl.convert_layout(p_t.to(q.dtype), ds_layout), do, dv, is_async=True)
-        dp_t = warpgroup_mma_wait(num_outstanding=1, deps=(dp_t,))
-        ds_smem.store((p_t * (dp_t - delta[None, :])).to(q.dtype))
+        ds_t, dv, q = _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr,
+                                 delta_ptr, offs_n, qk_scale, st_layout, ds_layout, STAGES,
+                                 MASK)
+        ds_smem.store(ds_t.to(q.dtype))
         fence_async_shared()
         gl.thread_barrier()  # dS K reads the rows every warp group wrote
         dk = warpgroup_mma(ds_smem, q, dk, is_async=True)
@@ -557,26 +565,13 @@ def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_
     n_q_tiles = n_ctx // BLOCK_M
     first = start_n // BLOCK_M if CAUSAL else 0
 
-    k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
-    do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+    n_tiles = n_q_tiles - first
+    k_smem, v_smem, q_smem, do_smem, kv_bar, bars = _program_start(
+        k_desc, v_desc, q_desc, do_desc, row0 + start_n, row0 + first * BLOCK_M, n_tiles, STAGES)
     ds_smem = gl.allocate_shared_memory(
         dtype, [BLOCK_N, BLOCK_M], gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_M],
                                                                          dtype))
     dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_DIM], dq_desc.layout)
-    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(kv_bar, count=1)
-    _init_ring(bars, STAGES)
-    fence_async_shared()
-    mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
-    tma.async_copy_global_to_shared(v_desc, [row0 + start_n, 0], kv_bar, v_smem)
-    n_tiles = n_q_tiles - first
-    for s in gl.static_range(STAGES):
-        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, s, row0 + first * BLOCK_M, n_tiles,
-                   STAGES, BLOCK_M)
 
     offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
     dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
@@ -595,13 +590,7 @@ def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_
                              n_q_tiles, first, n_tiles, row0, qk_scale, scale, st_layout,
                              dq_layout, ds_layout, STAGES, BLOCK_M, False)
     tma.store_wait(0)
-    mbarrier.invalidate(kv_bar)
-    _invalidate_ring(bars, STAGES)
-    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, kv_layout))
-    rows = row0 + start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, kv_layout))
-    out = rows[:, None] * HEAD_DIM + offs_d[None, :]
-    gl.store(dk_ptr + out, (dk * scale).to(dtype))  # write BN*d
-    gl.store(dv_ptr + out, dv.to(dtype))  # write BN*d
+    _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale, STAGES)
 
 
 def backward_tiles_for(q):
