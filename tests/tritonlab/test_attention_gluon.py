@@ -62,6 +62,36 @@ def test_the_overlap_schedule_too():
     assert_matches((o, lse), reference(q, k, v, do, False)[:2], torch.float16)
 
 
+def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2)):
+    o, lse = torch.empty_like(q), torch.empty(q.shape[:-1], device=q.device)
+    return fg.forward(q.detach(), k.detach(), v.detach(), o, lse, causal, q.shape[-1] ** -0.5,
+                      tiles=tiles, ws=True)
+
+
+@on_sim
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape, tiles", [
+    ((1, 2, 256, 64), (128, 64, 4, 2)),   # two programs, four key tiles through 2 slots
+    ((1, 1, 128, 16), (128, 32, 4, 3)),   # one program: both consumers on every tile
+])
+def test_the_warp_specialized_forward(shape, tiles, causal):
+    """Two consumer partitions of 64 query rows each and a loader partition (warp_specialize:
+    minitriton runs them as threads that switch at mbarrier waits), against float64."""
+    b, h, n, d = shape
+    q, k, v, do = inputs(b, n, n, d, dtype=torch.bfloat16, heads=h)
+    assert_matches(ws_forward(q, k, v, causal, tiles), reference(q, k, v, do, causal)[:2],
+                   torch.bfloat16)
+
+
+@on_sim
+def test_the_race_sanitizer_passes_the_warp_specialized_forward():
+    q, k, v, do = inputs(1, 256, 256, 32, dtype=torch.float16, heads=1)
+    with minitriton.configure(races=True, order=True):
+        got = ws_forward(q, k, v, True)
+    assert_matches(got, reference(q, k, v, do, True)[:2], torch.float16)
+
+
 @on_sim
 def test_gradients_through_the_backward():
     q, k, v, do = inputs(1, 128, 128, 32, dtype=torch.float16, heads=2)
@@ -120,6 +150,7 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert ((sdpa.double() - want[0]).norm() / want[0].norm()).item() < \
         ATTENTION_TOLERANCES[dtype]
+    assert_matches(ws_forward(q, k, v, causal), want[:2], dtype)  # warp-specialized
     for bwd in GLUON_BWD:
         leaves = [t.detach().requires_grad_() for t in (q, k, v)]
         o = fa.flash_attention(*leaves, causal, None, "gluon", bwd)
@@ -197,6 +228,8 @@ def test_the_backward_says_what_it_cannot_take(bwd):
     (lambda q: fg.forward(q, q, q, torch.empty_like(q), torch.empty(q.shape[:-1]), True, 1.0,
                           overlap=True),
      "the overlap schedule has no causal masking"),
+    (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2)),
+     "takes 128 queries a program on two warp groups of 4 warps, not 64 on 4"),
 ])
 def test_caller_tiles_and_schedules_are_checked(call, why):
     with pytest.raises(ValueError, match=why):

@@ -87,13 +87,14 @@ def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: g
 
 
 @gluon.jit
-def _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i, l_i, zeros_s, lo,
-                 hi, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i, zeros_s,
+                 lo, hi, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
                  rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
-                 MASK: gl.constexpr):
+                 MASK: gl.constexpr, WS: gl.constexpr):
     """Key tiles lo..hi-1 of the plain schedule: S waited for at once, then the softmax step
     (MASK: keys past each query row's own set to -inf first), P V waited for, the slot
-    refilled with the tile STAGES ahead."""
+    refilled with the tile STAGES ahead; WS (a consumer partition of the warp-specialized
+    forward): the slot handed back to the loader partition instead (`empty`)."""
     for j in range(lo, hi):
         slot = j % STAGES
         mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
@@ -107,9 +108,135 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i, l_i,
         acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(slot), qk_scale,
                                     p_layout, rows_o)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles, STAGES,
-                 BLOCK_N)
+        if WS:
+            mbarrier.arrive(empty.index(slot), count=1)
+        else:
+            _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles,
+                       STAGES, BLOCK_N)
     return acc, m_i, l_i
+
+
+@gluon.jit
+def _fwd_epilogue(acc, m_i, l_i, o_smem, o_desc, lse_ptr, row, rows_o: gl.constexpr):
+    """O = acc / l through `o_smem` (whose readers are done) by TMA to rows row.. of the
+    output, L = m + log(l) (natural log) per row."""
+    out = acc / gl.convert_layout(l_i, rows_o)[:, None]
+    o_smem.store(out.to(o_smem.dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [row, 0], o_smem)
+    offs = row + gl.arange(0, m_i.shape[0], layout=m_i.type.layout)
+    gl.store(lse_ptr + offs, (m_i + gl.log2(l_i)) * LN2)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
+                 n_tiles, qk_scale, HALF: gl.constexpr, STAGES: gl.constexpr,
+                 CAUSAL: gl.constexpr):
+    """One consumer partition (one warp group) of the warp-specialized forward: query rows
+    start_m + HALF*64 ... of the program's 128, every key tile the loader hands it."""
+    ROWS: gl.constexpr = q_smem.shape[1]
+    HEAD_DIM: gl.constexpr = q_smem.shape[2]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1],
+        instr_shape=[16, BLOCK_N, 256 // q_smem.dtype.primitive_bitwidth])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1],
+        instr_shape=[16, HEAD_DIM, 256 // q_smem.dtype.primitive_bitwidth])
+    p_layout: gl.constexpr = gl.DotOperandLayout(
+        operand_index=0, parent=o_layout, k_width=32 // q_smem.dtype.primitive_bitwidth)
+    rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    q = q_smem.index(HALF)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
+    l_i = gl.full([ROWS], 0.0, gl.float32, rows_s)
+    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
+    zeros_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    offs_m = start_m + HALF * ROWS + gl.arange(0, ROWS, layout=rows_s)
+    mbarrier.wait(q_bar, 0)
+    n_free = start_m // BLOCK_N if CAUSAL else n_tiles
+    acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i, l_i,
+                                 zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale, p_layout,
+                                 rows_o, STAGES, BLOCK_N, False, True)
+    if CAUSAL:
+        acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
+                                     l_i, zeros_s, n_free, n_tiles, n_tiles, row0, offs_m,
+                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, True, True)
+    _fwd_epilogue(acc, m_i, l_i, q, o_desc, lse_ptr, row0 + start_m + HALF * ROWS, rows_o)
+
+
+@gluon.jit
+def _ws_consumer_1(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
+                   n_tiles, qk_scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
+                 n_tiles, qk_scale, 1, STAGES, CAUSAL)
+
+
+@gluon.jit
+def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, row0,
+               start_m, n_tiles, STAGES: gl.constexpr):
+    """The loader partition (one warp): both halves of Q once, then every key tile's K and V
+    into the ring, each slot once both consumers have handed it back (`empty`, two arrivals;
+    a fresh barrier's parity-1 wait passes, so the first STAGES go at once)."""
+    ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem.index(0))
+    tma.async_copy_global_to_shared(q_desc, [row0 + start_m + ROWS, 0], q_bar, q_smem.index(1))
+    for j in range(n_tiles):
+        slot = j % STAGES
+        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(slot), 2 * k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [row0 + j * BLOCK_N, 0], ready.index(slot),
+                                        k_smem.index(slot))
+        tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], ready.index(slot),
+                                        v_smem.index(slot))
+
+
+@gluon.jit
+def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
+                             STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                             num_warps: gl.constexpr):
+    """The forward warp-specialized (FlashAttention-3's split, without its ping-pong order):
+    a program owns 128 query rows as two consumer warp groups of 64 (the default partition
+    and a worker), each running the plain schedule on its own rows, and a loader warp that
+    streams K and V through a ring both consumers read. The consumers meet at no CTA-wide
+    barrier, so one's softmax overlaps the other's MMAs; the loader's few registers leave the
+    consumers up to 240. q_desc and o_desc have 64-row boxes."""
+    ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    if CAUSAL:  # the longest query rows first; keys up to the tile's last query
+        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * (2 * ROWS)
+        n_tiles = (start_m + 2 * ROWS) // BLOCK_N
+    else:
+        start_m = gl.program_id(0) * (2 * ROWS)
+        n_tiles = n_ctx // BLOCK_N
+    row0 = gl.program_id(1) * n_ctx
+    q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    _init_ring(ready, STAGES)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
+    fence_async_shared()
+    gl.warp_specialize([
+        (_ws_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0,
+                        start_m, n_tiles, qk_scale, 0, STAGES, CAUSAL)),
+        (_ws_consumer_1, (q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0,
+                          start_m, n_tiles, qk_scale, STAGES, CAUSAL)),
+        (_ws_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty,
+                      row0, start_m, n_tiles, STAGES)),
+    ], [4, 1], [240, 24])
+    mbarrier.invalidate(q_bar)
+    _invalidate_ring(ready, STAGES)
+    _invalidate_ring(empty, STAGES)
 
 
 @gluon.jit
@@ -186,25 +313,19 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
         offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
         # causal: tiles wholly below the diagonal unmasked, then those it crosses masked
         n_free = start_m // BLOCK_N if CAUSAL else n_tiles
-        acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc, m_i,
-                                     l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale,
-                                     p_layout, rows_o, STAGES, BLOCK_N, False)
+        acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc, v_desc,
+                                     acc, m_i, l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m,
+                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, False, False)
         if CAUSAL:
-            acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, k_desc, v_desc, acc,
-                                         m_i, l_i, zeros_s, n_free, n_tiles, n_tiles, row0,
-                                         offs_m, qk_scale, p_layout, rows_o, STAGES, BLOCK_N,
-                                         True)
+            acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc,
+                                         v_desc, acc, m_i, l_i, zeros_s, n_free, n_tiles,
+                                         n_tiles, row0, offs_m, qk_scale, p_layout, rows_o,
+                                         STAGES, BLOCK_N, True, False)
 
     mbarrier.invalidate(q_bar)
     _invalidate_ring(kv_bars, STAGES)
-    out = acc / gl.convert_layout(l_i, rows_o)[:, None]
     gl.thread_barrier()  # every warpgroup's last S (which read Q) is done
-    q_smem.store(out.to(dtype))  # O through Q's buffer
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [row0 + start_m, 0], q_smem)
-    offs = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
-    gl.store(lse_ptr + row0 + offs, (m_i + gl.log2(l_i)) * LN2)
-    tma.store_wait(pendings=0)
+    _fwd_epilogue(acc, m_i, l_i, q_smem, o_desc, lse_ptr, row0 + start_m, rows_o)  # O through Q's
 
 
 def tiles_for(q, t=None):
@@ -263,18 +384,29 @@ def _descriptor(t, rows):
         flat, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
 
 
-def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False):
+def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False):
     """O into `o` (like q) and L into `lse` (fp32, q.shape[:-1], natural-log logsumexp per
-    query row) for contiguous, non-empty q, k, v that gluon_problem accepts."""
+    query row) for contiguous, non-empty q, k, v that gluon_problem accepts; `ws`: the
+    warp-specialized kernel (tiles of 128 queries on two consumer warp groups of 4 warps)."""
     tiles = tiles or tiles_for(q)
+    bm, bn, warps, stages = tiles
     problem = gluon_problem(q, k, v, tiles) or (
-        overlap and causal and "the overlap schedule has no causal masking")
+        overlap and causal and "the overlap schedule has no causal masking") or (
+        ws and (bm, warps) != (128, 4) and
+        f"the warp-specialized forward takes 128 queries a program on two warp groups of 4 "
+        f"warps, not {bm} on {warps}") or (
+        ws and overlap and "the warp-specialized forward runs the plain schedule")
     if problem:
         raise ValueError(f"flash_attention: the Gluon forward cannot take these inputs: "
                          f"{problem}")
-    bm, bn, warps, stages = tiles
     n = q.shape[-2]
     zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
+    if ws:
+        gluon_attn_fwd_ws_kernel[(n // bm, zh)](
+            _descriptor(q, bm // 2), _descriptor(k, bn), _descriptor(v, bn),
+            _descriptor(o, bm // 2), lse, n, scale * LOG2E, STAGES=stages, CAUSAL=bool(causal),
+            num_warps=warps)
+        return o, lse
     gluon_attn_fwd_kernel[(n // bm, zh)](
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm), lse, n,
         scale * LOG2E, STAGES=stages, OVERLAP=overlap, CAUSAL=bool(causal), num_warps=warps)
