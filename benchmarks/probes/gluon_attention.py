@@ -30,9 +30,10 @@ from pathlib import Path
 # (BLOCK_M, BLOCK_N, warps, stages); the overlap schedule needs 3 stages or more
 TILES = [(128, 128, 8, 2), (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3),
          (128, 128, 4, 2)]
-# "ws": the warp-specialized kernel (two consumer warp groups of 4 warps, a loader warp)
+# "ws", "ws-overlap": the warp-specialized kernel (two consumer warp groups of 4 warps, a
+# loader warp) in either schedule
 WS_TILES = [(128, 64, 4, 2), (128, 64, 4, 3), (128, 128, 4, 2)]
-SCHEDULES = ("plain", "overlap", "ws")
+SCHEDULES = ("plain", "overlap", "ws", "ws-overlap")
 
 
 def _variants(causal=False):
@@ -40,7 +41,8 @@ def _variants(causal=False):
     3 stages or more; causal runs the plain schedule only."""
     return ([(s, t) for s in ("plain", "overlap") for t in TILES
              if s == "plain" or (t[3] >= 3 and not causal)]
-            + [("ws", t) for t in WS_TILES])
+            + [(s, t) for s in ("ws", "ws-overlap") for t in WS_TILES
+               if s == "ws" or not causal])
 
 
 def _parse_tiles(text):
@@ -60,7 +62,7 @@ def _tiles(args):
     """--tiles's variants, else every one the schedule allows; causal takes the plain
     schedule only."""
     variants = (args.tiles and _parse_tiles(args.tiles)) or _variants(args.causal)
-    if args.causal and any(s == "overlap" for s, _ in variants):
+    if args.causal and any(s.endswith("overlap") for s, _ in variants):
         raise SystemExit("--causal: the overlap schedule has no causal masking; use plain:...")
     return variants
 
@@ -93,13 +95,13 @@ def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
     bm, bn, warps, stages = tiles
     b, h, n, d = q.shape
     assert n % bm == 0 and n % bn == 0, "the probe takes whole tiles only"
-    assert not (causal and (schedule == "overlap" or bm % bn)), \
+    assert not (causal and (schedule.endswith("overlap") or bm % bn)), \
         "causal: plain or ws, BLOCK_N | BLOCK_M"
     o = torch.empty_like(q)
     lse = torch.empty(b, h, n, device=q.device, dtype=torch.float32)
     scale = d ** -0.5 if scale is None else scale
-    return fg.forward(q, k, v, o, lse, causal, scale, tiles, overlap=schedule == "overlap",
-                      ws=schedule == "ws")
+    return fg.forward(q, k, v, o, lse, causal, scale, tiles,
+                      overlap=schedule.endswith("overlap"), ws=schedule.startswith("ws"))
 
 
 def tensordesc(dtype_name, block):
@@ -134,17 +136,17 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=F
     for d in head_dims:
         for schedule, (bm, bn, warps, stages) in variants or _variants(causal):
             label = f"{schedule} d={d} ({bm}, {bn}, {warps}, {stages})"
-            ws = schedule == "ws"
+            ws = schedule.startswith("ws")
             rows_q = bm // 2 if ws else bm  # the warp-specialized kernel's boxes: a warp group's
             sig = {"q_desc": tensordesc(dtype_name, [rows_q, d]),
                    "k_desc": tensordesc(dtype_name, [bn, d]),
                    "v_desc": tensordesc(dtype_name, [bn, d]),
                    "o_desc": tensordesc(dtype_name, [rows_q, d]),
                    "lse_ptr": "*fp32", "n_ctx": "i32", "qk_scale": "fp32",
-                   "STAGES": "constexpr", "CAUSAL": "constexpr", "num_warps": "constexpr"}
-            consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
-            if not ws:
-                sig["OVERLAP"], consts["OVERLAP"] = "constexpr", schedule == "overlap"
+                   "STAGES": "constexpr", "OVERLAP": "constexpr", "CAUSAL": "constexpr",
+                   "num_warps": "constexpr"}
+            consts = {"STAGES": stages, "OVERLAP": schedule.endswith("overlap"),
+                      "CAUSAL": causal, "num_warps": warps}
             kernel = fg.gluon_attn_fwd_ws_kernel if ws else fg.gluon_attn_fwd_kernel
             try:
                 rows.append((label, *compiled_resources(kernel, sig, consts,

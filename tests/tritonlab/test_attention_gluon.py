@@ -62,26 +62,27 @@ def test_the_overlap_schedule_too():
     assert_matches((o, lse), reference(q, k, v, do, False)[:2], torch.float16)
 
 
-def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2)):
+def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False):
     o, lse = torch.empty_like(q), torch.empty(q.shape[:-1], device=q.device)
     return fg.forward(q.detach(), k.detach(), v.detach(), o, lse, causal, q.shape[-1] ** -0.5,
-                      tiles=tiles, ws=True)
+                      tiles=tiles, ws=True, overlap=overlap)
 
 
 @on_sim
 @pytest.mark.usefixtures("executor")
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("causal, overlap", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("shape, tiles", [
     ((1, 2, 256, 64), (128, 64, 4, 2)),   # two programs, four key tiles through 2 slots
     ((1, 1, 128, 16), (128, 32, 4, 3)),   # one program: both consumers on every tile
 ])
-def test_the_warp_specialized_forward(shape, tiles, causal):
+def test_the_warp_specialized_forward(shape, tiles, causal, overlap):
     """Two consumer partitions of 64 query rows each and a loader partition (warp_specialize:
-    minitriton runs them as threads that switch at mbarrier waits), against float64."""
+    minitriton runs them as threads that switch at mbarrier waits), in the plain and the
+    overlap schedule, against float64."""
     b, h, n, d = shape
     q, k, v, do = inputs(b, n, n, d, dtype=torch.bfloat16, heads=h)
-    assert_matches(ws_forward(q, k, v, causal, tiles), reference(q, k, v, do, causal)[:2],
-                   torch.bfloat16)
+    assert_matches(ws_forward(q, k, v, causal, tiles, overlap),
+                   reference(q, k, v, do, causal)[:2], torch.bfloat16)
 
 
 @on_sim

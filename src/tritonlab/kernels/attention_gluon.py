@@ -117,6 +117,39 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
 
 
 @gluon.jit
+def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i,
+                   zeros_s, n_tiles, row0, qk_scale, p_layout: gl.constexpr,
+                   rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
+                   WS: gl.constexpr):
+    """Every key tile in FlashAttention-3's intra-warpgroup overlap: S of tile 0 issued before
+    the loop; step j retires S_j and P V of tile j - 1 (wgmma groups retire in order), frees
+    tile j - 1's slot (refilled with tile j - 1 + STAGES; WS: handed back to the loader),
+    issues S_{j+1}, runs tile j's softmax while that is on the tensor cores, and issues P V of
+    tile j without waiting for it. Without WS tile j + 1 was loaded a step ahead: STAGES >= 3."""
+    mbarrier.wait(kv_bars.index(0), 0)
+    s_next = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s, use_acc=False,
+                           is_async=True)
+    acc = warpgroup_mma_init(acc)  # carried through the loop as an in-flight result
+    for j in range(n_tiles):
+        s_cur, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))
+        if j > 0:
+            if WS:
+                mbarrier.arrive(empty.index((j - 1) % STAGES), count=1)
+            else:
+                _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j - 1 + STAGES, row0,
+                           n_tiles, STAGES, BLOCK_N)
+        if j + 1 < n_tiles:
+            nxt = (j + 1) % STAGES
+            mbarrier.wait(kv_bars.index(nxt), ((j + 1) // STAGES) & 1)
+            s_next = warpgroup_mma(q_smem, k_smem.index(nxt).permute((1, 0)), zeros_s,
+                                   use_acc=False, is_async=True)
+        acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(j % STAGES), qk_scale,
+                                    p_layout, rows_o)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    return acc, m_i, l_i
+
+
+@gluon.jit
 def _fwd_epilogue(acc, m_i, l_i, o_smem, o_desc, lse_ptr, row, rows_o: gl.constexpr):
     """O = acc / l through `o_smem` (whose readers are done) by TMA to rows row.. of the
     output, L = m + log(l) (natural log) per row."""
@@ -132,9 +165,10 @@ def _fwd_epilogue(acc, m_i, l_i, o_smem, o_desc, lse_ptr, row, rows_o: gl.conste
 @gluon.jit
 def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
                  n_tiles, qk_scale, HALF: gl.constexpr, STAGES: gl.constexpr,
-                 CAUSAL: gl.constexpr):
+                 CAUSAL: gl.constexpr, OVERLAP: gl.constexpr):
     """One consumer partition (one warp group) of the warp-specialized forward: query rows
-    start_m + HALF*64 ... of the program's 128, every key tile the loader hands it."""
+    start_m + HALF*64 ... of the program's 128, every key tile the loader hands it, in the
+    plain schedule or (OVERLAP, not causal) the overlap one."""
     ROWS: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -156,9 +190,14 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, r
     offs_m = start_m + HALF * ROWS + gl.arange(0, ROWS, layout=rows_s)
     mbarrier.wait(q_bar, 0)
     n_free = start_m // BLOCK_N if CAUSAL else n_tiles
-    acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i, l_i,
-                                 zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale, p_layout,
-                                 rows_o, STAGES, BLOCK_N, False, True)
+    if OVERLAP:
+        acc, m_i, l_i = _overlap_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
+                                       l_i, zeros_s, n_tiles, row0, qk_scale, p_layout, rows_o,
+                                       STAGES, BLOCK_N, True)
+    else:
+        acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
+                                     l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale,
+                                     p_layout, rows_o, STAGES, BLOCK_N, False, True)
     if CAUSAL:
         acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
                                      l_i, zeros_s, n_free, n_tiles, n_tiles, row0, offs_m,
@@ -168,9 +207,10 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, r
 
 @gluon.jit
 def _ws_consumer_1(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
-                   n_tiles, qk_scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+                   n_tiles, qk_scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                   OVERLAP: gl.constexpr):
     _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
-                 n_tiles, qk_scale, 1, STAGES, CAUSAL)
+                 n_tiles, qk_scale, 1, STAGES, CAUSAL, OVERLAP)
 
 
 @gluon.jit
@@ -196,7 +236,7 @@ def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, emp
 
 @gluon.jit
 def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
-                             STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                             STAGES: gl.constexpr, OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
                              num_warps: gl.constexpr):
     """The forward warp-specialized (FlashAttention-3's split, without its ping-pong order):
     a program owns 128 query rows as two consumer warp groups of 64 (the default partition
@@ -228,9 +268,9 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_
     fence_async_shared()
     gl.warp_specialize([
         (_ws_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0,
-                        start_m, n_tiles, qk_scale, 0, STAGES, CAUSAL)),
+                        start_m, n_tiles, qk_scale, 0, STAGES, CAUSAL, OVERLAP)),
         (_ws_consumer_1, (q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0,
-                          start_m, n_tiles, qk_scale, STAGES, CAUSAL)),
+                          start_m, n_tiles, qk_scale, STAGES, CAUSAL, OVERLAP)),
         (_ws_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty,
                       row0, start_m, n_tiles, STAGES)),
     ], [4, 1], [240, 24])
@@ -288,27 +328,9 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     mbarrier.wait(q_bar, 0)
 
     if OVERLAP:
-        # S of tile 0 issued before the loop. Step j: retire S_j and P V of tile j - 1 (wgmma
-        # groups retire in order), refill tile j - 1's slot with tile j - 1 + STAGES, issue
-        # S_{j+1}, run tile j's softmax while it is on the tensor cores, issue P V of tile j
-        # and go on without waiting for it. Tile j + 1 was loaded a step ahead: STAGES >= 3.
-        mbarrier.wait(kv_bars.index(0), 0)
-        s_next = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s,
-                               use_acc=False, is_async=True)
-        acc = warpgroup_mma_init(acc)  # carried through the loop as an in-flight result
-        for j in range(n_tiles):
-            s_cur, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))
-            if j > 0:
-                _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j - 1 + STAGES, row0,
-                         n_tiles, STAGES, BLOCK_N)
-            if j + 1 < n_tiles:
-                nxt = (j + 1) % STAGES
-                mbarrier.wait(kv_bars.index(nxt), ((j + 1) // STAGES) & 1)
-                s_next = warpgroup_mma(q_smem, k_smem.index(nxt).permute((1, 0)), zeros_s,
-                                       use_acc=False, is_async=True)
-            acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(j % STAGES),
-                                        qk_scale, p_layout, rows_o)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        acc, m_i, l_i = _overlap_steps(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc, v_desc,
+                                       acc, m_i, l_i, zeros_s, n_tiles, row0, qk_scale,
+                                       p_layout, rows_o, STAGES, BLOCK_N, False)
     else:
         offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
         # causal: tiles wholly below the diagonal unmasked, then those it crosses masked
@@ -394,8 +416,7 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False)
         overlap and causal and "the overlap schedule has no causal masking") or (
         ws and (bm, warps) != (128, 4) and
         f"the warp-specialized forward takes 128 queries a program on two warp groups of 4 "
-        f"warps, not {bm} on {warps}") or (
-        ws and overlap and "the warp-specialized forward runs the plain schedule")
+        f"warps, not {bm} on {warps}")
     if problem:
         raise ValueError(f"flash_attention: the Gluon forward cannot take these inputs: "
                          f"{problem}")
@@ -404,8 +425,8 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False)
     if ws:
         gluon_attn_fwd_ws_kernel[(n // bm, zh)](
             _descriptor(q, bm // 2), _descriptor(k, bn), _descriptor(v, bn),
-            _descriptor(o, bm // 2), lse, n, scale * LOG2E, STAGES=stages, CAUSAL=bool(causal),
-            num_warps=warps)
+            _descriptor(o, bm // 2), lse, n, scale * LOG2E, STAGES=stages, OVERLAP=overlap,
+            CAUSAL=bool(causal), num_warps=warps)
         return o, lse
     gluon_attn_fwd_kernel[(n // bm, zh)](
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm), lse, n,
