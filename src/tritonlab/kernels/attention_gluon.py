@@ -74,16 +74,32 @@ def _invalidate_ring(bars, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: gl.constexpr):
-    """One key tile of the online softmax on raw scores s (the scale folded into exp2's
-    argument), the accumulator rescaled, and P V issued, not waited for: (acc in flight, the
-    new row maxima, the new row sums)."""
+def _rescale(s, acc, m_i, qk_scale, rows_o: gl.constexpr):
+    """The online softmax's first half on raw scores s (the scale folded into exp2's
+    argument): the new row maxima and the accumulator rescaled to them: (acc, m_new, alpha).
+    No MMA may be in flight on the accumulator's registers meanwhile: ptxas serializes every
+    wgmma of a function where other instructions define an in-flight accumulator (C7515)."""
     m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
-    p = gl.exp2(s * qk_scale - m_new[:, None])
     alpha = gl.exp2(m_i - m_new)
-    acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+    return acc * gl.convert_layout(alpha, rows_o)[:, None], m_new, alpha
+
+
+@gluon.jit
+def _pv(s, acc, m_new, alpha, l_i, v, qk_scale, p_layout: gl.constexpr):
+    """The second half: P = exp2(S - m), the row sums, and P V issued, not waited for: (acc in
+    flight, the new row sums)."""
+    p = gl.exp2(s * qk_scale - m_new[:, None])
     acc = warpgroup_mma(gl.convert_layout(p.to(v.dtype), p_layout), v, acc, is_async=True)
-    return acc, m_new, l_i * alpha + gl.sum(p, axis=1)
+    return acc, l_i * alpha + gl.sum(p, axis=1)
+
+
+@gluon.jit
+def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: gl.constexpr):
+    """One key tile of the online softmax, the accumulator rescaled, and P V issued, not waited
+    for: (acc in flight, the new row maxima, the new row sums)."""
+    acc, m_new, alpha = _rescale(s, acc, m_i, qk_scale, rows_o)
+    acc, l_i = _pv(s, acc, m_new, alpha, l_i, v, qk_scale, p_layout)
+    return acc, m_new, l_i
 
 
 @gluon.jit
@@ -121,30 +137,37 @@ def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, 
                    zeros_s, n_tiles, row0, qk_scale, p_layout: gl.constexpr,
                    rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
                    WS: gl.constexpr):
-    """Every key tile in FlashAttention-3's intra-warpgroup overlap: S of tile 0 issued before
-    the loop; step j retires S_j and P V of tile j - 1 (wgmma groups retire in order), frees
-    tile j - 1's slot (refilled with tile j - 1 + STAGES; WS: handed back to the loader),
-    issues S_{j+1}, runs tile j's softmax while that is on the tensor cores, and issues P V of
-    tile j without waiting for it. Without WS tile j + 1 was loaded a step ahead: STAGES >= 3."""
+    """Every key tile in FlashAttention-3's intra-warpgroup overlap: S_0 before the loop; step
+    j retires P V of tile j - 1, frees tile j - 1's slot (refilled with tile j - 1 + STAGES;
+    WS: handed back to the loader), rescales the accumulator to tile j's row maxima, issues
+    S_{j+1}, runs tile j's exponentials while that is on the tensor cores, issues P V of tile
+    j, and retires S_{j+1} (wgmma groups retire in order: P V stays in flight into the next
+    step). Only the accumulator crosses a step in flight: an S carried in flight makes the
+    loop's register copies read it before its wait, and ptxas then serializes every wgmma
+    (C7515). Without WS tile j + 1 was loaded a step ahead: STAGES >= 3."""
     mbarrier.wait(kv_bars.index(0), 0)
-    s_next = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s, use_acc=False,
-                           is_async=True)
+    s_cur = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s, use_acc=False,
+                          is_async=True)
+    s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
     acc = warpgroup_mma_init(acc)  # carried through the loop as an in-flight result
     for j in range(n_tiles):
-        s_cur, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         if j > 0:
             if WS:
                 mbarrier.arrive(empty.index((j - 1) % STAGES), count=1)
             else:
                 _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j - 1 + STAGES, row0,
                            n_tiles, STAGES, BLOCK_N)
-        if j + 1 < n_tiles:
-            nxt = (j + 1) % STAGES
-            mbarrier.wait(kv_bars.index(nxt), ((j + 1) // STAGES) & 1)
-            s_next = warpgroup_mma(q_smem, k_smem.index(nxt).permute((1, 0)), zeros_s,
-                                   use_acc=False, is_async=True)
-        acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(j % STAGES), qk_scale,
-                                    p_layout, rows_o)
+        acc, m_new, alpha = _rescale(s_cur, acc, m_i, qk_scale, rows_o)
+        nxt = (j + 1) % STAGES
+        more = j + 1 < n_tiles  # else S_{j+1} reads the slot's old tile, and is dropped
+        mbarrier.wait(kv_bars.index(nxt), ((j + 1) // STAGES) & 1, pred=more)
+        s_next = warpgroup_mma(q_smem, k_smem.index(nxt).permute((1, 0)), zeros_s,
+                               use_acc=False, is_async=True)
+        acc, l_i = _pv(s_cur, acc, m_new, alpha, l_i, v_smem.index(j % STAGES), qk_scale,
+                       p_layout)
+        m_i = m_new
+        s_cur = warpgroup_mma_wait(num_outstanding=1, deps=(s_next,))
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     return acc, m_i, l_i
 
