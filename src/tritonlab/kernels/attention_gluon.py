@@ -15,7 +15,12 @@ kernels/attention.py do not (H100, 2026-12-06: docs/attention.md "Gluon"). One p
   - O leaves through Q's shared buffer by TMA, L = m + log(l) (natural log) per row, fp32.
 The schedule FlashAttention-3 writes out (the next tile's S issued before this tile's softmax,
 `OVERLAP`) was 0.77-0.88x the plain one on an H100; it stays selectable for the probe
-(benchmarks/probes/gluon_attention.py).
+(benchmarks/probes/gluon_attention.py), as does a warp-specialized forward
+(`gluon_attn_fwd_ws_kernel`: two consumer warp groups and a loader warp, 0.93-1.00x).
+
+The backward: D by the tl pass, then either two kernels (dK/dV per key tile, dQ per query
+tile: `backward`) or one pass (`backward_one_pass`: each key tile's share of dQ added into an
+fp32 dQ by the TMA unit's bulk reduction, `GLUON.tma_reduce`).
 
 The same source runs on minitriton, which models shared memory, mbarriers (phases and
 transaction bytes), TMA copies and wgmma (minitriton/experimental/gluon), so the simulator runs

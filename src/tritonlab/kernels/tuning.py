@@ -419,7 +419,7 @@ TUNINGS = {
         gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
         # the Gluon one pass (not a default): its fastest tiles in benchmarks/probes/
         # gluon_attention_bwd.py on an H100 (2026-12-06, session 30): 1.03x the Gluon two
-        # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128
+        # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128 (spilling)
         gluon_one_pass_small=(64, 64, 4, 2), gluon_one_pass_large=(64, 128, 8, 2),
         # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
