@@ -30,10 +30,10 @@ from pathlib import Path
 # (BLOCK_M, BLOCK_N, warps, stages); the overlap schedule needs 3 stages or more
 TILES = [(128, 128, 8, 2), (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3),
          (128, 128, 4, 2)]
-# "ws", "ws-overlap": the warp-specialized kernel (two consumer warp groups of 4 warps, a
-# loader warp) in either schedule
+# "ws", "ws-overlap", "ws-pingpong": the warp-specialized kernel (two consumer warp groups of 4
+# warps, a loader warp) in either schedule, or the plain one with the consumers' S in turn
 WS_TILES = [(128, 64, 4, 2), (128, 64, 4, 3), (128, 128, 4, 2)]
-SCHEDULES = ("plain", "overlap", "ws", "ws-overlap")
+SCHEDULES = ("plain", "overlap", "ws", "ws-overlap", "ws-pingpong")
 
 
 def _variants(causal=False):
@@ -41,8 +41,8 @@ def _variants(causal=False):
     3 stages or more; causal runs the plain schedule only."""
     return ([(s, t) for s in ("plain", "overlap") for t in TILES
              if s == "plain" or (t[3] >= 3 and not causal)]
-            + [(s, t) for s in ("ws", "ws-overlap") for t in WS_TILES
-               if s == "ws" or not causal])
+            + [(s, t) for s in ("ws", "ws-overlap", "ws-pingpong") for t in WS_TILES
+               if s != "ws-overlap" or not causal])
 
 
 def _parse_tiles(text):
@@ -101,7 +101,8 @@ def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
     lse = torch.empty(b, h, n, device=q.device, dtype=torch.float32)
     scale = d ** -0.5 if scale is None else scale
     return fg.forward(q, k, v, o, lse, causal, scale, tiles,
-                      overlap=schedule.endswith("overlap"), ws=schedule.startswith("ws"))
+                      overlap=schedule.endswith("overlap"), ws=schedule.startswith("ws"),
+                      pingpong=schedule == "ws-pingpong")
 
 
 def tensordesc(dtype_name, block):
@@ -147,6 +148,8 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=F
                    "num_warps": "constexpr"}
             consts = {"STAGES": stages, "OVERLAP": schedule.endswith("overlap"),
                       "CAUSAL": causal, "num_warps": warps}
+            if ws:
+                sig["PINGPONG"], consts["PINGPONG"] = "constexpr", schedule == "ws-pingpong"
             kernel = fg.gluon_attn_fwd_ws_kernel if ws else fg.gluon_attn_fwd_kernel
             try:
                 rows.append((label, *compiled_resources(kernel, sig, consts,

@@ -62,26 +62,29 @@ def test_the_overlap_schedule_too():
     assert_matches((o, lse), reference(q, k, v, do, False)[:2], torch.float16)
 
 
-def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False):
+def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False, pingpong=False, ws=True):
     o, lse = torch.empty_like(q), torch.empty(q.shape[:-1], device=q.device)
     return fg.forward(q.detach(), k.detach(), v.detach(), o, lse, causal, q.shape[-1] ** -0.5,
-                      tiles=tiles, ws=True, overlap=overlap)
+                      tiles=tiles, ws=ws, overlap=overlap, pingpong=pingpong)
 
 
 @on_sim
 @pytest.mark.usefixtures("executor")
-@pytest.mark.parametrize("causal, overlap", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("causal, overlap, pingpong", [
+    (False, False, False), (True, False, False), (False, True, False), (False, False, True),
+    (True, False, True)])
 @pytest.mark.parametrize("shape, tiles", [
     ((1, 2, 256, 64), (128, 64, 4, 2)),   # two programs, four key tiles through 2 slots
     ((1, 1, 128, 16), (128, 32, 4, 3)),   # one program: both consumers on every tile
 ])
-def test_the_warp_specialized_forward(shape, tiles, causal, overlap):
+def test_the_warp_specialized_forward(shape, tiles, causal, overlap, pingpong):
     """Two consumer partitions of 64 query rows each and a loader partition (warp_specialize:
-    minitriton runs them as threads that switch at mbarrier waits), in the plain and the
-    overlap schedule, against float64."""
+    minitriton runs them as threads that switch at mbarrier waits), in the plain schedule (and
+    with the consumers' S in turn: a turn passed in the wrong order would be the GPU's hang,
+    a DeadlockError here) and the overlap one, against float64."""
     b, h, n, d = shape
     q, k, v, do = inputs(b, n, n, d, dtype=torch.bfloat16, heads=h)
-    assert_matches(ws_forward(q, k, v, causal, tiles, overlap),
+    assert_matches(ws_forward(q, k, v, causal, tiles, overlap, pingpong),
                    reference(q, k, v, do, causal)[:2], torch.bfloat16)
 
 
@@ -231,6 +234,8 @@ def test_the_backward_says_what_it_cannot_take(bwd):
      "the overlap schedule has no causal masking"),
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2)),
      "takes 128 queries a program on two warp groups of 4 warps, not 64 on 4"),
+    (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2), pingpong=True, ws=False),
+     "ping-pong orders the warp-specialized forward's consumers in the plain schedule"),
 ])
 def test_caller_tiles_and_schedules_are_checked(call, why):
     with pytest.raises(ValueError, match=why):

@@ -111,16 +111,24 @@ def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: g
 def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i, zeros_s,
                  lo, hi, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
                  rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
-                 MASK: gl.constexpr, WS: gl.constexpr):
+                 MASK: gl.constexpr, WS: gl.constexpr, turns=None, ME: gl.constexpr = 0,
+                 PINGPONG: gl.constexpr = False):
     """Key tiles lo..hi-1 of the plain schedule: S waited for at once, then the softmax step
     (MASK: keys past each query row's own set to -inf first), P V waited for, the slot
     refilled with the tile STAGES ahead; WS (a consumer partition of the warp-specialized
-    forward): the slot handed back to the loader partition instead (`empty`)."""
+    forward): the slot handed back to the loader partition instead (`empty`). PINGPONG (WS):
+    the two consumers take turns issuing S (`turns`: one barrier each, consumer ME waits for
+    its own, then passes the turn on; consumer 0 goes first), so that one's softmax runs
+    while the other's S is on the tensor cores (FlashAttention-3's ping-pong)."""
     for j in range(lo, hi):
         slot = j % STAGES
         mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
+        if PINGPONG:
+            mbarrier.wait(turns.index(ME), (j & 1) ^ (1 - ME))
         s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
                               use_acc=False, is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(turns.index(1 - ME), count=1)
         s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
         if MASK:
             offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N,
@@ -191,12 +199,13 @@ def _fwd_epilogue(acc, m_i, l_i, o_smem, o_desc, lse_ptr, row, rows_o: gl.conste
 
 
 @gluon.jit
-def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
-                 n_tiles, qk_scale, HALF: gl.constexpr, STAGES: gl.constexpr,
-                 CAUSAL: gl.constexpr, OVERLAP: gl.constexpr):
+def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr, row0,
+                 start_m, n_tiles, qk_scale, HALF: gl.constexpr, STAGES: gl.constexpr,
+                 CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
     """One consumer partition (one warp group) of the warp-specialized forward: query rows
     start_m + HALF*64 ... of the program's 128, every key tile the loader hands it, in the
-    plain schedule or (OVERLAP, not causal) the overlap one."""
+    plain schedule (PINGPONG: the consumers' S in turn) or (OVERLAP, not causal) the overlap
+    one."""
     ROWS: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -225,20 +234,22 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, r
     else:
         acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
                                      l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale,
-                                     p_layout, rows_o, STAGES, BLOCK_N, False, True)
+                                     p_layout, rows_o, STAGES, BLOCK_N, False, True, turns,
+                                     HALF, PINGPONG)
     if CAUSAL:
         acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
                                      l_i, zeros_s, n_free, n_tiles, n_tiles, row0, offs_m,
-                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, True, True)
+                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, True, True,
+                                     turns, HALF, PINGPONG)
     _fwd_epilogue(acc, m_i, l_i, q, o_desc, lse_ptr, row0 + start_m + HALF * ROWS, rows_o)
 
 
 @gluon.jit
-def _ws_consumer_1(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
-                   n_tiles, qk_scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                   OVERLAP: gl.constexpr):
-    _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0, start_m,
-                 n_tiles, qk_scale, 1, STAGES, CAUSAL, OVERLAP)
+def _ws_consumer_1(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr, row0,
+                   start_m, n_tiles, qk_scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                   OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+    _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr, row0,
+                 start_m, n_tiles, qk_scale, 1, STAGES, CAUSAL, OVERLAP, PINGPONG)
 
 
 @gluon.jit
@@ -265,7 +276,7 @@ def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, emp
 @gluon.jit
 def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
                              STAGES: gl.constexpr, OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
-                             num_warps: gl.constexpr):
+                             PINGPONG: gl.constexpr, num_warps: gl.constexpr):
     """The forward warp-specialized (FlashAttention-3's split, without its ping-pong order):
     a program owns 128 query rows as two consumer warp groups of 64 (the default partition
     and a worker), each running the plain schedule on its own rows, and a loader warp that
@@ -289,22 +300,27 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
     _init_ring(ready, STAGES)
+    _init_ring(turns, 2)
     for s in gl.static_range(STAGES):
         mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
     fence_async_shared()
     gl.warp_specialize([
-        (_ws_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0,
-                        start_m, n_tiles, qk_scale, 0, STAGES, CAUSAL, OVERLAP)),
-        (_ws_consumer_1, (q_smem, k_smem, v_smem, q_bar, ready, empty, o_desc, lse_ptr, row0,
-                          start_m, n_tiles, qk_scale, STAGES, CAUSAL, OVERLAP)),
+        (_ws_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr,
+                        row0, start_m, n_tiles, qk_scale, 0, STAGES, CAUSAL, OVERLAP,
+                        PINGPONG)),
+        (_ws_consumer_1, (q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr,
+                          row0, start_m, n_tiles, qk_scale, STAGES, CAUSAL, OVERLAP,
+                          PINGPONG)),
         (_ws_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty,
                       row0, start_m, n_tiles, STAGES)),
     ], [4, 1], [240, 24])
     mbarrier.invalidate(q_bar)
     _invalidate_ring(ready, STAGES)
     _invalidate_ring(empty, STAGES)
+    _invalidate_ring(turns, 2)
 
 
 @gluon.jit
@@ -434,17 +450,21 @@ def _descriptor(t, rows):
         flat, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
 
 
-def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False):
+def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
+            pingpong=False):
     """O into `o` (like q) and L into `lse` (fp32, q.shape[:-1], natural-log logsumexp per
     query row) for contiguous, non-empty q, k, v that gluon_problem accepts; `ws`: the
-    warp-specialized kernel (tiles of 128 queries on two consumer warp groups of 4 warps)."""
+    warp-specialized kernel (tiles of 128 queries on two consumer warp groups of 4 warps),
+    `pingpong` its consumers' S in turn (the plain schedule)."""
     tiles = tiles or tiles_for(q)
     bm, bn, warps, stages = tiles
     problem = gluon_problem(q, k, v, tiles) or (
         overlap and causal and "the overlap schedule has no causal masking") or (
         ws and (bm, warps) != (128, 4) and
         f"the warp-specialized forward takes 128 queries a program on two warp groups of 4 "
-        f"warps, not {bm} on {warps}")
+        f"warps, not {bm} on {warps}") or (
+        pingpong and not (ws and not overlap) and
+        "ping-pong orders the warp-specialized forward's consumers in the plain schedule")
     if problem:
         raise ValueError(f"flash_attention: the Gluon forward cannot take these inputs: "
                          f"{problem}")
@@ -454,7 +474,7 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False)
         gluon_attn_fwd_ws_kernel[(n // bm, zh)](
             _descriptor(q, bm // 2), _descriptor(k, bn), _descriptor(v, bn),
             _descriptor(o, bm // 2), lse, n, scale * LOG2E, STAGES=stages, OVERLAP=overlap,
-            CAUSAL=bool(causal), num_warps=warps)
+            CAUSAL=bool(causal), PINGPONG=bool(pingpong), num_warps=warps)
         return o, lse
     gluon_attn_fwd_kernel[(n // bm, zh)](
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm), lse, n,
