@@ -80,8 +80,8 @@ def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False, pingpong=F
 def test_the_warp_specialized_forward(shape, tiles, causal, overlap, pingpong):
     """Two consumer partitions of 64 query rows each and a loader partition (warp_specialize:
     minitriton runs them as threads that switch at mbarrier waits), in the plain schedule (and
-    with the consumers' S in turn: a turn passed in the wrong order would be the GPU's hang,
-    a DeadlockError here) and the overlap one, against float64."""
+    with the consumers' S in turn: both waiting for a turn neither has passed would be the
+    GPU's hang, a DeadlockError here) and the overlap one, against float64."""
     b, h, n, d = shape
     q, k, v, do = inputs(b, n, n, d, dtype=torch.bfloat16, heads=h)
     assert_matches(ws_forward(q, k, v, causal, tiles, overlap, pingpong),
