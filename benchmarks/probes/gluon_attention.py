@@ -130,6 +130,22 @@ def compiled_resources(kernel, sig, consts, divisible, warps):
     return r["registers"], r["stack"], r["shared"]
 
 
+def compiled_row(label, kernel, sig, consts, divisible, warps):
+    """(label, registers, spilled bytes, shared bytes, None), or the compiler's error last."""
+    try:
+        return (label, *compiled_resources(kernel, sig, consts, divisible, warps), None)
+    except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
+        return (label, None, None, None, f"{type(e).__name__}: {str(e).strip()[-2000:]}")
+
+
+def print_rows(rows, width):
+    """compile_only's rows, one a line; 1 where any failed to compile, else 0."""
+    for label, regs, stack, shared, err in rows:
+        print(f"{label:<{width}} " + (err or f"{regs} registers, {stack} B spilled, "
+                                             f"{shared} B shared"))
+    return 1 if any(err for *_, err in rows) else 0
+
+
 def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=False):
     """Each schedule and tile compiled for sm_90 by Triton's wheel, no GPU: rows of (label,
     registers, spilled bytes, shared bytes or the compiler's error)."""
@@ -151,12 +167,7 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=F
             if ws:
                 sig["PINGPONG"], consts["PINGPONG"] = "constexpr", schedule == "ws-pingpong"
             kernel = fg.gluon_attn_fwd_ws_kernel if ws else fg.gluon_attn_fwd_kernel
-            try:
-                rows.append((label, *compiled_resources(kernel, sig, consts,
-                                                        ("lse_ptr", "n_ctx"), warps), None))
-            except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
-                rows.append((label, None, None, None,
-                             f"{type(e).__name__}: {str(e).strip()[-300:]}"))
+            rows.append(compiled_row(label, kernel, sig, consts, ("lse_ptr", "n_ctx"), warps))
     return rows
 
 
@@ -171,11 +182,8 @@ def main(argv=None):
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = p.parse_args(argv)
     if args.compile_only:
-        rows = compile_only(args.dtype, variants=_tiles(args), causal=args.causal)
-        for label, regs, stack, shared, err in rows:
-            print(f"{label:<34} " + (err or f"{regs} registers, {stack} B spilled, "
-                                          f"{shared} B shared"))
-        return 1 if any(err for *_, err in rows) else 0
+        return print_rows(compile_only(args.dtype, variants=_tiles(args), causal=args.causal),
+                          34)
 
     import torch
     import torch.nn.functional as F

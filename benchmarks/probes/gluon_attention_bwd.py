@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-from gluon_attention import compiled_resources, tensordesc  # noqa: E402 - the probe beside
+from gluon_attention import compiled_row, print_rows, tensordesc  # noqa: E402 - the probe beside
 
 ROWS = "4x32x4096x128:fp16:0,4x32x4096x128:fp16:1,1x16x16384x64:bf16:1,1x1x65536x128:bf16:1"
 # (dkdv tiles, dq tiles), each (BLOCK_M, BLOCK_N, warps, stages), per head dim class: spill-free
@@ -53,13 +53,9 @@ def compile_one_pass(dtype_name="bf16"):
                        "qk_scale": "fp32", "scale": "fp32", "STAGES": "constexpr",
                        "CAUSAL": "constexpr", "num_warps": "constexpr"}
                 consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
-                try:
-                    rows.append((label, *compiled_resources(
-                        fg.gluon_attn_bwd_one_pass_kernel, sig, consts,
-                        ("dk_ptr", "dv_ptr", "lse_ptr", "delta_ptr", "n_ctx"), warps), None))
-                except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
-                    rows.append((label, None, None, None,
-                                 f"{type(e).__name__}: {str(e).strip()[-2000:]}"))
+                rows.append(compiled_row(
+                    label, fg.gluon_attn_bwd_one_pass_kernel, sig, consts,
+                    ("dk_ptr", "dv_ptr", "lse_ptr", "delta_ptr", "n_ctx"), warps))
     return rows
 
 
@@ -71,11 +67,7 @@ def main(argv=None):
     p.add_argument("--triton", help="folder of Triton's wheel (--compile-only, no GPU)")
     args = p.parse_args(argv)
     if args.compile_only:
-        rows = compile_one_pass()
-        for label, regs, stack, shared, err in rows:
-            print(f"{label:<40} " + (err or f"{regs} registers, {stack} B spilled, "
-                                          f"{shared} B shared"))
-        return 1 if any(err for *_, err in rows) else 0
+        return print_rows(compile_one_pass(), 40)
 
     import torch
     import torch.nn.functional as F

@@ -48,6 +48,23 @@ LOG2E = 1.4426950408889634
 LN2 = gl.constexpr(0.6931471805599453)  # natural log of 2
 
 
+@gluon.constexpr_function
+def _acc_layout(cols, dtype, warps, col_warps=1):
+    """wgmma's accumulator layout for `cols` columns of products of 16-bit `dtype` inputs:
+    `warps` stacked along the rows, 16 rows each (a warp group's 4 warps per 64 rows), further
+    ones (`col_warps` of them across) splitting the columns."""
+    return gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[warps, col_warps],
+        instr_shape=[16, cols // col_warps, 256 // dtype.primitive_bitwidth])
+
+
+@gluon.constexpr_function
+def _operand_layout(acc_layout, dtype):
+    """wgmma's A operand from registers (P, dS) for an accumulator in `acc_layout`."""
+    return gl.DotOperandLayout(operand_index=0, parent=acc_layout,
+                               k_width=32 // dtype.primitive_bitwidth)
+
+
 @gluon.jit
 def _load_rows(desc_a, desc_b, smem_a, smem_b, bars, tile, row0, n_tiles, STAGES: gl.constexpr,
                BLOCK: gl.constexpr):
@@ -209,14 +226,9 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse
     ROWS: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[4, 1],
-        instr_shape=[16, BLOCK_N, 256 // q_smem.dtype.primitive_bitwidth])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[4, 1],
-        instr_shape=[16, HEAD_DIM, 256 // q_smem.dtype.primitive_bitwidth])
-    p_layout: gl.constexpr = gl.DotOperandLayout(
-        operand_index=0, parent=o_layout, k_width=32 // q_smem.dtype.primitive_bitwidth)
+    s_layout: gl.constexpr = _acc_layout(BLOCK_N, q_smem.dtype, 4)  # one warp group
+    o_layout: gl.constexpr = _acc_layout(HEAD_DIM, q_smem.dtype, 4)
+    p_layout: gl.constexpr = _operand_layout(o_layout, q_smem.dtype)
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     q = q_smem.index(HALF)
@@ -331,15 +343,9 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     dtype: gl.constexpr = q_desc.dtype
-    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's k for 16-bit inputs
-    # accumulators in wgmma's register layout: warps stacked along the rows (16 rows each)
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, K_WIDTH])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
-    # P stays in registers as wgmma's A operand
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
-                                                 k_width=32 // dtype.primitive_bitwidth)
+    s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype, num_warps)
+    o_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, num_warps)
+    p_layout: gl.constexpr = _operand_layout(o_layout, dtype)  # P stays in registers
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
@@ -588,14 +594,10 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     dtype: gl.constexpr = q_desc.dtype
-    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth
     # keys along the rows: dK and dV (BLOCK_N, d), S^T and dP^T (BLOCK_N, BLOCK_M)
-    kv_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
-    st_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_M, K_WIDTH])
-    ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=kv_layout,
-                                                  k_width=32 // dtype.primitive_bitwidth)
+    kv_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, num_warps)
+    st_layout: gl.constexpr = _acc_layout(BLOCK_M, dtype, num_warps)
+    ds_layout: gl.constexpr = _operand_layout(kv_layout, dtype)
     start_n = gl.program_id(0) * BLOCK_N
     zh = gl.program_id(1)
     row0 = zh * n_ctx
@@ -661,13 +663,9 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     dtype: gl.constexpr = q_desc.dtype
-    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth
-    q_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, K_WIDTH])
-    ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=q_layout,
-                                                  k_width=32 // dtype.primitive_bitwidth)
+    q_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, num_warps)
+    s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype, num_warps)
+    ds_layout: gl.constexpr = _operand_layout(q_layout, dtype)
     if CAUSAL:  # the longest query rows first, as the forward
         start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
         n_tiles = (start_m + BLOCK_M) // BLOCK_N
@@ -749,18 +747,12 @@ def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     dtype: gl.constexpr = q_desc.dtype
-    K_WIDTH: gl.constexpr = 256 // dtype.primitive_bitwidth
-    kv_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, K_WIDTH])
-    st_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_M, K_WIDTH])
+    kv_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, num_warps)
+    st_layout: gl.constexpr = _acc_layout(BLOCK_M, dtype, num_warps)
     # dQ's share (BLOCK_M = 64 query rows, one warp group's wgmma): further warp groups
     # split its columns
-    dq_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[4, num_warps // 4],
-        instr_shape=[16, HEAD_DIM // (num_warps // 4), K_WIDTH])
-    ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=kv_layout,
-                                                  k_width=32 // dtype.primitive_bitwidth)
+    dq_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, 4, num_warps // 4)
+    ds_layout: gl.constexpr = _operand_layout(kv_layout, dtype)
     start_n = gl.program_id(0) * BLOCK_N
     row0 = gl.program_id(1) * n_ctx
     n_q_tiles = n_ctx // BLOCK_M
