@@ -1,13 +1,16 @@
 """Issue 36: does Triton 3.6's Gluon (its lower-level language: explicit layouts, shared memory,
 mbarriers, TMA and asynchronous warpgroup MMAs) reach further toward cuDNN's forward than the
 tl-level kernel? A FlashAttention forward for Hopper written in Gluon (the project's kernel,
-kernels/attention_gluon.py, which minitriton also runs), in two schedules:
+kernels/attention_gluon.py, which minitriton also runs), in these schedules:
 
 - "plain": one K/V ring of STAGES slots filled by TMA, each key tile's S = Q K^T and O += P V
   issued as asynchronous wgmma and waited for at once;
-- "overlap": FlashAttention-3's intra-warpgroup overlap, written out: the next tile's S is
-  issued before this tile's softmax, so that the tensor cores work while the softmax runs,
-  and this tile's P V is waited for only after the next S has been issued.
+- "overlap": FlashAttention-3's intra-warpgroup overlap in its order: a step issues the next
+  tile's S and then this tile's P V, and runs the next tile's softmax while P V is on the
+  tensor cores;
+- "ws", "ws-overlap": the same two schedules warp-specialized (two consumer warp groups of
+  64 query rows, a loader warp); "ws-pingpong", "ws-overlap-pingpong": with the consumers'
+  MMAs issued in turn (FlashAttention-3's ping-pong; the last is its whole consumer loop).
 
 Contiguous (batch, heads, seq, d) fp16/bf16, seq a multiple of both blocks; causal (--causal)
 in the plain schedule: the key tiles below the diagonal unmasked, those on it masked, the
@@ -30,10 +33,15 @@ from pathlib import Path
 # (BLOCK_M, BLOCK_N, warps, stages); the overlap schedule needs 3 stages or more
 TILES = [(128, 128, 8, 2), (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3),
          (128, 128, 4, 2)]
-# "ws", "ws-overlap", "ws-pingpong": the warp-specialized kernel (two consumer warp groups of 4
+# "ws", "ws-overlap", "ws-pingpong", "ws-overlap-pingpong": the warp-specialized kernel (two
+# consumer warp groups of 4
 # warps, a loader warp) in either schedule, or the plain one with the consumers' S in turn
 WS_TILES = [(128, 64, 4, 2), (128, 64, 4, 3), (128, 128, 4, 2)]
-SCHEDULES = ("plain", "overlap", "ws", "ws-overlap", "ws-pingpong")
+SCHEDULES = ("plain", "overlap", "ws", "ws-overlap", "ws-pingpong", "ws-overlap-pingpong")
+
+
+def _overlap(schedule):
+    return "overlap" in schedule
 
 
 def _variants(causal=False):
@@ -41,8 +49,8 @@ def _variants(causal=False):
     3 stages or more; causal runs the plain schedule only."""
     return ([(s, t) for s in ("plain", "overlap") for t in TILES
              if s == "plain" or (t[3] >= 3 and not causal)]
-            + [(s, t) for s in ("ws", "ws-overlap", "ws-pingpong") for t in WS_TILES
-               if s != "ws-overlap" or not causal])
+            + [(s, t) for s in SCHEDULES[2:] for t in WS_TILES
+               if not (_overlap(s) and causal)])
 
 
 def _parse_tiles(text):
@@ -62,7 +70,7 @@ def _tiles(args):
     """--tiles's variants, else every one the schedule allows; causal takes the plain
     schedule only."""
     variants = (args.tiles and _parse_tiles(args.tiles)) or _variants(args.causal)
-    if args.causal and any(s.endswith("overlap") for s, _ in variants):
+    if args.causal and any(_overlap(s) for s, _ in variants):
         raise SystemExit("--causal: the overlap schedule has no causal masking; use plain:...")
     return variants
 
@@ -95,14 +103,14 @@ def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
     bm, bn, warps, stages = tiles
     b, h, n, d = q.shape
     assert n % bm == 0 and n % bn == 0, "the probe takes whole tiles only"
-    assert not (causal and (schedule.endswith("overlap") or bm % bn)), \
+    assert not (causal and (_overlap(schedule) or bm % bn)), \
         "causal: plain or ws, BLOCK_N | BLOCK_M"
     o = torch.empty_like(q)
     lse = torch.empty(b, h, n, device=q.device, dtype=torch.float32)
     scale = d ** -0.5 if scale is None else scale
     return fg.forward(q, k, v, o, lse, causal, scale, tiles,
-                      overlap=schedule.endswith("overlap"), ws=schedule.startswith("ws"),
-                      pingpong=schedule == "ws-pingpong")
+                      overlap=_overlap(schedule), ws=schedule.startswith("ws"),
+                      pingpong=schedule.endswith("pingpong"))
 
 
 def tensordesc(dtype_name, block):
@@ -162,10 +170,10 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=F
                    "lse_ptr": "*fp32", "n_ctx": "i32", "qk_scale": "fp32",
                    "STAGES": "constexpr", "OVERLAP": "constexpr", "CAUSAL": "constexpr",
                    "num_warps": "constexpr"}
-            consts = {"STAGES": stages, "OVERLAP": schedule.endswith("overlap"),
+            consts = {"STAGES": stages, "OVERLAP": _overlap(schedule),
                       "CAUSAL": causal, "num_warps": warps}
             if ws:
-                sig["PINGPONG"], consts["PINGPONG"] = "constexpr", schedule == "ws-pingpong"
+                sig["PINGPONG"], consts["PINGPONG"] = "constexpr", schedule.endswith("pingpong")
             kernel = fg.gluon_attn_fwd_ws_kernel if ws else fg.gluon_attn_fwd_kernel
             rows.append(compiled_row(label, kernel, sig, consts, ("lse_ptr", "n_ctx"), warps))
     return rows

@@ -53,8 +53,8 @@ def test_the_race_sanitizer_passes_it():
 
 @on_sim
 def test_the_overlap_schedule_too():
-    """FlashAttention-3's intra-warpgroup overlap (the probe's other schedule): the next S
-    issued before this tile's softmax; 3 stages."""
+    """FlashAttention-3's intra-warpgroup overlap (the probe's other schedule): S of the next
+    tile issued with P V of this one, its softmax run while P V is in flight; 3 stages."""
     q, k, v, do = inputs(1, 128, 128, 64, dtype=torch.float16, heads=2)
     o, lse = torch.empty_like(q), torch.empty(q.shape[:-1])
     fg.forward(q.detach(), k.detach(), v.detach(), o, lse, False, 64 ** -0.5,
@@ -72,7 +72,7 @@ def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False, pingpong=F
 @pytest.mark.usefixtures("executor")
 @pytest.mark.parametrize("causal, overlap, pingpong", [
     (False, False, False), (True, False, False), (False, True, False), (False, False, True),
-    (True, False, True)])
+    (True, False, True), (False, True, True)])
 @pytest.mark.parametrize("shape, tiles", [
     ((1, 2, 256, 64), (128, 64, 4, 2)),   # two programs, four key tiles through 2 slots
     ((1, 1, 128, 16), (128, 32, 4, 3)),   # one program: both consumers on every tile
@@ -81,7 +81,8 @@ def test_the_warp_specialized_forward(shape, tiles, causal, overlap, pingpong):
     """Two consumer partitions of 64 query rows each and a loader partition (warp_specialize:
     minitriton runs them as threads that switch at mbarrier waits), in the plain schedule (and
     with the consumers' S in turn: both waiting for a turn neither has passed would be the
-    GPU's hang, a DeadlockError here) and the overlap one, against float64."""
+    GPU's hang, a DeadlockError here) and the overlap one (with and without the turns: the
+    whole of FlashAttention-3's consumer loop), against float64."""
     b, h, n, d = shape
     q, k, v, do = inputs(b, n, n, d, dtype=torch.bfloat16, heads=h)
     assert_matches(ws_forward(q, k, v, causal, tiles, overlap, pingpong),
@@ -235,7 +236,7 @@ def test_the_backward_says_what_it_cannot_take(bwd):
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2)),
      "takes 128 queries a program on two warp groups of 4 warps, not 64 on 4"),
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2), pingpong=True, ws=False),
-     "ping-pong orders the warp-specialized forward's consumers in the plain schedule"),
+     "ping-pong orders the warp-specialized forward's two consumers"),
 ])
 def test_caller_tiles_and_schedules_are_checked(call, why):
     with pytest.raises(ValueError, match=why):

@@ -96,32 +96,14 @@ def _invalidate_ring(bars, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def _rescale(s, acc, m_i, qk_scale, rows_o: gl.constexpr):
-    """The online softmax's first half on raw scores s (the scale folded into exp2's
-    argument): the new row maxima and the accumulator rescaled to them: (acc, m_new, alpha).
-    No MMA may be in flight on the accumulator's registers meanwhile: ptxas serializes every
-    wgmma of a function where other instructions define an in-flight accumulator (C7515)."""
+def _online_softmax(s, m_i, l_i, qk_scale):
+    """One key tile of the online softmax on raw scores s (the scale folded into exp2's
+    argument): (P, the new row maxima, the factor that rescales the accumulator to them, the
+    new row sums)."""
     m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
     alpha = gl.exp2(m_i - m_new)
-    return acc * gl.convert_layout(alpha, rows_o)[:, None], m_new, alpha
-
-
-@gluon.jit
-def _pv(s, acc, m_new, alpha, l_i, v, qk_scale, p_layout: gl.constexpr):
-    """The second half: P = exp2(S - m), the row sums, and P V issued, not waited for: (acc in
-    flight, the new row sums)."""
     p = gl.exp2(s * qk_scale - m_new[:, None])
-    acc = warpgroup_mma(gl.convert_layout(p.to(v.dtype), p_layout), v, acc, is_async=True)
-    return acc, l_i * alpha + gl.sum(p, axis=1)
-
-
-@gluon.jit
-def _softmax_pv(s, acc, m_i, l_i, v, qk_scale, p_layout: gl.constexpr, rows_o: gl.constexpr):
-    """One key tile of the online softmax, the accumulator rescaled, and P V issued, not waited
-    for: (acc in flight, the new row maxima, the new row sums)."""
-    acc, m_new, alpha = _rescale(s, acc, m_i, qk_scale, rows_o)
-    acc, l_i = _pv(s, acc, m_new, alpha, l_i, v, qk_scale, p_layout)
-    return acc, m_new, l_i
+    return p, m_new, alpha, l_i * alpha + gl.sum(p, axis=1)
 
 
 @gluon.jit
@@ -151,14 +133,13 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
             offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N,
                                              layout=gl.SliceLayout(0, zeros_s.type.layout))
             s_cur = gl.where(offs_m[:, None] >= offs_n[None, :], s_cur, float("-inf"))
-        acc, m_i, l_i = _softmax_pv(s_cur, acc, m_i, l_i, v_smem.index(slot), qk_scale,
-                                    p_layout, rows_o)
+        p, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
+        acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+        acc = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), p_layout),
+                            v_smem.index(slot), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        if WS:
-            mbarrier.arrive(empty.index(slot), count=1)
-        else:
-            _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j + STAGES, row0, n_tiles,
-                       STAGES, BLOCK_N)
+        _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, j, row0, n_tiles, STAGES,
+                   BLOCK_N, WS)
     return acc, m_i, l_i
 
 
@@ -166,40 +147,63 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
 def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i,
                    zeros_s, n_tiles, row0, qk_scale, p_layout: gl.constexpr,
                    rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
-                   WS: gl.constexpr):
-    """Every key tile in FlashAttention-3's intra-warpgroup overlap: S_0 before the loop; step
-    j retires P V of tile j - 1, frees tile j - 1's slot (refilled with tile j - 1 + STAGES;
-    WS: handed back to the loader), rescales the accumulator to tile j's row maxima, issues
-    S_{j+1}, runs tile j's exponentials while that is on the tensor cores, issues P V of tile
-    j, and retires S_{j+1} (wgmma groups retire in order: P V stays in flight into the next
-    step). Only the accumulator crosses a step in flight: an S carried in flight makes the
-    loop's register copies read it before its wait, and ptxas then serializes every wgmma
-    (C7515). Without WS tile j + 1 was loaded a step ahead: STAGES >= 3."""
+                   WS: gl.constexpr, turns=None, ME: gl.constexpr = 0,
+                   PINGPONG: gl.constexpr = False):
+    """Every key tile in FlashAttention-3's intra-warpgroup overlap, in its order: S_0 and its
+    softmax before the loop; step j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1}, waits
+    for S_j alone (wgmma groups retire in order) and runs its softmax while P V is on the
+    tensor cores, then waits for P V (P_{j-1}'s registers kept alive until then: the wait's
+    deps), frees tile j - 1's slot (refilled with tile j - 1 + STAGES; WS: handed back to the
+    loader) and rescales O to tile j's row maxima; P_{n-1} V_{n-1} after the loop. Nothing
+    crosses a step in flight (an in-flight value carried over the loop's back edge makes
+    ptxas serialize every wgmma, C7515). PINGPONG (WS): a step's two MMAs are issued in the
+    consumer's turn (`turns`, as in _plain_steps), so that one consumer's softmax runs while
+    the other's MMAs are on the tensor cores (FlashAttention-3's ping-pong). Without WS,
+    tile j + 1 is loaded a step after its slot frees: STAGES >= 3 hides that copy."""
     mbarrier.wait(kv_bars.index(0), 0)
+    if PINGPONG:
+        mbarrier.wait(turns.index(ME), 1 - ME)
     s_cur = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s, use_acc=False,
                           is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(turns.index(1 - ME), count=1)
     s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
-    acc = warpgroup_mma_init(acc)  # carried through the loop as an in-flight result
-    for j in range(n_tiles):
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        if j > 0:
-            if WS:
-                mbarrier.arrive(empty.index((j - 1) % STAGES), count=1)
-            else:
-                _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, j - 1 + STAGES, row0,
-                           n_tiles, STAGES, BLOCK_N)
-        acc, m_new, alpha = _rescale(s_cur, acc, m_i, qk_scale, rows_o)
-        nxt = (j + 1) % STAGES
-        more = j + 1 < n_tiles  # else S_{j+1} reads the slot's old tile, and is dropped
-        mbarrier.wait(kv_bars.index(nxt), ((j + 1) // STAGES) & 1, pred=more)
-        s_next = warpgroup_mma(q_smem, k_smem.index(nxt).permute((1, 0)), zeros_s,
-                               use_acc=False, is_async=True)
-        acc, l_i = _pv(s_cur, acc, m_new, alpha, l_i, v_smem.index(j % STAGES), qk_scale,
-                       p_layout)
-        m_i = m_new
-        s_cur = warpgroup_mma_wait(num_outstanding=1, deps=(s_next,))
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    p, m_i, _, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)  # the accumulator is zero
+    p = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+    for j in range(1, n_tiles):
+        slot = j % STAGES
+        mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
+        if PINGPONG:
+            mbarrier.wait(turns.index(ME), (j & 1) ^ (1 - ME))
+        s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
+                              use_acc=False, is_async=True)
+        acc = warpgroup_mma(p, v_smem.index((j - 1) % STAGES), acc, is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(turns.index(1 - ME), count=1)
+        s_cur = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur,))
+        p_next, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
+        acc, p = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))
+        _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, j - 1, row0, n_tiles,
+                   STAGES, BLOCK_N, WS)
+        acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+        p = gl.convert_layout(p_next.to(v_smem.dtype), p_layout)
+    acc = warpgroup_mma(p, v_smem.index((n_tiles - 1) % STAGES), acc, is_async=True)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))[0]
+    _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, n_tiles - 1, row0, n_tiles,
+               STAGES, BLOCK_N, WS)
     return acc, m_i, l_i
+
+
+@gluon.jit
+def _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, tile, row0, n_tiles,
+               STAGES: gl.constexpr, BLOCK_N: gl.constexpr, WS: gl.constexpr):
+    """Tile `tile`'s ring slot, whose MMAs are done: WS, handed back to the loader partition;
+    else refilled with the tile STAGES ahead."""
+    if WS:
+        mbarrier.arrive(empty.index(tile % STAGES), count=1)
+    else:
+        _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, tile + STAGES, row0, n_tiles,
+                   STAGES, BLOCK_N)
 
 
 @gluon.jit
@@ -221,8 +225,8 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse
                  CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
     """One consumer partition (one warp group) of the warp-specialized forward: query rows
     start_m + HALF*64 ... of the program's 128, every key tile the loader hands it, in the
-    plain schedule (PINGPONG: the consumers' S in turn) or (OVERLAP, not causal) the overlap
-    one."""
+    plain schedule or (OVERLAP, not causal) the overlap one; PINGPONG: the consumers' MMAs
+    issued in turn."""
     ROWS: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -242,7 +246,7 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse
     if OVERLAP:
         acc, m_i, l_i = _overlap_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
                                        l_i, zeros_s, n_tiles, row0, qk_scale, p_layout, rows_o,
-                                       STAGES, BLOCK_N, True)
+                                       STAGES, BLOCK_N, True, turns, HALF, PINGPONG)
     else:
         acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
                                      l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale,
@@ -289,7 +293,7 @@ def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, emp
 def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
                              STAGES: gl.constexpr, OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
                              PINGPONG: gl.constexpr, num_warps: gl.constexpr):
-    """The forward warp-specialized (FlashAttention-3's split, without its ping-pong order):
+    """The forward warp-specialized (FlashAttention-3's split; PINGPONG its ping-pong order):
     a program owns 128 query rows as two consumer warp groups of 64 (the default partition
     and a worker), each running the plain schedule on its own rows, and a loader warp that
     streams K and V through a ring both consumers read. The consumers meet at no CTA-wide
@@ -461,7 +465,8 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
     """O into `o` (like q) and L into `lse` (fp32, q.shape[:-1], natural-log logsumexp per
     query row) for contiguous, non-empty q, k, v that gluon_problem accepts; `ws`: the
     warp-specialized kernel (tiles of 128 queries on two consumer warp groups of 4 warps),
-    `pingpong` its consumers' S in turn (the plain schedule)."""
+    `pingpong` its consumers' MMAs issued in turn (either schedule; with `overlap`, the whole
+    of FlashAttention-3's consumer loop)."""
     tiles = tiles or tiles_for(q)
     bm, bn, warps, stages = tiles
     problem = gluon_problem(q, k, v, tiles) or (
@@ -469,8 +474,8 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
         ws and (bm, warps) != (128, 4) and
         f"the warp-specialized forward takes 128 queries a program on two warp groups of 4 "
         f"warps, not {bm} on {warps}") or (
-        pingpong and not (ws and not overlap) and
-        "ping-pong orders the warp-specialized forward's consumers in the plain schedule")
+        pingpong and not ws and
+        "ping-pong orders the warp-specialized forward's two consumers")
     if problem:
         raise ValueError(f"flash_attention: the Gluon forward cannot take these inputs: "
                          f"{problem}")
