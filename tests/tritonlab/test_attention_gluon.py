@@ -156,6 +156,12 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
     assert ((sdpa.double() - want[0]).norm() / want[0].norm()).item() < \
         ATTENTION_TOLERANCES[dtype]
     assert_matches(ws_forward(q, k, v, causal), want[:2], dtype)  # warp-specialized
+    assert_matches(ws_forward(q, k, v, causal, pingpong=True), want[:2], dtype)
+    if not causal:  # FlashAttention-3's consumer loop, and its overlap without specialization
+        assert_matches(ws_forward(q, k, v, causal, overlap=True, pingpong=True), want[:2],
+                       dtype)
+        assert_matches(ws_forward(q, k, v, causal, (128, 64, 8, 3), overlap=True, ws=False),
+                       want[:2], dtype)
     for bwd in GLUON_BWD:
         leaves = [t.detach().requires_grad_() for t in (q, k, v)]
         o = fa.flash_attention(*leaves, causal, None, "gluon", bwd)
