@@ -12,9 +12,9 @@ kernels/attention_gluon.py, which minitriton also runs), in these schedules:
   64 query rows, a loader warp); "ws-pingpong", "ws-overlap-pingpong": with the consumers'
   MMAs issued in turn (FlashAttention-3's ping-pong; the last is its whole consumer loop).
 
-Contiguous (batch, heads, seq, d) fp16/bf16, seq a multiple of both blocks; causal (--causal)
-in the plain schedule: the key tiles below the diagonal unmasked, those on it masked, the
-longest query rows started first.
+Contiguous (batch, heads, seq, d) fp16/bf16, seq a multiple of both blocks; causal (--causal):
+the key tiles below the diagonal unmasked, those on it masked, the longest query rows started
+first.
 
     python benchmarks/probes/gluon_attention.py [--shapes 4x32x4096x128,...] [--causal]
                                                 [--tiles plain:128x64x8x2,...] [--out DIR]
@@ -44,13 +44,12 @@ def _overlap(schedule):
     return "overlap" in schedule
 
 
-def _variants(causal=False):
+def _variants():
     """(schedule, tiles) pairs: the overlap schedule refills a slot a step late, so it needs
-    3 stages or more; causal runs the plain schedule only."""
+    3 stages or more."""
     return ([(s, t) for s in ("plain", "overlap") for t in TILES
-             if s == "plain" or (t[3] >= 3 and not causal)]
-            + [(s, t) for s in SCHEDULES[2:] for t in WS_TILES
-               if not (_overlap(s) and causal)])
+             if s == "plain" or t[3] >= 3]
+            + [(s, t) for s in SCHEDULES[2:] for t in WS_TILES])
 
 
 def _parse_tiles(text):
@@ -67,11 +66,8 @@ def _parse_tiles(text):
 
 
 def _tiles(args):
-    """--tiles's variants, else every one the schedule allows; causal takes the plain
-    schedule only."""
-    variants = (args.tiles and _parse_tiles(args.tiles)) or _variants(args.causal)
-    if args.causal and any(_overlap(s) for s, _ in variants):
-        raise SystemExit("--causal: the overlap schedule has no causal masking; use plain:...")
+    """--tiles's variants, else every one the schedules allow."""
+    variants = (args.tiles and _parse_tiles(args.tiles)) or _variants()
     return variants
 
 
@@ -97,14 +93,14 @@ def _layout(block, dtype):
 
 def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
     """(O, L) of attention on contiguous (batch, heads, seq, d) q, k, v by the project's Gluon
-    kernel (kernels/attention_gluon.py) in `schedule`; causal in the plain schedule only."""
+    kernel (kernels/attention_gluon.py) in `schedule`."""
     import torch
 
     bm, bn, warps, stages = tiles
     b, h, n, d = q.shape
     assert n % bm == 0 and n % bn == 0, "the probe takes whole tiles only"
-    assert not (causal and (_overlap(schedule) or bm % bn)), \
-        "causal: plain or ws, BLOCK_N | BLOCK_M"
+    assert not (causal and bm % bn), \
+        "causal: BLOCK_N | BLOCK_M"
     o = torch.empty_like(q)
     lse = torch.empty(b, h, n, device=q.device, dtype=torch.float32)
     scale = d ** -0.5 if scale is None else scale
@@ -159,7 +155,7 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=F
     registers, spilled bytes, shared bytes or the compiler's error)."""
     rows = []
     for d in head_dims:
-        for schedule, (bm, bn, warps, stages) in variants or _variants(causal):
+        for schedule, (bm, bn, warps, stages) in variants or _variants():
             label = f"{schedule} d={d} ({bm}, {bn}, {warps}, {stages})"
             ws = schedule.startswith("ws")
             rows_q = bm // 2 if ws else bm  # the warp-specialized kernel's boxes: a warp group's
@@ -183,7 +179,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default="4x32x4096x128,16x16x16384x64")
     p.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
-    p.add_argument("--causal", action="store_true", help="causal (the plain schedule)")
+    p.add_argument("--causal", action="store_true", help="causal attention")
     p.add_argument("--tiles", help="only these, e.g. plain:128x64x8x2,overlap:128x128x8x3")
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--triton", help="folder of Triton's wheel (--compile-only, no GPU)")

@@ -52,14 +52,16 @@ def test_the_race_sanitizer_passes_it():
 
 
 @on_sim
-def test_the_overlap_schedule_too():
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_overlap_schedule_too(causal):
     """FlashAttention-3's intra-warpgroup overlap (the probe's other schedule): S of the next
-    tile issued with P V of this one, its softmax run while P V is in flight; 3 stages."""
+    tile issued with P V of this one, its softmax run while P V is in flight; 3 stages;
+    causal, the diagonal's tiles masked in the loop after the free ones."""
     q, k, v, do = inputs(1, 128, 128, 64, dtype=torch.float16, heads=2)
     o, lse = torch.empty_like(q), torch.empty(q.shape[:-1])
-    fg.forward(q.detach(), k.detach(), v.detach(), o, lse, False, 64 ** -0.5,
+    fg.forward(q.detach(), k.detach(), v.detach(), o, lse, causal, 64 ** -0.5,
                tiles=(64, 32, 4, 3), overlap=True)
-    assert_matches((o, lse), reference(q, k, v, do, False)[:2], torch.float16)
+    assert_matches((o, lse), reference(q, k, v, do, causal)[:2], torch.float16)
 
 
 def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False, pingpong=False, ws=True):
@@ -72,7 +74,7 @@ def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False, pingpong=F
 @pytest.mark.usefixtures("executor")
 @pytest.mark.parametrize("causal, overlap, pingpong", [
     (False, False, False), (True, False, False), (False, True, False), (False, False, True),
-    (True, False, True), (False, True, True)])
+    (True, False, True), (False, True, True), (True, True, False), (True, True, True)])
 @pytest.mark.parametrize("shape, tiles", [
     ((1, 2, 256, 64), (128, 64, 4, 2)),   # two programs, four key tiles through 2 slots
     ((1, 1, 128, 16), (128, 32, 4, 3)),   # one program: both consumers on every tile
@@ -157,11 +159,10 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
         ATTENTION_TOLERANCES[dtype]
     assert_matches(ws_forward(q, k, v, causal), want[:2], dtype)  # warp-specialized
     assert_matches(ws_forward(q, k, v, causal, pingpong=True), want[:2], dtype)
-    if not causal:  # FlashAttention-3's consumer loop, and its overlap without specialization
-        assert_matches(ws_forward(q, k, v, causal, overlap=True, pingpong=True), want[:2],
-                       dtype)
-        assert_matches(ws_forward(q, k, v, causal, (128, 64, 8, 3), overlap=True, ws=False),
-                       want[:2], dtype)
+    # FlashAttention-3's consumer loop, and its overlap without specialization
+    assert_matches(ws_forward(q, k, v, causal, overlap=True, pingpong=True), want[:2], dtype)
+    assert_matches(ws_forward(q, k, v, causal, (128, 64, 8, 3), overlap=True, ws=False),
+                   want[:2], dtype)
     for bwd in GLUON_BWD:
         leaves = [t.detach().requires_grad_() for t in (q, k, v)]
         o = fa.flash_attention(*leaves, causal, None, "gluon", bwd)
@@ -236,9 +237,6 @@ def test_the_backward_says_what_it_cannot_take(bwd):
     (lambda q: fa.attention_backward(q, q, q, q, q, torch.zeros(q.shape[:-1]), True,
                                      impl="gluon-atomic", tiles={"dkdv": (32, 64, 4, 2)}),
      "must step 64 queries on a multiple of 4 warps"),
-    (lambda q: fg.forward(q, q, q, torch.empty_like(q), torch.empty(q.shape[:-1]), True, 1.0,
-                          overlap=True),
-     "the overlap schedule has no causal masking"),
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2)),
      "takes 128 queries a program on two warp groups of 4 warps, not 64 on 4"),
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2), pingpong=True, ws=False),

@@ -107,6 +107,33 @@ def _online_softmax(s, m_i, l_i, qk_scale):
 
 
 @gluon.jit
+def _take_turn(kv_bars, j, STAGES: gl.constexpr, turns, ME: gl.constexpr,
+               PINGPONG: gl.constexpr):
+    """Waits until key tile j has landed in its ring slot (returned) and, PINGPONG, for
+    consumer ME's turn to issue MMAs: one barrier each, consumer ME waits for its own (the
+    j-th time, consumer 0 first: a fresh barrier's parity-1 wait passes)."""
+    slot = j % STAGES
+    mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
+    if PINGPONG:
+        mbarrier.wait(turns.index(ME), (j & 1) ^ (1 - ME))
+    return slot
+
+
+@gluon.jit
+def _pass_turn(turns, ME: gl.constexpr, PINGPONG: gl.constexpr):
+    """PINGPONG: the turn to issue MMAs passed to the other consumer."""
+    if PINGPONG:
+        mbarrier.arrive(turns.index(1 - ME), count=1)
+
+
+@gluon.jit
+def _causal_mask(s, j, offs_m, BLOCK_N: gl.constexpr):
+    """Scores of key tile j with the keys past each query row's own (offs_m) set to -inf."""
+    offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s.type.layout))
+    return gl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
+
+
+@gluon.jit
 def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i, zeros_s,
                  lo, hi, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
                  rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
@@ -120,19 +147,13 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
     its own, then passes the turn on; consumer 0 goes first), so that one's softmax runs
     while the other's S is on the tensor cores (FlashAttention-3's ping-pong)."""
     for j in range(lo, hi):
-        slot = j % STAGES
-        mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
-        if PINGPONG:
-            mbarrier.wait(turns.index(ME), (j & 1) ^ (1 - ME))
+        slot = _take_turn(kv_bars, j, STAGES, turns, ME, PINGPONG)
         s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
                               use_acc=False, is_async=True)
-        if PINGPONG:
-            mbarrier.arrive(turns.index(1 - ME), count=1)
+        _pass_turn(turns, ME, PINGPONG)
         s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
         if MASK:
-            offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N,
-                                             layout=gl.SliceLayout(0, zeros_s.type.layout))
-            s_cur = gl.where(offs_m[:, None] >= offs_n[None, :], s_cur, float("-inf"))
+            s_cur = _causal_mask(s_cur, j, offs_m, BLOCK_N)
         p, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
         acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
         acc = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), p_layout),
@@ -145,9 +166,9 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
 
 @gluon.jit
 def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i,
-                   zeros_s, n_tiles, row0, qk_scale, p_layout: gl.constexpr,
+                   zeros_s, n_free, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
                    rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
-                   WS: gl.constexpr, turns=None, ME: gl.constexpr = 0,
+                   CAUSAL: gl.constexpr, WS: gl.constexpr, turns=None, ME: gl.constexpr = 0,
                    PINGPONG: gl.constexpr = False):
     """Every key tile in FlashAttention-3's intra-warpgroup overlap, in its order: S_0 and its
     softmax before the loop; step j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1}, waits
@@ -156,41 +177,88 @@ def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, 
     deps), frees tile j - 1's slot (refilled with tile j - 1 + STAGES; WS: handed back to the
     loader) and rescales O to tile j's row maxima; P_{n-1} V_{n-1} after the loop. Nothing
     crosses a step in flight (an in-flight value carried over the loop's back edge makes
-    ptxas serialize every wgmma, C7515). PINGPONG (WS): a step's two MMAs are issued in the
-    consumer's turn (`turns`, as in _plain_steps), so that one consumer's softmax runs while
-    the other's MMAs are on the tensor cores (FlashAttention-3's ping-pong). Without WS,
-    tile j + 1 is loaded a step after its slot frees: STAGES >= 3 hides that copy."""
-    mbarrier.wait(kv_bars.index(0), 0)
-    if PINGPONG:
-        mbarrier.wait(turns.index(ME), 1 - ME)
+    ptxas serialize every wgmma, C7515). CAUSAL: the tiles from n_free on masked (tile 0
+    always: where it needs none, the mask changes nothing). PINGPONG (WS): a step's two MMAs
+    are issued in the consumer's turn (`turns`, as in _plain_steps), so that one consumer's
+    softmax runs while the other's MMAs are on the tensor cores (FlashAttention-3's
+    ping-pong). Without WS, tile j + 1 is loaded a step after its slot frees: STAGES >= 3
+    hides that copy."""
+    _take_turn(kv_bars, 0, STAGES, turns, ME, PINGPONG)
     s_cur = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s, use_acc=False,
                           is_async=True)
-    if PINGPONG:
-        mbarrier.arrive(turns.index(1 - ME), count=1)
+    _pass_turn(turns, ME, PINGPONG)
     s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
+    if CAUSAL:
+        s_cur = _causal_mask(s_cur, 0, offs_m, BLOCK_N)
     p, m_i, _, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)  # the accumulator is zero
     p = gl.convert_layout(p.to(v_smem.dtype), p_layout)
-    for j in range(1, n_tiles):
-        slot = j % STAGES
-        mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
-        if PINGPONG:
-            mbarrier.wait(turns.index(ME), (j & 1) ^ (1 - ME))
-        s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
-                              use_acc=False, is_async=True)
-        acc = warpgroup_mma(p, v_smem.index((j - 1) % STAGES), acc, is_async=True)
-        if PINGPONG:
-            mbarrier.arrive(turns.index(1 - ME), count=1)
-        s_cur = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur,))
-        p_next, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
-        acc, p = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))
-        _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, j - 1, row0, n_tiles,
-                   STAGES, BLOCK_N, WS)
-        acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
-        p = gl.convert_layout(p_next.to(v_smem.dtype), p_layout)
+    for j in range(1, n_free):
+        acc, p, m_i, l_i = _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc,
+                                         v_desc, acc, p, m_i, l_i, zeros_s, j, n_tiles, row0,
+                                         offs_m, qk_scale, p_layout, rows_o, STAGES, BLOCK_N,
+                                         False, WS, turns, ME, PINGPONG)
+    if CAUSAL:
+        for j in range(gl.maximum(n_free, 1), n_tiles):
+            acc, p, m_i, l_i = _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc,
+                                             v_desc, acc, p, m_i, l_i, zeros_s, j, n_tiles,
+                                             row0, offs_m, qk_scale, p_layout, rows_o, STAGES,
+                                             BLOCK_N, True, WS, turns, ME, PINGPONG)
     acc = warpgroup_mma(p, v_smem.index((n_tiles - 1) % STAGES), acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))[0]
     _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, n_tiles - 1, row0, n_tiles,
                STAGES, BLOCK_N, WS)
+    return acc, m_i, l_i
+
+
+@gluon.jit
+def _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, p, m_i, l_i,
+                  zeros_s, j, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+                  rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
+                  MASK: gl.constexpr, WS: gl.constexpr, turns, ME: gl.constexpr,
+                  PINGPONG: gl.constexpr):
+    """Step j of _overlap_steps: (the accumulator with P_{j-1} V_{j-1} and rescaled, P_j in
+    the MMA's operand layout, the row maxima and sums through tile j)."""
+    slot = _take_turn(kv_bars, j, STAGES, turns, ME, PINGPONG)
+    s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s, use_acc=False,
+                          is_async=True)
+    acc = warpgroup_mma(p, v_smem.index((j - 1) % STAGES), acc, is_async=True)
+    _pass_turn(turns, ME, PINGPONG)
+    s_cur = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur,))
+    if MASK:
+        s_cur = _causal_mask(s_cur, j, offs_m, BLOCK_N)
+    p_next, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
+    acc, p = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))
+    _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, j - 1, row0, n_tiles, STAGES,
+               BLOCK_N, WS)
+    acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+    return acc, gl.convert_layout(p_next.to(v_smem.dtype), p_layout), m_i, l_i
+
+
+@gluon.jit
+def _attend(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i, zeros_s,
+            start_m, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+            rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
+            CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, WS: gl.constexpr, turns=None,
+            ME: gl.constexpr = 0, PINGPONG: gl.constexpr = False):
+    """Query rows offs_m (of a tile starting at start_m) against key tiles 0..n_tiles-1 in
+    either schedule; causal: the tiles wholly below the diagonal unmasked, then those it
+    crosses masked. (acc, m_i, l_i) after the last tile."""
+    n_free = start_m // BLOCK_N if CAUSAL else n_tiles
+    if OVERLAP:
+        acc, m_i, l_i = _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc,
+                                       acc, m_i, l_i, zeros_s, n_free, n_tiles, row0, offs_m,
+                                       qk_scale, p_layout, rows_o, STAGES, BLOCK_N, CAUSAL, WS,
+                                       turns, ME, PINGPONG)
+    else:
+        acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc,
+                                     acc, m_i, l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m,
+                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, False, WS,
+                                     turns, ME, PINGPONG)
+        if CAUSAL:
+            acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc,
+                                         v_desc, acc, m_i, l_i, zeros_s, n_free, n_tiles,
+                                         n_tiles, row0, offs_m, qk_scale, p_layout, rows_o,
+                                         STAGES, BLOCK_N, True, WS, turns, ME, PINGPONG)
     return acc, m_i, l_i
 
 
@@ -225,8 +293,8 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse
                  CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
     """One consumer partition (one warp group) of the warp-specialized forward: query rows
     start_m + HALF*64 ... of the program's 128, every key tile the loader hands it, in the
-    plain schedule or (OVERLAP, not causal) the overlap one; PINGPONG: the consumers' MMAs
-    issued in turn."""
+    plain schedule or (OVERLAP) the overlap one; PINGPONG: the consumers' MMAs issued in
+    turn."""
     ROWS: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -242,21 +310,9 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse
     zeros_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     offs_m = start_m + HALF * ROWS + gl.arange(0, ROWS, layout=rows_s)
     mbarrier.wait(q_bar, 0)
-    n_free = start_m // BLOCK_N if CAUSAL else n_tiles
-    if OVERLAP:
-        acc, m_i, l_i = _overlap_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
-                                       l_i, zeros_s, n_tiles, row0, qk_scale, p_layout, rows_o,
-                                       STAGES, BLOCK_N, True, turns, HALF, PINGPONG)
-    else:
-        acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
-                                     l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m, qk_scale,
-                                     p_layout, rows_o, STAGES, BLOCK_N, False, True, turns,
-                                     HALF, PINGPONG)
-    if CAUSAL:
-        acc, m_i, l_i = _plain_steps(q, k_smem, v_smem, ready, empty, None, None, acc, m_i,
-                                     l_i, zeros_s, n_free, n_tiles, n_tiles, row0, offs_m,
-                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, True, True,
-                                     turns, HALF, PINGPONG)
+    acc, m_i, l_i = _attend(q, k_smem, v_smem, ready, empty, None, None, acc, m_i, l_i,
+                            zeros_s, start_m, n_tiles, row0, offs_m, qk_scale, p_layout, rows_o,
+                            STAGES, BLOCK_N, CAUSAL, OVERLAP, True, turns, HALF, PINGPONG)
     _fwd_epilogue(acc, m_i, l_i, q, o_desc, lse_ptr, row0 + start_m + HALF * ROWS, rows_o)
 
 
@@ -381,22 +437,10 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     zeros_s = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
     mbarrier.wait(q_bar, 0)
 
-    if OVERLAP:
-        acc, m_i, l_i = _overlap_steps(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc, v_desc,
-                                       acc, m_i, l_i, zeros_s, n_tiles, row0, qk_scale,
-                                       p_layout, rows_o, STAGES, BLOCK_N, False)
-    else:
-        offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
-        # causal: tiles wholly below the diagonal unmasked, then those it crosses masked
-        n_free = start_m // BLOCK_N if CAUSAL else n_tiles
-        acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc, v_desc,
-                                     acc, m_i, l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m,
-                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, False, False)
-        if CAUSAL:
-            acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc,
-                                         v_desc, acc, m_i, l_i, zeros_s, n_free, n_tiles,
-                                         n_tiles, row0, offs_m, qk_scale, p_layout, rows_o,
-                                         STAGES, BLOCK_N, True, False)
+    offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
+    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc, v_desc, acc, m_i,
+                            l_i, zeros_s, start_m, n_tiles, row0, offs_m, qk_scale, p_layout,
+                            rows_o, STAGES, BLOCK_N, CAUSAL, OVERLAP, False)
 
     mbarrier.invalidate(q_bar)
     _invalidate_ring(kv_bars, STAGES)
@@ -470,7 +514,6 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
     tiles = tiles or tiles_for(q)
     bm, bn, warps, stages = tiles
     problem = gluon_problem(q, k, v, tiles) or (
-        overlap and causal and "the overlap schedule has no causal masking") or (
         ws and (bm, warps) != (128, 4) and
         f"the warp-specialized forward takes 128 queries a program on two warp groups of 4 "
         f"warps, not {bm} on {warps}") or (
