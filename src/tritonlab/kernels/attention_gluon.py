@@ -109,7 +109,7 @@ def _online_softmax(s, m_i, l_i, qk_scale):
 @gluon.jit
 def _take_turn(kv_bars, j, STAGES: gl.constexpr, turns, ME: gl.constexpr,
                PINGPONG: gl.constexpr):
-    """Waits until key tile j has landed in its ring slot (returned) and, PINGPONG, for
+    """Waits until K of key tile j has landed in its ring slot (returned) and, PINGPONG, for
     consumer ME's turn to issue MMAs: one barrier each, consumer ME waits for its own (the
     j-th time, consumer 0 first: a fresh barrier's parity-1 wait passes)."""
     slot = j % STAGES
@@ -117,6 +117,21 @@ def _take_turn(kv_bars, j, STAGES: gl.constexpr, turns, ME: gl.constexpr,
     if PINGPONG:
         mbarrier.wait(turns.index(ME), (j & 1) ^ (1 - ME))
     return slot
+
+
+@gluon.jit
+def _v_ready(kv_bars, j, STAGES: gl.constexpr, WS: gl.constexpr):
+    """WS: waits until V of key tile j has landed (its own barrier, after the STAGES of K's;
+    without WS one barrier covers K and V, and _take_turn waited for it)."""
+    if WS:
+        mbarrier.wait(kv_bars.index(STAGES + j % STAGES), (j // STAGES) & 1)
+
+
+@gluon.jit
+def _k_done(empty, j, STAGES: gl.constexpr, WS: gl.constexpr):
+    """WS: K of key tile j handed back to the loader (S_j is done with it)."""
+    if WS:
+        mbarrier.arrive(empty.index(j % STAGES), count=1)
 
 
 @gluon.jit
@@ -142,7 +157,8 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
     """Key tiles lo..hi-1 of the plain schedule: S waited for at once, then the softmax step
     (MASK: keys past each query row's own set to -inf first), P V waited for, the slot
     refilled with the tile STAGES ahead; WS (a consumer partition of the warp-specialized
-    forward): the slot handed back to the loader partition instead (`empty`). PINGPONG (WS):
+    forward): K and V in rings of their own, each slot handed back to the loader partition
+    as soon as its MMA is done (`empty`: K's STAGES, then V's). PINGPONG (WS):
     the two consumers take turns issuing S (`turns`: one barrier each, consumer ME waits for
     its own, then passes the turn on; consumer 0 goes first), so that one's softmax runs
     while the other's S is on the tensor cores (FlashAttention-3's ping-pong)."""
@@ -152,10 +168,12 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
                               use_acc=False, is_async=True)
         _pass_turn(turns, ME, PINGPONG)
         s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
+        _k_done(empty, j, STAGES, WS)
         if MASK:
             s_cur = _causal_mask(s_cur, j, offs_m, BLOCK_N)
         p, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
         acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+        _v_ready(kv_bars, j, STAGES, WS)
         acc = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), p_layout),
                             v_smem.index(slot), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
@@ -188,6 +206,7 @@ def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, 
                           is_async=True)
     _pass_turn(turns, ME, PINGPONG)
     s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
+    _k_done(empty, 0, STAGES, WS)
     if CAUSAL:
         s_cur = _causal_mask(s_cur, 0, offs_m, BLOCK_N)
     p, m_i, _, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)  # the accumulator is zero
@@ -203,6 +222,7 @@ def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, 
                                              v_desc, acc, p, m_i, l_i, zeros_s, j, n_tiles,
                                              row0, offs_m, qk_scale, p_layout, rows_o, STAGES,
                                              BLOCK_N, True, WS, turns, ME, PINGPONG)
+    _v_ready(kv_bars, n_tiles - 1, STAGES, WS)
     acc = warpgroup_mma(p, v_smem.index((n_tiles - 1) % STAGES), acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))[0]
     _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, n_tiles - 1, row0, n_tiles,
@@ -218,12 +238,14 @@ def _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, p
                   PINGPONG: gl.constexpr):
     """Step j of _overlap_steps: (the accumulator with P_{j-1} V_{j-1} and rescaled, P_j in
     the MMA's operand layout, the row maxima and sums through tile j)."""
+    _v_ready(kv_bars, j - 1, STAGES, WS)
     slot = _take_turn(kv_bars, j, STAGES, turns, ME, PINGPONG)
     s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s, use_acc=False,
                           is_async=True)
     acc = warpgroup_mma(p, v_smem.index((j - 1) % STAGES), acc, is_async=True)
     _pass_turn(turns, ME, PINGPONG)
     s_cur = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur,))
+    _k_done(empty, j, STAGES, WS)
     if MASK:
         s_cur = _causal_mask(s_cur, j, offs_m, BLOCK_N)
     p_next, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
@@ -265,10 +287,10 @@ def _attend(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_
 @gluon.jit
 def _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, tile, row0, n_tiles,
                STAGES: gl.constexpr, BLOCK_N: gl.constexpr, WS: gl.constexpr):
-    """Tile `tile`'s ring slot, whose MMAs are done: WS, handed back to the loader partition;
-    else refilled with the tile STAGES ahead."""
+    """Tile `tile`'s ring slot, whose MMAs are done: WS, V's handed back to the loader
+    partition (K's went at _k_done); else K's and V's refilled with the tile STAGES ahead."""
     if WS:
-        mbarrier.arrive(empty.index(tile % STAGES), count=1)
+        mbarrier.arrive(empty.index(STAGES + tile % STAGES), count=1)
     else:
         _load_rows(k_desc, v_desc, k_smem, v_smem, kv_bars, tile + STAGES, row0, n_tiles,
                    STAGES, BLOCK_N)
@@ -327,22 +349,33 @@ def _ws_consumer_1(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, l
 @gluon.jit
 def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, row0,
                start_m, n_tiles, STAGES: gl.constexpr):
-    """The loader partition (one warp): both halves of Q once, then every key tile's K and V
-    into the ring, each slot once both consumers have handed it back (`empty`, two arrivals;
-    a fresh barrier's parity-1 wait passes, so the first STAGES go at once)."""
+    """The loader partition (one warp): both halves of Q once, then every key tile's K and V,
+    each into its own ring (barriers: K's STAGES, then V's), K of tile j + 1 ahead of V of
+    tile j as FlashAttention-3's producer (S_{j+1} needs it first, and K's slot frees first);
+    a slot is refilled once both consumers have handed it back (`empty`, two arrivals; a
+    fresh barrier's parity-1 wait passes, so the first STAGES go at once)."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
-    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem.index(0))
     tma.async_copy_global_to_shared(q_desc, [row0 + start_m + ROWS, 0], q_bar, q_smem.index(1))
-    for j in range(n_tiles):
-        slot = j % STAGES
-        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)
-        mbarrier.expect(ready.index(slot), 2 * k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [row0 + j * BLOCK_N, 0], ready.index(slot),
-                                        k_smem.index(slot))
-        tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], ready.index(slot),
-                                        v_smem.index(slot))
+    _load_ring_tile(k_desc, k_smem, ready, empty, 0, 0, row0, STAGES)
+    for j in range(1, n_tiles):
+        _load_ring_tile(k_desc, k_smem, ready, empty, j, 0, row0, STAGES)
+        _load_ring_tile(v_desc, v_smem, ready, empty, j - 1, STAGES, row0, STAGES)
+    _load_ring_tile(v_desc, v_smem, ready, empty, n_tiles - 1, STAGES, row0, STAGES)
+
+
+@gluon.jit
+def _load_ring_tile(desc, smem, ready, empty, tile, BARS: gl.constexpr, row0,
+                    STAGES: gl.constexpr):
+    """Key tile `tile` of one tensor into its ring slot once the slot is free, on the
+    barriers from BARS on."""
+    BLOCK: gl.constexpr = desc.block_type.shape[0]
+    slot = tile % STAGES
+    mbarrier.wait(empty.index(BARS + slot), ((tile // STAGES) & 1) ^ 1)
+    mbarrier.expect(ready.index(BARS + slot), desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(desc, [row0 + tile * BLOCK, 0], ready.index(BARS + slot),
+                                    smem.index(slot))
 
 
 @gluon.jit
@@ -352,7 +385,7 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_
     """The forward warp-specialized (FlashAttention-3's split; PINGPONG its ping-pong order):
     a program owns 128 query rows as two consumer warp groups of 64 (the default partition
     and a worker), each running the plain schedule on its own rows, and a loader warp that
-    streams K and V through a ring both consumers read. The consumers meet at no CTA-wide
+    streams K and V through rings both consumers read. The consumers meet at no CTA-wide
     barrier, so one's softmax overlaps the other's MMAs; the loader's few registers leave the
     consumers up to 240. q_desc and o_desc have 64-row boxes."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
@@ -370,13 +403,14 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    # K's ring then V's: a barrier per slot that its copy has landed, one that it is free
+    ready = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
-    _init_ring(ready, STAGES)
+    _init_ring(ready, 2 * STAGES)
     _init_ring(turns, 2)
-    for s in gl.static_range(STAGES):
+    for s in gl.static_range(2 * STAGES):
         mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
     fence_async_shared()
     gl.warp_specialize([
@@ -390,8 +424,8 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_
                       row0, start_m, n_tiles, STAGES)),
     ], [4, 1], [240, 24])
     mbarrier.invalidate(q_bar)
-    _invalidate_ring(ready, STAGES)
-    _invalidate_ring(empty, STAGES)
+    _invalidate_ring(ready, 2 * STAGES)
+    _invalidate_ring(empty, 2 * STAGES)
     _invalidate_ring(turns, 2)
 
 
