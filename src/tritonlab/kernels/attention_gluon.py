@@ -109,9 +109,10 @@ def _online_softmax(s, m_i, l_i, qk_scale):
 @gluon.jit
 def _take_turn(kv_bars, j, STAGES: gl.constexpr, turns, ME: gl.constexpr,
                PINGPONG: gl.constexpr):
-    """Waits until K of key tile j has landed in its ring slot (returned) and, PINGPONG, for
-    consumer ME's turn to issue MMAs: one barrier each, consumer ME waits for its own (the
-    j-th time, consumer 0 first: a fresh barrier's parity-1 wait passes)."""
+    """Waits until K of key tile j (without WS, K and V) has landed in its ring slot
+    (returned) and, PINGPONG, for consumer ME's turn to issue MMAs: one barrier each,
+    consumer ME waits for its own (the j-th time, consumer 0 first: a fresh barrier's
+    parity-1 wait passes)."""
     slot = j % STAGES
     mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
     if PINGPONG:
