@@ -17,7 +17,8 @@ Two tables:
     specialization; ours-tma-host: host TensorDescriptors), the one-pass backward
     (ours-atomic: dQ by atomics; ours-atomic-tma: its tiles read and dQ added through TMA),
     the two-kernel backward reading through TMA (ours-bwd-tma), the Gluon forward and
-    backwards (ours-gluon; ours-bwd-gluon, two kernels; ours-bwd-gluon-atomic, one pass with
+    backwards (ours-gluon; ours-gluon-ws, warp-specialized in FlashAttention-3's consumer
+    loop; ours-bwd-gluon, two kernels; ours-bwd-gluon-atomic, one pass with
     dQ by TMA reductions: kernels/attention_gluon.py) and both changed
     (ours-tma+atomic); each against ours, cuDNN and
     flash, to choose AttentionTuning's fwd_impl / bwd_impl (kernels/tuning.py);
@@ -95,6 +96,7 @@ VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
             "ours-tma-ws": ("tma-ws", None, ("fwd", "fwd+bwd")),
             "ours-tma-host": ("tma-host", None, ("fwd", "fwd+bwd")),
             "ours-gluon": ("gluon", None, ("fwd", "fwd+bwd")),
+            "ours-gluon-ws": ("gluon-ws", None, ("fwd", "fwd+bwd")),
             "ours-atomic": (None, "atomic", ("bwd", "fwd+bwd")),
             "ours-atomic-tma": (None, "atomic-tma", ("bwd", "fwd+bwd")),
             "ours-bwd-tma": (None, "two-kernel-tma", ("bwd", "fwd+bwd")),

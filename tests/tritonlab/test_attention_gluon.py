@@ -94,18 +94,27 @@ def test_the_warp_specialized_forward(shape, tiles, causal, overlap, pingpong):
 @on_sim
 def test_the_race_sanitizer_passes_the_warp_specialized_forward():
     q, k, v, do = inputs(1, 256, 256, 32, dtype=torch.float16, heads=1)
-    with minitriton.configure(races=True, order=True):
-        got = ws_forward(q, k, v, True)
-    assert_matches(got, reference(q, k, v, do, True)[:2], torch.float16)
+    for overlap in (False, True):  # the plain schedule, FlashAttention-3's consumer loop
+        with minitriton.configure(races=True, order=True):
+            got = ws_forward(q, k, v, True, overlap=overlap, pingpong=overlap)
+        assert_matches(got, reference(q, k, v, do, True)[:2], torch.float16)
 
 
 @on_sim
-def test_gradients_through_the_backward():
+@pytest.mark.parametrize("impl", ["gluon", "gluon-ws"])
+def test_gradients_through_the_backward(impl):
     q, k, v, do = inputs(1, 128, 128, 32, dtype=torch.float16, heads=2)
-    o = fa.flash_attention(q, k, v, True, None, "gluon")
+    o = fa.flash_attention(q, k, v, True, None, impl)
     o.backward(do)
     o_ref, lse_ref, *grads = reference(q, k, v, do, True)
     assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
+
+
+def test_the_warp_specialized_forward_says_what_it_cannot_take():
+    q = rand(1, 64, 64, dtype=torch.float16)  # fewer queries than a program's 128
+    with pytest.raises(ValueError, match="impl='gluon-ws' cannot take .* forward tiles "
+                                         "\\(128 queries a program"):
+        fa.attention_forward(q, q, q, impl="gluon-ws")
 
 
 @pytest.mark.parametrize("make, why", [

@@ -757,7 +757,10 @@ def _block_d(d):
     return max(16, triton.next_power_of_2(d))  # tl.dot needs K >= 16
 
 
-FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon")
+FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon", "gluon-ws")
+# the Gluon forwards' schedules (kernels/attention_gluon.py): "gluon-ws" warp-specialized, in
+# FlashAttention-3's consumer loop (intra-warpgroup overlap, the two consumers in ping-pong)
+_GLUON_FWD = {"gluon": {}, "gluon-ws": {"ws": True, "overlap": True, "pingpong": True}}
 BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon", "gluon-atomic")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
 # the Gluon backwards and what says why one cannot take the inputs (kernels/attention_gluon.py)
@@ -813,15 +816,16 @@ def forward_impl(q, k, v, impl=None):
             return impl
         if _host_bound(q, k, t):
             return "pointers"
-        if impl == "gluon" and (_gluon_problem(q, k, v) or _few_programs(q, t)):
+        if impl in _GLUON_FWD and (_gluon_problem(q, k, v, impl == "gluon-ws")
+                                   or _few_programs(q, t)):
             impl = "tma"
         return "pointers" if tma_problem(q, k, v) else impl
     if impl not in FWD_IMPLS:
         raise ValueError(f"flash_attention: unknown forward impl {impl!r}; one of "
                          f"{', '.join(FWD_IMPLS)}")
-    problem = impl == "gluon" and _gluon_problem(q, k, v)
+    problem = impl in _GLUON_FWD and _gluon_problem(q, k, v, impl == "gluon-ws")
     if problem:
-        raise ValueError(f"flash_attention: impl='gluon' cannot take these inputs: {problem}; "
+        raise ValueError(f"flash_attention: impl={impl!r} cannot take these inputs: {problem}; "
                          f"use impl='tma' or 'pointers'")
     problem = impl != "pointers" and tma_problem(q, k, v)
     if problem:
@@ -847,11 +851,12 @@ def _few_programs(q, t):
     return programs < t.gluon_min_waves * sm_count(q.get_device())
 
 
-def _gluon_problem(q, k, v):
-    """Why the Gluon forward (kernels/attention_gluon.py) cannot take q, k, v, or None."""
+def _gluon_problem(q, k, v, ws=False):
+    """Why the Gluon forward (kernels/attention_gluon.py; `ws`: the warp-specialized one)
+    cannot take q, k, v, or None."""
     if attention_gluon is None:
         return _NO_GLUON
-    return attention_gluon.gluon_problem(q, k, v)
+    return attention_gluon.gluon_problem(q, k, v, ws=ws)
 
 
 @functools.lru_cache(maxsize=None)
@@ -932,8 +937,8 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal),
                   FOLD=bool(scale > 0))
     work = batch * heads * n_q * n_k
-    if impl == "gluon":
-        return attention_gluon.forward(q, k, v, o, lse, causal, scale, tiles)
+    if impl in _GLUON_FWD:
+        return attention_gluon.forward(q, k, v, o, lse, causal, scale, tiles, **_GLUON_FWD[impl])
     if impl == "pointers":
         args = (q, k, v, o, lse, *_strides4(q), *_strides4(k), *_strides4(v), *_strides4(o),
                 heads, n_q, n_k, scale * LOG2E)
@@ -1131,8 +1136,10 @@ def attention_forward(q, k, v, causal=False, scale=None, tiles=None, impl=None):
     scores per query row (fp32, shape q.shape[:-1]). `tiles` (BLOCK_M, BLOCK_N, warps, stages)
     replaces the simulator's config or the autotuner (tests, probes). `impl`: "pointers"
     (attn_fwd_kernel), "tma" (attn_fwd_tma_kernel, descriptors made in the kernel),
-    "tma-ws" (the same with warp specialization), "tma-host" (host TensorDescriptors), or
-    None: the device's default (forward_impl)."""
+    "tma-ws" (the same with warp specialization), "tma-host" (host TensorDescriptors),
+    "gluon" (kernels/attention_gluon.py: wgmma on a TMA ring, Hopper), "gluon-ws" (the same
+    warp-specialized in FlashAttention-3's consumer loop), or None: the device's default
+    (forward_impl)."""
     return _forward(q, k, v, causal, default_scale(q) if scale is None else scale, tiles, impl)
 
 

@@ -483,13 +483,15 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     _fwd_epilogue(acc, m_i, l_i, q_smem, o_desc, lse_ptr, row0 + start_m, rows_o)  # O through Q's
 
 
-def tiles_for(q, t=None):
+def tiles_for(q, t=None, ws=False):
     """(BLOCK_M, BLOCK_N, warps, stages) for q's head dim: the tuning's (kernels/tuning.py; `t`,
-    else the device's), the simulator's small one on the CPU."""
+    else the device's), the simulator's small one on the CPU; `ws`: the warp-specialized
+    forward's (128 queries a program on two consumer warp groups of 4 warps)."""
     t = t or tuning_for("attention", q.get_device())
+    name = "gluon_ws" if ws else "gluon"
     if not q.is_cuda:
-        return t.simulator("gluon")
-    return t.gluon_small if q.shape[-1] <= 64 else t.gluon_large
+        return t.simulator(name)
+    return getattr(t, f"{name}_small" if q.shape[-1] <= 64 else f"{name}_large")
 
 
 def _inputs_problem(q, k, v, *others):
@@ -523,9 +525,10 @@ def _tiles_problem(n, outer, inner, kernel, outer_name, inner_name):
     return None
 
 
-def gluon_problem(q, k, v, tiles=None):
-    """Why the Gluon forward cannot take these inputs (with `tiles`, else its own), or None."""
-    bm, bn, _, _ = tiles or tiles_for(q)
+def gluon_problem(q, k, v, tiles=None, ws=False):
+    """Why the Gluon forward (`ws`: the warp-specialized one) cannot take these inputs (with
+    `tiles`, else its own), or None."""
+    bm, bn, _, _ = tiles or tiles_for(q, ws=ws)
     return _inputs_problem(q, k, v) or _tiles_problem(q.shape[-2], bm, bn, "forward",
                                                       "queries", "keys")
 
@@ -546,7 +549,7 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
     warp-specialized kernel (tiles of 128 queries on two consumer warp groups of 4 warps),
     `pingpong` its consumers' MMAs issued in turn (either schedule; with `overlap`, the whole
     of FlashAttention-3's consumer loop)."""
-    tiles = tiles or tiles_for(q)
+    tiles = tiles or tiles_for(q, ws=ws)
     bm, bn, warps, stages = tiles
     problem = gluon_problem(q, k, v, tiles) or (
         ws and (bm, warps) != (128, 4) and

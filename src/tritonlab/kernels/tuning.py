@@ -283,6 +283,10 @@ class AttentionTuning:
     # the Gluon forward's one tile per head dim (kernels/attention_gluon.py): no autotuning
     gluon_small: tuple = ()
     gluon_large: tuple = ()
+    # the warp-specialized Gluon forward's ("gluon-ws": FlashAttention-3's consumer loop; 128
+    # queries a program on two consumer warp groups of 4 warps)
+    gluon_ws_small: tuple = ()
+    gluon_ws_large: tuple = ()
     # the Gluon backward's (dK/dV: BLOCK_M queries a step, BLOCK_N keys a program; dQ:
     # BLOCK_M queries a program, BLOCK_N keys a step)
     gluon_dkdv_small: tuple = ()
@@ -318,6 +322,7 @@ class AttentionTuning:
     simulator_fwd_tma: tuple = (32, 16, 4, 1)
     simulator_dkdv_atomic: tuple = (16, 32, 4, 1)
     simulator_gluon: tuple = (64, 32, 4, 2)
+    simulator_gluon_ws: tuple = (128, 32, 4, 2)
     simulator_gluon_dkdv: tuple = (32, 64, 4, 2)
     simulator_gluon_dq: tuple = (64, 32, 4, 2)
     simulator_gluon_one_pass: tuple = (64, 64, 4, 2)
@@ -415,6 +420,9 @@ TUNINGS = {
         # runs 3 programs per SM or more: on the assignment's table (batch 1, one head) it is
         # 0.25-0.88x the TMA forward up to 256 programs (32768 keys) and 1.07-1.18x at 512
         gluon_small=(128, 128, 8, 3), gluon_large=(128, 64, 8, 2), gluon_min_waves=3,
+        # the warp-specialized Gluon forward ("gluon-ws", not a default; session 31): K and V
+        # rings of 3 slots for 64-key tiles, 2 for 128 (shared memory)
+        gluon_ws_small=(128, 128, 4, 2), gluon_ws_large=(128, 64, 4, 3),
         gluon_dkdv_small=(64, 128, 8, 2), gluon_dkdv_large=(64, 128, 8, 2),
         gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
         # the Gluon one pass (not a default): its fastest tiles in benchmarks/probes/
