@@ -179,6 +179,16 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
         o.backward(do)
         assert_matches((o, *(t.grad for t in leaves)), (want[0], *want[2:]), dtype)
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
+def test_gpu_default_forward_by_mask_and_head_dim():
+    """Hopper's default forward: FlashAttention-3's consumer loop ("gluon-ws") for head dims
+    above 64 without a causal mask, the plain Gluon forward otherwise (kernels/tuning.py)."""
+    for d, causal, want in ((128, False, "gluon-ws"), (128, True, "gluon"), (64, False, "gluon")):
+        q = torch.empty(4, 32, 4096, d, device="cuda", dtype=torch.float16)
+        assert fa.forward_impl(q, q, q, None, causal) == want
+
+
 def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
     """Gluon's programs wait for each key tile's MMAs in turn: with fewer than the tuning's
     gluon_min_waves programs per SM (batch 1, one head, 32768 keys: 256 on 132 SMs) the

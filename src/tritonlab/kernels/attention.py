@@ -802,13 +802,14 @@ def _host_bound(q, k, t):
     return q.is_cuda and math.prod(_dims(q, k)[:4]) <= t.tune_above
 
 
-def forward_impl(q, k, v, impl=None):
+def forward_impl(q, k, v, impl=None, causal=False):
     """The forward implementation that runs for these inputs: `impl` if given (one of
     FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
-    tuning's `fwd_impl`, or "pointers" where that is a TMA one and TMA cannot take them, or
-    on a GPU where the problem is small (batch*heads*Nq*Nk up to the tuning's tune_above,
-    the untuned sizes): there a call's time is the host's, and the pointer kernel needs no
-    descriptor scratch, so the native path (issue 37) can launch it."""
+    tuning's `fwd_impl` (on a GPU, without a causal mask and for head dims above 64, its
+    `fwd_impl_noncausal_large` where set), or "pointers" where that is a TMA one and TMA
+    cannot take them, or on a GPU where the problem is small (batch*heads*Nq*Nk up to the
+    tuning's tune_above, the untuned sizes): there a call's time is the host's, and the
+    pointer kernel needs no descriptor scratch, so the native path (issue 37) can launch it."""
     if impl is None:
         t = tuning_for("attention", q.get_device())
         impl = t.fwd_impl
@@ -816,6 +817,8 @@ def forward_impl(q, k, v, impl=None):
             return impl
         if _host_bound(q, k, t):
             return "pointers"
+        if q.is_cuda and not causal and q.shape[-1] > 64 and t.fwd_impl_noncausal_large:
+            impl = t.fwd_impl_noncausal_large
         if impl in _GLUON_FWD and (_gluon_problem(q, k, v, impl == "gluon-ws")
                                    or _few_programs(q, t)):
             impl = "tma"
@@ -928,7 +931,7 @@ def _bwd_tma_problem(impl, q, *others):
 def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     """(O, L) for checked inputs: O like q (contiguous), L fp32 of shape q.shape[:-1]."""
     batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v)
-    impl = forward_impl(q, k, v, impl)
+    impl = forward_impl(q, k, v, impl, causal)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     if not o.numel():

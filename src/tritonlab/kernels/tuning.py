@@ -306,6 +306,8 @@ class AttentionTuning:
     # "atomic" (or their "-tma" forms). To be set by measurement on the GPU
     # (benchmarks/attention.py --quick times them side by side; docs/attention.md)
     fwd_impl: str = "pointers"
+    # ... and without a causal mask for head dims above 64, where set
+    fwd_impl_noncausal_large: str = ""
     bwd_impl: str = "two-kernel"
     # ... and for head dims up to 64, where set (problems small enough to be the host's take
     # bwd_impl's pointer counterpart whatever the head dim: the native path's)
@@ -420,9 +422,13 @@ TUNINGS = {
         # runs 3 programs per SM or more: on the assignment's table (batch 1, one head) it is
         # 0.25-0.88x the TMA forward up to 256 programs (32768 keys) and 1.07-1.18x at 512
         gluon_small=(128, 128, 8, 3), gluon_large=(128, 64, 8, 2), gluon_min_waves=3,
-        # the warp-specialized Gluon forward ("gluon-ws", not a default; session 31): K and V
-        # rings of 3 slots for 64-key tiles, 2 for 128 (shared memory)
-        gluon_ws_small=(128, 128, 4, 2), gluon_ws_large=(128, 64, 4, 3),
+        # the warp-specialized Gluon forward in FlashAttention-3's consumer loop ("gluon-ws",
+        # session 31), benchmarks/probes/gluon_attention.py on an H100 (2026-12-06, one run):
+        # 4x32x4096x128 fp16 1.788 ms at (128, 128, 4, 2), 2.079 at (128, 64, 4, 3), against
+        # the plain Gluon forward's 1.998 and cuDNN's 1.640 (1.12x plain): the default for
+        # d > 64 without a causal mask (fwd_impl_noncausal_large); 16x16x16384x64 bf16 causal
+        # 19.6 and 23.3 ms against plain's 17.6, so not for d <= 64 (nor, unmeasured, causal)
+        gluon_ws_small=(128, 128, 4, 2), gluon_ws_large=(128, 128, 4, 2),
         gluon_dkdv_small=(64, 128, 8, 2), gluon_dkdv_large=(64, 128, 8, 2),
         gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
         # the Gluon one pass (not a default): its fastest tiles in benchmarks/probes/
@@ -433,7 +439,8 @@ TUNINGS = {
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
         # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
         # d = 128
-        fwd_impl="gluon", bwd_impl="two-kernel-tma", bwd_impl_small="atomic-tma")},
+        fwd_impl="gluon", fwd_impl_noncausal_large="gluon-ws", bwd_impl="two-kernel-tma",
+        bwd_impl_small="atomic-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
