@@ -34,8 +34,8 @@ from pathlib import Path
 TILES = [(128, 128, 8, 2), (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3),
          (128, 128, 4, 2)]
 # "ws", "ws-overlap", "ws-pingpong", "ws-overlap-pingpong": the warp-specialized kernel (two
-# consumer warp groups of 4
-# warps, a loader warp) in either schedule, or the plain one with the consumers' S in turn
+# consumer warp groups of 4 warps, a loader warp) in either schedule, with or without the
+# consumers' MMAs in turn
 WS_TILES = [(128, 64, 4, 2), (128, 64, 4, 3), (128, 128, 4, 2)]
 SCHEDULES = ("plain", "overlap", "ws", "ws-overlap", "ws-pingpong", "ws-overlap-pingpong")
 
@@ -67,8 +67,7 @@ def _parse_tiles(text):
 
 def _tiles(args):
     """--tiles's variants, else every one the schedules allow."""
-    variants = (args.tiles and _parse_tiles(args.tiles)) or _variants()
-    return variants
+    return (args.tiles and _parse_tiles(args.tiles)) or _variants()
 
 
 def _triton_path(argv):
@@ -99,8 +98,7 @@ def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
     bm, bn, warps, stages = tiles
     b, h, n, d = q.shape
     assert n % bm == 0 and n % bn == 0, "the probe takes whole tiles only"
-    assert not (causal and bm % bn), \
-        "causal: BLOCK_N | BLOCK_M"
+    assert not (causal and bm % bn), "causal: BLOCK_N | BLOCK_M"
     o = torch.empty_like(q)
     lse = torch.empty(b, h, n, device=q.device, dtype=torch.float32)
     scale = d ** -0.5 if scale is None else scale
