@@ -302,7 +302,7 @@ class AttentionTuning:
     gluon_min_waves: int = 3
     # What flash_attention runs when no implementation is asked for: forward "pointers",
     # "tma", "tma-ws", "tma-host" (a TMA one only for inputs TMA can read, else "pointers")
-    # or "gluon" (where it can take the inputs, else "tma"); backward "two-kernel" or
+    # or "gluon"/"gluon-ws" (where it can take the inputs, else "tma"); backward "two-kernel" or
     # "atomic" (or their "-tma" forms). To be set by measurement on the GPU
     # (benchmarks/attention.py --quick times them side by side; docs/attention.md)
     fwd_impl: str = "pointers"
