@@ -610,6 +610,21 @@ def _program_start(own_a, own_b, ring_a, ring_b, own_row, ring_row, n_tiles,
 
 
 @gluon.jit
+def _key_tile_start(kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout: gl.constexpr,
+                    kv_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                    HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
+    """A key-tile program's state once its own K and V have landed (`kv_bar`): (its keys'
+    offsets, dK and dV zeroed, L and D at this head's rows, the first query tile past the
+    diagonal's masked ones: causal, the key tile's own rows are masked)."""
+    offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
+    dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
+    dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
+    mbarrier.wait(kv_bar, 0)
+    free = first + BLOCK_N // BLOCK_M if CAUSAL else first
+    return offs_n, dk, dv, lse_ptr + row0, delta_ptr + row0, free
+
+
+@gluon.jit
 def _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale,
                   STAGES: gl.constexpr):
     """The barriers invalidated, dK (scaled) and dV of the key tile written."""
@@ -696,13 +711,9 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
     k_smem, v_smem, q_smem, do_smem, kv_bar, bars = _program_start(
         k_desc, v_desc, q_desc, do_desc, row0 + start_n, row0 + first * BLOCK_M, n_tiles, STAGES)
 
-    offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
-    dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
-    dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
-    lse_ptr += row0
-    delta_ptr += row0
-    mbarrier.wait(kv_bar, 0)
-    free = first + BLOCK_N // BLOCK_M if CAUSAL else first
+    offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
+        kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, BLOCK_N,
+        HEAD_DIM, CAUSAL)
     if CAUSAL:
         dk, dv = _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv,
                              lse_ptr, delta_ptr, offs_n, first, free, first, n_tiles, row0,
@@ -852,13 +863,9 @@ def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_
                                                                          dtype))
     dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_DIM], dq_desc.layout)
 
-    offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
-    dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
-    dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
-    lse_ptr += row0
-    delta_ptr += row0
-    mbarrier.wait(kv_bar, 0)
-    free = first + BLOCK_N // BLOCK_M if CAUSAL else first
+    offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
+        kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, BLOCK_N,
+        HEAD_DIM, CAUSAL)
     if CAUSAL:
         dk, dv = _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars,
                                  q_desc, do_desc, dq_desc, dk, dv, lse_ptr, delta_ptr, offs_n,
