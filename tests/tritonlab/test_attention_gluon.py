@@ -183,8 +183,9 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
 @pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
 def test_gpu_default_forward_by_mask_and_head_dim():
     """Hopper's default forward: FlashAttention-3's consumer loop ("gluon-ws") for head dims
-    above 64 without a causal mask, the plain Gluon forward otherwise (kernels/tuning.py)."""
-    for d, causal, want in ((128, False, "gluon-ws"), (128, True, "gluon"), (64, False, "gluon")):
+    above 64, causal or not, the plain Gluon forward for smaller ones (kernels/tuning.py)."""
+    for d, causal, want in ((128, False, "gluon-ws"), (128, True, "gluon-ws"), (64, False, "gluon"),
+                            (64, True, "gluon")):
         q = torch.empty(4, 32, 4096, d, device="cuda", dtype=torch.float16)
         assert fa.forward_impl(q, q, q, None, causal) == want
 

@@ -805,8 +805,8 @@ def _host_bound(q, k, t):
 def forward_impl(q, k, v, impl=None, causal=False):
     """The forward implementation that runs for these inputs: `impl` if given (one of
     FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
-    tuning's `fwd_impl` (on a GPU, without a causal mask and for head dims above 64, its
-    `fwd_impl_noncausal_large` where set), or "pointers" where that is a TMA one and TMA
+    tuning's `fwd_impl` (on a GPU for head dims above 64, its `fwd_impl_large` where
+    set), or "pointers" where that is a TMA one and TMA
     cannot take them, or on a GPU where the problem is small (batch*heads*Nq*Nk up to the
     tuning's tune_above, the untuned sizes): there a call's time is the host's, and the
     pointer kernel needs no descriptor scratch, so the native path (issue 37) can launch it."""
@@ -817,8 +817,8 @@ def forward_impl(q, k, v, impl=None, causal=False):
             return impl
         if _host_bound(q, k, t):
             return "pointers"
-        if q.is_cuda and not causal and q.shape[-1] > 64 and t.fwd_impl_noncausal_large:
-            impl = t.fwd_impl_noncausal_large
+        if q.is_cuda and q.shape[-1] > 64 and t.fwd_impl_large:
+            impl = t.fwd_impl_large
         if impl in _GLUON_FWD and (_gluon_problem(q, k, v, impl == "gluon-ws")
                                    or _few_programs(q, t)):
             impl = "tma"

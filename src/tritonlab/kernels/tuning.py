@@ -306,8 +306,8 @@ class AttentionTuning:
     # "atomic" (or their "-tma" forms). To be set by measurement on the GPU
     # (benchmarks/attention.py --quick times them side by side; docs/attention.md)
     fwd_impl: str = "pointers"
-    # ... and without a causal mask for head dims above 64, where set
-    fwd_impl_noncausal_large: str = ""
+    # ... and for head dims above 64, where set
+    fwd_impl_large: str = ""
     bwd_impl: str = "two-kernel"
     # ... and for head dims up to 64, where set (problems small enough to be the host's take
     # bwd_impl's pointer counterpart whatever the head dim: the native path's)
@@ -425,9 +425,11 @@ TUNINGS = {
         # the warp-specialized Gluon forward in FlashAttention-3's consumer loop ("gluon-ws",
         # session 31), benchmarks/probes/gluon_attention.py on an H100 (2026-12-06, one run):
         # 4x32x4096x128 fp16 1.788 ms at (128, 128, 4, 2), 2.079 at (128, 64, 4, 3), against
-        # the plain Gluon forward's 1.998 and cuDNN's 1.640 (1.12x plain): the default for
-        # d > 64 without a causal mask (fwd_impl_noncausal_large); 16x16x16384x64 bf16 causal
-        # 19.6 and 23.3 ms against plain's 17.6, so not for d <= 64 (nor, unmeasured, causal)
+        # the plain Gluon forward's 1.998 and cuDNN's 1.640 (1.12x plain); causal (session 32):
+        # 4x32x4096x128 fp16 1.024 ms against plain's 1.050 (128x64) and cuDNN's 0.945,
+        # 1x1x65536x128 bf16 1.642 against 1.866 and cuDNN's 2.001: the default for d > 64,
+        # causal or not (fwd_impl_large); 16x16x16384x64 bf16 causal 19.6 and 23.3 ms against
+        # plain's 17.6, so not for d <= 64
         gluon_ws_small=(128, 128, 4, 2), gluon_ws_large=(128, 128, 4, 2),
         gluon_dkdv_small=(64, 128, 8, 2), gluon_dkdv_large=(64, 128, 8, 2),
         gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
@@ -439,7 +441,7 @@ TUNINGS = {
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
         # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
         # d = 128
-        fwd_impl="gluon", fwd_impl_noncausal_large="gluon-ws", bwd_impl="two-kernel-tma",
+        fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="two-kernel-tma",
         bwd_impl_small="atomic-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
