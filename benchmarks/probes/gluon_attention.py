@@ -10,7 +10,9 @@ kernels/attention_gluon.py, which minitriton also runs), in these schedules:
   tensor cores;
 - "ws", "ws-overlap": the same two schedules warp-specialized (two consumer warp groups of
   64 query rows, a loader warp); "ws-pingpong", "ws-overlap-pingpong": with the consumers'
-  MMAs issued in turn (FlashAttention-3's ping-pong; the last is its whole consumer loop).
+  MMAs issued in turn (FlashAttention-3's ping-pong; the last is its whole consumer loop);
+  "ws-overlap-pingpong-persistent": that loop in one program per SM stepping through the
+  query tiles (without a causal mask; causal launches keep a program per tile).
 
 Contiguous (batch, heads, seq, d) fp16/bf16, seq a multiple of both blocks; causal (--causal):
 the key tiles below the diagonal unmasked, those on it masked, the longest query rows started
@@ -35,9 +37,10 @@ TILES = [(128, 128, 8, 2), (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 3), (
          (128, 128, 4, 2)]
 # "ws", "ws-overlap", "ws-pingpong", "ws-overlap-pingpong": the warp-specialized kernel (two
 # consumer warp groups of 4 warps, a loader warp) in either schedule, with or without the
-# consumers' MMAs in turn
+# consumers' MMAs in turn, and the last persistent
 WS_TILES = [(128, 64, 4, 2), (128, 64, 4, 3), (128, 128, 4, 2)]
-SCHEDULES = ("plain", "overlap", "ws", "ws-overlap", "ws-pingpong", "ws-overlap-pingpong")
+SCHEDULES = ("plain", "overlap", "ws", "ws-overlap", "ws-pingpong", "ws-overlap-pingpong",
+             "ws-overlap-pingpong-persistent")
 
 
 def _overlap(schedule):
@@ -104,7 +107,7 @@ def gluon_forward(q, k, v, tiles, schedule="plain", scale=None, causal=False):
     scale = d ** -0.5 if scale is None else scale
     return fg.forward(q, k, v, o, lse, causal, scale, tiles,
                       overlap=_overlap(schedule), ws=schedule.startswith("ws"),
-                      pingpong=schedule.endswith("pingpong"))
+                      pingpong="pingpong" in schedule, persistent="persistent" in schedule)
 
 
 def tensordesc(dtype_name, block):
@@ -166,8 +169,9 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=F
                    "num_warps": "constexpr"}
             consts = {"STAGES": stages, "OVERLAP": _overlap(schedule),
                       "CAUSAL": causal, "num_warps": warps}
-            if ws:
-                sig["PINGPONG"], consts["PINGPONG"] = "constexpr", schedule.endswith("pingpong")
+            if ws:  # (the same kernel persistent or not: the grid differs)
+                sig["n_query_tiles"] = "i32"
+                sig["PINGPONG"], consts["PINGPONG"] = "constexpr", "pingpong" in schedule
             kernel = fg.gluon_attn_fwd_ws_kernel if ws else fg.gluon_attn_fwd_kernel
             rows.append(compiled_row(label, kernel, sig, consts, ("lse_ptr", "n_ctx"), warps))
     return rows

@@ -64,10 +64,12 @@ def test_the_overlap_schedule_too(causal):
     assert_matches((o, lse), reference(q, k, v, do, causal)[:2], torch.float16)
 
 
-def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False, pingpong=False, ws=True):
+def ws_forward(q, k, v, causal, tiles=(128, 64, 4, 2), overlap=False, pingpong=False, ws=True,
+               persistent=False):
     o, lse = torch.empty_like(q), torch.empty(q.shape[:-1], device=q.device)
     return fg.forward(q.detach(), k.detach(), v.detach(), o, lse, causal, q.shape[-1] ** -0.5,
-                      tiles=tiles, ws=ws, overlap=overlap, pingpong=pingpong)
+                      tiles=tiles, ws=ws, overlap=overlap, pingpong=pingpong,
+                      persistent=persistent)
 
 
 @on_sim
@@ -92,12 +94,34 @@ def test_the_warp_specialized_forward(shape, tiles, causal, overlap, pingpong):
 
 
 @on_sim
+@pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("shape", [
+    (2, 2, 256, 32),   # 8 query tiles on the simulator's 2 programs: 4 each
+    (1, 3, 128, 64),   # 3 on 2: one program steps through two, the other one
+])
+def test_the_persistent_warp_specialized_forward(shape, overlap):
+    """Persistent (no causal mask): each program steps through query tiles program_id,
+    program_id + programs, ...; the rings' positions, the turns and Q's buffer carry on
+    from one tile to the next, and O leaves through a buffer of its own while the next Q
+    loads."""
+    b, h, n, d = shape
+    q, k, v, do = inputs(b, n, n, d, dtype=torch.float16, heads=h)
+    got = ws_forward(q, k, v, False, (128, 64, 4, 2), overlap, overlap, persistent=True)
+    assert_matches(got, reference(q, k, v, do, False)[:2], torch.float16)
+
+
+@on_sim
 def test_the_race_sanitizer_passes_the_warp_specialized_forward():
     q, k, v, do = inputs(1, 256, 256, 32, dtype=torch.float16, heads=1)
     for overlap in (False, True):  # the plain schedule, FlashAttention-3's consumer loop
         with minitriton.configure(races=True, order=True):
             got = ws_forward(q, k, v, True, overlap=overlap, pingpong=overlap)
         assert_matches(got, reference(q, k, v, do, True)[:2], torch.float16)
+    q, k, v, do = inputs(2, 128, 128, 32, dtype=torch.float16, heads=2)
+    with minitriton.configure(races=True, order=True):  # persistent: 4 tiles on 2 programs
+        got = ws_forward(q, k, v, False, overlap=True, pingpong=True, persistent=True)
+    assert_matches(got, reference(q, k, v, do, False)[:2], torch.float16)
 
 
 @on_sim
@@ -178,6 +202,17 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
         o = fa.flash_attention(*leaves, causal, None, "gluon", bwd)
         o.backward(do)
         assert_matches((o, *(t.grad for t in leaves)), (want[0], *want[2:]), dtype)
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="Gluon's wgmma kernels are written for Hopper")
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_persistent_forward(d):
+    """FlashAttention-3's consumer loop persistent: 512 query tiles on one program per SM
+    (132 on an H100 or H200: 3 or 4 tiles each), against float64."""
+    q, k, v, do = inputs(4, 1024, 1024, d, dtype=torch.bfloat16, heads=16)
+    got = ws_forward(q, k, v, False, (128, 128, 4, 2), True, True, persistent=True)
+    assert_matches(got, reference(q, k, v, do, False)[:2], torch.bfloat16)
+
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
@@ -261,7 +296,9 @@ def test_the_backward_says_what_it_cannot_take(bwd):
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2)),
      "takes 128 queries a program on two warp groups of 4 warps, not 64 on 4"),
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2), pingpong=True, ws=False),
-     "ping-pong orders the warp-specialized forward's two consumers"),
+     "ping-pong and persistence are the warp-specialized forward's"),
+    (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2), persistent=True, ws=False),
+     "ping-pong and persistence are the warp-specialized forward's"),
 ])
 def test_caller_tiles_and_schedules_are_checked(call, why):
     with pytest.raises(ValueError, match=why):

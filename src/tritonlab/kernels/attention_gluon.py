@@ -32,6 +32,7 @@ then falls back to the TMA forward.
 import torch
 
 from ..backend import GLUON
+from ._checks import sm_count
 from .tuning import tuning_for
 
 if GLUON is None:
@@ -107,32 +108,32 @@ def _online_softmax(s, m_i, l_i, qk_scale):
 
 
 @gluon.jit
-def _take_turn(kv_bars, j, STAGES: gl.constexpr, turns, ME: gl.constexpr,
+def _take_turn(kv_bars, r, STAGES: gl.constexpr, turns, ME: gl.constexpr,
                PINGPONG: gl.constexpr):
-    """Waits until K of key tile j (without WS, K and V) has landed in its ring slot
-    (returned) and, PINGPONG, for consumer ME's turn to issue MMAs: one barrier each,
-    consumer ME waits for its own (the j-th time, consumer 0 first: a fresh barrier's
-    parity-1 wait passes)."""
-    slot = j % STAGES
-    mbarrier.wait(kv_bars.index(slot), (j // STAGES) & 1)
+    """Waits until K of the key tile at ring position r (the r-th the program streams; without
+    WS, K and V) has landed in its slot (returned) and, PINGPONG, for consumer ME's turn to
+    issue MMAs: one barrier each, consumer ME waits for its own (the r-th time, consumer 0
+    first: a fresh barrier's parity-1 wait passes)."""
+    slot = r % STAGES
+    mbarrier.wait(kv_bars.index(slot), (r // STAGES) & 1)
     if PINGPONG:
-        mbarrier.wait(turns.index(ME), (j & 1) ^ (1 - ME))
+        mbarrier.wait(turns.index(ME), (r & 1) ^ (1 - ME))
     return slot
 
 
 @gluon.jit
-def _v_ready(kv_bars, j, STAGES: gl.constexpr, WS: gl.constexpr):
-    """WS: waits until V of key tile j has landed (its own barrier, after the STAGES of K's;
-    without WS one barrier covers K and V, and _take_turn waited for it)."""
+def _v_ready(kv_bars, r, STAGES: gl.constexpr, WS: gl.constexpr):
+    """WS: waits until V at ring position r has landed (its own barrier, after the STAGES of
+    K's; without WS one barrier covers K and V, and _take_turn waited for it)."""
     if WS:
-        mbarrier.wait(kv_bars.index(STAGES + j % STAGES), (j // STAGES) & 1)
+        mbarrier.wait(kv_bars.index(STAGES + r % STAGES), (r // STAGES) & 1)
 
 
 @gluon.jit
-def _k_done(empty, j, STAGES: gl.constexpr, WS: gl.constexpr):
-    """WS: K of key tile j handed back to the loader (S_j is done with it)."""
+def _k_done(empty, r, STAGES: gl.constexpr, WS: gl.constexpr):
+    """WS: K at ring position r handed back to the loader (its S is done with it)."""
     if WS:
-        mbarrier.arrive(empty.index(j % STAGES), count=1)
+        mbarrier.arrive(empty.index(r % STAGES), count=1)
 
 
 @gluon.jit
@@ -151,11 +152,11 @@ def _causal_mask(s, j, offs_m, BLOCK_N: gl.constexpr):
 
 @gluon.jit
 def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i, zeros_s,
-                 lo, hi, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+                 lo, hi, n_tiles, row0, base, offs_m, qk_scale, p_layout: gl.constexpr,
                  rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
                  MASK: gl.constexpr, WS: gl.constexpr, turns=None, ME: gl.constexpr = 0,
                  PINGPONG: gl.constexpr = False):
-    """Key tiles lo..hi-1 of the plain schedule: S waited for at once, then the softmax step
+    """Key tiles lo..hi-1 (at ring positions base + lo...) of the plain schedule: S waited for at once, then the softmax step
     (MASK: keys past each query row's own set to -inf first), P V waited for, the slot
     refilled with the tile STAGES ahead; WS (a consumer partition of the warp-specialized
     forward): K and V in rings of their own, each slot handed back to the loader partition
@@ -164,31 +165,31 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
     its own, then passes the turn on; consumer 0 goes first), so that one's softmax runs
     while the other's S is on the tensor cores (FlashAttention-3's ping-pong)."""
     for j in range(lo, hi):
-        slot = _take_turn(kv_bars, j, STAGES, turns, ME, PINGPONG)
+        slot = _take_turn(kv_bars, base + j, STAGES, turns, ME, PINGPONG)
         s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s,
                               use_acc=False, is_async=True)
         _pass_turn(turns, ME, PINGPONG)
         s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
-        _k_done(empty, j, STAGES, WS)
+        _k_done(empty, base + j, STAGES, WS)
         if MASK:
             s_cur = _causal_mask(s_cur, j, offs_m, BLOCK_N)
         p, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
         acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
-        _v_ready(kv_bars, j, STAGES, WS)
+        _v_ready(kv_bars, base + j, STAGES, WS)
         acc = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), p_layout),
                             v_smem.index(slot), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, j, row0, n_tiles, STAGES,
-                   BLOCK_N, WS)
+        _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, base + j, row0, n_tiles,
+                   STAGES, BLOCK_N, WS)
     return acc, m_i, l_i
 
 
 @gluon.jit
 def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i,
-                   zeros_s, n_free, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
-                   rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
-                   CAUSAL: gl.constexpr, WS: gl.constexpr, turns=None, ME: gl.constexpr = 0,
-                   PINGPONG: gl.constexpr = False):
+                   zeros_s, n_free, n_tiles, row0, base, offs_m, qk_scale,
+                   p_layout: gl.constexpr, rows_o: gl.constexpr, STAGES: gl.constexpr,
+                   BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, WS: gl.constexpr, turns=None,
+                   ME: gl.constexpr = 0, PINGPONG: gl.constexpr = False):
     """Every key tile in FlashAttention-3's intra-warpgroup overlap, in its order: S_0 and its
     softmax before the loop; step j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1}, waits
     for S_j alone (wgmma groups retire in order) and runs its softmax while P V is on the
@@ -202,12 +203,12 @@ def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, 
     softmax runs while the other's MMAs are on the tensor cores (FlashAttention-3's
     ping-pong). Without WS, tile j + 1 is loaded a step after its slot frees: STAGES >= 3
     hides that copy."""
-    _take_turn(kv_bars, 0, STAGES, turns, ME, PINGPONG)
-    s_cur = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zeros_s, use_acc=False,
+    slot = _take_turn(kv_bars, base, STAGES, turns, ME, PINGPONG)
+    s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s, use_acc=False,
                           is_async=True)
     _pass_turn(turns, ME, PINGPONG)
     s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(s_cur,))
-    _k_done(empty, 0, STAGES, WS)
+    _k_done(empty, base, STAGES, WS)
     if CAUSAL:
         s_cur = _causal_mask(s_cur, 0, offs_m, BLOCK_N)
     p, m_i, _, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)  # the accumulator is zero
@@ -215,43 +216,45 @@ def _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, 
     for j in range(1, n_free):
         acc, p, m_i, l_i = _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc,
                                          v_desc, acc, p, m_i, l_i, zeros_s, j, n_tiles, row0,
-                                         offs_m, qk_scale, p_layout, rows_o, STAGES, BLOCK_N,
-                                         False, WS, turns, ME, PINGPONG)
+                                         base, offs_m, qk_scale, p_layout, rows_o, STAGES,
+                                         BLOCK_N, False, WS, turns, ME, PINGPONG)
     if CAUSAL:
         for j in range(gl.maximum(n_free, 1), n_tiles):
             acc, p, m_i, l_i = _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc,
                                              v_desc, acc, p, m_i, l_i, zeros_s, j, n_tiles,
-                                             row0, offs_m, qk_scale, p_layout, rows_o, STAGES,
-                                             BLOCK_N, True, WS, turns, ME, PINGPONG)
-    _v_ready(kv_bars, n_tiles - 1, STAGES, WS)
-    acc = warpgroup_mma(p, v_smem.index((n_tiles - 1) % STAGES), acc, is_async=True)
+                                             row0, base, offs_m, qk_scale, p_layout, rows_o,
+                                             STAGES, BLOCK_N, True, WS, turns, ME, PINGPONG)
+    last = base + n_tiles - 1
+    _v_ready(kv_bars, last, STAGES, WS)
+    acc = warpgroup_mma(p, v_smem.index(last % STAGES), acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))[0]
-    _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, n_tiles - 1, row0, n_tiles,
-               STAGES, BLOCK_N, WS)
+    _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, last, row0, n_tiles, STAGES,
+               BLOCK_N, WS)
     return acc, m_i, l_i
 
 
 @gluon.jit
 def _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, p, m_i, l_i,
-                  zeros_s, j, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+                  zeros_s, j, n_tiles, row0, base, offs_m, qk_scale, p_layout: gl.constexpr,
                   rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
                   MASK: gl.constexpr, WS: gl.constexpr, turns, ME: gl.constexpr,
                   PINGPONG: gl.constexpr):
     """Step j of _overlap_steps: (the accumulator with P_{j-1} V_{j-1} and rescaled, P_j in
     the MMA's operand layout, the row maxima and sums through tile j)."""
-    _v_ready(kv_bars, j - 1, STAGES, WS)
-    slot = _take_turn(kv_bars, j, STAGES, turns, ME, PINGPONG)
+    r = base + j
+    _v_ready(kv_bars, r - 1, STAGES, WS)
+    slot = _take_turn(kv_bars, r, STAGES, turns, ME, PINGPONG)
     s_cur = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zeros_s, use_acc=False,
                           is_async=True)
-    acc = warpgroup_mma(p, v_smem.index((j - 1) % STAGES), acc, is_async=True)
+    acc = warpgroup_mma(p, v_smem.index((r - 1) % STAGES), acc, is_async=True)
     _pass_turn(turns, ME, PINGPONG)
     s_cur = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur,))
-    _k_done(empty, j, STAGES, WS)
+    _k_done(empty, r, STAGES, WS)
     if MASK:
         s_cur = _causal_mask(s_cur, j, offs_m, BLOCK_N)
     p_next, m_i, alpha, l_i = _online_softmax(s_cur, m_i, l_i, qk_scale)
     acc, p = warpgroup_mma_wait(num_outstanding=0, deps=(acc, p))
-    _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, j - 1, row0, n_tiles, STAGES,
+    _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, r - 1, row0, n_tiles, STAGES,
                BLOCK_N, WS)
     acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
     return acc, gl.convert_layout(p_next.to(v_smem.dtype), p_layout), m_i, l_i
@@ -259,37 +262,40 @@ def _overlap_step(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, p
 
 @gluon.jit
 def _attend(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_i, l_i, zeros_s,
-            start_m, n_tiles, row0, offs_m, qk_scale, p_layout: gl.constexpr,
+            start_m, n_tiles, row0, base, offs_m, qk_scale, p_layout: gl.constexpr,
             rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
             CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, WS: gl.constexpr, turns=None,
             ME: gl.constexpr = 0, PINGPONG: gl.constexpr = False):
     """Query rows offs_m (of a tile starting at start_m) against key tiles 0..n_tiles-1 in
-    either schedule; causal: the tiles wholly below the diagonal unmasked, then those it
-    crosses masked. (acc, m_i, l_i) after the last tile."""
+    either schedule, streamed through the rings at positions base...base + n_tiles - 1 (the
+    persistent kernel's later tiles continue its rings' count; 0 without WS); causal: the
+    tiles wholly below the diagonal unmasked, then those it crosses masked. (acc, m_i, l_i)
+    after the last tile."""
     n_free = start_m // BLOCK_N if CAUSAL else n_tiles
     if OVERLAP:
         acc, m_i, l_i = _overlap_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc,
-                                       acc, m_i, l_i, zeros_s, n_free, n_tiles, row0, offs_m,
-                                       qk_scale, p_layout, rows_o, STAGES, BLOCK_N, CAUSAL, WS,
-                                       turns, ME, PINGPONG)
+                                       acc, m_i, l_i, zeros_s, n_free, n_tiles, row0, base,
+                                       offs_m, qk_scale, p_layout, rows_o, STAGES, BLOCK_N,
+                                       CAUSAL, WS, turns, ME, PINGPONG)
     else:
         acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc,
-                                     acc, m_i, l_i, zeros_s, 0, n_free, n_tiles, row0, offs_m,
-                                     qk_scale, p_layout, rows_o, STAGES, BLOCK_N, False, WS,
-                                     turns, ME, PINGPONG)
+                                     acc, m_i, l_i, zeros_s, 0, n_free, n_tiles, row0, base,
+                                     offs_m, qk_scale, p_layout, rows_o, STAGES, BLOCK_N, False,
+                                     WS, turns, ME, PINGPONG)
         if CAUSAL:
             acc, m_i, l_i = _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc,
                                          v_desc, acc, m_i, l_i, zeros_s, n_free, n_tiles,
-                                         n_tiles, row0, offs_m, qk_scale, p_layout, rows_o,
-                                         STAGES, BLOCK_N, True, WS, turns, ME, PINGPONG)
+                                         n_tiles, row0, base, offs_m, qk_scale, p_layout,
+                                         rows_o, STAGES, BLOCK_N, True, WS, turns, ME, PINGPONG)
     return acc, m_i, l_i
 
 
 @gluon.jit
 def _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, tile, row0, n_tiles,
                STAGES: gl.constexpr, BLOCK_N: gl.constexpr, WS: gl.constexpr):
-    """Tile `tile`'s ring slot, whose MMAs are done: WS, V's handed back to the loader
-    partition (K's went at _k_done); else K's and V's refilled with the tile STAGES ahead."""
+    """The ring slot of position `tile` (without WS, the key tile itself), whose MMAs are
+    done: WS, V's handed back to the loader partition (K's went at _k_done); else K's and
+    V's refilled with the tile STAGES ahead."""
     if WS:
         mbarrier.arrive(empty.index(STAGES + tile % STAGES), count=1)
     else:
@@ -299,25 +305,46 @@ def _free_slot(k_desc, v_desc, k_smem, v_smem, kv_bars, empty, tile, row0, n_til
 
 @gluon.jit
 def _fwd_epilogue(acc, m_i, l_i, o_smem, o_desc, lse_ptr, row, rows_o: gl.constexpr):
-    """O = acc / l through `o_smem` (whose readers are done) by TMA to rows row.. of the
-    output, L = m + log(l) (natural log) per row."""
+    """O = acc / l through `o_smem` (whose readers are done; the caller's last O store from
+    it waited for first) by TMA to rows row.. of the output, L = m + log(l) (natural log) per
+    row. The store is left in flight: tma.store_wait before the program ends."""
     out = acc / gl.convert_layout(l_i, rows_o)[:, None]
+    tma.store_wait(pendings=0)
     o_smem.store(out.to(o_smem.dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(o_desc, [row, 0], o_smem)
     offs = row + gl.arange(0, m_i.shape[0], layout=m_i.type.layout)
     gl.store(lse_ptr + offs, (m_i + gl.log2(l_i)) * LN2)
-    tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr, row0,
-                 start_m, n_tiles, qk_scale, HALF: gl.constexpr, STAGES: gl.constexpr,
-                 CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+def _ws_tile(t, n_ctx, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """Query tile t of the launch (BLOCK_M rows; heads one after another, causal: each head's
+    longest query rows first): (its first query row, its head's first row in the (batch*heads
+    *seq, d) view, its key tiles: causal, up to the tile's last query)."""
+    n_m = n_ctx // BLOCK_M
+    m = t % n_m
+    if CAUSAL:
+        m = n_m - 1 - m
+    start_m = m * BLOCK_M
+    if CAUSAL:
+        n_tiles = (start_m + BLOCK_M) // BLOCK_N
+    else:
+        n_tiles = n_ctx // BLOCK_N
+    return start_m, (t // n_m) * n_ctx, n_tiles
+
+
+@gluon.jit
+def _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns, o_desc,
+                 lse_ptr, n_ctx, n_query_tiles, qk_scale, HALF: gl.constexpr,
+                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, OVERLAP: gl.constexpr,
+                 PINGPONG: gl.constexpr):
     """One consumer partition (one warp group) of the warp-specialized forward: query rows
-    start_m + HALF*64 ... of the program's 128, every key tile the loader hands it, in the
-    plain schedule or (OVERLAP) the overlap one; PINGPONG: the consumers' MMAs issued in
-    turn."""
+    HALF*64 ... of each of the program's query tiles of 128 (the launch's tiles program_id,
+    program_id + programs, ...), every key tile the loader hands it, in the plain schedule or
+    (OVERLAP) the overlap one; PINGPONG: the consumers' MMAs issued in turn. Q's buffer goes
+    back to the loader (`q_empty`) as soon as a tile's MMAs are done, so the next tile's Q
+    loads under this one's epilogue."""
     ROWS: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -327,104 +354,125 @@ def _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     q = q_smem.index(HALF)
-    m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
-    l_i = gl.full([ROWS], 0.0, gl.float32, rows_s)
-    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
     zeros_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
-    offs_m = start_m + HALF * ROWS + gl.arange(0, ROWS, layout=rows_s)
-    mbarrier.wait(q_bar, 0)
-    acc, m_i, l_i = _attend(q, k_smem, v_smem, ready, empty, None, None, acc, m_i, l_i,
-                            zeros_s, start_m, n_tiles, row0, offs_m, qk_scale, p_layout, rows_o,
-                            STAGES, BLOCK_N, CAUSAL, OVERLAP, True, turns, HALF, PINGPONG)
-    _fwd_epilogue(acc, m_i, l_i, q, o_desc, lse_ptr, row0 + start_m + HALF * ROWS, rows_o)
+    base = 0  # ring position of the tile's first key tile
+    i = 0  # the program's query tiles so far
+    for t in range(gl.program_id(0), n_query_tiles, gl.num_programs(0)):
+        start_m, row0, n_tiles = _ws_tile(t, n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
+        m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
+        l_i = gl.full([ROWS], 0.0, gl.float32, rows_s)
+        acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
+        offs_m = start_m + HALF * ROWS + gl.arange(0, ROWS, layout=rows_s)
+        mbarrier.wait(q_ready, i & 1)
+        acc, m_i, l_i = _attend(q, k_smem, v_smem, ready, empty, None, None, acc, m_i, l_i,
+                                zeros_s, start_m, n_tiles, row0, base, offs_m, qk_scale,
+                                p_layout, rows_o, STAGES, BLOCK_N, CAUSAL, OVERLAP, True, turns,
+                                HALF, PINGPONG)
+        mbarrier.arrive(q_empty, count=1)
+        _fwd_epilogue(acc, m_i, l_i, o_smem.index(HALF), o_desc, lse_ptr,
+                      row0 + start_m + HALF * ROWS, rows_o)
+        base += n_tiles
+        i += 1
+    tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _ws_consumer_1(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr, row0,
-                   start_m, n_tiles, qk_scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                   OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
-    _ws_consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr, row0,
-                 start_m, n_tiles, qk_scale, 1, STAGES, CAUSAL, OVERLAP, PINGPONG)
+def _ws_consumer_1(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns,
+                   o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale, STAGES: gl.constexpr,
+                   CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+    _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns, o_desc,
+                 lse_ptr, n_ctx, n_query_tiles, qk_scale, 1, STAGES, CAUSAL, OVERLAP, PINGPONG)
 
 
 @gluon.jit
-def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, row0,
-               start_m, n_tiles, STAGES: gl.constexpr):
-    """The loader partition (one warp): both halves of Q once, then every key tile's K and V,
-    each into its own ring (barriers: K's STAGES, then V's), K of tile j + 1 ahead of V of
-    tile j as FlashAttention-3's producer (S_{j+1} needs it first, and K's slot frees first);
-    a slot is refilled once both consumers have handed it back (`empty`, two arrivals; a
-    fresh barrier's parity-1 wait passes, so the first STAGES go at once)."""
+def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, ready, empty,
+               n_ctx, n_query_tiles, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    """The loader partition (one warp), for each of the program's query tiles: the tile's
+    first K, both halves of Q once the consumers are done with the last tile's (`q_empty`,
+    two arrivals), then every key tile's K and V, each into its own ring (barriers: K's
+    STAGES, then V's), K of tile j + 1 ahead of V of tile j as FlashAttention-3's producer
+    (S_{j+1} needs it first, and K's slot frees first); a slot is refilled once both
+    consumers have handed it back (`empty`, two arrivals; a fresh barrier's parity-1 wait
+    passes, so the first STAGES go at once). The rings' positions run on across the tiles."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
-    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem.index(0))
-    tma.async_copy_global_to_shared(q_desc, [row0 + start_m + ROWS, 0], q_bar, q_smem.index(1))
-    _load_ring_tile(k_desc, k_smem, ready, empty, 0, 0, row0, STAGES)
-    for j in range(1, n_tiles):
-        _load_ring_tile(k_desc, k_smem, ready, empty, j, 0, row0, STAGES)
-        _load_ring_tile(v_desc, v_smem, ready, empty, j - 1, STAGES, row0, STAGES)
-    _load_ring_tile(v_desc, v_smem, ready, empty, n_tiles - 1, STAGES, row0, STAGES)
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    base = 0
+    i = 0
+    for t in range(gl.program_id(0), n_query_tiles, gl.num_programs(0)):
+        start_m, row0, n_tiles = _ws_tile(t, n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
+        _load_ring_tile(k_desc, k_smem, ready, empty, base, row0, 0, STAGES)
+        mbarrier.wait(q_empty, (i & 1) ^ 1)
+        mbarrier.expect(q_ready, 2 * q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_ready, q_smem.index(0))
+        tma.async_copy_global_to_shared(q_desc, [row0 + start_m + ROWS, 0], q_ready,
+                                        q_smem.index(1))
+        for j in range(1, n_tiles):
+            _load_ring_tile(k_desc, k_smem, ready, empty, base + j, row0 + j * BLOCK_N, 0,
+                            STAGES)
+            _load_ring_tile(v_desc, v_smem, ready, empty, base + j - 1,
+                            row0 + (j - 1) * BLOCK_N, STAGES, STAGES)
+        _load_ring_tile(v_desc, v_smem, ready, empty, base + n_tiles - 1,
+                        row0 + (n_tiles - 1) * BLOCK_N, STAGES, STAGES)
+        base += n_tiles
+        i += 1
 
 
 @gluon.jit
-def _load_ring_tile(desc, smem, ready, empty, tile, BARS: gl.constexpr, row0,
-                    STAGES: gl.constexpr):
-    """Key tile `tile` of one tensor into its ring slot once the slot is free, on the
-    barriers from BARS on."""
-    BLOCK: gl.constexpr = desc.block_type.shape[0]
-    slot = tile % STAGES
-    mbarrier.wait(empty.index(BARS + slot), ((tile // STAGES) & 1) ^ 1)
+def _load_ring_tile(desc, smem, ready, empty, r, row, BARS: gl.constexpr, STAGES: gl.constexpr):
+    """Rows row.. of one tensor into the slot of ring position r once the slot is free, on
+    the barriers from BARS on."""
+    slot = r % STAGES
+    mbarrier.wait(empty.index(BARS + slot), ((r // STAGES) & 1) ^ 1)
     mbarrier.expect(ready.index(BARS + slot), desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc, [row0 + tile * BLOCK, 0], ready.index(BARS + slot),
-                                    smem.index(slot))
+    tma.async_copy_global_to_shared(desc, [row, 0], ready.index(BARS + slot), smem.index(slot))
 
 
 @gluon.jit
-def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
-                             STAGES: gl.constexpr, OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
-                             PINGPONG: gl.constexpr, num_warps: gl.constexpr):
+def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_query_tiles,
+                             qk_scale, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
+                             CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
+                             num_warps: gl.constexpr):
     """The forward warp-specialized (FlashAttention-3's split; PINGPONG its ping-pong order):
-    a program owns 128 query rows as two consumer warp groups of 64 (the default partition
-    and a worker), each running the plain schedule on its own rows, and a loader warp that
-    streams K and V through rings both consumers read. The consumers meet at no CTA-wide
+    a program owns query tiles of 128 rows (program_id, program_id + programs, ... of the
+    launch's n_query_tiles: one each, or persistent, as many as it takes), each as two consumer
+    warp groups of 64 (the default partition and a worker), and a loader warp that streams
+    Q and K and V through rings both consumers read. The consumers meet at no CTA-wide
     barrier, so one's softmax overlaps the other's MMAs; the loader's few registers leave the
-    consumers up to 240. q_desc and o_desc have 64-row boxes."""
+    consumers up to 240. q_desc and o_desc have 64-row boxes; O leaves through a buffer of
+    its own, so that the next tile's Q loads under a tile's epilogue."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     dtype: gl.constexpr = q_desc.dtype
-    if CAUSAL:  # the longest query rows first; keys up to the tile's last query
-        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * (2 * ROWS)
-        n_tiles = (start_m + 2 * ROWS) // BLOCK_N
-    else:
-        start_m = gl.program_id(0) * (2 * ROWS)
-        n_tiles = n_ctx // BLOCK_N
-    row0 = gl.program_id(1) * n_ctx
     q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], q_desc.layout)
+    o_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], o_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     # K's ring then V's: a barrier per slot that its copy has landed, one that it is free
     ready = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
+    mbarrier.init(q_ready, count=1)
+    mbarrier.init(q_empty, count=2)  # both consumers hand Q back
     _init_ring(ready, 2 * STAGES)
     _init_ring(turns, 2)
     for s in gl.static_range(2 * STAGES):
         mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
     fence_async_shared()
     gl.warp_specialize([
-        (_ws_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr,
-                        row0, start_m, n_tiles, qk_scale, 0, STAGES, CAUSAL, OVERLAP,
-                        PINGPONG)),
-        (_ws_consumer_1, (q_smem, k_smem, v_smem, q_bar, ready, empty, turns, o_desc, lse_ptr,
-                          row0, start_m, n_tiles, qk_scale, STAGES, CAUSAL, OVERLAP,
-                          PINGPONG)),
-        (_ws_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty,
-                      row0, start_m, n_tiles, STAGES)),
+        (_ws_consumer, (q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns,
+                        o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale, 0, STAGES, CAUSAL,
+                        OVERLAP, PINGPONG)),
+        (_ws_consumer_1, (q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns,
+                          o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale, STAGES, CAUSAL,
+                          OVERLAP, PINGPONG)),
+        (_ws_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, ready,
+                      empty, n_ctx, n_query_tiles, STAGES, CAUSAL)),
     ], [4, 1], [240, 24])
-    mbarrier.invalidate(q_bar)
+    mbarrier.invalidate(q_ready)
+    mbarrier.invalidate(q_empty)
     _invalidate_ring(ready, 2 * STAGES)
     _invalidate_ring(empty, 2 * STAGES)
     _invalidate_ring(turns, 2)
@@ -474,13 +522,14 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
 
     offs_m = start_m + gl.arange(0, BLOCK_M, layout=rows_s)
     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, kv_bars, kv_bars, k_desc, v_desc, acc, m_i,
-                            l_i, zeros_s, start_m, n_tiles, row0, offs_m, qk_scale, p_layout,
-                            rows_o, STAGES, BLOCK_N, CAUSAL, OVERLAP, False)
+                            l_i, zeros_s, start_m, n_tiles, row0, 0, offs_m, qk_scale,
+                            p_layout, rows_o, STAGES, BLOCK_N, CAUSAL, OVERLAP, False)
 
     mbarrier.invalidate(q_bar)
     _invalidate_ring(kv_bars, STAGES)
     gl.thread_barrier()  # every warpgroup's last S (which read Q) is done
     _fwd_epilogue(acc, m_i, l_i, q_smem, o_desc, lse_ptr, row0 + start_m, rows_o)  # O through Q's
+    tma.store_wait(pendings=0)
 
 
 def tiles_for(q, t=None, ws=False):
@@ -543,30 +592,36 @@ def _descriptor(t, rows):
 
 
 def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
-            pingpong=False):
+            pingpong=False, persistent=False):
     """O into `o` (like q) and L into `lse` (fp32, q.shape[:-1], natural-log logsumexp per
     query row) for contiguous, non-empty q, k, v that gluon_problem accepts; `ws`: the
     warp-specialized kernel (tiles of 128 queries on two consumer warp groups of 4 warps),
     `pingpong` its consumers' MMAs issued in turn (either schedule; with `overlap`, the whole
-    of FlashAttention-3's consumer loop)."""
+    of FlashAttention-3's consumer loop), `persistent` one program per SM (on the CPU, two)
+    stepping through the query tiles, where each tile has the same work (no causal mask:
+    a causal launch keeps a program per tile, which the GPU hands out longest first)."""
     tiles = tiles or tiles_for(q, ws=ws)
     bm, bn, warps, stages = tiles
     problem = gluon_problem(q, k, v, tiles) or (
         ws and (bm, warps) != (128, 4) and
         f"the warp-specialized forward takes 128 queries a program on two warp groups of 4 "
         f"warps, not {bm} on {warps}") or (
-        pingpong and not ws and
-        "ping-pong orders the warp-specialized forward's two consumers")
+        (pingpong or persistent) and not ws and
+        "ping-pong and persistence are the warp-specialized forward's")
     if problem:
         raise ValueError(f"flash_attention: the Gluon forward cannot take these inputs: "
                          f"{problem}")
     n = q.shape[-2]
     zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
     if ws:
-        gluon_attn_fwd_ws_kernel[(n // bm, zh)](
+        n_query_tiles = n // bm * zh
+        programs = n_query_tiles
+        if persistent and not causal:
+            programs = min(programs, sm_count(q.get_device()) if q.is_cuda else 2)
+        gluon_attn_fwd_ws_kernel[(programs,)](
             _descriptor(q, bm // 2), _descriptor(k, bn), _descriptor(v, bn),
-            _descriptor(o, bm // 2), lse, n, scale * LOG2E, STAGES=stages, OVERLAP=overlap,
-            CAUSAL=bool(causal), PINGPONG=bool(pingpong), num_warps=warps)
+            _descriptor(o, bm // 2), lse, n, n_query_tiles, scale * LOG2E, STAGES=stages,
+            OVERLAP=overlap, CAUSAL=bool(causal), PINGPONG=bool(pingpong), num_warps=warps)
         return o, lse
     gluon_attn_fwd_kernel[(n // bm, zh)](
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm), lse, n,
