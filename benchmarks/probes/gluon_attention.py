@@ -11,8 +11,8 @@ kernels/attention_gluon.py, which minitriton also runs), in these schedules:
 - "ws", "ws-overlap": the same two schedules warp-specialized (two consumer warp groups of
   64 query rows, a loader warp); "ws-pingpong", "ws-overlap-pingpong": with the consumers'
   MMAs issued in turn (FlashAttention-3's ping-pong; the last is its whole consumer loop);
-  "ws-overlap-pingpong-persistent": that loop in one program per SM stepping through the
-  query tiles (without a causal mask; causal launches keep a program per tile).
+  "ws-overlap-pingpong-persistent": that loop in one program per SM, each taking the next
+  query tile nobody has taken (an atomic count) until none is left.
 
 Contiguous (batch, heads, seq, d) fp16/bf16, seq a multiple of both blocks; causal (--causal):
 the key tiles below the diagonal unmasked, those on it masked, the longest query rows started
@@ -169,9 +169,11 @@ def compile_only(dtype_name="fp16", head_dims=(64, 128), variants=None, causal=F
                    "num_warps": "constexpr"}
             consts = {"STAGES": stages, "OVERLAP": _overlap(schedule),
                       "CAUSAL": causal, "num_warps": warps}
-            if ws:  # (the same kernel persistent or not: the grid differs)
-                sig["n_query_tiles"] = "i32"
-                sig["PINGPONG"], consts["PINGPONG"] = "constexpr", "pingpong" in schedule
+            if ws:
+                sig.update(counter_ptr="*i32", n_query_tiles="i32", PINGPONG="constexpr",
+                           PERSISTENT="constexpr")
+                consts.update(PINGPONG="pingpong" in schedule,
+                              PERSISTENT="persistent" in schedule)
             kernel = fg.gluon_attn_fwd_ws_kernel if ws else fg.gluon_attn_fwd_kernel
             rows.append(compiled_row(label, kernel, sig, consts, ("lse_ptr", "n_ctx"), warps))
     return rows

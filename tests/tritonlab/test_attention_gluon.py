@@ -95,20 +95,21 @@ def test_the_warp_specialized_forward(shape, tiles, causal, overlap, pingpong):
 
 @on_sim
 @pytest.mark.usefixtures("executor")
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("shape", [
-    (2, 2, 256, 32),   # 8 query tiles on the simulator's 2 programs: 4 each
-    (1, 3, 128, 64),   # 3 on 2: one program steps through two, the other one
+    (2, 2, 256, 32),   # 8 query tiles on the simulator's 2 programs
+    (1, 3, 128, 64),   # 3 on 2
 ])
-def test_the_persistent_warp_specialized_forward(shape, overlap):
-    """Persistent (no causal mask): each program steps through query tiles program_id,
-    program_id + programs, ...; the rings' positions, the turns and Q's buffer carry on
-    from one tile to the next, and O leaves through a buffer of its own while the next Q
-    loads."""
+def test_the_persistent_warp_specialized_forward(shape, overlap, causal):
+    """Persistent: each program takes the next query tile nobody has taken (an atomic count
+    the loader reads and posts to the consumers) until none is left; the rings' positions,
+    the turns and Q's buffer carry on from one tile to the next, and O leaves through a
+    buffer of its own while the next Q loads."""
     b, h, n, d = shape
     q, k, v, do = inputs(b, n, n, d, dtype=torch.float16, heads=h)
-    got = ws_forward(q, k, v, False, (128, 64, 4, 2), overlap, overlap, persistent=True)
-    assert_matches(got, reference(q, k, v, do, False)[:2], torch.float16)
+    got = ws_forward(q, k, v, causal, (128, 64, 4, 2), overlap, overlap, persistent=True)
+    assert_matches(got, reference(q, k, v, do, causal)[:2], torch.float16)
 
 
 @on_sim
@@ -118,10 +119,10 @@ def test_the_race_sanitizer_passes_the_warp_specialized_forward():
         with minitriton.configure(races=True, order=True):
             got = ws_forward(q, k, v, True, overlap=overlap, pingpong=overlap)
         assert_matches(got, reference(q, k, v, do, True)[:2], torch.float16)
-    q, k, v, do = inputs(2, 128, 128, 32, dtype=torch.float16, heads=2)
-    with minitriton.configure(races=True, order=True):  # persistent: 4 tiles on 2 programs
-        got = ws_forward(q, k, v, False, overlap=True, pingpong=True, persistent=True)
-    assert_matches(got, reference(q, k, v, do, False)[:2], torch.float16)
+    q, k, v, do = inputs(2, 256, 256, 32, dtype=torch.float16, heads=2)
+    with minitriton.configure(races=True, order=True):  # persistent: 8 tiles on 2 programs
+        got = ws_forward(q, k, v, True, overlap=True, pingpong=True, persistent=True)
+    assert_matches(got, reference(q, k, v, do, True)[:2], torch.float16)
 
 
 @on_sim
@@ -205,13 +206,14 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="Gluon's wgmma kernels are written for Hopper")
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_persistent_forward(d):
+def test_gpu_persistent_forward(d, causal):
     """FlashAttention-3's consumer loop persistent: 512 query tiles on one program per SM
-    (132 on an H100 or H200: 3 or 4 tiles each), against float64."""
+    (132 on an H100 or H200), each taking the next tile nobody has, against float64."""
     q, k, v, do = inputs(4, 1024, 1024, d, dtype=torch.bfloat16, heads=16)
-    got = ws_forward(q, k, v, False, (128, 128, 4, 2), True, True, persistent=True)
-    assert_matches(got, reference(q, k, v, do, False)[:2], torch.bfloat16)
+    got = ws_forward(q, k, v, causal, (128, 128, 4, 2), True, True, persistent=True)
+    assert_matches(got, reference(q, k, v, do, causal)[:2], torch.bfloat16)
 
 
 @pytest.mark.gpu

@@ -335,16 +335,48 @@ def _ws_tile(t, n_ctx, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.
 
 
 @gluon.jit
-def _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns, o_desc,
-                 lse_ptr, n_ctx, n_query_tiles, qk_scale, HALF: gl.constexpr,
-                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, OVERLAP: gl.constexpr,
-                 PINGPONG: gl.constexpr):
+def _post_tile(tiles, tile_ready, tile_empty, i, t):
+    """The loader's i-th query tile, t (n_query_tiles: no more), into slot i % 2 of the
+    tile ring once both consumers have read what was there."""
+    slot = i % 2
+    mbarrier.wait(tile_empty.index(slot), ((i // 2) & 1) ^ 1)
+    one_warp: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+    tiles.index(slot).store(gl.full([1], t, gl.int32, one_warp))
+    gl.thread_barrier()
+    mbarrier.arrive(tile_ready.index(slot), count=1)
+
+
+@gluon.jit
+def _take_tile(tiles, tile_ready, tile_empty, i):
+    """A consumer's i-th query tile, as the loader posted it."""
+    slot = i % 2
+    mbarrier.wait(tile_ready.index(slot), (i // 2) & 1)
+    warp_group: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    t = gl.max(tiles.index(slot).load(warp_group), axis=0)
+    mbarrier.arrive(tile_empty.index(slot), count=1)
+    return t
+
+
+@gluon.jit
+def _next_tile(counter_ptr, n_query_tiles, PERSISTENT: gl.constexpr):
+    """The program's next query tile: PERSISTENT, the next one nobody has taken (the launch's
+    first `programs` went one each; `counter_ptr` counts those taken since), else none."""
+    t = n_query_tiles
+    if PERSISTENT:
+        t = gl.num_programs(0) + gl.atomic_add(counter_ptr, 1)
+    return t
+
+
+@gluon.jit
+def _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns, tiles,
+                 tile_ready, tile_empty, o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale,
+                 HALF: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
     """One consumer partition (one warp group) of the warp-specialized forward: query rows
-    HALF*64 ... of each of the program's query tiles of 128 (the launch's tiles program_id,
-    program_id + programs, ...), every key tile the loader hands it, in the plain schedule or
-    (OVERLAP) the overlap one; PINGPONG: the consumers' MMAs issued in turn. Q's buffer goes
-    back to the loader (`q_empty`) as soon as a tile's MMAs are done, so the next tile's Q
-    loads under this one's epilogue."""
+    HALF*64 ... of each query tile of 128 the loader posts (`tiles`), every key tile the
+    loader hands it, in the plain schedule or (OVERLAP) the overlap one; PINGPONG: the
+    consumers' MMAs issued in turn. Q's buffer goes back to the loader (`q_empty`) as soon as
+    a tile's MMAs are done, so the next tile's Q loads under this one's epilogue."""
     ROWS: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -357,7 +389,8 @@ def _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty,
     zeros_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     base = 0  # ring position of the tile's first key tile
     i = 0  # the program's query tiles so far
-    for t in range(gl.program_id(0), n_query_tiles, gl.num_programs(0)):
+    t = _take_tile(tiles, tile_ready, tile_empty, 0)
+    while t < n_query_tiles:
         start_m, row0, n_tiles = _ws_tile(t, n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
         m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
         l_i = gl.full([ROWS], 0.0, gl.float32, rows_s)
@@ -373,22 +406,28 @@ def _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty,
                       row0 + start_m + HALF * ROWS, rows_o)
         base += n_tiles
         i += 1
+        t = _take_tile(tiles, tile_ready, tile_empty, i)
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
 def _ws_consumer_1(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns,
-                   o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale, STAGES: gl.constexpr,
-                   CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
-    _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns, o_desc,
-                 lse_ptr, n_ctx, n_query_tiles, qk_scale, 1, STAGES, CAUSAL, OVERLAP, PINGPONG)
+                   tiles, tile_ready, tile_empty, o_desc, lse_ptr, n_ctx, n_query_tiles,
+                   qk_scale, STAGES: gl.constexpr, CAUSAL: gl.constexpr, OVERLAP: gl.constexpr,
+                   PINGPONG: gl.constexpr):
+    _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns, tiles,
+                 tile_ready, tile_empty, o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale, 1,
+                 STAGES, CAUSAL, OVERLAP, PINGPONG)
 
 
 @gluon.jit
 def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, ready, empty,
-               n_ctx, n_query_tiles, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
-    """The loader partition (one warp), for each of the program's query tiles: the tile's
-    first K, both halves of Q once the consumers are done with the last tile's (`q_empty`,
+               tiles, tile_ready, tile_empty, counter_ptr, n_ctx, n_query_tiles,
+               STAGES: gl.constexpr, CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr):
+    """The loader partition (one warp), for each of the program's query tiles (the first
+    program_id; PERSISTENT, then each the next nobody has taken, until none is left: the
+    GPU's own order, tiles to whichever program frees first), posted to the consumers
+    (`tiles`, a ring of two) as it starts on them: the tile's first K, both halves of Q once the consumers are done with the last tile's (`q_empty`,
     two arrivals), then every key tile's K and V, each into its own ring (barriers: K's
     STAGES, then V's), K of tile j + 1 ahead of V of tile j as FlashAttention-3's producer
     (S_{j+1} needs it first, and K's slot frees first); a slot is refilled once both
@@ -398,7 +437,9 @@ def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty,
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     base = 0
     i = 0
-    for t in range(gl.program_id(0), n_query_tiles, gl.num_programs(0)):
+    t = gl.program_id(0)
+    while t < n_query_tiles:
+        _post_tile(tiles, tile_ready, tile_empty, i, t)
         start_m, row0, n_tiles = _ws_tile(t, n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
         _load_ring_tile(k_desc, k_smem, ready, empty, base, row0, 0, STAGES)
         mbarrier.wait(q_empty, (i & 1) ^ 1)
@@ -415,6 +456,8 @@ def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty,
                         row0 + (n_tiles - 1) * BLOCK_N, STAGES, STAGES)
         base += n_tiles
         i += 1
+        t = _next_tile(counter_ptr, n_query_tiles, PERSISTENT)
+    _post_tile(tiles, tile_ready, tile_empty, i, t)  # none left: the consumers stop
 
 
 @gluon.jit
@@ -428,14 +471,15 @@ def _load_ring_tile(desc, smem, ready, empty, r, row, BARS: gl.constexpr, STAGES
 
 
 @gluon.jit
-def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_query_tiles,
-                             qk_scale, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-                             CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
+def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, counter_ptr, n_ctx,
+                             n_query_tiles, qk_scale, STAGES: gl.constexpr,
+                             OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
+                             PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr,
                              num_warps: gl.constexpr):
     """The forward warp-specialized (FlashAttention-3's split; PINGPONG its ping-pong order):
-    a program owns query tiles of 128 rows (program_id, program_id + programs, ... of the
-    launch's n_query_tiles: one each, or persistent, as many as it takes), each as two consumer
-    warp groups of 64 (the default partition and a worker), and a loader warp that streams
+    a program owns query tiles of 128 rows (its program_id; PERSISTENT, then whichever is
+    next, counted at counter_ptr: a zeroed int32, until the launch's n_query_tiles are
+    taken), each as two consumer warp groups of 64 (the default partition and a worker), and a loader warp that streams
     Q and K and V through rings both consumers read. The consumers meet at no CTA-wide
     barrier, so one's softmax overlaps the other's MMAs; the loader's few registers leave the
     consumers up to 240. q_desc and o_desc have 64-row boxes; O leaves through a buffer of
@@ -454,28 +498,37 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_q
     ready = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    tiles = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    tile_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    tile_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_ready, count=1)
     mbarrier.init(q_empty, count=2)  # both consumers hand Q back
     _init_ring(ready, 2 * STAGES)
     _init_ring(turns, 2)
+    _init_ring(tile_ready, 2)
     for s in gl.static_range(2 * STAGES):
         mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
+    for s in gl.static_range(2):
+        mbarrier.init(tile_empty.index(s), count=2)  # ... and a posted tile
     fence_async_shared()
     gl.warp_specialize([
         (_ws_consumer, (q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns,
-                        o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale, 0, STAGES, CAUSAL,
-                        OVERLAP, PINGPONG)),
+                        tiles, tile_ready, tile_empty, o_desc, lse_ptr, n_ctx, n_query_tiles,
+                        qk_scale, 0, STAGES, CAUSAL, OVERLAP, PINGPONG)),
         (_ws_consumer_1, (q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns,
-                          o_desc, lse_ptr, n_ctx, n_query_tiles, qk_scale, STAGES, CAUSAL,
-                          OVERLAP, PINGPONG)),
+                          tiles, tile_ready, tile_empty, o_desc, lse_ptr, n_ctx, n_query_tiles,
+                          qk_scale, STAGES, CAUSAL, OVERLAP, PINGPONG)),
         (_ws_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, ready,
-                      empty, n_ctx, n_query_tiles, STAGES, CAUSAL)),
+                      empty, tiles, tile_ready, tile_empty, counter_ptr, n_ctx, n_query_tiles,
+                      STAGES, CAUSAL, PERSISTENT)),
     ], [4, 1], [240, 24])
     mbarrier.invalidate(q_ready)
     mbarrier.invalidate(q_empty)
     _invalidate_ring(ready, 2 * STAGES)
     _invalidate_ring(empty, 2 * STAGES)
     _invalidate_ring(turns, 2)
+    _invalidate_ring(tile_ready, 2)
+    _invalidate_ring(tile_empty, 2)
 
 
 @gluon.jit
@@ -597,9 +650,9 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
     query row) for contiguous, non-empty q, k, v that gluon_problem accepts; `ws`: the
     warp-specialized kernel (tiles of 128 queries on two consumer warp groups of 4 warps),
     `pingpong` its consumers' MMAs issued in turn (either schedule; with `overlap`, the whole
-    of FlashAttention-3's consumer loop), `persistent` one program per SM (on the CPU, two)
-    stepping through the query tiles, where each tile has the same work (no causal mask:
-    a causal launch keeps a program per tile, which the GPU hands out longest first)."""
+    of FlashAttention-3's consumer loop), `persistent` one program per SM (on the CPU, two),
+    each taking the next query tile nobody has taken until none is left (the tiles in the
+    order a program per tile would run them: causal, each head's longest rows first)."""
     tiles = tiles or tiles_for(q, ws=ws)
     bm, bn, warps, stages = tiles
     problem = gluon_problem(q, k, v, tiles) or (
@@ -616,12 +669,15 @@ def forward(q, k, v, o, lse, causal, scale, tiles=None, overlap=False, ws=False,
     if ws:
         n_query_tiles = n // bm * zh
         programs = n_query_tiles
-        if persistent and not causal:
+        if persistent:
             programs = min(programs, sm_count(q.get_device()) if q.is_cuda else 2)
+        # the tiles taken (without persistence not read: lse stands in)
+        counter = torch.zeros(1, dtype=torch.int32, device=q.device) if persistent else lse
         gluon_attn_fwd_ws_kernel[(programs,)](
             _descriptor(q, bm // 2), _descriptor(k, bn), _descriptor(v, bn),
-            _descriptor(o, bm // 2), lse, n, n_query_tiles, scale * LOG2E, STAGES=stages,
-            OVERLAP=overlap, CAUSAL=bool(causal), PINGPONG=bool(pingpong), num_warps=warps)
+            _descriptor(o, bm // 2), lse, counter, n, n_query_tiles, scale * LOG2E,
+            STAGES=stages, OVERLAP=overlap, CAUSAL=bool(causal), PINGPONG=bool(pingpong),
+            PERSISTENT=bool(persistent), num_warps=warps)
         return o, lse
     gluon_attn_fwd_kernel[(n // bm, zh)](
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm), lse, n,
