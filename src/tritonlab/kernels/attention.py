@@ -759,8 +759,11 @@ def _block_d(d):
 
 FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon", "gluon-ws")
 # the Gluon forwards' schedules (kernels/attention_gluon.py): "gluon-ws" warp-specialized, in
-# FlashAttention-3's consumer loop (intra-warpgroup overlap, the two consumers in ping-pong)
-_GLUON_FWD = {"gluon": {}, "gluon-ws": {"ws": True, "overlap": True, "pingpong": True}}
+# FlashAttention-3's consumer loop (intra-warpgroup overlap, the two consumers in ping-pong),
+# persistent (a program per SM taking the next query tile: 1.03-1.09x a program per tile on
+# 4x32x4096x128 fp16, H100, 2026-12-06, docs/attention.md)
+_GLUON_FWD = {"gluon": {},
+              "gluon-ws": {"ws": True, "overlap": True, "pingpong": True, "persistent": True}}
 BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon", "gluon-atomic")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
 # the Gluon backwards and what says why one cannot take the inputs (kernels/attention_gluon.py)

@@ -13,10 +13,12 @@ kernels/attention.py do not (H100, 2026-12-06: docs/attention.md "Gluon"). One p
   - causal: the key tiles wholly below the diagonal unmasked, then those it crosses masked,
     and the longest query rows first (the programs of the last query tiles start first);
   - O leaves through Q's shared buffer by TMA, L = m + log(l) (natural log) per row, fp32.
-The schedule FlashAttention-3 writes out (the next tile's S issued before this tile's softmax,
-`OVERLAP`) was 0.77-0.88x the plain one on an H100; it stays selectable for the probe
-(benchmarks/probes/gluon_attention.py), as does a warp-specialized forward
-(`gluon_attn_fwd_ws_kernel`: two consumer warp groups and a loader warp, 0.93-1.00x).
+FlashAttention-3's forward is `gluon_attn_fwd_ws_kernel` ("gluon-ws", Hopper's default for
+head dims above 64): two consumer warp groups in its intra-warpgroup overlap (the next tile's
+S issued before this tile's softmax, `OVERLAP`) taking turns at the tensor cores (`PINGPONG`),
+a loader warp, and one program per SM taking query tiles as it frees (`PERSISTENT`). Without
+the specialization the overlap schedule was 0.77-0.88x the plain one on an H100; it stays
+selectable for the probe (benchmarks/probes/gluon_attention.py).
 
 The backward: D by the tl pass, then either two kernels (dK/dV per key tile, dQ per query
 tile: `backward`) or one pass (`backward_one_pass`: each key tile's share of dQ added into an
