@@ -1,7 +1,8 @@
 """Issue 36: the Gluon backwards (kernels/attention_gluon.py) against the tl backwards through
 TMA and cuDNN's, on the speed rows' shapes, per tile: the two kernels (dK/dV per key tile, dQ
-per query tile, each stepping the other's tiles through a TMA ring with wgmma) and the one
-pass ("gluon-atomic": dK/dV per key tile, each query step's share of dQ added by a TMA
+per query tile, each stepping the other's tiles through a TMA ring with wgmma), the same with
+dK/dV warp-specialized ("ws-dkdv": two consumer warp groups of 64 keys and a loader warp) and
+the one pass ("gluon-atomic": dK/dV per key tile, each query step's share of dQ added by a TMA
 reduction).
 
     python benchmarks/probes/gluon_attention_bwd.py [--rows SHAPE:DTYPE:CAUSAL,...] [--out DIR]
@@ -9,8 +10,8 @@ reduction).
         backward alone (do_bench: dQ, dK, dV from saved O, L; D included) beside the tl ones
         and cuDNN's (SDPA's autograd backward, its forward excluded); DIR/gluon_attention_bwd.json
     python benchmarks/probes/gluon_attention_bwd.py --compile-only [--triton DIR]
-        anywhere: compiles the one-pass kernel's tiles for sm_90 with Triton's wheel (no GPU)
-        and prints registers, spilled bytes and shared memory
+        anywhere: compiles the one-pass and warp-specialized dK/dV kernels' tiles for sm_90
+        with Triton's wheel (no GPU) and prints registers, spilled bytes and shared memory
 """
 import argparse
 import json
@@ -32,30 +33,39 @@ PAIRS = {64: [((64, 128, 8, 2), (128, 64, 8, 2)), ((32, 128, 8, 2), (128, 64, 8,
 # the one pass's tiles (BLOCK_M = 64 queries a step, BLOCK_N keys a program, warps, stages)
 ONE_PASS = {64: [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2)],
             128: [(64, 128, 8, 2), (64, 64, 4, 2), (64, 128, 8, 1)]}
+# the warp-specialized dK/dV kernel's (128 keys a program on two consumer warp groups of 4
+# warps and a loader warp), each with the two-kernel pairs' dQ tile
+WS_DKDV = {64: [(64, 128, 4, 2), (64, 128, 4, 3)], 128: [(64, 128, 4, 2), (64, 128, 4, 3)]}
 
 
 def compile_one_pass(dtype_name="bf16"):
-    """Rows (label, registers, spilled bytes, shared bytes, error) of the one-pass kernel."""
+    """Rows (label, registers, spilled bytes, shared bytes, error) of the one-pass kernel and
+    the warp-specialized dK/dV kernel."""
     from tritonlab.kernels import attention_gluon as fg
 
     rows = []
-    for d, tiles in ONE_PASS.items():
-        for causal in (False, True):
-            for bm, bn, warps, stages in tiles:
-                label = f"one-pass d={d} causal={int(causal)} ({bm}, {bn}, {warps}, {stages})"
-                sig = {"q_desc": tensordesc(dtype_name, [bm, d]),
-                       "k_desc": tensordesc(dtype_name, [bn, d]),
-                       "v_desc": tensordesc(dtype_name, [bn, d]),
-                       "do_desc": tensordesc(dtype_name, [bm, d]),
-                       "dq_desc": tensordesc("fp32", [bm, d]),
-                       "dk_ptr": f"*{dtype_name}", "dv_ptr": f"*{dtype_name}",
-                       "lse_ptr": "*fp32", "delta_ptr": "*fp32", "n_ctx": "i32",
-                       "qk_scale": "fp32", "scale": "fp32", "STAGES": "constexpr",
-                       "CAUSAL": "constexpr", "num_warps": "constexpr"}
-                consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
-                rows.append(compiled_row(
-                    label, fg.gluon_attn_bwd_one_pass_kernel, sig, consts,
-                    ("dk_ptr", "dv_ptr", "lse_ptr", "delta_ptr", "n_ctx"), warps))
+    kernels = (("one-pass", fg.gluon_attn_bwd_one_pass_kernel, ONE_PASS),
+               ("ws dK/dV", fg.gluon_attn_bwd_dkdv_ws_kernel, WS_DKDV))
+    for name, kernel, table in kernels:
+        for d, tiles in table.items():
+            for causal in (False, True):
+                for bm, bn, warps, stages in tiles:
+                    label = f"{name} d={d} causal={int(causal)} ({bm}, {bn}, {warps}, {stages})"
+                    kv_rows = bn // 2 if kernel is fg.gluon_attn_bwd_dkdv_ws_kernel else bn
+                    sig = {"q_desc": tensordesc(dtype_name, [bm, d]),
+                           "k_desc": tensordesc(dtype_name, [kv_rows, d]),
+                           "v_desc": tensordesc(dtype_name, [kv_rows, d]),
+                           "do_desc": tensordesc(dtype_name, [bm, d]),
+                           "dk_ptr": f"*{dtype_name}", "dv_ptr": f"*{dtype_name}",
+                           "lse_ptr": "*fp32", "delta_ptr": "*fp32", "n_ctx": "i32",
+                           "qk_scale": "fp32", "scale": "fp32", "STAGES": "constexpr",
+                           "CAUSAL": "constexpr", "num_warps": "constexpr"}
+                    if kernel is fg.gluon_attn_bwd_one_pass_kernel:
+                        sig["dq_desc"] = tensordesc("fp32", [bm, d])
+                    consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
+                    rows.append(compiled_row(
+                        label, kernel, sig, consts,
+                        ("dk_ptr", "dv_ptr", "lse_ptr", "delta_ptr", "n_ctx"), warps))
     return rows
 
 
@@ -126,6 +136,15 @@ def main(argv=None):
                 grads = [torch.empty_like(q) for _ in range(3)]
                 return fg.backward(do, q, k, v, lse, delta, *grads, causal, scale, tiles)
             check(f"gluon dkdv {dkdv} dq {dq}", run)
+        for dkdv in WS_DKDV[64 if d <= 64 else 128]:
+            tiles = {"dkdv": dkdv, "dq": PAIRS[64 if d <= 64 else 128][0][1]}
+
+            def run_ws(tiles=tiles):
+                delta = fa._delta(o, do, h, n, d)
+                grads = [torch.empty_like(q) for _ in range(3)]
+                return fg.backward(do, q, k, v, lse, delta, *grads, causal, scale, tiles,
+                                   ws=True)
+            check(f"gluon ws-dkdv {dkdv} dq {tiles['dq']}", run_ws)
         for tiles in ONE_PASS[64 if d <= 64 else 128]:
             check(f"gluon one-pass {tiles}", lambda t=tiles: fa.attention_backward(
                 do, q, k, v, o, lse, causal, scale, tiles={"dkdv": t}, impl="gluon-atomic"))

@@ -725,15 +725,16 @@ def _program_start(own_a, own_b, ring_a, ring_b, own_row, ring_row, n_tiles,
 @gluon.jit
 def _key_tile_start(kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout: gl.constexpr,
                     kv_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                    HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
-    """A key-tile program's state once its own K and V have landed (`kv_bar`): (its keys'
-    offsets, dK and dV zeroed, L and D at this head's rows, the first query tile past the
-    diagonal's masked ones: causal, the key tile's own rows are masked)."""
+                    HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, TILE_N: gl.constexpr):
+    """The state of BLOCK_N keys from start_n (a key-tile program's, or a warp group's share
+    of it) once its own K and V have landed (`kv_bar`): (their offsets, dK and dV zeroed, L and
+    D at this head's rows, the first query tile past the diagonal's masked ones: causal, the
+    rows of the program's whole key tile of TILE_N, from `first`'s, are masked)."""
     offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
     dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
     dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
     mbarrier.wait(kv_bar, 0)
-    free = first + BLOCK_N // BLOCK_M if CAUSAL else first
+    free = first + TILE_N // BLOCK_M if CAUSAL else first
     return offs_n, dk, dv, lse_ptr + row0, delta_ptr + row0, free
 
 
@@ -743,6 +744,12 @@ def _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale,
     """The barriers invalidated, dK (scaled) and dV of the key tile written."""
     mbarrier.invalidate(kv_bar)
     _invalidate_ring(bars, STAGES)
+    _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, start_n, scale)
+
+
+@gluon.jit
+def _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, start_n, scale):
+    """dK (scaled) and dV of the keys from start_n written."""
     BLOCK_N: gl.constexpr = dk.shape[0]
     HEAD_DIM: gl.constexpr = dk.shape[1]
     offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, dk.type.layout))
@@ -785,9 +792,12 @@ def _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr, delt
 def _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv, lse_ptr,
                 delta_ptr, offs_n, lo, hi, first, n_tiles, row0, qk_scale,
                 st_layout: gl.constexpr, ds_layout: gl.constexpr, STAGES: gl.constexpr,
-                BLOCK_M: gl.constexpr, MASK: gl.constexpr):
+                BLOCK_M: gl.constexpr, MASK: gl.constexpr, WS: gl.constexpr = False,
+                empty=None):
     """Query tiles lo..hi-1 of one key tile (ring positions from `first`): S^T = K Q^T,
-    P^T = exp2(S^T - L), dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D), dK += dS^T Q."""
+    P^T = exp2(S^T - L), dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D), dK += dS^T Q;
+    each ring slot refilled with the step STAGES ahead once its MMAs are done, or (WS: a
+    consumer warp group of the warp-specialized kernel) handed back to the loader (`empty`)."""
     for i in range(lo, hi):
         step = i - first
         ds_t, dv, q = _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr,
@@ -795,8 +805,11 @@ def _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv, 
                                  MASK)
         dk = warpgroup_mma(gl.convert_layout(ds_t.to(q.dtype), ds_layout), q, dk, is_async=True)
         dk, dv = warpgroup_mma_wait(num_outstanding=0, deps=(dk, dv))
-        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES, row0 + first * BLOCK_M,
-                   n_tiles, STAGES, BLOCK_M)
+        if WS:
+            mbarrier.arrive(empty.index(step % STAGES), count=1)
+        else:
+            _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES,
+                       row0 + first * BLOCK_M, n_tiles, STAGES, BLOCK_M)
     return dk, dv
 
 
@@ -826,7 +839,7 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
 
     offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
         kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, BLOCK_N,
-        HEAD_DIM, CAUSAL)
+        HEAD_DIM, CAUSAL, BLOCK_N)
     if CAUSAL:
         dk, dv = _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv,
                              lse_ptr, delta_ptr, offs_n, first, free, first, n_tiles, row0,
@@ -835,6 +848,117 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
                          lse_ptr, delta_ptr, offs_n, free, n_q_tiles, first, n_tiles, row0,
                          qk_scale, st_layout, ds_layout, STAGES, BLOCK_M, False)
     _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale, STAGES)
+
+
+@gluon.jit
+def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr, dv_ptr,
+                      lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
+                      HALF: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    """One consumer partition (one warp group) of the warp-specialized dK/dV kernel: keys
+    start_n + HALF*64 ... of the program's 128 against every query tile the loader hands it,
+    dK and dV of those keys written at the end. Both consumers step the same ring; causal,
+    both mask the query tiles of the program's whole key tile."""
+    ROWS: gl.constexpr = k_smem.shape[1]
+    HEAD_DIM: gl.constexpr = k_smem.shape[2]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    dtype: gl.constexpr = q_smem.dtype
+    kv_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, 4)  # one warp group
+    st_layout: gl.constexpr = _acc_layout(BLOCK_M, dtype, 4)
+    ds_layout: gl.constexpr = _operand_layout(kv_layout, dtype)
+    k = k_smem.index(HALF)
+    v = v_smem.index(HALF)
+    keys0 = start_n + HALF * ROWS
+    n_tiles = n_q_tiles - first
+    offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
+        kv_bar, keys0, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, ROWS,
+        HEAD_DIM, CAUSAL, 2 * ROWS)
+    if CAUSAL:
+        dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_ptr,
+                             delta_ptr, offs_n, first, free, first, n_tiles, row0, qk_scale,
+                             st_layout, ds_layout, STAGES, BLOCK_M, True, True, empty)
+    dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_ptr, delta_ptr,
+                         offs_n, free, n_q_tiles, first, n_tiles, row0, qk_scale, st_layout,
+                         ds_layout, STAGES, BLOCK_M, False, True, empty)
+    _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, keys0, scale)
+
+
+@gluon.jit
+def _ws_dkdv_consumer_1(k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr, dv_ptr,
+                        lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
+                        STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr, dv_ptr,
+                      lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale, 1,
+                      STAGES, CAUSAL)
+
+
+@gluon.jit
+def _ws_dkdv_loader(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar,
+                    ready, empty, row0, start_n, first, n_q_tiles, STAGES: gl.constexpr):
+    """The loader partition (one warp) of the warp-specialized dK/dV kernel: both halves of
+    the program's K and V once, then query tile first, first + 1, ... (Q and dO) into the
+    ring, each slot refilled once both consumers have handed it back (`empty`, two
+    arrivals)."""
+    ROWS: gl.constexpr = k_desc.block_type.shape[0]
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+    for h in gl.static_range(2):
+        tma.async_copy_global_to_shared(k_desc, [row0 + start_n + h * ROWS, 0], kv_bar,
+                                        k_smem.index(h))
+        tma.async_copy_global_to_shared(v_desc, [row0 + start_n + h * ROWS, 0], kv_bar,
+                                        v_smem.index(h))
+    for step in range(n_q_tiles - first):
+        slot = step % STAGES
+        mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(slot), 2 * q_desc.block_type.nbytes)
+        row = row0 + (first + step) * BLOCK_M
+        tma.async_copy_global_to_shared(q_desc, [row, 0], ready.index(slot), q_smem.index(slot))
+        tma.async_copy_global_to_shared(do_desc, [row, 0], ready.index(slot),
+                                        do_smem.index(slot))
+
+
+@gluon.jit
+def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, lse_ptr,
+                                  delta_ptr, n_ctx, qk_scale, scale, STAGES: gl.constexpr,
+                                  CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    """The dK/dV kernel warp-specialized (FlashAttention-3's split of its backward): a
+    program owns 128 keys as two consumer warp groups of 64 (the default partition and a
+    worker), each with its own dK and dV, and a loader warp that streams Q and dO through a
+    ring both read. The consumers meet at no CTA-wide barrier, so one's exponentials overlap
+    the other's MMAs; the loader's few registers leave them up to 240. k_desc and v_desc have
+    64-row boxes."""
+    ROWS: gl.constexpr = k_desc.block_type.shape[0]
+    HEAD_DIM: gl.constexpr = k_desc.block_type.shape[1]
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    start_n = gl.program_id(0) * (2 * ROWS)
+    row0 = gl.program_id(1) * n_ctx
+    n_q_tiles = n_ctx // BLOCK_M
+    first = start_n // BLOCK_M if CAUSAL else 0  # query tiles before see none of its keys
+    k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], v_desc.layout)
+    q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_bar, count=1)
+    _init_ring(ready, STAGES)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
+    fence_async_shared()
+    gl.warp_specialize([
+        (_ws_dkdv_consumer, (k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr,
+                             dv_ptr, lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles,
+                             qk_scale, scale, 0, STAGES, CAUSAL)),
+        (_ws_dkdv_consumer_1, (k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr,
+                               dv_ptr, lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles,
+                               qk_scale, scale, STAGES, CAUSAL)),
+        (_ws_dkdv_loader, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
+                           kv_bar, ready, empty, row0, start_n, first, n_q_tiles, STAGES)),
+    ], [4, 1], [240, 24])
+    mbarrier.invalidate(kv_bar)
+    _invalidate_ring(ready, STAGES)
+    _invalidate_ring(empty, STAGES)
 
 
 @gluon.jit
@@ -978,7 +1102,7 @@ def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_
 
     offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
         kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, BLOCK_N,
-        HEAD_DIM, CAUSAL)
+        HEAD_DIM, CAUSAL, BLOCK_N)
     if CAUSAL:
         dk, dv = _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars,
                                  q_desc, do_desc, dq_desc, dk, dv, lse_ptr, delta_ptr, offs_n,
@@ -1014,20 +1138,27 @@ def backward_problem(q, k, v, tiles=None, do=None):
             or _tiles_problem(n, m2, n2, "dQ", "queries", "keys"))
 
 
-def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None):
+def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None, ws=False):
     """dQ, dK, dV into `dq`, `dk`, `dv` (contiguous, q's dtype) for contiguous, non-empty
-    inputs that backward_problem accepts; `delta` = rowsum(dO * O), fp32 (batch*heads, seq)."""
+    inputs that backward_problem accepts; `delta` = rowsum(dO * O), fp32 (batch*heads, seq);
+    `ws`: dK and dV by the warp-specialized kernel (128 keys a program on two consumer warp
+    groups of 4 warps)."""
     tiles = tiles or backward_tiles_for(q)
-    problem = backward_problem(q, k, v, tiles, do)
+    bm, bn, warps, stages = tiles["dkdv"]
+    problem = backward_problem(q, k, v, tiles, do) or (
+        ws and (bn, warps) != (128, 4) and
+        f"the warp-specialized dK/dV kernel takes 128 keys a program on two warp groups of 4 "
+        f"warps, not {bn} on {warps}")
     if problem:
         raise ValueError(f"flash_attention backward: the Gluon backward cannot take these "
                          f"inputs: {problem}")
     n = q.shape[-2]
     zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
-    bm, bn, warps, stages = tiles["dkdv"]
-    gluon_attn_bwd_dkdv_kernel[(n // bn, zh)](
-        _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, bm), dk, dv,
-        lse, delta, n, scale * LOG2E, scale, STAGES=stages, CAUSAL=bool(causal),
+    kernel = gluon_attn_bwd_dkdv_ws_kernel if ws else gluon_attn_bwd_dkdv_kernel
+    rows = bn // 2 if ws else bn  # the warp-specialized kernel's K and V boxes: a warp group's
+    kernel[(n // bn, zh)](
+        _descriptor(q, bm), _descriptor(k, rows), _descriptor(v, rows), _descriptor(do, bm), dk,
+        dv, lse, delta, n, scale * LOG2E, scale, STAGES=stages, CAUSAL=bool(causal),
         num_warps=warps)
     bm, bn, warps, stages = tiles["dq"]
     gluon_attn_bwd_dq_kernel[(n // bm, zh)](
