@@ -723,19 +723,19 @@ def _program_start(own_a, own_b, ring_a, ring_b, own_row, ring_row, n_tiles,
 
 
 @gluon.jit
-def _key_tile_start(kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout: gl.constexpr,
-                    kv_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                    HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, TILE_N: gl.constexpr):
+def _key_tile_start(kv_bar, start_n, first, st_layout: gl.constexpr, kv_layout: gl.constexpr,
+                    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                    CAUSAL: gl.constexpr, TILE_N: gl.constexpr):
     """The state of BLOCK_N keys from start_n (a key-tile program's, or a warp group's share
-    of it) once its own K and V have landed (`kv_bar`): (their offsets, dK and dV zeroed, L and
-    D at this head's rows, the first query tile past the diagonal's masked ones: causal, the
-    rows of the program's whole key tile of TILE_N, from `first`'s, are masked)."""
+    of it) once its own K and V have landed (`kv_bar`): (their offsets, dK and dV zeroed, the
+    first query tile past the diagonal's masked ones: causal, the rows of the program's whole
+    key tile of TILE_N, from `first`'s, are masked)."""
     offs_n = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
     dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
     dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, kv_layout)
     mbarrier.wait(kv_bar, 0)
     free = first + TILE_N // BLOCK_M if CAUSAL else first
-    return offs_n, dk, dv, lse_ptr + row0, delta_ptr + row0, free
+    return offs_n, dk, dv, free
 
 
 @gluon.jit
@@ -762,29 +762,38 @@ def _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, start_n, scale):
 @gluon.jit
 def _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr, delta_ptr, offs_n,
                qk_scale, st_layout: gl.constexpr, ds_layout: gl.constexpr,
-               STAGES: gl.constexpr, MASK: gl.constexpr):
+               STAGES: gl.constexpr, MASK: gl.constexpr, STAGED: gl.constexpr = False):
     """Query tile i (ring step `step`) of a key tile, once its copies have landed: S^T = K Q^T
     and dP^T = V dO^T issued together (retired in order: dP^T runs while P^T = exp2(S^T - L)
     is computed), dV += P^T dO issued and left in flight; MASK: queries before each key row's
-    own zeroed. (dS^T = P^T (dP^T - D), dV in flight, the step's Q in shared memory)."""
+    own zeroed. L and D come from memory (lse_ptr, delta_ptr: this head's rows) or, STAGED,
+    from the ring slot's shared buffers (lse_ptr, delta_ptr), where the loader put them with
+    Q and dO, each read when it is needed. (dS^T = P^T (dP^T - D), dV in flight, the step's
+    Q in shared memory)."""
     BLOCK_N: gl.constexpr = k_smem.shape[0]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
+    cols: gl.constexpr = gl.SliceLayout(0, st_layout)
     slot = step % STAGES
     mbarrier.wait(bars.index(slot), (step // STAGES) & 1)
     q = q_smem.index(slot)
     do = do_smem.index(slot)
-    rows = i * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, st_layout))
-    lse = gl.load(lse_ptr + rows) * 1.4426950408889634  # read BM
-    delta = gl.load(delta_ptr + rows)  # read BM
+    rows = i * BLOCK_M + gl.arange(0, BLOCK_M, layout=cols)
+    if not STAGED:
+        lse = gl.load(lse_ptr + rows) * 1.4426950408889634  # read BM
+        delta = gl.load(delta_ptr + rows)  # read BM
     zeros = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, st_layout)
     s_t = warpgroup_mma(k_smem, q.permute((1, 0)), zeros, use_acc=False, is_async=True)
     dp_t = warpgroup_mma(v_smem, do.permute((1, 0)), zeros, use_acc=False, is_async=True)
     s_t = warpgroup_mma_wait(num_outstanding=1, deps=(s_t,))
+    if STAGED:
+        lse = lse_ptr.index(slot).load(cols) * 1.4426950408889634
     p_t = gl.exp2(s_t * qk_scale - lse[None, :])
     if MASK:
         p_t = gl.where(rows[None, :] >= offs_n[:, None], p_t, 0.0)
     dv = warpgroup_mma(gl.convert_layout(p_t.to(q.dtype), ds_layout), do, dv, is_async=True)
     dp_t = warpgroup_mma_wait(num_outstanding=1, deps=(dp_t,))
+    if STAGED:
+        delta = delta_ptr.index(slot).load(cols)
     return p_t * (dp_t - delta[None, :]), dv, q
 
 
@@ -797,12 +806,14 @@ def _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv, 
     """Query tiles lo..hi-1 of one key tile (ring positions from `first`): S^T = K Q^T,
     P^T = exp2(S^T - L), dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D), dK += dS^T Q;
     each ring slot refilled with the step STAGES ahead once its MMAs are done, or (WS: a
-    consumer warp group of the warp-specialized kernel) handed back to the loader (`empty`)."""
+    consumer warp group of the warp-specialized kernel, L and D staged in shared memory by
+    the loader: lse_ptr and delta_ptr the ring's buffers) handed back to the loader
+    (`empty`)."""
     for i in range(lo, hi):
         step = i - first
         ds_t, dv, q = _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr,
                                  delta_ptr, offs_n, qk_scale, st_layout, ds_layout, STAGES,
-                                 MASK)
+                                 MASK, WS)
         dk = warpgroup_mma(gl.convert_layout(ds_t.to(q.dtype), ds_layout), q, dk, is_async=True)
         dk, dv = warpgroup_mma_wait(num_outstanding=0, deps=(dk, dv))
         if WS:
@@ -837,9 +848,10 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
     k_smem, v_smem, q_smem, do_smem, kv_bar, bars = _program_start(
         k_desc, v_desc, q_desc, do_desc, row0 + start_n, row0 + first * BLOCK_M, n_tiles, STAGES)
 
-    offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
-        kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, BLOCK_N,
-        HEAD_DIM, CAUSAL, BLOCK_N)
+    offs_n, dk, dv, free = _key_tile_start(kv_bar, start_n, first, st_layout, kv_layout, BLOCK_M,
+                                           BLOCK_N, HEAD_DIM, CAUSAL, BLOCK_N)
+    lse_ptr += row0  # this head's rows
+    delta_ptr += row0
     if CAUSAL:
         dk, dv = _dkdv_steps(k_smem, v_smem, q_smem, do_smem, bars, q_desc, do_desc, dk, dv,
                              lse_ptr, delta_ptr, offs_n, first, free, first, n_tiles, row0,
@@ -851,13 +863,14 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
 
 
 @gluon.jit
-def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr, dv_ptr,
-                      lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
+def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
+                      empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
                       HALF: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     """One consumer partition (one warp group) of the warp-specialized dK/dV kernel: keys
-    start_n + HALF*64 ... of the program's 128 against every query tile the loader hands it,
-    dK and dV of those keys written at the end. Both consumers step the same ring; causal,
-    both mask the query tiles of the program's whole key tile."""
+    start_n + HALF*64 ... of the program's 128 against every query tile the loader hands it
+    (Q, dO, and L and D in shared memory), dK and dV of those keys written at the end. Both
+    consumers step the same ring; causal, both mask the query tiles of the program's whole
+    key tile."""
     ROWS: gl.constexpr = k_smem.shape[1]
     HEAD_DIM: gl.constexpr = k_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -869,35 +882,36 @@ def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_
     v = v_smem.index(HALF)
     keys0 = start_n + HALF * ROWS
     n_tiles = n_q_tiles - first
-    offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
-        kv_bar, keys0, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, ROWS,
-        HEAD_DIM, CAUSAL, 2 * ROWS)
+    offs_n, dk, dv, free = _key_tile_start(kv_bar, keys0, first, st_layout, kv_layout, BLOCK_M,
+                                           ROWS, HEAD_DIM, CAUSAL, 2 * ROWS)
     if CAUSAL:
-        dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_ptr,
-                             delta_ptr, offs_n, first, free, first, n_tiles, row0, qk_scale,
+        dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_smem,
+                             delta_smem, offs_n, first, free, first, n_tiles, row0, qk_scale,
                              st_layout, ds_layout, STAGES, BLOCK_M, True, True, empty)
-    dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_ptr, delta_ptr,
+    dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_smem, delta_smem,
                          offs_n, free, n_q_tiles, first, n_tiles, row0, qk_scale, st_layout,
                          ds_layout, STAGES, BLOCK_M, False, True, empty)
     _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, keys0, scale)
 
 
 @gluon.jit
-def _ws_dkdv_consumer_1(k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr, dv_ptr,
-                        lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
+def _ws_dkdv_consumer_1(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
+                        empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
                         STAGES: gl.constexpr, CAUSAL: gl.constexpr):
-    _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr, dv_ptr,
-                      lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale, 1,
+    _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
+                      empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale, 1,
                       STAGES, CAUSAL)
 
 
 @gluon.jit
-def _ws_dkdv_loader(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar,
-                    ready, empty, row0, start_n, first, n_q_tiles, STAGES: gl.constexpr):
+def _ws_dkdv_loader(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, lse_smem,
+                    delta_smem, kv_bar, ready, empty, lse_ptr, delta_ptr, row0, start_n, first,
+                    n_q_tiles, STAGES: gl.constexpr):
     """The loader partition (one warp) of the warp-specialized dK/dV kernel: both halves of
-    the program's K and V once, then query tile first, first + 1, ... (Q and dO) into the
-    ring, each slot refilled once both consumers have handed it back (`empty`, two
-    arrivals)."""
+    the program's K and V once, then query tile first, first + 1, ... (Q and dO by TMA, L and
+    D stored beside them before the slot's barrier is told to expect the copies: its arrival
+    publishes them) into the ring, each slot refilled once both consumers have handed it back
+    (`empty`, two arrivals)."""
     ROWS: gl.constexpr = k_desc.block_type.shape[0]
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
     mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
@@ -906,11 +920,18 @@ def _ws_dkdv_loader(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_
                                         k_smem.index(h))
         tma.async_copy_global_to_shared(v_desc, [row0 + start_n + h * ROWS, 0], kv_bar,
                                         v_smem.index(h))
+    one_warp: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
     for step in range(n_q_tiles - first):
         slot = step % STAGES
-        mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-        mbarrier.expect(ready.index(slot), 2 * q_desc.block_type.nbytes)
         row = row0 + (first + step) * BLOCK_M
+        offs = row + gl.arange(0, BLOCK_M, layout=one_warp)
+        lse = gl.load(lse_ptr + offs)  # read BM
+        delta = gl.load(delta_ptr + offs)  # read BM
+        mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+        lse_smem.index(slot).store(lse)
+        delta_smem.index(slot).store(delta)
+        gl.thread_barrier()
+        mbarrier.expect(ready.index(slot), 2 * q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [row, 0], ready.index(slot), q_smem.index(slot))
         tma.async_copy_global_to_shared(do_desc, [row, 0], ready.index(slot),
                                         do_smem.index(slot))
@@ -938,6 +959,9 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
     v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], v_desc.layout)
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+    rows_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
+    lse_smem = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], rows_layout)
+    delta_smem = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], rows_layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -947,14 +971,15 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
         mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
     fence_async_shared()
     gl.warp_specialize([
-        (_ws_dkdv_consumer, (k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr,
-                             dv_ptr, lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles,
+        (_ws_dkdv_consumer, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
+                             ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
                              qk_scale, scale, 0, STAGES, CAUSAL)),
-        (_ws_dkdv_consumer_1, (k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty, dk_ptr,
-                               dv_ptr, lse_ptr, delta_ptr, row0, start_n, first, n_q_tiles,
+        (_ws_dkdv_consumer_1, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
+                               ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
                                qk_scale, scale, STAGES, CAUSAL)),
         (_ws_dkdv_loader, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
-                           kv_bar, ready, empty, row0, start_n, first, n_q_tiles, STAGES)),
+                           lse_smem, delta_smem, kv_bar, ready, empty, lse_ptr, delta_ptr, row0,
+                           start_n, first, n_q_tiles, STAGES)),
     ], [4, 1], [240, 24])
     mbarrier.invalidate(kv_bar)
     _invalidate_ring(ready, STAGES)
@@ -1100,9 +1125,10 @@ def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_
                                                                          dtype))
     dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_DIM], dq_desc.layout)
 
-    offs_n, dk, dv, lse_ptr, delta_ptr, free = _key_tile_start(
-        kv_bar, start_n, first, row0, lse_ptr, delta_ptr, st_layout, kv_layout, BLOCK_M, BLOCK_N,
-        HEAD_DIM, CAUSAL, BLOCK_N)
+    offs_n, dk, dv, free = _key_tile_start(kv_bar, start_n, first, st_layout, kv_layout, BLOCK_M,
+                                           BLOCK_N, HEAD_DIM, CAUSAL, BLOCK_N)
+    lse_ptr += row0  # this head's rows
+    delta_ptr += row0
     if CAUSAL:
         dk, dv = _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars,
                                  q_desc, do_desc, dq_desc, dk, dv, lse_ptr, delta_ptr, offs_n,
