@@ -1,7 +1,8 @@
 """Issue 36: the Gluon backwards (kernels/attention_gluon.py) against the tl backwards through
 TMA and cuDNN's, on the speed rows' shapes, per tile: the two kernels (dK/dV per key tile, dQ
 per query tile, each stepping the other's tiles through a TMA ring with wgmma), the same with
-dK/dV warp-specialized ("ws-dkdv": two consumer warp groups of 64 keys and a loader warp) and
+both kernels warp-specialized ("ws": two consumer warp groups of 64 keys or queries and a
+loader warp) and
 the one pass ("gluon-atomic": dK/dV per key tile, each query step's share of dQ added by a TMA
 reduction).
 
@@ -10,7 +11,7 @@ reduction).
         backward alone (do_bench: dQ, dK, dV from saved O, L; D included) beside the tl ones
         and cuDNN's (SDPA's autograd backward, its forward excluded); DIR/gluon_attention_bwd.json
     python benchmarks/probes/gluon_attention_bwd.py --compile-only [--triton DIR]
-        anywhere: compiles the one-pass and warp-specialized dK/dV kernels' tiles for sm_90
+        anywhere: compiles the one-pass and warp-specialized kernels' tiles for sm_90
         with Triton's wheel (no GPU) and prints registers, spilled bytes and shared memory
 """
 import argparse
@@ -33,9 +34,10 @@ PAIRS = {64: [((64, 128, 8, 2), (128, 64, 8, 2)), ((32, 128, 8, 2), (128, 64, 8,
 # the one pass's tiles (BLOCK_M = 64 queries a step, BLOCK_N keys a program, warps, stages)
 ONE_PASS = {64: [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2)],
             128: [(64, 128, 8, 2), (64, 64, 4, 2), (64, 128, 8, 1)]}
-# the warp-specialized dK/dV kernel's (128 keys a program on two consumer warp groups of 4
-# warps and a loader warp), each with the two-kernel pairs' dQ tile
-WS_DKDV = {64: [(64, 128, 4, 2), (64, 128, 4, 3)], 128: [(64, 128, 4, 2), (64, 128, 4, 3)]}
+# the warp-specialized two kernels' (dK/dV: 128 keys a program, dQ: 128 queries, each on two
+# consumer warp groups of 4 warps and a loader warp)
+WS_PAIRS = {64: [((64, 128, 4, 2), (128, 64, 4, 2)), ((64, 128, 4, 3), (128, 128, 4, 2))],
+            128: [((64, 128, 4, 2), (128, 64, 4, 2)), ((64, 128, 4, 3), (128, 64, 4, 3))]}
 
 
 def compile_one_pass(dtype_name="bf16"):
@@ -44,28 +46,30 @@ def compile_one_pass(dtype_name="bf16"):
     from tritonlab.kernels import attention_gluon as fg
 
     rows = []
-    kernels = (("one-pass", fg.gluon_attn_bwd_one_pass_kernel, ONE_PASS),
-               ("ws dK/dV", fg.gluon_attn_bwd_dkdv_ws_kernel, WS_DKDV))
-    for name, kernel, table in kernels:
+    ws_dkdv = {d: [dkdv for dkdv, _ in pairs] for d, pairs in WS_PAIRS.items()}
+    ws_dq = {d: [dq for _, dq in pairs] for d, pairs in WS_PAIRS.items()}
+    # (name, kernel, tiles per head dim, K and V rows a box, Q and dO rows a box, pointers)
+    kernels = (("one-pass", fg.gluon_attn_bwd_one_pass_kernel, ONE_PASS, 1, 1, ("dk", "dv")),
+               ("ws dK/dV", fg.gluon_attn_bwd_dkdv_ws_kernel, ws_dkdv, 2, 1, ("dk", "dv")),
+               ("ws dQ", fg.gluon_attn_bwd_dq_ws_kernel, ws_dq, 1, 2, ("dq",)))
+    for name, kernel, table, kv_split, q_split, outs in kernels:
         for d, tiles in table.items():
             for causal in (False, True):
                 for bm, bn, warps, stages in tiles:
                     label = f"{name} d={d} causal={int(causal)} ({bm}, {bn}, {warps}, {stages})"
-                    kv_rows = bn // 2 if kernel is fg.gluon_attn_bwd_dkdv_ws_kernel else bn
-                    sig = {"q_desc": tensordesc(dtype_name, [bm, d]),
-                           "k_desc": tensordesc(dtype_name, [kv_rows, d]),
-                           "v_desc": tensordesc(dtype_name, [kv_rows, d]),
-                           "do_desc": tensordesc(dtype_name, [bm, d]),
-                           "dk_ptr": f"*{dtype_name}", "dv_ptr": f"*{dtype_name}",
+                    sig = {"q_desc": tensordesc(dtype_name, [bm // q_split, d]),
+                           "k_desc": tensordesc(dtype_name, [bn // kv_split, d]),
+                           "v_desc": tensordesc(dtype_name, [bn // kv_split, d]),
+                           "do_desc": tensordesc(dtype_name, [bm // q_split, d]),
+                           **{f"{o}_ptr": f"*{dtype_name}" for o in outs},
                            "lse_ptr": "*fp32", "delta_ptr": "*fp32", "n_ctx": "i32",
                            "qk_scale": "fp32", "scale": "fp32", "STAGES": "constexpr",
                            "CAUSAL": "constexpr", "num_warps": "constexpr"}
                     if kernel is fg.gluon_attn_bwd_one_pass_kernel:
                         sig["dq_desc"] = tensordesc("fp32", [bm, d])
                     consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
-                    rows.append(compiled_row(
-                        label, kernel, sig, consts,
-                        ("dk_ptr", "dv_ptr", "lse_ptr", "delta_ptr", "n_ctx"), warps))
+                    divisible = (*(f"{o}_ptr" for o in outs), "lse_ptr", "delta_ptr", "n_ctx")
+                    rows.append(compiled_row(label, kernel, sig, consts, divisible, warps))
     return rows
 
 
@@ -136,15 +140,15 @@ def main(argv=None):
                 grads = [torch.empty_like(q) for _ in range(3)]
                 return fg.backward(do, q, k, v, lse, delta, *grads, causal, scale, tiles)
             check(f"gluon dkdv {dkdv} dq {dq}", run)
-        for dkdv in WS_DKDV[64 if d <= 64 else 128]:
-            tiles = {"dkdv": dkdv, "dq": PAIRS[64 if d <= 64 else 128][0][1]}
+        for dkdv, dq in WS_PAIRS[64 if d <= 64 else 128]:
+            tiles = {"dkdv": dkdv, "dq": dq}
 
             def run_ws(tiles=tiles):
                 delta = fa._delta(o, do, h, n, d)
                 grads = [torch.empty_like(q) for _ in range(3)]
                 return fg.backward(do, q, k, v, lse, delta, *grads, causal, scale, tiles,
                                    ws=True)
-            check(f"gluon ws-dkdv {dkdv} dq {tiles['dq']}", run_ws)
+            check(f"gluon ws dkdv {dkdv} dq {dq}", run_ws)
         for tiles in ONE_PASS[64 if d <= 64 else 128]:
             check(f"gluon one-pass {tiles}", lambda t=tiles: fa.attention_backward(
                 do, q, k, v, o, lse, causal, scale, tiles={"dkdv": t}, impl="gluon-atomic"))

@@ -208,9 +208,9 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
 @pytest.mark.skipif(not _hopper(), reason="Gluon's wgmma kernels are written for Hopper")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_warp_specialized_dkdv_kernel(d, causal):
+def test_gpu_warp_specialized_backward(d, causal):
     q, k, v, do = inputs(2, 1024, 1024, d, dtype=torch.bfloat16, heads=4)
-    got = ws_backward(q, k, v, do, causal, {"dkdv": (64, 128, 4, 2), "dq": (128, 64, 8, 2)})
+    got = ws_backward(q, k, v, do, causal, {"dkdv": (64, 128, 4, 2), "dq": (128, 64, 4, 2)})
     assert_matches(got, reference(q, k, v, do, causal)[2:], torch.bfloat16)
 
 
@@ -272,8 +272,8 @@ def test_backward_against_float64(shape, dtype, causal, bwd):
 
 
 def ws_backward(q, k, v, do, causal, tiles):
-    """dQ, dK, dV by the Gluon two kernels, dK/dV warp-specialized (attention_gluon.backward's
-    `ws`), from the Gluon forward's O and L."""
+    """dQ, dK, dV by the Gluon two kernels warp-specialized (attention_gluon.backward's `ws`),
+    from the Gluon forward's O and L."""
     q, k, v, do = (t.detach() for t in (q, k, v, do))
     o, lse = fa.attention_forward(q, k, v, causal, impl="gluon")
     heads, n, d = q.shape[-3] if q.dim() == 4 else 1, q.shape[-2], q.shape[-1]
@@ -285,18 +285,20 @@ def ws_backward(q, k, v, do, causal, tiles):
 @on_sim
 @pytest.mark.usefixtures("executor")
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("shape, dkdv", [
-    ((1, 2, 256, 64), (64, 128, 4, 2)),   # two key tiles a head, four query steps through 2 slots
-    ((2, 1, 128, 32), (32, 128, 4, 3)),   # one key tile: both consumers on every query step
+@pytest.mark.parametrize("shape, dkdv, dq", [
+    # two key (query) tiles a head, four query (key) steps through 2 slots
+    ((1, 2, 256, 64), (64, 128, 4, 2), (128, 64, 4, 2)),
+    # one tile of each: both consumers on every step
+    ((2, 1, 128, 32), (32, 128, 4, 3), (128, 32, 4, 3)),
 ])
-def test_the_warp_specialized_dkdv_kernel(shape, dkdv, causal):
-    """dK and dV by two consumer warp groups of 64 keys each and a loader warp streaming Q and
-    dO (warp_specialize: minitriton runs the partitions as threads that switch at mbarrier
-    waits), against float64; causal, both consumers mask the query tiles of the program's
-    whole key tile."""
+def test_the_warp_specialized_backward(shape, dkdv, dq, causal):
+    """dK and dV by two consumer warp groups of 64 keys each and a loader warp streaming Q, dO,
+    L and D; dQ by two of 64 queries each and a loader streaming K and V (warp_specialize:
+    minitriton runs the partitions as threads that switch at mbarrier waits), against
+    float64; causal, both consumers mask the tiles of the program's whole tile."""
     b, h, n, d = shape
     q, k, v, do = inputs(b, n, n, d, dtype=torch.bfloat16, heads=h)
-    got = ws_backward(q, k, v, do, causal, {"dkdv": dkdv, "dq": (64, 32, 4, 2)})
+    got = ws_backward(q, k, v, do, causal, {"dkdv": dkdv, "dq": dq})
     assert_matches(got, reference(q, k, v, do, causal)[2:], torch.bfloat16)
 
 
@@ -314,10 +316,10 @@ def test_the_race_sanitizer_passes_the_backward(bwd):
 
 
 @on_sim
-def test_the_race_sanitizer_passes_the_warp_specialized_dkdv_kernel():
+def test_the_race_sanitizer_passes_the_warp_specialized_backward():
     q, k, v, do = inputs(1, 256, 256, 32, dtype=torch.float16, heads=1)
     with minitriton.configure(races=True, order=True):
-        got = ws_backward(q, k, v, do, True, {"dkdv": (64, 128, 4, 2), "dq": (64, 32, 4, 2)})
+        got = ws_backward(q, k, v, do, True, {"dkdv": (64, 128, 4, 2), "dq": (128, 64, 4, 2)})
     assert_matches(got, reference(q, k, v, do, True)[2:], torch.float16)
 
 
@@ -348,8 +350,11 @@ def test_the_backward_says_what_it_cannot_take(bwd):
      "ping-pong and persistence are the warp-specialized forward's"),
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2), persistent=True, ws=False),
      "ping-pong and persistence are the warp-specialized forward's"),
-    (lambda q: ws_backward(q, q, q, q, False, {"dkdv": (32, 64, 4, 2), "dq": (32, 32, 4, 2)}),
+    (lambda q: ws_backward(q, q, q, q, False, {"dkdv": (32, 64, 4, 2), "dq": (64, 32, 4, 2)}),
      "takes 128 keys a program on two warp groups of 4 warps, not 64 on 4"),
+    (lambda _: ws_backward(*[rand(1, 128, 32, dtype=torch.float16)] * 4, False,
+                           {"dkdv": (32, 128, 4, 2), "dq": (64, 32, 4, 2)}),
+     "takes 128 queries a program on two warp groups of 4 warps, not 64 on 4"),
 ])
 def test_caller_tiles_and_schedules_are_checked(call, why):
     with pytest.raises(ValueError, match=why):

@@ -750,13 +750,16 @@ def _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale,
 @gluon.jit
 def _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, start_n, scale):
     """dK (scaled) and dV of the keys from start_n written."""
-    BLOCK_N: gl.constexpr = dk.shape[0]
-    HEAD_DIM: gl.constexpr = dk.shape[1]
-    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, dk.type.layout))
-    rows = row0 + start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, dk.type.layout))
-    out = rows[:, None] * HEAD_DIM + offs_d[None, :]
-    gl.store(dk_ptr + out, (dk * scale).to(dk_ptr.dtype.element_ty))  # write BN*d
-    gl.store(dv_ptr + out, dv.to(dv_ptr.dtype.element_ty))  # write BN*d
+    _store_rows(dk * scale, dk_ptr, row0 + start_n)  # write BN*d
+    _store_rows(dv, dv_ptr, row0 + start_n)  # write BN*d
+
+
+@gluon.jit
+def _store_rows(x, ptr, row):
+    """The fp32 block x in ptr's type to rows row.. of a contiguous (rows, x.shape[1])."""
+    cols = gl.arange(0, x.shape[1], layout=gl.SliceLayout(0, x.type.layout))
+    rows = row + gl.arange(0, x.shape[0], layout=gl.SliceLayout(1, x.type.layout))
+    gl.store(ptr + rows[:, None] * x.shape[1] + cols[None, :], x.to(ptr.dtype.element_ty))
 
 
 @gluon.jit
@@ -989,9 +992,12 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
 @gluon.jit
 def _dq_steps(q_smem, do_smem, k_smem, v_smem, bars, k_desc, v_desc, dq, lse, delta, offs_m,
               lo, hi, n_tiles, row0, qk_scale, zeros_s, ds_layout: gl.constexpr,
-              STAGES: gl.constexpr, BLOCK_N: gl.constexpr, MASK: gl.constexpr):
+              STAGES: gl.constexpr, BLOCK_N: gl.constexpr, MASK: gl.constexpr,
+              WS: gl.constexpr = False, empty=None):
     """Key tiles lo..hi-1 of one query tile: S = Q K^T, P = exp2(S - L), dP = dO V^T,
-    dS = P (dP - D), dQ += dS K."""
+    dS = P (dP - D), dQ += dS K; each ring slot refilled with the tile STAGES ahead once its
+    MMAs are done, or (WS: a consumer warp group of the warp-specialized kernel) handed back
+    to the loader (`empty`)."""
     for j in range(lo, hi):
         slot = j % STAGES
         mbarrier.wait(bars.index(slot), (j // STAGES) & 1)
@@ -1009,8 +1015,11 @@ def _dq_steps(q_smem, do_smem, k_smem, v_smem, bars, k_desc, v_desc, dq, lse, de
         dp = warpgroup_mma_wait(num_outstanding=0, deps=(dp,))
         ds = p * (dp - delta[:, None])
         dq = warpgroup_mma(gl.convert_layout(ds.to(k.dtype), ds_layout), k, dq)
-        _load_rows(k_desc, v_desc, k_smem, v_smem, bars, j + STAGES, row0, n_tiles, STAGES,
-                   BLOCK_N)
+        if WS:
+            mbarrier.arrive(empty.index(slot), count=1)
+        else:
+            _load_rows(k_desc, v_desc, k_smem, v_smem, bars, j + STAGES, row0, n_tiles, STAGES,
+                       BLOCK_N)
     return dq
 
 
@@ -1025,14 +1034,7 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
     q_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, num_warps)
     s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype, num_warps)
     ds_layout: gl.constexpr = _operand_layout(q_layout, dtype)
-    if CAUSAL:  # the longest query rows first, as the forward
-        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
-        n_tiles = (start_m + BLOCK_M) // BLOCK_N
-    else:
-        start_m = gl.program_id(0) * BLOCK_M
-        n_tiles = n_ctx // BLOCK_N
-    row0 = gl.program_id(1) * n_ctx
-
+    start_m, row0, n_tiles = _query_tile(n_ctx, BLOCK_M, BLOCK_N, CAUSAL)
     q_smem, do_smem, k_smem, v_smem, q_bar, bars = _program_start(
         q_desc, do_desc, k_desc, v_desc, row0 + start_m, row0, n_tiles, STAGES)
 
@@ -1053,9 +1055,126 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
                        STAGES, BLOCK_N, True)
     mbarrier.invalidate(q_bar)
     _invalidate_ring(bars, STAGES)
-    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
-    out_rows = row0 + start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
-    gl.store(dq_ptr + out_rows[:, None] * HEAD_DIM + offs_d[None, :], (dq * scale).to(dtype))
+    _store_rows(dq * scale, dq_ptr, row0 + start_m)
+
+
+@gluon.jit
+def _query_tile(n_ctx, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """A query-tile program's (first query row, its head's first row, key tiles): causal, the
+    longest query rows first (as the forward) and keys up to the tile's last query."""
+    if CAUSAL:
+        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
+        n_tiles = (start_m + BLOCK_M) // BLOCK_N
+    else:
+        start_m = gl.program_id(0) * BLOCK_M
+        n_tiles = n_ctx // BLOCK_N
+    return start_m, gl.program_id(1) * n_ctx, n_tiles
+
+
+@gluon.jit
+def _ws_dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty, dq_ptr, lse_ptr,
+                    delta_ptr, row0, start_m, n_tiles, qk_scale, scale, HALF: gl.constexpr,
+                    STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    """One consumer partition (one warp group) of the warp-specialized dQ kernel: query rows
+    start_m + HALF*64 ... of the program's 128 against every key tile the loader hands it,
+    their dQ written at the end; causal, both consumers mask the key tiles of the program's
+    whole query tile."""
+    ROWS: gl.constexpr = q_smem.shape[1]
+    HEAD_DIM: gl.constexpr = q_smem.shape[2]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    dtype: gl.constexpr = q_smem.dtype
+    q_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, 4)  # one warp group
+    s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype, 4)
+    ds_layout: gl.constexpr = _operand_layout(q_layout, dtype)
+    rows0 = start_m + HALF * ROWS
+    offs_m = rows0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+    lse = gl.load(lse_ptr + row0 + offs_m) * 1.4426950408889634  # read BM
+    delta = gl.load(delta_ptr + row0 + offs_m)  # read BM
+    dq = gl.zeros([ROWS, HEAD_DIM], gl.float32, q_layout)
+    zeros_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    q = q_smem.index(HALF)
+    do = do_smem.index(HALF)
+    mbarrier.wait(q_bar, 0)
+    n_free = start_m // BLOCK_N if CAUSAL else n_tiles
+    dq = _dq_steps(q, do, k_smem, v_smem, ready, None, None, dq, lse, delta, offs_m, 0, n_free,
+                   n_tiles, row0, qk_scale, zeros_s, ds_layout, STAGES, BLOCK_N, False, True,
+                   empty)
+    if CAUSAL:
+        dq = _dq_steps(q, do, k_smem, v_smem, ready, None, None, dq, lse, delta, offs_m, n_free,
+                       n_tiles, n_tiles, row0, qk_scale, zeros_s, ds_layout, STAGES, BLOCK_N,
+                       True, True, empty)
+    _store_rows(dq * scale, dq_ptr, row0 + rows0)
+
+
+@gluon.jit
+def _ws_dq_consumer_1(q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty, dq_ptr, lse_ptr,
+                      delta_ptr, row0, start_m, n_tiles, qk_scale, scale, STAGES: gl.constexpr,
+                      CAUSAL: gl.constexpr):
+    _ws_dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty, dq_ptr, lse_ptr,
+                    delta_ptr, row0, start_m, n_tiles, qk_scale, scale, 1, STAGES, CAUSAL)
+
+
+@gluon.jit
+def _ws_dq_loader(q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_smem, q_bar,
+                  ready, empty, row0, start_m, n_tiles, STAGES: gl.constexpr):
+    """The loader partition (one warp) of the warp-specialized dQ kernel: both halves of the
+    program's Q and dO once, then key tiles 0, 1, ... (K and V) into the ring, each slot
+    refilled once both consumers have handed it back (`empty`, two arrivals)."""
+    ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    mbarrier.expect(q_bar, 4 * q_desc.block_type.nbytes)
+    for h in gl.static_range(2):
+        tma.async_copy_global_to_shared(q_desc, [row0 + start_m + h * ROWS, 0], q_bar,
+                                        q_smem.index(h))
+        tma.async_copy_global_to_shared(do_desc, [row0 + start_m + h * ROWS, 0], q_bar,
+                                        do_smem.index(h))
+    for j in range(n_tiles):
+        slot = j % STAGES
+        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(slot), 2 * k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [row0 + j * BLOCK_N, 0], ready.index(slot),
+                                        k_smem.index(slot))
+        tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], ready.index(slot),
+                                        v_smem.index(slot))
+
+
+@gluon.jit
+def gluon_attn_bwd_dq_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, delta_ptr,
+                                n_ctx, qk_scale, scale, STAGES: gl.constexpr,
+                                CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    """The dQ kernel warp-specialized, as the dK/dV one: a program owns 128 query rows as two
+    consumer warp groups of 64, and a loader warp streams K and V through a ring both read.
+    q_desc and do_desc have 64-row boxes."""
+    ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    start_m, row0, n_tiles = _query_tile(n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
+    q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], do_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    _init_ring(ready, STAGES)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
+    fence_async_shared()
+    gl.warp_specialize([
+        (_ws_dq_consumer, (q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty, dq_ptr,
+                           lse_ptr, delta_ptr, row0, start_m, n_tiles, qk_scale, scale, 0,
+                           STAGES, CAUSAL)),
+        (_ws_dq_consumer_1, (q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty, dq_ptr,
+                             lse_ptr, delta_ptr, row0, start_m, n_tiles, qk_scale, scale,
+                             STAGES, CAUSAL)),
+        (_ws_dq_loader, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_smem,
+                         q_bar, ready, empty, row0, start_m, n_tiles, STAGES)),
+    ], [4, 1], [240, 24])
+    mbarrier.invalidate(q_bar)
+    _invalidate_ring(ready, STAGES)
+    _invalidate_ring(empty, STAGES)
 
 
 @gluon.jit
@@ -1167,14 +1286,18 @@ def backward_problem(q, k, v, tiles=None, do=None):
 def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None, ws=False):
     """dQ, dK, dV into `dq`, `dk`, `dv` (contiguous, q's dtype) for contiguous, non-empty
     inputs that backward_problem accepts; `delta` = rowsum(dO * O), fp32 (batch*heads, seq);
-    `ws`: dK and dV by the warp-specialized kernel (128 keys a program on two consumer warp
-    groups of 4 warps)."""
+    `ws`: both kernels warp-specialized (dK/dV 128 keys a program, dQ 128 queries, on two
+    consumer warp groups of 4 warps)."""
     tiles = tiles or backward_tiles_for(q)
     bm, bn, warps, stages = tiles["dkdv"]
+    dq_bm, _, dq_warps, _ = tiles["dq"]
     problem = backward_problem(q, k, v, tiles, do) or (
         ws and (bn, warps) != (128, 4) and
         f"the warp-specialized dK/dV kernel takes 128 keys a program on two warp groups of 4 "
-        f"warps, not {bn} on {warps}")
+        f"warps, not {bn} on {warps}") or (
+        ws and (dq_bm, dq_warps) != (128, 4) and
+        f"the warp-specialized dQ kernel takes 128 queries a program on two warp groups of 4 "
+        f"warps, not {dq_bm} on {dq_warps}")
     if problem:
         raise ValueError(f"flash_attention backward: the Gluon backward cannot take these "
                          f"inputs: {problem}")
@@ -1187,8 +1310,10 @@ def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None, ws=
         dv, lse, delta, n, scale * LOG2E, scale, STAGES=stages, CAUSAL=bool(causal),
         num_warps=warps)
     bm, bn, warps, stages = tiles["dq"]
-    gluon_attn_bwd_dq_kernel[(n // bm, zh)](
-        _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, bm), dq,
+    kernel = gluon_attn_bwd_dq_ws_kernel if ws else gluon_attn_bwd_dq_kernel
+    rows = bm // 2 if ws else bm  # the warp-specialized kernel's Q and dO boxes: a warp group's
+    kernel[(n // bm, zh)](
+        _descriptor(q, rows), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, rows), dq,
         lse, delta, n, scale * LOG2E, scale, STAGES=stages, CAUSAL=bool(causal),
         num_warps=warps)
     return dq, dk, dv
