@@ -866,6 +866,39 @@ def gluon_attn_bwd_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, 
 
 
 @gluon.jit
+def _ws_program_start(own_a, own_b, ring_a, ring_b, STAGES: gl.constexpr):
+    """A warp-specialized backward program's shared memory: its own tile of two tensors (K
+    and V, or Q and dO) as two halves of 64 rows, one a consumer warp group (the descriptors'
+    boxes), the other two's ring of STAGES slots, and their barriers (the own tile's, a ready
+    and an empty one per slot, both consumers handing a slot back):
+    (own_a, own_b, ring_a, ring_b, own_bar, ready, empty)."""
+    dtype: gl.constexpr = own_a.dtype
+    HEAD_DIM: gl.constexpr = own_a.block_type.shape[1]
+    ROWS: gl.constexpr = own_a.block_type.shape[0]
+    RING: gl.constexpr = ring_a.block_type.shape[0]
+    a_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], own_a.layout)
+    b_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], own_b.layout)
+    ring_a_smem = gl.allocate_shared_memory(dtype, [STAGES, RING, HEAD_DIM], ring_a.layout)
+    ring_b_smem = gl.allocate_shared_memory(dtype, [STAGES, RING, HEAD_DIM], ring_b.layout)
+    own_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(own_bar, count=1)
+    _init_ring(ready, STAGES)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(empty.index(s), count=2)
+    fence_async_shared()
+    return a_smem, b_smem, ring_a_smem, ring_b_smem, own_bar, ready, empty
+
+
+@gluon.jit
+def _ws_program_end(own_bar, ready, empty, STAGES: gl.constexpr):
+    mbarrier.invalidate(own_bar)
+    _invalidate_ring(ready, STAGES)
+    _invalidate_ring(empty, STAGES)
+
+
+@gluon.jit
 def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
                       empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
                       HALF: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
@@ -951,28 +984,16 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
     the other's MMAs; the loader's few registers leave them up to 240. k_desc and v_desc have
     64-row boxes."""
     ROWS: gl.constexpr = k_desc.block_type.shape[0]
-    HEAD_DIM: gl.constexpr = k_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
-    dtype: gl.constexpr = q_desc.dtype
     start_n = gl.program_id(0) * (2 * ROWS)
     row0 = gl.program_id(1) * n_ctx
     n_q_tiles = n_ctx // BLOCK_M
     first = start_n // BLOCK_M if CAUSAL else 0  # query tiles before see none of its keys
-    k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], v_desc.layout)
-    q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
-    do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
     rows_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
     lse_smem = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], rows_layout)
     delta_smem = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], rows_layout)
-    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(kv_bar, count=1)
-    _init_ring(ready, STAGES)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
-    fence_async_shared()
+    k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty = _ws_program_start(
+        k_desc, v_desc, q_desc, do_desc, STAGES)
     gl.warp_specialize([
         (_ws_dkdv_consumer, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
                              ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
@@ -984,9 +1005,7 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
                            lse_smem, delta_smem, kv_bar, ready, empty, lse_ptr, delta_ptr, row0,
                            start_n, first, n_q_tiles, STAGES)),
     ], [4, 1], [240, 24])
-    mbarrier.invalidate(kv_bar)
-    _invalidate_ring(ready, STAGES)
-    _invalidate_ring(empty, STAGES)
+    _ws_program_end(kv_bar, ready, empty, STAGES)
 
 
 @gluon.jit
@@ -1146,22 +1165,10 @@ def gluon_attn_bwd_dq_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr
     consumer warp groups of 64, and a loader warp streams K and V through a ring both read.
     q_desc and do_desc have 64-row boxes."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
-    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
-    dtype: gl.constexpr = q_desc.dtype
     start_m, row0, n_tiles = _query_tile(n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
-    q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], q_desc.layout)
-    do_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], do_desc.layout)
-    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
-    _init_ring(ready, STAGES)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
-    fence_async_shared()
+    q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty = _ws_program_start(
+        q_desc, do_desc, k_desc, v_desc, STAGES)
     gl.warp_specialize([
         (_ws_dq_consumer, (q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty, dq_ptr,
                            lse_ptr, delta_ptr, row0, start_m, n_tiles, qk_scale, scale, 0,
@@ -1172,9 +1179,7 @@ def gluon_attn_bwd_dq_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr
         (_ws_dq_loader, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_smem,
                          q_bar, ready, empty, row0, start_m, n_tiles, STAGES)),
     ], [4, 1], [240, 24])
-    mbarrier.invalidate(q_bar)
-    _invalidate_ring(ready, STAGES)
-    _invalidate_ring(empty, STAGES)
+    _ws_program_end(q_bar, ready, empty, STAGES)
 
 
 @gluon.jit
