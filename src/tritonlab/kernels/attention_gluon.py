@@ -892,6 +892,17 @@ def _ws_program_start(own_a, own_b, ring_a, ring_b, STAGES: gl.constexpr):
 
 
 @gluon.jit
+def _load_own_halves(desc_a, desc_b, a_smem, b_smem, bar, row):
+    """A warp-specialized backward program's own tile of two tensors from row `row`, each as
+    its two halves (one a consumer warp group), on one barrier."""
+    ROWS: gl.constexpr = desc_a.block_type.shape[0]
+    mbarrier.expect(bar, 4 * desc_a.block_type.nbytes)
+    for h in gl.static_range(2):
+        tma.async_copy_global_to_shared(desc_a, [row + h * ROWS, 0], bar, a_smem.index(h))
+        tma.async_copy_global_to_shared(desc_b, [row + h * ROWS, 0], bar, b_smem.index(h))
+
+
+@gluon.jit
 def _ws_program_end(own_bar, ready, empty, STAGES: gl.constexpr):
     mbarrier.invalidate(own_bar)
     _invalidate_ring(ready, STAGES)
@@ -948,14 +959,8 @@ def _ws_dkdv_loader(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_
     D stored beside them before the slot's barrier is told to expect the copies: its arrival
     publishes them) into the ring, each slot refilled once both consumers have handed it back
     (`empty`, two arrivals)."""
-    ROWS: gl.constexpr = k_desc.block_type.shape[0]
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
-    mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
-    for h in gl.static_range(2):
-        tma.async_copy_global_to_shared(k_desc, [row0 + start_n + h * ROWS, 0], kv_bar,
-                                        k_smem.index(h))
-        tma.async_copy_global_to_shared(v_desc, [row0 + start_n + h * ROWS, 0], kv_bar,
-                                        v_smem.index(h))
+    _load_own_halves(k_desc, v_desc, k_smem, v_smem, kv_bar, row0 + start_n)
     one_warp: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
     for step in range(n_q_tiles - first):
         slot = step % STAGES
@@ -1139,14 +1144,8 @@ def _ws_dq_loader(q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_sm
     """The loader partition (one warp) of the warp-specialized dQ kernel: both halves of the
     program's Q and dO once, then key tiles 0, 1, ... (K and V) into the ring, each slot
     refilled once both consumers have handed it back (`empty`, two arrivals)."""
-    ROWS: gl.constexpr = q_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
-    mbarrier.expect(q_bar, 4 * q_desc.block_type.nbytes)
-    for h in gl.static_range(2):
-        tma.async_copy_global_to_shared(q_desc, [row0 + start_m + h * ROWS, 0], q_bar,
-                                        q_smem.index(h))
-        tma.async_copy_global_to_shared(do_desc, [row0 + start_m + h * ROWS, 0], q_bar,
-                                        do_smem.index(h))
+    _load_own_halves(q_desc, do_desc, q_smem, do_smem, q_bar, row0 + start_m)
     for j in range(n_tiles):
         slot = j % STAGES
         mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)
