@@ -228,13 +228,12 @@ def test_gpu_persistent_forward(d, causal):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
-def test_gpu_default_forward_by_mask_and_head_dim():
+def test_gpu_default_forward_by_head_dim():
     """Hopper's default forward: FlashAttention-3's consumer loop ("gluon-ws") for head dims
     above 64, causal or not, the plain Gluon forward for smaller ones (kernels/tuning.py)."""
-    for d, causal, want in ((128, False, "gluon-ws"), (128, True, "gluon-ws"), (64, False, "gluon"),
-                            (64, True, "gluon")):
+    for d, want in ((128, "gluon-ws"), (64, "gluon")):
         q = torch.empty(4, 32, 4096, d, device="cuda", dtype=torch.float16)
-        assert fa.forward_impl(q, q, q, None, causal) == want
+        assert fa.forward_impl(q, q, q) == want
 
 
 def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):

@@ -805,7 +805,7 @@ def _host_bound(q, k, t):
     return q.is_cuda and math.prod(_dims(q, k)[:4]) <= t.tune_above
 
 
-def forward_impl(q, k, v, impl=None, causal=False):
+def forward_impl(q, k, v, impl=None):
     """The forward implementation that runs for these inputs: `impl` if given (one of
     FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
     tuning's `fwd_impl` (on a GPU for head dims above 64, its `fwd_impl_large` where
@@ -934,7 +934,7 @@ def _bwd_tma_problem(impl, q, *others):
 def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     """(O, L) for checked inputs: O like q (contiguous), L fp32 of shape q.shape[:-1]."""
     batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v)
-    impl = forward_impl(q, k, v, impl, causal)
+    impl = forward_impl(q, k, v, impl)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     if not o.numel():
