@@ -12,7 +12,8 @@ kernels/attention.py do not (H100, 2026-12-06: docs/attention.md "Gluon"). One p
   - the online softmax runs in the accumulators' own layout, the scale folded into exp2;
   - causal: the key tiles wholly below the diagonal unmasked, then those it crosses masked,
     and the longest query rows first (the programs of the last query tiles start first);
-  - O leaves through Q's shared buffer by TMA, L = m + log(l) (natural log) per row, fp32.
+  - O leaves by TMA through Q's shared buffer (the warp-specialized kernel: a buffer of its
+    own), L = m + log(l) (natural log) per row, fp32.
 FlashAttention-3's forward is `gluon_attn_fwd_ws_kernel` ("gluon-ws", Hopper's default for
 head dims above 64): two consumer warp groups in its intra-warpgroup overlap (the next tile's
 S issued before this tile's softmax, `OVERLAP`) taking turns at the tensor cores (`PINGPONG`),
@@ -21,8 +22,9 @@ the specialization the overlap schedule was 0.77-0.88x the plain one on an H100;
 selectable for the probe (benchmarks/probes/gluon_attention.py).
 
 The backward: D by the tl pass, then either two kernels (dK/dV per key tile, dQ per query
-tile: `backward`) or one pass (`backward_one_pass`: each key tile's share of dQ added into an
-fp32 dQ by the TMA unit's bulk reduction, `GLUON.tma_reduce`).
+tile: `backward`; `ws=True`, each warp-specialized as the forward: two consumer warp groups
+and a loader warp) or one pass (`backward_one_pass`: each key tile's share of dQ added into
+an fp32 dQ by the TMA unit's bulk reduction, `GLUON.tma_reduce`).
 
 The same source runs on minitriton, which models shared memory, mbarriers (phases and
 transaction bytes), TMA copies and wgmma (minitriton/experimental/gluon), so the simulator runs
