@@ -160,8 +160,9 @@ def _plain_steps(q_smem, k_smem, v_smem, kv_bars, empty, k_desc, v_desc, acc, m_
                  rows_o: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
                  MASK: gl.constexpr, WS: gl.constexpr, turns=None, ME: gl.constexpr = 0,
                  PINGPONG: gl.constexpr = False):
-    """Key tiles lo..hi-1 (at ring positions base + lo...) of the plain schedule: S waited for at once, then the softmax step
-    (MASK: keys past each query row's own set to -inf first), P V waited for, the slot
+    """Key tiles lo..hi-1 (at ring positions base + lo, ...) of the plain schedule: S waited
+    for at once, then the softmax step (MASK: keys past each query row's own set to -inf
+    first), P V waited for, the slot
     refilled with the tile STAGES ahead; WS (a consumer partition of the warp-specialized
     forward): K and V in rings of their own, each slot handed back to the loader partition
     as soon as its MMA is done (`empty`: K's STAGES, then V's). PINGPONG (WS):
@@ -322,23 +323,6 @@ def _fwd_epilogue(acc, m_i, l_i, o_smem, o_desc, lse_ptr, row, rows_o: gl.conste
 
 
 @gluon.jit
-def _ws_tile(t, n_ctx, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """Query tile t of the launch (BLOCK_M rows; heads one after another, causal: each head's
-    longest query rows first): (its first query row, its head's first row in the (batch*heads
-    *seq, d) view, its key tiles: causal, up to the tile's last query)."""
-    n_m = n_ctx // BLOCK_M
-    m = t % n_m
-    if CAUSAL:
-        m = n_m - 1 - m
-    start_m = m * BLOCK_M
-    if CAUSAL:
-        n_tiles = (start_m + BLOCK_M) // BLOCK_N
-    else:
-        n_tiles = n_ctx // BLOCK_N
-    return start_m, (t // n_m) * n_ctx, n_tiles
-
-
-@gluon.jit
 def _post_tile(tiles, tile_ready, tile_empty, i, t):
     """The loader's i-th query tile, t (n_query_tiles: no more), into slot i % 2 of the
     tile ring once both consumers have read what was there."""
@@ -391,11 +375,13 @@ def _ws_consumer(q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty,
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     q = q_smem.index(HALF)
     zeros_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    n_m = n_ctx // (2 * ROWS)  # query tiles a head
     base = 0  # ring position of the tile's first key tile
     i = 0  # the program's query tiles so far
     t = _take_tile(tiles, tile_ready, tile_empty, 0)
     while t < n_query_tiles:
-        start_m, row0, n_tiles = _ws_tile(t, n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
+        start_m, row0, n_tiles = _query_tile(t % n_m, t // n_m, n_ctx, 2 * ROWS, BLOCK_N,
+                                             CAUSAL)
         m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
         l_i = gl.full([ROWS], 0.0, gl.float32, rows_s)
         acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
@@ -431,20 +417,23 @@ def _ws_loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty,
     """The loader partition (one warp), for each of the program's query tiles (the first
     program_id; PERSISTENT, then each the next nobody has taken, until none is left: the
     GPU's own order, tiles to whichever program frees first), posted to the consumers
-    (`tiles`, a ring of two) as it starts on them: the tile's first K, both halves of Q once the consumers are done with the last tile's (`q_empty`,
-    two arrivals), then every key tile's K and V, each into its own ring (barriers: K's
-    STAGES, then V's), K of tile j + 1 ahead of V of tile j as FlashAttention-3's producer
-    (S_{j+1} needs it first, and K's slot frees first); a slot is refilled once both
-    consumers have handed it back (`empty`, two arrivals; a fresh barrier's parity-1 wait
-    passes, so the first STAGES go at once). The rings' positions run on across the tiles."""
+    (`tiles`, a ring of two) as it starts on them: the tile's first K, both halves of Q once
+    the consumers are done with the last tile's (`q_empty`, two arrivals), then every key
+    tile's K and V, each into its own ring (barriers: K's STAGES, then V's), K of tile j + 1
+    ahead of V of tile j as FlashAttention-3's producer (S_{j+1} needs it first, and K's
+    slot frees first); a slot is refilled once both consumers have handed it back (`empty`,
+    two arrivals; a fresh barrier's parity-1 wait passes, so the first STAGES go at once).
+    The rings' positions run on across the tiles."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    n_m = n_ctx // (2 * ROWS)  # query tiles a head
     base = 0
     i = 0
     t = gl.program_id(0)
     while t < n_query_tiles:
         _post_tile(tiles, tile_ready, tile_empty, i, t)
-        start_m, row0, n_tiles = _ws_tile(t, n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
+        start_m, row0, n_tiles = _query_tile(t % n_m, t // n_m, n_ctx, 2 * ROWS, BLOCK_N,
+                                             CAUSAL)
         _load_ring_tile(k_desc, k_smem, ready, empty, base, row0, 0, STAGES)
         mbarrier.wait(q_empty, (i & 1) ^ 1)
         mbarrier.expect(q_ready, 2 * q_desc.block_type.nbytes)
@@ -483,11 +472,11 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, counter_pt
     """The forward warp-specialized (FlashAttention-3's split; PINGPONG its ping-pong order):
     a program owns query tiles of 128 rows (its program_id; PERSISTENT, then whichever is
     next, counted at counter_ptr: a zeroed int32, until the launch's n_query_tiles are
-    taken), each as two consumer warp groups of 64 (the default partition and a worker), and a loader warp that streams
-    Q and K and V through rings both consumers read. The consumers meet at no CTA-wide
-    barrier, so one's softmax overlaps the other's MMAs; the loader's few registers leave the
-    consumers up to 240. q_desc and o_desc have 64-row boxes; O leaves through a buffer of
-    its own, so that the next tile's Q loads under a tile's epilogue."""
+    taken), each as two consumer warp groups of 64 (the default partition and a worker), and
+    a loader warp that streams Q and K and V through rings both consumers read. The consumers
+    meet at no CTA-wide barrier, so one's softmax overlaps the other's MMAs; the loader's few
+    registers leave the consumers up to 240. q_desc and o_desc have 64-row boxes; O leaves
+    through a buffer of its own, so that the next tile's Q loads under a tile's epilogue."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
@@ -549,13 +538,8 @@ def gluon_attn_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_sca
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
-    if CAUSAL:  # the longest query rows first; keys up to the tile's last query
-        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
-        n_tiles = (start_m + BLOCK_M) // BLOCK_N
-    else:
-        start_m = gl.program_id(0) * BLOCK_M
-        n_tiles = n_ctx // BLOCK_N
-    row0 = gl.program_id(1) * n_ctx  # this head's first row of the (batch*heads*seq, d) view
+    start_m, row0, n_tiles = _query_tile(gl.program_id(0), gl.program_id(1), n_ctx, BLOCK_M,
+                                         BLOCK_N, CAUSAL)
 
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -1060,7 +1044,8 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
     q_layout: gl.constexpr = _acc_layout(HEAD_DIM, dtype, num_warps)
     s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype, num_warps)
     ds_layout: gl.constexpr = _operand_layout(q_layout, dtype)
-    start_m, row0, n_tiles = _query_tile(n_ctx, BLOCK_M, BLOCK_N, CAUSAL)
+    start_m, row0, n_tiles = _query_tile(gl.program_id(0), gl.program_id(1), n_ctx, BLOCK_M,
+                                         BLOCK_N, CAUSAL)
     q_smem, do_smem, k_smem, v_smem, q_bar, bars = _program_start(
         q_desc, do_desc, k_desc, v_desc, row0 + start_m, row0, n_tiles, STAGES)
 
@@ -1085,16 +1070,21 @@ def gluon_attn_bwd_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, d
 
 
 @gluon.jit
-def _query_tile(n_ctx, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """A query-tile program's (first query row, its head's first row, key tiles): causal, the
-    longest query rows first (as the forward) and keys up to the tile's last query."""
+def _query_tile(m, head, n_ctx, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                CAUSAL: gl.constexpr):
+    """Query tile m (of BLOCK_M rows) of head `head`: (its first query row, its head's first
+    row in the (batch*heads*seq, d) view, its key tiles). Causal, the tiles count from the
+    last, so that a launch's programs (or a persistent one's tiles, taken in order) start
+    the longest query rows first, and the keys end at the tile's last query."""
+    n_m = n_ctx // BLOCK_M
     if CAUSAL:
-        start_m = (gl.num_programs(0) - 1 - gl.program_id(0)) * BLOCK_M
+        m = n_m - 1 - m
+    start_m = m * BLOCK_M
+    if CAUSAL:
         n_tiles = (start_m + BLOCK_M) // BLOCK_N
     else:
-        start_m = gl.program_id(0) * BLOCK_M
         n_tiles = n_ctx // BLOCK_N
-    return start_m, gl.program_id(1) * n_ctx, n_tiles
+    return start_m, head * n_ctx, n_tiles
 
 
 @gluon.jit
@@ -1167,7 +1157,8 @@ def gluon_attn_bwd_dq_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr
     q_desc and do_desc have 64-row boxes."""
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
-    start_m, row0, n_tiles = _query_tile(n_ctx, 2 * ROWS, BLOCK_N, CAUSAL)
+    start_m, row0, n_tiles = _query_tile(gl.program_id(0), gl.program_id(1), n_ctx, 2 * ROWS,
+                                         BLOCK_N, CAUSAL)
     q_smem, do_smem, k_smem, v_smem, q_bar, ready, empty = _ws_program_start(
         q_desc, do_desc, k_desc, v_desc, STAGES)
     gl.warp_specialize([
