@@ -18,7 +18,8 @@ Two tables:
     (ours-atomic: dQ by atomics; ours-atomic-tma: its tiles read and dQ added through TMA),
     the two-kernel backward reading through TMA (ours-bwd-tma), the Gluon forward and
     backwards (ours-gluon; ours-gluon-ws, warp-specialized in FlashAttention-3's consumer
-    loop; ours-bwd-gluon, two kernels; ours-bwd-gluon-atomic, one pass with
+    loop; ours-bwd-gluon, two kernels; ours-bwd-gluon-ws, the two warp-specialized;
+    ours-bwd-gluon-atomic, one pass with
     dQ by TMA reductions: kernels/attention_gluon.py) and both changed
     (ours-tma+atomic); each against ours, cuDNN and
     flash, to choose AttentionTuning's fwd_impl / bwd_impl (kernels/tuning.py);
@@ -101,6 +102,7 @@ VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
             "ours-atomic-tma": (None, "atomic-tma", ("bwd", "fwd+bwd")),
             "ours-bwd-tma": (None, "two-kernel-tma", ("bwd", "fwd+bwd")),
             "ours-bwd-gluon": (None, "gluon", ("bwd", "fwd+bwd")),
+            "ours-bwd-gluon-ws": (None, "gluon-ws", ("bwd", "fwd+bwd")),
             "ours-bwd-gluon-atomic": (None, "gluon-atomic", ("bwd", "fwd+bwd")),
             "ours-tma+atomic": ("tma", "atomic", PASSES)}
 

@@ -198,7 +198,7 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
     assert_matches(forward(q, k, v, causal, "gluon-ws"), want[:2], dtype)
     assert_matches(ws_forward(q, k, v, causal, (128, 64, 8, 3), overlap=True, ws=False),
                    want[:2], dtype)
-    for bwd in GLUON_BWD:
+    for bwd in (*GLUON_BWD, "gluon-ws"):
         leaves = [t.detach().requires_grad_() for t in (q, k, v)]
         o = fa.flash_attention(*leaves, causal, None, "gluon", bwd)
         o.backward(do)
@@ -312,6 +312,32 @@ def test_the_race_sanitizer_passes_the_backward(bwd):
         o.backward(do)
     o_ref, _, *grads = reference(q, k, v, do, True)
     assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
+
+
+@on_sim
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_warp_specialized_backward_as_bwd_impl(causal):
+    """bwd_impl="gluon-ws" through autograd, at the tuning's simulator tiles (128 keys and
+    128 queries a program), against float64."""
+    q, k, v, do = inputs(1, 256, 256, 64, dtype=torch.float16, heads=2)
+    assert fa.backward_impl(q, "gluon-ws", k, v) == "gluon-ws"
+    o = fa.flash_attention(q, k, v, causal, None, "gluon", "gluon-ws")
+    o.backward(do)
+    o_ref, _, *grads = reference(q, k, v, do, causal)
+    assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
+
+
+def test_the_warp_specialized_backward_says_what_it_cannot_take():
+    """Its programs are 128 keys (queries) on two warp groups of 4 warps: other tiles, and
+    sequences those do not divide, are refused with the reason."""
+    q = rand(1, 192, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match="bwd impl 'gluon-ws' cannot take.*192"):
+        fa.attention_backward(q, q, q, q, q, rand(1, 192), impl="gluon-ws")
+    q = rand(1, 256, 64, dtype=torch.float16)
+    for tiles, what in (({"dkdv": (64, 64, 4, 2), "dq": (128, 64, 4, 2)}, "128 keys"),
+                        ({"dkdv": (64, 128, 4, 2), "dq": (128, 64, 8, 2)}, "128 queries")):
+        assert what in fg.ws_backward_problem(q, q, q, tiles)
+    assert fg.ws_backward_problem(q, q, q) is None
 
 
 @on_sim

@@ -764,10 +764,12 @@ FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon", "gluon-ws")
 # 4x32x4096x128 fp16, H100, 2026-12-06, docs/attention.md)
 _GLUON_FWD = {"gluon": {},
               "gluon-ws": {"ws": True, "overlap": True, "pingpong": True, "persistent": True}}
-BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon", "gluon-atomic")
+BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon", "gluon-ws",
+             "gluon-atomic")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
 # the Gluon backwards and what says why one cannot take the inputs (kernels/attention_gluon.py)
-_GLUON_BWD = {"gluon": "backward_problem", "gluon-atomic": "one_pass_problem"}
+_GLUON_BWD = {"gluon": "backward_problem", "gluon-ws": "ws_backward_problem",
+              "gluon-atomic": "one_pass_problem"}
 
 
 def tma_problem(*tensors):
@@ -1087,9 +1089,9 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
             do = do.clone(memory_format=torch.contiguous_format)
     if impl in _GLUON_BWD and do.data_ptr() % 16:  # a misaligned view: TMA reads it from
         do = do.clone(memory_format=torch.contiguous_format)  # an aligned copy
-    if impl == "gluon":
+    if impl in ("gluon", "gluon-ws"):
         return attention_gluon.backward(do, q, k, v, lse, _delta(o, do, heads, n_q, d), dq, dk,
-                                        dv, causal, scale, tiles or None)
+                                        dv, causal, scale, tiles or None, impl == "gluon-ws")
     if impl in ("two-kernel", "two-kernel-tma"):
         delta = _delta(o, do, heads, n_q, d)
         args = (q, k, v, do, lse, delta, dk, dv, dq, *st(q), *st(k), *st(v), *st(do),
@@ -1156,8 +1158,10 @@ def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None
     "atomic-tma" (the same with the tiles the loops step through read by TMA, and
     "atomic-tma" adding each dQ tile with one TMA reduction: Hopper or newer, inputs TMA can
     read, head dims a multiple of 4), "gluon" (the two kernels in Gluon, wgmma on TMA rings:
-    kernels/attention_gluon.py, the Gluon forward's inputs), "gluon-atomic" (one Gluon pass,
-    each key tile's share of dQ added by TMA reductions), or None: the device's default."""
+    kernels/attention_gluon.py, the Gluon forward's inputs), "gluon-ws" (the same two kernels
+    warp-specialized as FlashAttention-3's: a loader warp, two consumer warp groups),
+    "gluon-atomic" (one Gluon pass, each key tile's share of dQ added by TMA reductions), or
+    None: the device's default."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
                      impl, tiles)
 

@@ -1258,26 +1258,40 @@ def gluon_attn_bwd_one_pass_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_
     _key_tile_end(dk, dv, dk_ptr, dv_ptr, kv_bar, bars, row0, start_n, scale, STAGES)
 
 
-def backward_tiles_for(q):
-    """{"dkdv": (BLOCK_M, BLOCK_N, warps, stages), "dq": ...} of the Gluon backward for q's
-    head dim: the tuning's, the simulator's small ones on the CPU."""
+def backward_tiles_for(q, ws=False):
+    """{"dkdv": (BLOCK_M, BLOCK_N, warps, stages), "dq": ...} of the Gluon backward (`ws`: the
+    warp-specialized one's) for q's head dim: the tuning's, the simulator's small ones on the
+    CPU."""
     t = tuning_for("attention", q.get_device())
+    kind = "gluon_ws" if ws else "gluon"
     if not q.is_cuda:
-        return {"dkdv": t.simulator("gluon_dkdv"), "dq": t.simulator("gluon_dq")}
+        return {"dkdv": t.simulator(f"{kind}_dkdv"), "dq": t.simulator(f"{kind}_dq")}
     size = "small" if q.shape[-1] <= 64 else "large"
-    return {"dkdv": getattr(t, f"gluon_dkdv_{size}"), "dq": getattr(t, f"gluon_dq_{size}")}
+    return {"dkdv": getattr(t, f"{kind}_dkdv_{size}"), "dq": getattr(t, f"{kind}_dq_{size}")}
 
 
-def backward_problem(q, k, v, tiles=None, do=None):
-    """Why the Gluon backward cannot take these inputs (and dO, where given), or None: the
-    forward's rules, and tiles that divide the sequence, the dK/dV kernel's key tile a
-    multiple of its query step, the dQ kernel's query tile a multiple of its key step."""
-    tiles = tiles or backward_tiles_for(q)
-    (m1, n1, _, _), (m2, n2, _, _) = tiles["dkdv"], tiles["dq"]
+def backward_problem(q, k, v, tiles=None, do=None, ws=False):
+    """Why the Gluon backward (`ws`: the warp-specialized one) cannot take these inputs (and
+    dO, where given), or None: the forward's rules, and tiles that divide the sequence, the
+    dK/dV kernel's key tile a multiple of its query step, the dQ kernel's query tile a multiple
+    of its key step; warp-specialized, 128 keys (queries) a program on two warp groups of 4."""
+    tiles = tiles or backward_tiles_for(q, ws)
+    (m1, n1, w1, _), (m2, n2, w2, _) = tiles["dkdv"], tiles["dq"]
     n = q.shape[-2]
     return (_inputs_problem(q, k, v, *([] if do is None else [do]))
+            or (ws and (n1, w1) != (128, 4) and
+                f"the warp-specialized dK/dV kernel takes 128 keys a program on two warp "
+                f"groups of 4 warps, not {n1} on {w1}")
+            or (ws and (m2, w2) != (128, 4) and
+                f"the warp-specialized dQ kernel takes 128 queries a program on two warp "
+                f"groups of 4 warps, not {m2} on {w2}")
             or _tiles_problem(n, n1, m1, "dK/dV", "keys", "queries")
-            or _tiles_problem(n, m2, n2, "dQ", "queries", "keys"))
+            or _tiles_problem(n, m2, n2, "dQ", "queries", "keys")) or None
+
+
+def ws_backward_problem(q, k, v, tiles=None, do=None):
+    """backward_problem of the warp-specialized backward."""
+    return backward_problem(q, k, v, tiles, do, ws=True)
 
 
 def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None, ws=False):
@@ -1285,19 +1299,12 @@ def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None, ws=
     inputs that backward_problem accepts; `delta` = rowsum(dO * O), fp32 (batch*heads, seq);
     `ws`: both kernels warp-specialized (dK/dV 128 keys a program, dQ 128 queries, on two
     consumer warp groups of 4 warps)."""
-    tiles = tiles or backward_tiles_for(q)
-    bm, bn, warps, stages = tiles["dkdv"]
-    dq_bm, _, dq_warps, _ = tiles["dq"]
-    problem = backward_problem(q, k, v, tiles, do) or (
-        ws and (bn, warps) != (128, 4) and
-        f"the warp-specialized dK/dV kernel takes 128 keys a program on two warp groups of 4 "
-        f"warps, not {bn} on {warps}") or (
-        ws and (dq_bm, dq_warps) != (128, 4) and
-        f"the warp-specialized dQ kernel takes 128 queries a program on two warp groups of 4 "
-        f"warps, not {dq_bm} on {dq_warps}")
+    tiles = tiles or backward_tiles_for(q, ws)
+    problem = backward_problem(q, k, v, tiles, do, ws)
     if problem:
         raise ValueError(f"flash_attention backward: the Gluon backward cannot take these "
                          f"inputs: {problem}")
+    bm, bn, warps, stages = tiles["dkdv"]
     n = q.shape[-2]
     zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
     kernel = gluon_attn_bwd_dkdv_ws_kernel if ws else gluon_attn_bwd_dkdv_kernel

@@ -293,6 +293,12 @@ class AttentionTuning:
     gluon_dkdv_large: tuple = ()
     gluon_dq_small: tuple = ()
     gluon_dq_large: tuple = ()
+    # ... and its warp-specialized kernels' ("gluon-ws": dK/dV 128 keys a program, dQ 128
+    # queries, each on two consumer warp groups of 4 warps and a loader)
+    gluon_ws_dkdv_small: tuple = ()
+    gluon_ws_dkdv_large: tuple = ()
+    gluon_ws_dq_small: tuple = ()
+    gluon_ws_dq_large: tuple = ()
     # the Gluon one-pass backward's (BLOCK_M queries a step: 64, one warp group's wgmma of
     # dQ's share; BLOCK_N keys a program)
     gluon_one_pass_small: tuple = ()
@@ -327,6 +333,8 @@ class AttentionTuning:
     simulator_gluon_ws: tuple = (128, 32, 4, 2)
     simulator_gluon_dkdv: tuple = (32, 64, 4, 2)
     simulator_gluon_dq: tuple = (64, 32, 4, 2)
+    simulator_gluon_ws_dkdv: tuple = (64, 128, 4, 2)
+    simulator_gluon_ws_dq: tuple = (128, 64, 4, 2)
     simulator_gluon_one_pass: tuple = (64, 64, 4, 2)
     preprocess_block: int = 128  # rows per program of D = rowsum(dO * O)
     simulator_preprocess_block: int = 16
@@ -436,6 +444,10 @@ TUNINGS = {
         gluon_ws_small=(128, 128, 4, 2), gluon_ws_large=(128, 128, 4, 2),
         gluon_dkdv_small=(64, 128, 8, 2), gluon_dkdv_large=(64, 128, 8, 2),
         gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
+        # the warp-specialized Gluon backward (session 32, not yet timed): the probe's first
+        # pair (benchmarks/probes/gluon_attention_bwd.py's WS_PAIRS), no spills for sm_90
+        gluon_ws_dkdv_small=(64, 128, 4, 2), gluon_ws_dkdv_large=(64, 128, 4, 2),
+        gluon_ws_dq_small=(128, 64, 4, 2), gluon_ws_dq_large=(128, 64, 4, 2),
         # the Gluon one pass (not a default): its fastest tiles in benchmarks/probes/
         # gluon_attention_bwd.py on an H100 (2026-12-06, session 30): 1.03x the Gluon two
         # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128 (spilling)
