@@ -236,6 +236,20 @@ def test_gpu_default_forward_by_head_dim():
         assert fa.forward_impl(q, q, q) == want
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
+def test_gpu_default_backward_by_head_dim():
+    """Hopper's default backward: the warp-specialized Gluon two kernels ("gluon-ws") for head
+    dims above 64, the one pass through TMA for smaller ones; fp32 (no Gluon kernel) and
+    sequences its 128-row programs do not divide take the two kernels through TMA."""
+    for d, n, dtype, want in ((128, 4096, torch.float16, "gluon-ws"),
+                              (64, 4096, torch.float16, "atomic-tma"),
+                              (128, 4096, torch.float32, "two-kernel-tma"),
+                              (128, 4032, torch.bfloat16, "two-kernel-tma")):
+        q = torch.empty(4, 32, n, d, device="cuda", dtype=dtype)
+        assert fa.backward_impl(q, None, q, q) == want, (d, n, dtype)
+
+
 def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
     """Gluon's programs wait for each key tile's MMAs in turn: with fewer than the tuning's
     gluon_min_waves programs per SM (batch 1, one head, 32768 keys: 256 on 132 SMs) the

@@ -444,10 +444,14 @@ TUNINGS = {
         gluon_ws_small=(128, 128, 4, 2), gluon_ws_large=(128, 128, 4, 2),
         gluon_dkdv_small=(64, 128, 8, 2), gluon_dkdv_large=(64, 128, 8, 2),
         gluon_dq_small=(128, 64, 8, 2), gluon_dq_large=(128, 64, 8, 2),
-        # the warp-specialized Gluon backward (session 32, not yet timed): the probe's first
-        # pair (benchmarks/probes/gluon_attention_bwd.py's WS_PAIRS), no spills for sm_90
-        gluon_ws_dkdv_small=(64, 128, 4, 2), gluon_ws_dkdv_large=(64, 128, 4, 2),
-        gluon_ws_dq_small=(128, 64, 4, 2), gluon_ws_dq_large=(128, 64, 4, 2),
+        # the warp-specialized Gluon backward ("gluon-ws"): benchmarks/probes/
+        # gluon_attention_bwd.py on an H100 (2026-12-06, session 33), 4x32x4096x128 fp16 6.153
+        # ms at d = 128's tiles (3 stages; 6.233 at 2), causal 3.362, 1x1x65536x128 bf16
+        # causal 5.556, against the tl two kernels through TMA's 6.751, 3.907, 6.460 (cuDNN
+        # 5.384, 3.033, 5.061): bwd_impl for d > 64; d = 64's 3.540 ms on the leaderboard's row
+        # ties the one pass through TMA (3.583), which stays bwd_impl_small
+        gluon_ws_dkdv_small=(64, 128, 4, 2), gluon_ws_dkdv_large=(64, 128, 4, 3),
+        gluon_ws_dq_small=(128, 64, 4, 2), gluon_ws_dq_large=(128, 64, 4, 3),
         # the Gluon one pass (not a default): its fastest tiles in benchmarks/probes/
         # gluon_attention_bwd.py on an H100 (2026-12-06, session 30): 1.03x the Gluon two
         # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128 (spilling)
@@ -456,7 +460,7 @@ TUNINGS = {
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
         # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
         # d = 128
-        fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="two-kernel-tma",
+        fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="gluon-ws",
         bwd_impl_small="atomic-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
