@@ -4,6 +4,7 @@ attention and SDPA's backends (cuDNN, FlashAttention-2, memory-efficient), in on
     python benchmarks/attention.py [--quick] [--out DIR] [--dtypes bf16,fp32] [--seqs 128,1024]
                                    [--dims 64,128] [--no-speed] [--no-table]
                                    [--variants ours-tma,ours-atomic] [--rows 0,2] [--repeats 3]
+                                   [--tutorial TRITON/python/tutorials]
 
 Two tables:
   * speed (issue 14): 4x32x4096x128 fp16 causal and not, 16x16384x64 bf16 causal (the CS336
@@ -11,7 +12,10 @@ Two tables:
     TFLOP/s, ours against cuDNN and flash SDPA measured in the same run, and the goals
     (forward >= 0.9x cuDNN, fwd+bwd >= 0.8x cuDNN and >= 1.3x flash; leaderboard <= 5.0 ms);
     and issue 36's (forward >= 0.95x cuDNN, fwd+bwd >= 0.9x; leaderboard <= 4.8 ms) beside;
-    `--repeats 3` times them three times in one process, a table each;
+    `--repeats 3` times them three times in one process, a table each; with `--tutorial DIR`
+    (Triton's python/tutorials), tutorial 06's forward too (its fp16 rows; warp-specialized
+    where the tutorial itself does it on Hopper: not causal), and issue 36's third bar (our
+    forward at least the tutorial's faster one);
   * the variants (issue 36), timed in the speed rows beside ours: the TMA forwards
     (ours-tma: descriptors made in the kernel; ours-tma-ws: the same with warp
     specialization; ours-tma-host: host TensorDescriptors), the one-pass backward
@@ -39,6 +43,7 @@ versions, date and commit) and DIR/attention.md (the tables), and prints the mar
 """
 import argparse
 import contextlib
+import importlib.util
 import json
 import math
 import sys
@@ -70,8 +75,11 @@ SDPA_BACKENDS = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-flash": "FLASH_ATTENTION
 CHECK_TOLERANCES = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 GOALS = {"fwd_vs_cudnn": 0.9, "fwd+bwd_vs_cudnn": 0.8, "fwd+bwd_vs_flash": 1.3,
          "leaderboard_ms": 5.0}
-# issue 36's (tutorial 06's forward, its third, is not timed here: probes/attention_flash.py)
-GOALS_36 = {"fwd_vs_cudnn": 0.95, "fwd+bwd_vs_cudnn": 0.9, "leaderboard_ms": 4.8}
+# issue 36's; its third, our forward at least tutorial 06's (--tutorial), where that ran
+GOALS_36 = {"fwd_vs_cudnn": 0.95, "fwd+bwd_vs_cudnn": 0.9, "leaderboard_ms": 4.8,
+            "fwd_vs_tutorial06": 1.0}
+# Triton's tutorial 06 forward (--tutorial), timed beside ours: name -> its warp_specialize
+TUTORIAL06 = {"tutorial06": False, "tutorial06-ws": True}
 
 
 def flops(batch, heads, n, d, causal, which):
@@ -107,8 +115,34 @@ VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
             "ours-tma+atomic": ("tma", "atomic", PASSES)}
 
 
-def implementations(names):
-    """{name: (fn(q, k, v, causal), context manager factory or None)}."""
+def load_tutorial(folder):
+    """Triton's tutorial 06 (06-fused-attention.py in `folder`) as a module."""
+    path = Path(folder) / "06-fused-attention.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"--tutorial: no 06-fused-attention.py in {folder} (give "
+                                f"Triton's python/tutorials folder)")
+    spec = importlib.util.spec_from_file_location("tutorial06", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tutorial_forward(tut, warp_specialize):
+    """fn(q, k, v, causal) of tutorial 06's forward, refusing what the tutorial does not
+    run: other dtypes than fp16 (its P is cast to fp16), and warp specialization with the
+    causal mask on Hopper (its own benchmark turns it on there only without)."""
+    def fn(q, k, v, causal):
+        if q.dtype != torch.float16:
+            raise ValueError(f"tutorial 06 takes fp16 only, not {q.dtype}")
+        if warp_specialize and causal and torch.cuda.get_device_capability()[0] == 9:
+            raise ValueError("tutorial 06 specializes warps on Hopper only without the mask")
+        return tut.attention(q, k, v, causal, q.shape[-1] ** -0.5, warp_specialize)
+    return fn
+
+
+def implementations(names, tutorial=None):
+    """{name: (fn(q, k, v, causal), context manager factory or None)}; `tutorial`: tutorial
+    06's module, for the names in TUTORIAL06."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from tritonlab.kernels import attention as fa
@@ -120,6 +154,9 @@ def implementations(names):
     for name, member in SDPA_BACKENDS.items():
         impls[name] = (lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c),
                        (lambda m=getattr(SDPBackend, member): sdpa_kernel(m)))
+    if tutorial is not None:
+        for name, ws in TUTORIAL06.items():
+            impls[name] = (tutorial_forward(tutorial, ws), None)
     return {n: impls[n] for n in names}
 
 
@@ -144,12 +181,13 @@ def _max_rel(a, b):
     return ((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1.0)).item()
 
 
-def check(fn, ctx, q, k, v, do, causal, reference):
-    """max relative difference of O, dQ, dK, dV against `reference` (SDPA's), or raise."""
+def check(fn, ctx, q, k, v, do, causal, reference, grads=True):
+    """max relative difference of O, dQ, dK, dV (not `grads`: O) against `reference` (SDPA's),
+    or raise."""
     with ctx() if ctx else contextlib.nullcontext():
         o = fn(q, k, v, causal)
-        grads = torch.autograd.grad(o, (q, k, v), do)
-    return max(_max_rel(a, b) for a, b in zip((o, *grads), reference))
+        got = (o, *torch.autograd.grad(o, (q, k, v), do)) if grads else (o,)
+    return max(_max_rel(a, b) for a, b in zip(got, reference))
 
 
 def reference_outputs(q, k, v, do, causal):
@@ -166,7 +204,7 @@ def measure(name, fn, ctx, shape, dtype, causal, reference, inputs, passes=PASSE
     base = {"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
             "dtype": str(dtype).replace("torch.", ""), "causal": causal}
     try:
-        err = check(fn, ctx, q, k, v, do, causal, reference)
+        err = check(fn, ctx, q, k, v, do, causal, reference, passes != ("fwd",))
     except Exception as e:  # no kernel for it, no memory, or (a variant) no compile
         torch.cuda.empty_cache()
         first = (str(e).splitlines() or [""])[0]
@@ -196,19 +234,20 @@ def measure(name, fn, ctx, shape, dtype, causal, reference, inputs, passes=PASSE
     return rows
 
 
-def run_shape(label, shape, dtype, causal, impl_names, eager_max_seq, table):
+def run_shape(label, shape, dtype, causal, impl_names, eager_max_seq, table, tutorial=None):
     batch, heads, n, d = shape
     inputs = _inputs(batch, heads, n, d, dtype)
     reference = reference_outputs(*inputs, causal)
     rows = []
-    for name, (fn, ctx) in implementations(impl_names).items():
+    for name, (fn, ctx) in implementations(impl_names, tutorial).items():
         if name == "eager" and n > eager_max_seq:
             rows.append({"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
                          "dtype": str(dtype).replace("torch.", ""), "causal": causal,
                          "table": table, "label": label,
                          "status": f"skipped (seq > {eager_max_seq})"})
             continue
-        passes = VARIANTS[name][2] if name in VARIANTS else PASSES
+        passes = (VARIANTS[name][2] if name in VARIANTS else ("fwd",) if name in TUTORIAL06
+                  else PASSES)
         measured = measure(name, fn, ctx, shape, dtype, causal, reference, inputs, passes)
         for row in measured:
             rows.append(dict(row, table=table, label=label))
@@ -245,9 +284,15 @@ def speed_summary(rows):
             for impl, key in (("sdpa-cudnn", "cudnn"), ("sdpa-flash", "flash")):
                 other = entry[f"{impl} {which} ms"]
                 entry[f"{which}_vs_{key}"] = other / ours if ours and other else None
+        # tutorial 06's faster forward, where it ran (the bar holds only there)
+        tut = [ms for ms in (_time(mine, name, "fwd") for name in TUTORIAL06) if ms]
+        entry["tutorial06 fwd ms"] = min(tut) if tut else None
+        ours = entry["ours fwd ms"]
+        entry["fwd_vs_tutorial06"] = min(tut) / ours if tut and ours else None
         for name, table in (("goals met", GOALS), ("issue 36 met", GOALS_36)):
             goals = [entry[key] is not None and entry[key] >= table[key]
-                     for key in table if key != "leaderboard_ms"]
+                     for key in table if key != "leaderboard_ms" and not (
+                         key == "fwd_vs_tutorial06" and entry["tutorial06 fwd ms"] is None)]
             if "leaderboard" in label:
                 ms = entry["ours fwd+bwd ms"]
                 goals.append(ms is not None and ms <= table["leaderboard_ms"])
@@ -263,7 +308,7 @@ def variants_summary(rows):
     out = []
     for label, batch, heads, n, d, dt, causal in SPEED_ROWS:
         mine = [r for r in rows if r.get("label") == label]
-        for impl in ("ours", *VARIANTS):
+        for impl in ("ours", *VARIANTS, *TUTORIAL06):
             if not any(r["impl"] == impl for r in mine):
                 continue
             entry = {"label": label, "impl": impl}
@@ -285,15 +330,17 @@ def _fmt(x, spec):
 
 def speed_markdown(summary):
     lines = ["| shape | ours fwd / fwd+bwd TFLOP/s | cuDNN | flash | fwd vs cuDNN | fwd+bwd vs "
-             "cuDNN | fwd+bwd vs flash | ours fwd+bwd ms | goals | issue 36 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "cuDNN | fwd+bwd vs flash | fwd vs tutorial 06 | ours fwd+bwd ms | goals | "
+             "issue 36 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in summary:
         cells = [e["label"]]
         for impl in ("ours", "sdpa-cudnn", "sdpa-flash"):
             cells.append(f"{_fmt(e[f'{impl} fwd TFLOP/s'], '.0f')} / "
                          f"{_fmt(e[f'{impl} fwd+bwd TFLOP/s'], '.0f')}")
         cells += [f"{_fmt(e['fwd_vs_cudnn'], '.2f')}x", f"{_fmt(e['fwd+bwd_vs_cudnn'], '.2f')}x",
-                  f"{_fmt(e['fwd+bwd_vs_flash'], '.2f')}x", _fmt(e["ours fwd+bwd ms"], ".2f"),
+                  f"{_fmt(e['fwd+bwd_vs_flash'], '.2f')}x", _ratio(e.get("fwd_vs_tutorial06")),
+                  _fmt(e["ours fwd+bwd ms"], ".2f"),
                   "met" if e["goals met"] else "missed",
                   "met" if e["issue 36 met"] else "missed"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -367,6 +414,8 @@ def parse_args(argv=None):
     p.add_argument("--rows", default=",".join(map(str, range(len(SPEED_ROWS)))),
                    help="the speed rows to run, by index: " + "; ".join(
                        f"{i} {r[0]}" for i, r in enumerate(SPEED_ROWS)))
+    p.add_argument("--tutorial", help="Triton's python/tutorials folder: time tutorial 06's "
+                                      "forward in the speed rows too (issue 36's third bar)")
     args = p.parse_args(argv)
     args.dtypes = _csv(args.dtypes, lambda s: DTYPES[s])
     args.seqs, args.dims = _csv(args.seqs, int), _csv(args.dims, int)
@@ -380,6 +429,9 @@ def parse_args(argv=None):
         p.error(f"--rows: indices 0 to {len(SPEED_ROWS) - 1}")
     if args.repeats < 1:
         p.error("--repeats: at least 1")
+    if args.tutorial and not (Path(args.tutorial) / "06-fused-attention.py").is_file():
+        p.error(f"--tutorial: no 06-fused-attention.py in {args.tutorial} (give Triton's "
+                f"python/tutorials folder)")
     if args.quick:
         args.no_table = True
     return args
@@ -403,12 +455,13 @@ def main(argv=None):
 
     if not args.no_speed:
         speed_impls = ([i for i in ("ours", "sdpa-cudnn", "sdpa-flash") if i in args.impls]
-                       + args.variants)
+                       + args.variants + (list(TUTORIAL06) if args.tutorial else []))
+        tutorial = load_tutorial(args.tutorial) if args.tutorial else None
         for repeat in range(args.repeats):
             for label, batch, heads, n, d, dt, causal in (SPEED_ROWS[i] for i in args.rows):
                 keep([dict(r, repeat=repeat) for r in run_shape(
                     label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
-                    args.eager_max_seq, "speed")])
+                    args.eager_max_seq, "speed", tutorial)])
     if not args.no_table:
         for dtype in args.dtypes:
             for d in args.dims:
@@ -426,7 +479,7 @@ def main(argv=None):
         parts.append(f"### Speed (issue 14){of}\n\n" + speed_markdown(summary))
         meta.setdefault("speed_summary", summary)  # the first repeat's (as before --repeats)
         meta.setdefault("speed_summaries", []).append(summary)
-        if args.variants:
+        if args.variants or args.tutorial:
             variants = variants_summary(speed)
             parts.append(f"### Variants (issue 36): against ours (> 1x: faster) and cuDNN{of}"
                          "\n\n" + variants_markdown(variants))

@@ -16,7 +16,6 @@ and, with --tutorial, Triton's tutorial 06 in the same run. Every variant is che
 SDPA before it is timed. Prints one table; writes DIR/attention_flash.json.
 """
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from _common import triton, tl  # noqa: E402  (the checkout on sys.path)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from attention import SPEED_ROWS, flops  # noqa: E402
+from attention import SPEED_ROWS, flops, load_tutorial  # noqa: E402
 from tritonlab.kernels import attention as fa  # noqa: E402
 
 FWD_TILES = [(128, 64, 4, 3), (128, 64, 4, 2), (128, 128, 8, 2), (128, 128, 8, 3),
@@ -191,14 +190,6 @@ def timed(label, fn, want, tol, results, row, work):
     except Exception as e:  # noqa: BLE001 - a variant may not compile, fit or agree
         results.append({"row": row, "label": label, "error": f"{type(e).__name__}: {e}"[:300]})
         print(f"  {label:<44} failed: {type(e).__name__}: {str(e)[:160]}", flush=True)
-
-
-def load_tutorial(folder):
-    spec = importlib.util.spec_from_file_location("tutorial06",
-                                                  Path(folder) / "06-fused-attention.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main(argv=None):
