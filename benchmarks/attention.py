@@ -23,8 +23,8 @@ Two tables:
     the two-kernel backward reading through TMA (ours-bwd-tma), the Gluon forward and
     backwards (ours-gluon; ours-gluon-ws, warp-specialized in FlashAttention-3's consumer
     loop; ours-bwd-gluon, two kernels; ours-bwd-gluon-ws, the two warp-specialized;
-    ours-bwd-gluon-atomic, one pass with
-    dQ by TMA reductions: kernels/attention_gluon.py) and both changed
+    ours-bwd-gluon-atomic, one pass with dQ by TMA reductions; ours-bwd-gluon-ws-atomic, that
+    pass warp-specialized: kernels/attention_gluon.py) and both changed
     (ours-tma+atomic); each against ours, cuDNN and
     flash, to choose AttentionTuning's fwd_impl / bwd_impl (kernels/tuning.py);
   * the assignment's table: batch 1, causal, sequence 128 ... 65536, head dim 16 ... 128
@@ -112,6 +112,7 @@ VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
             "ours-bwd-gluon": (None, "gluon", ("bwd", "fwd+bwd")),
             "ours-bwd-gluon-ws": (None, "gluon-ws", ("bwd", "fwd+bwd")),
             "ours-bwd-gluon-atomic": (None, "gluon-atomic", ("bwd", "fwd+bwd")),
+            "ours-bwd-gluon-ws-atomic": (None, "gluon-ws-atomic", ("bwd", "fwd+bwd")),
             "ours-tma+atomic": ("tma", "atomic", PASSES)}
 
 

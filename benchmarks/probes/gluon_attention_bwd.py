@@ -40,11 +40,15 @@ WS_PAIRS = {64: [((64, 128, 4, 2), (128, 64, 4, 2)), ((128, 128, 4, 2), (128, 12
                  ((128, 128, 4, 3), (128, 64, 4, 3)), ((64, 128, 4, 4), (128, 64, 4, 4))],
             128: [((64, 128, 4, 2), (128, 64, 4, 2)), ((64, 128, 4, 3), (128, 64, 4, 3)),
                   ((64, 128, 4, 4), (128, 64, 4, 4))]}
+# the warp-specialized one pass's (64 queries a step, 128 keys a program on two consumer warp
+# groups of 4 warps and a loader warp)
+# (d = 128 at 3 stages takes 247680 B of shared memory: more than an SM has)
+WS_ONE_PASS = {64: [(64, 128, 4, 2), (64, 128, 4, 3)], 128: [(64, 128, 4, 2)]}
 
 
 def compile_one_pass(dtype_name="bf16"):
     """Rows (label, registers, spilled bytes, shared bytes, error) of the one-pass kernel and
-    the warp-specialized dK/dV kernel."""
+    the warp-specialized kernels (the dK/dV one also as the one pass)."""
     from tritonlab.kernels import attention_gluon as fg
 
     rows = []
@@ -53,7 +57,9 @@ def compile_one_pass(dtype_name="bf16"):
     # (name, kernel, tiles per head dim, K and V rows a box, Q and dO rows a box, pointers)
     kernels = (("one-pass", fg.gluon_attn_bwd_one_pass_kernel, ONE_PASS, 1, 1, ("dk", "dv")),
                ("ws dK/dV", fg.gluon_attn_bwd_dkdv_ws_kernel, ws_dkdv, 2, 1, ("dk", "dv")),
-               ("ws dQ", fg.gluon_attn_bwd_dq_ws_kernel, ws_dq, 1, 2, ("dq",)))
+               ("ws dQ", fg.gluon_attn_bwd_dq_ws_kernel, ws_dq, 1, 2, ("dq",)),
+               ("ws one-pass", fg.gluon_attn_bwd_one_pass_ws_kernel, WS_ONE_PASS, 2, 1,
+                ("dk", "dv")))
     for name, kernel, table, kv_split, q_split, outs in kernels:
         for d, tiles in table.items():
             for causal in (False, True):
@@ -67,7 +73,7 @@ def compile_one_pass(dtype_name="bf16"):
                            "lse_ptr": "*fp32", "delta_ptr": "*fp32", "n_ctx": "i32",
                            "qk_scale": "fp32", "scale": "fp32", "STAGES": "constexpr",
                            "CAUSAL": "constexpr", "num_warps": "constexpr"}
-                    if kernel is fg.gluon_attn_bwd_one_pass_kernel:
+                    if name.endswith("one-pass"):
                         sig["dq_desc"] = tensordesc("fp32", [bm, d])
                     consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
                     divisible = (*(f"{o}_ptr" for o in outs), "lse_ptr", "delta_ptr", "n_ctx")
@@ -154,6 +160,9 @@ def main(argv=None):
         for tiles in ONE_PASS[64 if d <= 64 else 128]:
             check(f"gluon one-pass {tiles}", lambda t=tiles: fa.attention_backward(
                 do, q, k, v, o, lse, causal, scale, tiles={"dkdv": t}, impl="gluon-atomic"))
+        for tiles in WS_ONE_PASS[64 if d <= 64 else 128]:
+            check(f"gluon ws one-pass {tiles}", lambda t=tiles: fa.attention_backward(
+                do, q, k, v, o, lse, causal, scale, tiles={"dkdv": t}, impl="gluon-ws-atomic"))
     os.makedirs(args.out, exist_ok=True)
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "triton": triton.__version__}

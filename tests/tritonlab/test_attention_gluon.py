@@ -18,6 +18,7 @@ from tritonlab.kernels import tuning
 SIM = DEV == "cpu"
 DTYPES16 = [torch.float16, torch.bfloat16]
 GLUON_BWD = ["gluon", "gluon-atomic"]  # the two kernels, the one pass
+GLUON_WS_BWD = ["gluon-ws", "gluon-ws-atomic"]  # both warp-specialized (128 keys a program)
 on_sim = pytest.mark.skipif(not SIM, reason="the simulator's tiles and executors")
 
 
@@ -198,7 +199,7 @@ def test_gpu_against_float64_and_sdpa(shape, dtype, causal):
     assert_matches(forward(q, k, v, causal, "gluon-ws"), want[:2], dtype)
     assert_matches(ws_forward(q, k, v, causal, (128, 64, 8, 3), overlap=True, ws=False),
                    want[:2], dtype)
-    for bwd in (*GLUON_BWD, "gluon-ws"):
+    for bwd in (*GLUON_BWD, *GLUON_WS_BWD):
         leaves = [t.detach().requires_grad_() for t in (q, k, v)]
         o = fa.flash_attention(*leaves, causal, None, "gluon", bwd)
         o.backward(do)
@@ -329,24 +330,33 @@ def test_the_race_sanitizer_passes_the_backward(bwd):
 
 
 @on_sim
+@pytest.mark.usefixtures("executor")
 @pytest.mark.parametrize("causal", [False, True])
-def test_the_warp_specialized_backward_as_bwd_impl(causal):
-    """bwd_impl="gluon-ws" through autograd, at the tuning's simulator tiles (128 keys and
-    128 queries a program), against float64."""
-    q, k, v, do = inputs(1, 256, 256, 64, dtype=torch.float16, heads=2)
-    assert fa.backward_impl(q, "gluon-ws", k, v) == "gluon-ws"
-    o = fa.flash_attention(q, k, v, causal, None, "gluon", "gluon-ws")
+@pytest.mark.parametrize("impl, d", [("gluon-ws", 64), ("gluon-ws-atomic", 64),
+                                     ("gluon-ws-atomic", 32)])
+def test_the_warp_specialized_backward_as_bwd_impl(impl, d, causal):
+    """bwd_impl="gluon-ws" (the two kernels, 128 keys and 128 queries a program) and
+    "gluon-ws-atomic" (the one pass: each consumer warp group adds its 64 keys' share of dQ
+    by TMA reductions) through autograd, at the tuning's simulator tiles, against float64."""
+    q, k, v, do = inputs(1, 256, 256, d, dtype=torch.float16, heads=2)
+    assert fa.backward_impl(q, impl, k, v) == impl
+    o = fa.flash_attention(q, k, v, causal, None, "gluon", impl)
     o.backward(do)
     o_ref, _, *grads = reference(q, k, v, do, causal)
     assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
 
 
-def test_the_warp_specialized_backward_says_what_it_cannot_take():
+@pytest.mark.parametrize("impl", GLUON_WS_BWD)
+def test_the_warp_specialized_backward_says_what_it_cannot_take(impl):
     """Its programs are 128 keys (queries) on two warp groups of 4 warps: other tiles, and
     sequences those do not divide, are refused with the reason."""
     q = rand(1, 192, 64, dtype=torch.float16)
-    with pytest.raises(ValueError, match="bwd impl 'gluon-ws' cannot take.*192"):
-        fa.attention_backward(q, q, q, q, q, rand(1, 192), impl="gluon-ws")
+    with pytest.raises(ValueError, match=f"bwd impl '{impl}' cannot take.*192"):
+        fa.attention_backward(q, q, q, q, q, rand(1, 192), impl=impl)
+    q = rand(1, 256, 64, dtype=torch.float16)
+    assert "128 keys" in fg.ws_one_pass_problem(q, q, q, (64, 64, 4, 2))
+    assert "64 queries" in fg.ws_one_pass_problem(q, q, q, (128, 128, 4, 2))
+    assert fg.ws_one_pass_problem(q, q, q) is None
     q = rand(1, 256, 64, dtype=torch.float16)
     for tiles, what in (({"dkdv": (64, 64, 4, 2), "dq": (128, 64, 4, 2)}, "128 keys"),
                         ({"dkdv": (64, 128, 4, 2), "dq": (128, 64, 8, 2)}, "128 queries")):
@@ -360,6 +370,18 @@ def test_the_race_sanitizer_passes_the_warp_specialized_backward():
     with minitriton.configure(races=True, order=True):
         got = ws_backward(q, k, v, do, True, {"dkdv": (64, 128, 4, 2), "dq": (128, 64, 4, 2)})
     assert_matches(got, reference(q, k, v, do, True)[2:], torch.float16)
+
+
+@on_sim
+def test_the_race_sanitizer_passes_the_warp_specialized_one_pass():
+    """Both consumers add dQ shares of the same query rows: TMA reductions, atomic, so no
+    race; each reuses its one dQ buffer only after its last reduction has read it."""
+    q, k, v, do = inputs(1, 256, 256, 32, dtype=torch.float16, heads=1)
+    with minitriton.configure(races=True, order=True):
+        o = fa.flash_attention(q, k, v, True, None, "gluon", "gluon-ws-atomic")
+        o.backward(do)
+    o_ref, _, *grads = reference(q, k, v, do, True)
+    assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
 
 
 @pytest.mark.parametrize("bwd", GLUON_BWD)

@@ -765,11 +765,11 @@ FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon", "gluon-ws")
 _GLUON_FWD = {"gluon": {},
               "gluon-ws": {"ws": True, "overlap": True, "pingpong": True, "persistent": True}}
 BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon", "gluon-ws",
-             "gluon-atomic")
+             "gluon-atomic", "gluon-ws-atomic")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
 # the Gluon backwards and what says why one cannot take the inputs (kernels/attention_gluon.py)
 _GLUON_BWD = {"gluon": "backward_problem", "gluon-ws": "ws_backward_problem",
-              "gluon-atomic": "one_pass_problem"}
+              "gluon-atomic": "one_pass_problem", "gluon-ws-atomic": "ws_one_pass_problem"}
 
 
 def tma_problem(*tensors):
@@ -1112,9 +1112,9 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     dq32 = dq if q.dtype == torch.float32 else scratch(
         "attention_dq32", (zh, n_q, d), torch.float32, q.device)
     delta = _delta(o, do, heads, n_q, d, dq32)
-    if impl == "gluon-atomic":
+    if impl in ("gluon-atomic", "gluon-ws-atomic"):
         attention_gluon.backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale,
-                                          tiles.get("dkdv"))
+                                          tiles.get("dkdv"), impl == "gluon-ws-atomic")
         dq.copy_(dq32.view(q.shape))  # read and write N*d
         return dq, dk, dv
     args = (q, k, v, do, lse, delta, dk, dv, dq32, *st(q), *st(k), *st(v), *st(do),
@@ -1160,8 +1160,9 @@ def attention_backward(do, q, k, v, o, lse, causal=False, scale=None, tiles=None
     read, head dims a multiple of 4), "gluon" (the two kernels in Gluon, wgmma on TMA rings:
     kernels/attention_gluon.py, the Gluon forward's inputs), "gluon-ws" (the same two kernels
     warp-specialized as FlashAttention-3's: a loader warp, two consumer warp groups),
-    "gluon-atomic" (one Gluon pass, each key tile's share of dQ added by TMA reductions), or
-    None: the device's default."""
+    "gluon-atomic" (one Gluon pass, each key tile's share of dQ added by TMA reductions),
+    "gluon-ws-atomic" (that pass warp-specialized as "gluon-ws"'s dK/dV kernel), or None: the
+    device's default."""
     return _backward(do, q, k, v, o, lse, causal, default_scale(q) if scale is None else scale,
                      impl, tiles)
 

@@ -898,12 +898,15 @@ def _ws_program_end(own_bar, ready, empty, STAGES: gl.constexpr):
 @gluon.jit
 def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
                       empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
-                      HALF: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+                      HALF: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                      ds_smem=None, dq_smem=None, dq_desc=None):
     """One consumer partition (one warp group) of the warp-specialized dK/dV kernel: keys
     start_n + HALF*64 ... of the program's 128 against every query tile the loader hands it
     (Q, dO, and L and D in shared memory), dK and dV of those keys written at the end. Both
     consumers step the same ring; causal, both mask the query tiles of the program's whole
-    key tile."""
+    key tile. With dq_desc (the one pass), each also adds its keys' share of every query
+    tile's dQ into the fp32 dQ, through its own dS buffer (ds_smem's HALF) and dQ buffer
+    (dq_smem's HALF)."""
     ROWS: gl.constexpr = k_smem.shape[1]
     HEAD_DIM: gl.constexpr = k_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -917,13 +920,28 @@ def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_
     n_tiles = n_q_tiles - first
     offs_n, dk, dv, free = _key_tile_start(kv_bar, keys0, first, st_layout, kv_layout, BLOCK_M,
                                            ROWS, HEAD_DIM, CAUSAL, 2 * ROWS)
-    if CAUSAL:
+    if dq_desc is None:
+        if CAUSAL:
+            dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_smem,
+                                 delta_smem, offs_n, first, free, first, n_tiles, row0,
+                                 qk_scale, st_layout, ds_layout, STAGES, BLOCK_M, True, True,
+                                 empty)
         dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_smem,
-                             delta_smem, offs_n, first, free, first, n_tiles, row0, qk_scale,
-                             st_layout, ds_layout, STAGES, BLOCK_M, True, True, empty)
-    dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_smem, delta_smem,
-                         offs_n, free, n_q_tiles, first, n_tiles, row0, qk_scale, st_layout,
-                         ds_layout, STAGES, BLOCK_M, False, True, empty)
+                             delta_smem, offs_n, free, n_q_tiles, first, n_tiles, row0, qk_scale,
+                             st_layout, ds_layout, STAGES, BLOCK_M, False, True, empty)
+    else:  # dQ's share: BLOCK_M query rows, one warp group's wgmma, as dK's layout
+        ds = ds_smem.index(HALF)
+        if CAUSAL:
+            dk, dv = _one_pass_steps(k, v, q_smem, do_smem, ds, dq_smem, ready, None, None,
+                                     dq_desc, dk, dv, lse_smem, delta_smem, offs_n, first, free,
+                                     first, n_tiles, row0, qk_scale, scale, st_layout,
+                                     kv_layout, ds_layout, STAGES, BLOCK_M, True, True, empty,
+                                     HALF, 1)
+        dk, dv = _one_pass_steps(k, v, q_smem, do_smem, ds, dq_smem, ready, None, None, dq_desc,
+                                 dk, dv, lse_smem, delta_smem, offs_n, free, n_q_tiles, first,
+                                 n_tiles, row0, qk_scale, scale, st_layout, kv_layout, ds_layout,
+                                 STAGES, BLOCK_M, False, True, empty, HALF, 1)
+        tma.store_wait(0)
     _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, keys0, scale)
 
 
@@ -934,6 +952,28 @@ def _ws_dkdv_consumer_1(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, k
     _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
                       empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale, 1,
                       STAGES, CAUSAL)
+
+
+@gluon.jit
+def _ws_one_pass_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
+                          empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale,
+                          scale, ds_smem, dq_smem, dq_desc, STAGES: gl.constexpr,
+                          CAUSAL: gl.constexpr, HALF: gl.constexpr = 0):
+    """_ws_dkdv_consumer of the one pass (warp_specialize passes no None): also each query
+    tile's dQ share of its keys."""
+    _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
+                      empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
+                      HALF, STAGES, CAUSAL, ds_smem, dq_smem, dq_desc)
+
+
+@gluon.jit
+def _ws_one_pass_consumer_1(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
+                            ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
+                            qk_scale, scale, ds_smem, dq_smem, dq_desc, STAGES: gl.constexpr,
+                            CAUSAL: gl.constexpr):
+    _ws_one_pass_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
+                          empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale,
+                          scale, ds_smem, dq_smem, dq_desc, STAGES, CAUSAL, 1)
 
 
 @gluon.jit
@@ -965,15 +1005,10 @@ def _ws_dkdv_loader(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_
 
 
 @gluon.jit
-def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, lse_ptr,
-                                  delta_ptr, n_ctx, qk_scale, scale, STAGES: gl.constexpr,
-                                  CAUSAL: gl.constexpr, num_warps: gl.constexpr):
-    """The dK/dV kernel warp-specialized (FlashAttention-3's split of its backward): a
-    program owns 128 keys as two consumer warp groups of 64 (the default partition and a
-    worker), each with its own dK and dV, and a loader warp that streams Q and dO through a
-    ring both read. The consumers meet at no CTA-wide barrier, so one's exponentials overlap
-    the other's MMAs; the loader's few registers leave them up to 240. k_desc and v_desc have
-    64-row boxes."""
+def _ws_key_program(q_desc, k_desc, v_desc, do_desc, n_ctx, STAGES: gl.constexpr,
+                    CAUSAL: gl.constexpr):
+    """A warp-specialized key-tile program's place and shared memory: (start_n, row0,
+    n_q_tiles, first, the staged L and D rings, then _ws_program_start's)."""
     ROWS: gl.constexpr = k_desc.block_type.shape[0]
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
     start_n = gl.program_id(0) * (2 * ROWS)
@@ -985,6 +1020,23 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
     delta_smem = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], rows_layout)
     k_smem, v_smem, q_smem, do_smem, kv_bar, ready, empty = _ws_program_start(
         k_desc, v_desc, q_desc, do_desc, STAGES)
+    return (start_n, row0, n_q_tiles, first, lse_smem, delta_smem, k_smem, v_smem, q_smem,
+            do_smem, kv_bar, ready, empty)
+
+
+@gluon.jit
+def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_ptr, lse_ptr,
+                                  delta_ptr, n_ctx, qk_scale, scale, STAGES: gl.constexpr,
+                                  CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    """The dK/dV kernel warp-specialized (FlashAttention-3's split of its backward): a
+    program owns 128 keys as two consumer warp groups of 64 (the default partition and a
+    worker), each with its own dK and dV, and a loader warp that streams Q and dO through a
+    ring both read. The consumers meet at no CTA-wide barrier, so one's exponentials overlap
+    the other's MMAs; the loader's few registers leave them up to 240. k_desc and v_desc have
+    64-row boxes."""
+    (start_n, row0, n_q_tiles, first, lse_smem, delta_smem, k_smem, v_smem, q_smem, do_smem,
+     kv_bar, ready, empty) = _ws_key_program(q_desc, k_desc, v_desc, do_desc, n_ctx, STAGES,
+                                             CAUSAL)
     gl.warp_specialize([
         (_ws_dkdv_consumer, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
                              ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
@@ -992,6 +1044,40 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
         (_ws_dkdv_consumer_1, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
                                ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
                                qk_scale, scale, STAGES, CAUSAL)),
+        (_ws_dkdv_loader, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
+                           lse_smem, delta_smem, kv_bar, ready, empty, lse_ptr, delta_ptr, row0,
+                           start_n, first, n_q_tiles, STAGES)),
+    ], [4, 1], [240, 24])
+    _ws_program_end(kv_bar, ready, empty, STAGES)
+
+
+@gluon.jit
+def gluon_attn_bwd_one_pass_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_ptr, dv_ptr,
+                                      lse_ptr, delta_ptr, n_ctx, qk_scale, scale,
+                                      STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                                      num_warps: gl.constexpr):
+    """The one pass warp-specialized: gluon_attn_bwd_dkdv_ws_kernel's program, each consumer
+    warp group also adding its 64 keys' share of every query tile's dQ into the zeroed fp32
+    dQ (dq_desc, BLOCK_M x d boxes) by TMA reductions, through its own dS^T and dQ
+    buffers."""
+    (start_n, row0, n_q_tiles, first, lse_smem, delta_smem, k_smem, v_smem, q_smem, do_smem,
+     kv_bar, ready, empty) = _ws_key_program(q_desc, k_desc, v_desc, do_desc, n_ctx, STAGES,
+                                             CAUSAL)
+    ROWS: gl.constexpr = k_desc.block_type.shape[0]
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    ds_smem = gl.allocate_shared_memory(
+        q_desc.dtype, [2, ROWS, BLOCK_M],
+        gl.NVMMASharedLayout.get_default_for([ROWS, BLOCK_M], q_desc.dtype))
+    dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, q_desc.block_type.shape[1]],
+                                        dq_desc.layout)
+    gl.warp_specialize([
+        (_ws_one_pass_consumer, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
+                                 ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
+                                 qk_scale, scale, ds_smem, dq_smem, dq_desc, STAGES, CAUSAL)),
+        (_ws_one_pass_consumer_1, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem,
+                                   kv_bar, ready, empty, dk_ptr, dv_ptr, row0, start_n, first,
+                                   n_q_tiles, qk_scale, scale, ds_smem, dq_smem, dq_desc,
+                                   STAGES, CAUSAL)),
         (_ws_dkdv_loader, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
                            lse_smem, delta_smem, kv_bar, ready, empty, lse_ptr, delta_ptr, row0,
                            start_n, first, n_q_tiles, STAGES)),
@@ -1179,17 +1265,22 @@ def _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars, q_d
                     dq_desc, dk, dv, lse_ptr, delta_ptr, offs_n, lo, hi, first, n_tiles, row0,
                     qk_scale, scale, st_layout: gl.constexpr, dq_layout: gl.constexpr,
                     ds_layout: gl.constexpr,
-                    STAGES: gl.constexpr, BLOCK_M: gl.constexpr, MASK: gl.constexpr):
+                    STAGES: gl.constexpr, BLOCK_M: gl.constexpr, MASK: gl.constexpr,
+                    WS: gl.constexpr = False, empty=None, BUF0: gl.constexpr = 0,
+                    NBUF: gl.constexpr = 2):
     """Query tiles lo..hi-1 of one key tile in one pass: _dkdv_steps' S^T, P^T, dV, dP^T and
     dS^T, then dS^T into shared memory, where both dK += dS^T Q and this tile's share of dQ,
-    dS K, read it; that share leaves by a TMA reduction into the fp32 dQ (two buffers, so
-    the reduction of one step runs while the next computes)."""
+    dS K, read it; that share leaves by a TMA reduction into the fp32 dQ through dq_smem's
+    buffers BUF0 ... BUF0 + NBUF - 1 in turn (two: the reduction of one step runs while the
+    next computes). WS: a consumer warp group of the warp-specialized one pass (its own dS
+    and dQ buffers, L and D staged by the loader, each slot handed back to it: `empty`), as
+    in _dkdv_steps."""
     HEAD_DIM: gl.constexpr = k_smem.shape[1]
     for i in range(lo, hi):
         step = i - first
         ds_t, dv, q = _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr,
                                  delta_ptr, offs_n, qk_scale, st_layout, ds_layout, STAGES,
-                                 MASK)
+                                 MASK, WS)
         ds_smem.store(ds_t.to(q.dtype))
         fence_async_shared()
         gl.thread_barrier()  # dS K reads the rows every warp group wrote
@@ -1198,15 +1289,18 @@ def _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars, q_d
                            gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, dq_layout), use_acc=False,
                            is_async=True)
         dv, dk, dq = warpgroup_mma_wait(num_outstanding=0, deps=(dv, dk, dq))
-        buf = dq_smem.index(step % 2)
-        tma.store_wait(1)  # the reduction two steps back has read this buffer
+        if WS:
+            mbarrier.arrive(empty.index(step % STAGES), count=1)
+        buf = dq_smem.index(BUF0 + step % NBUF)
+        tma.store_wait(NBUF - 1)  # the reduction NBUF steps back has read this buffer
         gl.thread_barrier()
         buf.store(dq * scale)
         fence_async_shared()
         gl.thread_barrier()
         tma_reduce(dq_desc, [row0 + i * BLOCK_M, 0], buf)  # read BM*d, add BM*d in L2
-        _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES, row0 + first * BLOCK_M,
-                   n_tiles, STAGES, BLOCK_M)
+        if not WS:
+            _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES,
+                       row0 + first * BLOCK_M, n_tiles, STAGES, BLOCK_M)
     return dk, dv
 
 
@@ -1323,35 +1417,48 @@ def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None, ws=
     return dq, dk, dv
 
 
-def one_pass_tiles_for(q):
-    """(BLOCK_M, BLOCK_N, warps, stages) of the one-pass Gluon backward for q's head dim."""
+def one_pass_tiles_for(q, ws=False):
+    """(BLOCK_M, BLOCK_N, warps, stages) of the one-pass Gluon backward (`ws`: the
+    warp-specialized one's) for q's head dim."""
     t = tuning_for("attention", q.get_device())
+    kind = "gluon_ws_one_pass" if ws else "gluon_one_pass"
     if not q.is_cuda:
-        return t.simulator("gluon_one_pass")
-    return t.gluon_one_pass_small if q.shape[-1] <= 64 else t.gluon_one_pass_large
+        return t.simulator(kind)
+    return getattr(t, f"{kind}_small" if q.shape[-1] <= 64 else f"{kind}_large")
 
 
-def one_pass_problem(q, k, v, tiles=None, do=None):
-    """Why the one-pass Gluon backward cannot take these inputs, or None: the forward's
-    rules, key tiles a multiple of the query step, and a query step of 64 rows on a
-    multiple of 4 warps (dQ's share is one warp group's wgmma; more warp groups split its
-    columns, at least 8 each)."""
-    bm, bn, warps, _ = tiles or one_pass_tiles_for(q)
+def one_pass_problem(q, k, v, tiles=None, do=None, ws=False):
+    """Why the one-pass Gluon backward (`ws`: the warp-specialized one) cannot take these
+    inputs, or None: the forward's rules, key tiles a multiple of the query step, and a query
+    step of 64 rows on a multiple of 4 warps (dQ's share is one warp group's wgmma; more warp
+    groups split its columns, at least 8 each); warp-specialized, 128 keys a program on two
+    warp groups of 4 warps."""
+    bm, bn, warps, _ = tiles or one_pass_tiles_for(q, ws)
     d = q.shape[-1]
     if bm != 64 or warps % 4 or d // (warps // 4) < 8:
         return (f"its tiles ({bm} queries a step on {warps} warps) must step 64 queries on a "
                 f"multiple of 4 warps, with at least 8 of the {d} head-dim columns a warp group")
+    if ws and (bn, warps) != (128, 4):
+        return (f"the warp-specialized one pass takes 128 keys a program on two warp groups "
+                f"of 4 warps, not {bn} on {warps}")
     return (_inputs_problem(q, k, v, *([] if do is None else [do]))
             or _tiles_problem(q.shape[-2], bn, bm, "one-pass", "keys", "queries"))
 
 
-def backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale, tiles=None):
+def ws_one_pass_problem(q, k, v, tiles=None, do=None):
+    """one_pass_problem of the warp-specialized one pass."""
+    return one_pass_problem(q, k, v, tiles, do, ws=True)
+
+
+def backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale, tiles=None,
+                      ws=False):
     """dK, dV into `dk`, `dv` and scale * dQ added into `dq32` (zeroed, fp32, (batch*heads,
     seq, d) contiguous) in one pass, for inputs one_pass_problem accepts; `delta` =
-    rowsum(dO * O), fp32 (batch*heads, seq). The adds' order varies on a GPU: dQ is not
-    bitwise deterministic."""
-    tiles = tiles or one_pass_tiles_for(q)
-    problem = one_pass_problem(q, k, v, tiles, do)
+    rowsum(dO * O), fp32 (batch*heads, seq); `ws`: warp-specialized (the dK/dV kernel's two
+    consumer warp groups of 64 keys and loader, each consumer adding its keys' share of dQ).
+    The adds' order varies on a GPU: dQ is not bitwise deterministic."""
+    tiles = tiles or one_pass_tiles_for(q, ws)
+    problem = one_pass_problem(q, k, v, tiles, do, ws)
     if problem:
         raise ValueError(f"flash_attention backward: the one-pass Gluon backward cannot take "
                          f"these inputs: {problem}")
@@ -1361,6 +1468,12 @@ def backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale, tile
     flat = dq32.view(-1, d)
     dq_desc = GLUON.TensorDescriptor.from_tensor(
         flat, [bm, d], gl.NVMMASharedLayout.get_default_for([bm, d], gl.float32))
+    if ws:  # K and V in boxes of 64 rows: one a consumer warp group
+        gluon_attn_bwd_one_pass_ws_kernel[(n // bn, zh)](
+            _descriptor(q, bm), _descriptor(k, bn // 2), _descriptor(v, bn // 2),
+            _descriptor(do, bm), dq_desc, dk, dv, lse, delta, n, scale * LOG2E, scale,
+            STAGES=stages, CAUSAL=bool(causal), num_warps=warps)
+        return dk, dv
     gluon_attn_bwd_one_pass_kernel[(n // bn, zh)](
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, bm),
         dq_desc, dk, dv, lse, delta, n, scale * LOG2E, scale, STAGES=stages,

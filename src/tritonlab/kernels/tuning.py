@@ -303,6 +303,10 @@ class AttentionTuning:
     # dQ's share; BLOCK_N keys a program)
     gluon_one_pass_small: tuple = ()
     gluon_one_pass_large: tuple = ()
+    # ... and its warp-specialized form's ("gluon-ws-atomic": 64 queries a step, 128 keys a
+    # program on two consumer warp groups of 4 warps and a loader)
+    gluon_ws_one_pass_small: tuple = ()
+    gluon_ws_one_pass_large: tuple = ()
     # ... and the forward the default only where it runs at least this many programs per SM (fewer, and
     # its loop's MMA latency shows: the TMA forward then)
     gluon_min_waves: int = 3
@@ -336,6 +340,7 @@ class AttentionTuning:
     simulator_gluon_ws_dkdv: tuple = (64, 128, 4, 2)
     simulator_gluon_ws_dq: tuple = (128, 64, 4, 2)
     simulator_gluon_one_pass: tuple = (64, 64, 4, 2)
+    simulator_gluon_ws_one_pass: tuple = (64, 128, 4, 2)
     preprocess_block: int = 128  # rows per program of D = rowsum(dO * O)
     simulator_preprocess_block: int = 16
     # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
@@ -456,6 +461,8 @@ TUNINGS = {
         # gluon_attention_bwd.py on an H100 (2026-12-06, session 30): 1.03x the Gluon two
         # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128 (spilling)
         gluon_one_pass_small=(64, 64, 4, 2), gluon_one_pass_large=(64, 128, 8, 2),
+        # its warp-specialized form (session 33, not yet timed): no spills for sm_90
+        gluon_ws_one_pass_small=(64, 128, 4, 2), gluon_ws_one_pass_large=(64, 128, 4, 2),
         # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
         # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
