@@ -332,14 +332,23 @@ def test_the_race_sanitizer_passes_the_backward(bwd):
 @on_sim
 @pytest.mark.usefixtures("executor")
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("impl, d", [("gluon-ws", 64), ("gluon-ws-atomic", 64),
-                                     ("gluon-ws-atomic", 32)])
-def test_the_warp_specialized_backward_as_bwd_impl(impl, d, causal):
+@pytest.mark.parametrize("impl, d, tiles", [("gluon-ws", 64, None),
+                                             ("gluon-ws-atomic", 64, None),
+                                             ("gluon-ws-atomic", 32, None),
+                                             ("gluon-ws-atomic", 64, (128, 128, 4, 2))])
+def test_the_warp_specialized_backward_as_bwd_impl(impl, d, tiles, causal):
     """bwd_impl="gluon-ws" (the two kernels, 128 keys and 128 queries a program) and
     "gluon-ws-atomic" (the one pass: each consumer warp group adds its 64 keys' share of dQ
-    by TMA reductions) through autograd, at the tuning's simulator tiles, against float64."""
+    by TMA reductions; 64 queries a step, or 128) through autograd, at the tuning's
+    simulator tiles or `tiles`, against float64."""
     q, k, v, do = inputs(1, 256, 256, d, dtype=torch.float16, heads=2)
     assert fa.backward_impl(q, impl, k, v) == impl
+    if tiles:
+        o, lse = fa.attention_forward(q, k, v, causal, impl="gluon")
+        got = fa.attention_backward(do, q, k, v, o, lse, causal, tiles={"dkdv": tiles},
+                                    impl=impl)
+        assert_matches(got, reference(q, k, v, do, causal)[2:], torch.float16)
+        return
     o = fa.flash_attention(q, k, v, causal, None, "gluon", impl)
     o.backward(do)
     o_ref, _, *grads = reference(q, k, v, do, causal)
@@ -354,9 +363,10 @@ def test_the_warp_specialized_backward_says_what_it_cannot_take(impl):
     with pytest.raises(ValueError, match=f"bwd impl '{impl}' cannot take.*192"):
         fa.attention_backward(q, q, q, q, q, rand(1, 192), impl=impl)
     q = rand(1, 256, 64, dtype=torch.float16)
-    assert "128 keys" in fg.ws_one_pass_problem(q, q, q, (64, 64, 4, 2))
-    assert "64 queries" in fg.ws_one_pass_problem(q, q, q, (128, 128, 4, 2))
+    for tiles in ((64, 64, 4, 2), (32, 128, 4, 2), (64, 128, 8, 2)):
+        assert "128 keys" in fg.ws_one_pass_problem(q, q, q, tiles)
     assert fg.ws_one_pass_problem(q, q, q) is None
+    assert fg.ws_one_pass_problem(q, q, q, (128, 128, 4, 2)) is None
     q = rand(1, 256, 64, dtype=torch.float16)
     for tiles, what in (({"dkdv": (64, 64, 4, 2), "dq": (128, 64, 4, 2)}, "128 keys"),
                         ({"dkdv": (64, 128, 4, 2), "dq": (128, 64, 8, 2)}, "128 queries")):

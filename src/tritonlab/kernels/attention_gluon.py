@@ -1432,15 +1432,15 @@ def one_pass_problem(q, k, v, tiles=None, do=None, ws=False):
     inputs, or None: the forward's rules, key tiles a multiple of the query step, and a query
     step of 64 rows on a multiple of 4 warps (dQ's share is one warp group's wgmma; more warp
     groups split its columns, at least 8 each); warp-specialized, 128 keys a program on two
-    warp groups of 4 warps."""
+    warp groups of 4 warps, each stepping 64 or 128 queries (its own dQ share)."""
     bm, bn, warps, _ = tiles or one_pass_tiles_for(q, ws)
     d = q.shape[-1]
-    if bm != 64 or warps % 4 or d // (warps // 4) < 8:
+    if ws and ((bn, warps) != (128, 4) or bm not in (64, 128)):
+        return (f"the warp-specialized one pass takes 128 keys a program on two warp groups "
+                f"of 4 warps, stepping 64 or 128 queries, not ({bm}, {bn}) on {warps}")
+    if not ws and (bm != 64 or warps % 4 or d // (warps // 4) < 8):
         return (f"its tiles ({bm} queries a step on {warps} warps) must step 64 queries on a "
                 f"multiple of 4 warps, with at least 8 of the {d} head-dim columns a warp group")
-    if ws and (bn, warps) != (128, 4):
-        return (f"the warp-specialized one pass takes 128 keys a program on two warp groups "
-                f"of 4 warps, not {bn} on {warps}")
     return (_inputs_problem(q, k, v, *([] if do is None else [do]))
             or _tiles_problem(q.shape[-2], bn, bm, "one-pass", "keys", "queries"))
 
