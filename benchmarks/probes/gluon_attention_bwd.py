@@ -44,6 +44,8 @@ WS_PAIRS = {64: [((64, 128, 4, 2), (128, 64, 4, 2)), ((128, 128, 4, 2), (128, 12
 # groups of 4 warps and a loader warp)
 # (d = 128 at 3 stages takes 247680 B of shared memory: more than an SM has)
 WS_ONE_PASS = {64: [(64, 128, 4, 2), (64, 128, 4, 3), (128, 128, 4, 2)], 128: [(64, 128, 4, 2)]}
+# ... with dQ's columns split between the two warp groups (d = 128 only: "split"; its default)
+WS_ONE_PASS_SPLIT = [(64, 128, 4, 2), (64, 128, 4, 3)]
 
 
 def compile_one_pass(dtype_name="bf16"):
@@ -59,8 +61,11 @@ def compile_one_pass(dtype_name="bf16"):
                ("ws dK/dV", fg.gluon_attn_bwd_dkdv_ws_kernel, ws_dkdv, 2, 1, ("dk", "dv")),
                ("ws dQ", fg.gluon_attn_bwd_dq_ws_kernel, ws_dq, 1, 2, ("dq",)),
                ("ws one-pass", fg.gluon_attn_bwd_one_pass_ws_kernel, WS_ONE_PASS, 2, 1,
-                ("dk", "dv")))
+                ("dk", "dv")),
+               ("ws one-pass split", fg.gluon_attn_bwd_one_pass_ws_kernel,
+                {128: WS_ONE_PASS_SPLIT}, 2, 1, ("dk", "dv")))
     for name, kernel, table, kv_split, q_split, outs in kernels:
+        split = name.endswith("split")
         for d, tiles in table.items():
             for causal in (False, True):
                 for bm, bn, warps, stages in tiles:
@@ -73,9 +78,12 @@ def compile_one_pass(dtype_name="bf16"):
                            "lse_ptr": "*fp32", "delta_ptr": "*fp32", "n_ctx": "i32",
                            "qk_scale": "fp32", "scale": "fp32", "STAGES": "constexpr",
                            "CAUSAL": "constexpr", "num_warps": "constexpr"}
-                    if name.endswith("one-pass"):
-                        sig["dq_desc"] = tensordesc("fp32", [bm, d])
+                    if "one-pass" in name:
+                        sig["dq_desc"] = tensordesc("fp32", [bm, d // 2 if split else d])
                     consts = {"STAGES": stages, "CAUSAL": causal, "num_warps": warps}
+                    if name.startswith("ws one-pass"):
+                        sig["SPLIT"] = "constexpr"
+                        consts["SPLIT"] = split
                     divisible = (*(f"{o}_ptr" for o in outs), "lse_ptr", "delta_ptr", "n_ctx")
                     rows.append(compiled_row(label, kernel, sig, consts, divisible, warps))
     return rows
@@ -160,9 +168,16 @@ def main(argv=None):
         for tiles in ONE_PASS[64 if d <= 64 else 128]:
             check(f"gluon one-pass {tiles}", lambda t=tiles: fa.attention_backward(
                 do, q, k, v, o, lse, causal, scale, tiles={"dkdv": t}, impl="gluon-atomic"))
-        for tiles in WS_ONE_PASS[64 if d <= 64 else 128]:
-            check(f"gluon ws one-pass {tiles}", lambda t=tiles: fa.attention_backward(
-                do, q, k, v, o, lse, causal, scale, tiles={"dkdv": t}, impl="gluon-ws-atomic"))
+        for split in ((False, True) if d == 128 else (False,)):
+            for tiles in (WS_ONE_PASS_SPLIT if split else WS_ONE_PASS[64 if d <= 64 else 128]):
+                def run_one_pass(t=tiles, split=split):
+                    delta = fa._delta(o, do, h, n, d)
+                    dq32 = torch.zeros(q.shape, device=q.device, dtype=torch.float32)
+                    dk, dv = torch.empty_like(k), torch.empty_like(v)
+                    fg.backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale,
+                                         t, ws=True, split=split)
+                    return dq32.to(q.dtype), dk, dv
+                check(f"gluon ws one-pass{' split' if split else ''} {tiles}", run_one_pass)
     os.makedirs(args.out, exist_ok=True)
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "triton": triton.__version__}

@@ -335,12 +335,13 @@ def test_the_race_sanitizer_passes_the_backward(bwd):
 @pytest.mark.parametrize("impl, d, tiles", [("gluon-ws", 64, None),
                                              ("gluon-ws-atomic", 64, None),
                                              ("gluon-ws-atomic", 32, None),
-                                             ("gluon-ws-atomic", 64, (128, 128, 4, 2))])
+                                             ("gluon-ws-atomic", 64, (128, 128, 4, 2)),
+                                             ("gluon-ws-atomic", 128, None)])
 def test_the_warp_specialized_backward_as_bwd_impl(impl, d, tiles, causal):
     """bwd_impl="gluon-ws" (the two kernels, 128 keys and 128 queries a program) and
     "gluon-ws-atomic" (the one pass: each consumer warp group adds its 64 keys' share of dQ
-    by TMA reductions; 64 queries a step, or 128) through autograd, at the tuning's
-    simulator tiles or `tiles`, against float64."""
+    by TMA reductions; 64 queries a step, or 128; d = 128, half the columns of both's share
+    each) through autograd, at the tuning's simulator tiles or `tiles`, against float64."""
     q, k, v, do = inputs(1, 256, 256, d, dtype=torch.float16, heads=2)
     assert fa.backward_impl(q, impl, k, v) == impl
     if tiles:
@@ -383,10 +384,13 @@ def test_the_race_sanitizer_passes_the_warp_specialized_backward():
 
 
 @on_sim
-def test_the_race_sanitizer_passes_the_warp_specialized_one_pass():
+@pytest.mark.parametrize("d", [32, 128])
+def test_the_race_sanitizer_passes_the_warp_specialized_one_pass(d):
     """Both consumers add dQ shares of the same query rows: TMA reductions, atomic, so no
-    race; each reuses its one dQ buffer only after its last reduction has read it."""
-    q, k, v, do = inputs(1, 256, 256, 32, dtype=torch.float16, heads=1)
+    race; each reuses its one dQ buffer only after its last reduction has read it; d = 128
+    (split), each reads the other's dS^T only once the step's barrier says it is written,
+    and overwrites its own only two steps later."""
+    q, k, v, do = inputs(1, 256, 256, d, dtype=torch.float16, heads=1)
     with minitriton.configure(races=True, order=True):
         o = fa.flash_attention(q, k, v, True, None, "gluon", "gluon-ws-atomic")
         o.backward(do)

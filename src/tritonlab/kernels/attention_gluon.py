@@ -899,14 +899,15 @@ def _ws_program_end(own_bar, ready, empty, STAGES: gl.constexpr):
 def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
                       empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
                       HALF: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                      ds_smem=None, dq_smem=None, dq_desc=None):
+                      ds_smem=None, dq_smem=None, dq_desc=None, ds_bars=None,
+                      SPLIT: gl.constexpr = False):
     """One consumer partition (one warp group) of the warp-specialized dK/dV kernel: keys
     start_n + HALF*64 ... of the program's 128 against every query tile the loader hands it
     (Q, dO, and L and D in shared memory), dK and dV of those keys written at the end. Both
     consumers step the same ring; causal, both mask the query tiles of the program's whole
     key tile. With dq_desc (the one pass), each also adds its keys' share of every query
     tile's dQ into the fp32 dQ, through its own dS buffer (ds_smem's HALF) and dQ buffer
-    (dq_smem's HALF)."""
+    (dq_smem's HALF); SPLIT, half the columns of the share of both (_one_pass_steps)."""
     ROWS: gl.constexpr = k_smem.shape[1]
     HEAD_DIM: gl.constexpr = k_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -929,18 +930,23 @@ def _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_
         dk, dv = _dkdv_steps(k, v, q_smem, do_smem, ready, None, None, dk, dv, lse_smem,
                              delta_smem, offs_n, free, n_q_tiles, first, n_tiles, row0, qk_scale,
                              st_layout, ds_layout, STAGES, BLOCK_M, False, True, empty)
-    else:  # dQ's share: BLOCK_M query rows, one warp group's wgmma, as dK's layout
-        ds = ds_smem.index(HALF)
+    else:  # dQ's share: BLOCK_M query rows, one warp group's wgmma
+        dq_layout: gl.constexpr = _acc_layout(HEAD_DIM // (1 + SPLIT), dtype, 4)
+        if SPLIT:
+            ds = ds_smem
+        else:
+            ds = ds_smem.index(HALF)
         if CAUSAL:
             dk, dv = _one_pass_steps(k, v, q_smem, do_smem, ds, dq_smem, ready, None, None,
                                      dq_desc, dk, dv, lse_smem, delta_smem, offs_n, first, free,
                                      first, n_tiles, row0, qk_scale, scale, st_layout,
-                                     kv_layout, ds_layout, STAGES, BLOCK_M, True, True, empty,
-                                     HALF, 1)
+                                     dq_layout, ds_layout, STAGES, BLOCK_M, True, True, empty,
+                                     HALF, 1, k_smem, ds_bars, SPLIT, HALF)
         dk, dv = _one_pass_steps(k, v, q_smem, do_smem, ds, dq_smem, ready, None, None, dq_desc,
                                  dk, dv, lse_smem, delta_smem, offs_n, free, n_q_tiles, first,
-                                 n_tiles, row0, qk_scale, scale, st_layout, kv_layout, ds_layout,
-                                 STAGES, BLOCK_M, False, True, empty, HALF, 1)
+                                 n_tiles, row0, qk_scale, scale, st_layout, dq_layout, ds_layout,
+                                 STAGES, BLOCK_M, False, True, empty, HALF, 1, k_smem, ds_bars,
+                                 SPLIT, HALF)
         tma.store_wait(0)
     _store_dkdv(dk, dv, dk_ptr, dv_ptr, row0, keys0, scale)
 
@@ -957,23 +963,23 @@ def _ws_dkdv_consumer_1(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, k
 @gluon.jit
 def _ws_one_pass_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
                           empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale,
-                          scale, ds_smem, dq_smem, dq_desc, STAGES: gl.constexpr,
-                          CAUSAL: gl.constexpr, HALF: gl.constexpr = 0):
+                          scale, ds_smem, dq_smem, dq_desc, ds_bars, STAGES: gl.constexpr,
+                          CAUSAL: gl.constexpr, SPLIT: gl.constexpr, HALF: gl.constexpr = 0):
     """_ws_dkdv_consumer of the one pass (warp_specialize passes no None): also each query
-    tile's dQ share of its keys."""
+    tile's dQ share of its keys (SPLIT: of half the columns, of both warp groups' keys)."""
     _ws_dkdv_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
                       empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale, scale,
-                      HALF, STAGES, CAUSAL, ds_smem, dq_smem, dq_desc)
+                      HALF, STAGES, CAUSAL, ds_smem, dq_smem, dq_desc, ds_bars, SPLIT)
 
 
 @gluon.jit
 def _ws_one_pass_consumer_1(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
                             ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
-                            qk_scale, scale, ds_smem, dq_smem, dq_desc, STAGES: gl.constexpr,
-                            CAUSAL: gl.constexpr):
+                            qk_scale, scale, ds_smem, dq_smem, dq_desc, ds_bars,
+                            STAGES: gl.constexpr, CAUSAL: gl.constexpr, SPLIT: gl.constexpr):
     _ws_one_pass_consumer(k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar, ready,
                           empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles, qk_scale,
-                          scale, ds_smem, dq_smem, dq_desc, STAGES, CAUSAL, 1)
+                          scale, ds_smem, dq_smem, dq_desc, ds_bars, STAGES, CAUSAL, SPLIT, 1)
 
 
 @gluon.jit
@@ -1055,34 +1061,41 @@ def gluon_attn_bwd_dkdv_ws_kernel(q_desc, k_desc, v_desc, do_desc, dk_ptr, dv_pt
 def gluon_attn_bwd_one_pass_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_ptr, dv_ptr,
                                       lse_ptr, delta_ptr, n_ctx, qk_scale, scale,
                                       STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                                      num_warps: gl.constexpr):
+                                      SPLIT: gl.constexpr, num_warps: gl.constexpr):
     """The one pass warp-specialized: gluon_attn_bwd_dkdv_ws_kernel's program, each consumer
     warp group also adding its 64 keys' share of every query tile's dQ into the zeroed fp32
     dQ (dq_desc, BLOCK_M x d boxes) by TMA reductions, through its own dS^T and dQ
-    buffers."""
+    buffers; SPLIT (dq_desc's boxes BLOCK_M x d/2), each adds half the columns of the query
+    tile's whole share, both warp groups' keys (one reduction of the tile, as
+    FlashAttention-3's)."""
     (start_n, row0, n_q_tiles, first, lse_smem, delta_smem, k_smem, v_smem, q_smem, do_smem,
      kv_bar, ready, empty) = _ws_key_program(q_desc, k_desc, v_desc, do_desc, n_ctx, STAGES,
                                              CAUSAL)
     ROWS: gl.constexpr = k_desc.block_type.shape[0]
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
     ds_smem = gl.allocate_shared_memory(
-        q_desc.dtype, [2, ROWS, BLOCK_M],
+        q_desc.dtype, [2 * (1 + SPLIT), ROWS, BLOCK_M],
         gl.NVMMASharedLayout.get_default_for([ROWS, BLOCK_M], q_desc.dtype))
-    dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, q_desc.block_type.shape[1]],
+    dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, dq_desc.block_type.shape[1]],
                                         dq_desc.layout)
+    ds_bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for b in gl.static_range(2):
+        mbarrier.init(ds_bars.index(b), count=2)
     gl.warp_specialize([
         (_ws_one_pass_consumer, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
                                  ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
-                                 qk_scale, scale, ds_smem, dq_smem, dq_desc, STAGES, CAUSAL)),
+                                 qk_scale, scale, ds_smem, dq_smem, dq_desc, ds_bars, STAGES,
+                                 CAUSAL, SPLIT)),
         (_ws_one_pass_consumer_1, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem,
                                    kv_bar, ready, empty, dk_ptr, dv_ptr, row0, start_n, first,
                                    n_q_tiles, qk_scale, scale, ds_smem, dq_smem, dq_desc,
-                                   STAGES, CAUSAL)),
+                                   ds_bars, STAGES, CAUSAL, SPLIT)),
         (_ws_dkdv_loader, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
                            lse_smem, delta_smem, kv_bar, ready, empty, lse_ptr, delta_ptr, row0,
                            start_n, first, n_q_tiles, STAGES)),
     ], [4, 1], [240, 24])
     _ws_program_end(kv_bar, ready, empty, STAGES)
+    _invalidate_ring(ds_bars, 2)
 
 
 @gluon.jit
@@ -1267,27 +1280,47 @@ def _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars, q_d
                     ds_layout: gl.constexpr,
                     STAGES: gl.constexpr, BLOCK_M: gl.constexpr, MASK: gl.constexpr,
                     WS: gl.constexpr = False, empty=None, BUF0: gl.constexpr = 0,
-                    NBUF: gl.constexpr = 2):
+                    NBUF: gl.constexpr = 2, k_all=None, ds_bars=None,
+                    SPLIT: gl.constexpr = False, HALF: gl.constexpr = 0):
     """Query tiles lo..hi-1 of one key tile in one pass: _dkdv_steps' S^T, P^T, dV, dP^T and
     dS^T, then dS^T into shared memory, where both dK += dS^T Q and this tile's share of dQ,
     dS K, read it; that share leaves by a TMA reduction into the fp32 dQ through dq_smem's
     buffers BUF0 ... BUF0 + NBUF - 1 in turn (two: the reduction of one step runs while the
     next computes). WS: a consumer warp group of the warp-specialized one pass (its own dS
     and dQ buffers, L and D staged by the loader, each slot handed back to it: `empty`), as
-    in _dkdv_steps."""
+    in _dkdv_steps; SPLIT, its warp group HALF's dQ share is half the head dim's columns
+    over both warp groups' keys (FlashAttention-3's one reduction per query tile): the two
+    write their dS^T into ds_smem's slots of the step's parity (2 x parity + HALF), meet at
+    ds_bars (two arrivals a step), and multiply both by their halves of K (k_all) sliced to
+    those columns."""
     HEAD_DIM: gl.constexpr = k_smem.shape[1]
+    DQ_COLS: gl.constexpr = HEAD_DIM // (1 + SPLIT)
+    COL0: gl.constexpr = HALF * DQ_COLS * SPLIT  # the first of the dQ share's columns
     for i in range(lo, hi):
         step = i - first
         ds_t, dv, q = _ds_t_step(k_smem, v_smem, q_smem, do_smem, bars, i, step, dv, lse_ptr,
                                  delta_ptr, offs_n, qk_scale, st_layout, ds_layout, STAGES,
                                  MASK, WS)
-        ds_smem.store(ds_t.to(q.dtype))
+        if SPLIT:
+            ds_buf = ds_smem.index((step % 2) * 2 + HALF)
+        else:
+            ds_buf = ds_smem
+        ds_buf.store(ds_t.to(q.dtype))
         fence_async_shared()
         gl.thread_barrier()  # dS K reads the rows every warp group wrote
-        dk = warpgroup_mma(ds_smem, q, dk, is_async=True)
-        dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem,
-                           gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, dq_layout), use_acc=False,
-                           is_async=True)
+        dk = warpgroup_mma(ds_buf, q, dk, is_async=True)
+        zeros = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, dq_layout)
+        if SPLIT:  # the other warp group's dS^T of this step written too
+            mbarrier.arrive(ds_bars.index(step % 2), count=1)
+            mbarrier.wait(ds_bars.index(step % 2), (step // 2) & 1)
+            dq = warpgroup_mma(ds_smem.index((step % 2) * 2).permute((1, 0)),
+                               k_all.index(0).slice(COL0, DQ_COLS, dim=1), zeros, use_acc=False,
+                               is_async=True)
+            dq = warpgroup_mma(ds_smem.index((step % 2) * 2 + 1).permute((1, 0)),
+                               k_all.index(1).slice(COL0, DQ_COLS, dim=1), dq, is_async=True)
+        else:
+            dq = warpgroup_mma(ds_buf.permute((1, 0)), k_smem, zeros, use_acc=False,
+                               is_async=True)
         dv, dk, dq = warpgroup_mma_wait(num_outstanding=0, deps=(dv, dk, dq))
         if WS:
             mbarrier.arrive(empty.index(step % STAGES), count=1)
@@ -1297,7 +1330,7 @@ def _one_pass_steps(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, bars, q_d
         buf.store(dq * scale)
         fence_async_shared()
         gl.thread_barrier()
-        tma_reduce(dq_desc, [row0 + i * BLOCK_M, 0], buf)  # read BM*d, add BM*d in L2
+        tma_reduce(dq_desc, [row0 + i * BLOCK_M, COL0], buf)  # read BM*d, add BM*d in L2
         if not WS:
             _load_rows(q_desc, do_desc, q_smem, do_smem, bars, step + STAGES,
                        row0 + first * BLOCK_M, n_tiles, STAGES, BLOCK_M)
@@ -1451,11 +1484,13 @@ def ws_one_pass_problem(q, k, v, tiles=None, do=None):
 
 
 def backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale, tiles=None,
-                      ws=False):
+                      ws=False, split=None):
     """dK, dV into `dk`, `dv` and scale * dQ added into `dq32` (zeroed, fp32, (batch*heads,
     seq, d) contiguous) in one pass, for inputs one_pass_problem accepts; `delta` =
     rowsum(dO * O), fp32 (batch*heads, seq); `ws`: warp-specialized (the dK/dV kernel's two
-    consumer warp groups of 64 keys and loader, each consumer adding its keys' share of dQ).
+    consumer warp groups of 64 keys and loader, each consumer adding its keys' share of dQ;
+    `split`, default for d = 128: each adds half the columns of both's share instead, one
+    reduction a query tile, its K columns 64 wide, the 128-byte swizzle's width in 16 bits).
     The adds' order varies on a GPU: dQ is not bitwise deterministic."""
     tiles = tiles or one_pass_tiles_for(q, ws)
     problem = one_pass_problem(q, k, v, tiles, do, ws)
@@ -1465,14 +1500,19 @@ def backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale, tile
     n, d = q.shape[-2], q.shape[-1]
     zh = q.shape[0] * (q.shape[1] if q.dim() == 4 else 1)
     bm, bn, warps, stages = tiles
+    split = ws and (d == 128 if split is None else split)
+    if split and d != 128:
+        raise ValueError(f"flash_attention backward: the split one pass takes head dim 128 "
+                         f"(K's columns sliced in halves of 64), not {d}")
     flat = dq32.view(-1, d)
+    cols = d // 2 if split else d
     dq_desc = GLUON.TensorDescriptor.from_tensor(
-        flat, [bm, d], gl.NVMMASharedLayout.get_default_for([bm, d], gl.float32))
+        flat, [bm, cols], gl.NVMMASharedLayout.get_default_for([bm, cols], gl.float32))
     if ws:  # K and V in boxes of 64 rows: one a consumer warp group
         gluon_attn_bwd_one_pass_ws_kernel[(n // bn, zh)](
             _descriptor(q, bm), _descriptor(k, bn // 2), _descriptor(v, bn // 2),
             _descriptor(do, bm), dq_desc, dk, dv, lse, delta, n, scale * LOG2E, scale,
-            STAGES=stages, CAUSAL=bool(causal), num_warps=warps)
+            STAGES=stages, CAUSAL=bool(causal), SPLIT=split, num_warps=warps)
         return dk, dv
     gluon_attn_bwd_one_pass_kernel[(n // bn, zh)](
         _descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(do, bm),

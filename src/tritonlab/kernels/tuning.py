@@ -461,7 +461,8 @@ TUNINGS = {
         # gluon_attention_bwd.py on an H100 (2026-12-06, session 30): 1.03x the Gluon two
         # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128 (spilling)
         gluon_one_pass_small=(64, 64, 4, 2), gluon_one_pass_large=(64, 128, 8, 2),
-        # its warp-specialized form (session 33, not yet timed): no spills for sm_90
+        # its warp-specialized form (session 33, not yet timed; d = 128 split, the probe's
+        # "split" rows): no spills for sm_90 but d = 128 unsplit's 12-56 B
         gluon_ws_one_pass_small=(64, 128, 4, 2), gluon_ws_one_pass_large=(64, 128, 4, 2),
         # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
