@@ -227,6 +227,25 @@ def test_gpu_persistent_forward(d, causal):
     assert_matches(got, reference(q, k, v, do, causal)[:2], torch.bfloat16)
 
 
+@pytest.mark.parametrize("impl, fallback", [("gluon", "two-kernel-tma"),
+                                            ("gluon-ws", "two-kernel-tma"),
+                                            ("gluon-atomic", "atomic-tma"),
+                                            ("gluon-ws-atomic", "atomic-tma")])
+def test_a_gluon_default_backward_falls_back_to_the_tl_one_of_its_plan(monkeypatch, impl,
+                                                                        fallback):
+    """A Gluon backward as the tuning's default runs where it can take the inputs; elsewhere
+    (fp32, a sequence its programs do not divide) the tl backward of the same plan runs: the
+    two kernels through TMA for the two-kernel ones, the one pass through TMA for the one
+    passes."""
+    t = tuning.tuning_for("attention", None)
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
+        **{**t.__dict__, "bwd_impl": impl, "bwd_impl_small": "", "tune_above": 0}))
+    fp16 = rand(1, 2, 256, 64, dtype=torch.float16)
+    assert fa.backward_impl(fp16, None, fp16, fp16) == (impl if SIM or _hopper() else fallback)
+    for q in (rand(1, 2, 256, 64), rand(1, 2, 200, 64, dtype=torch.float16)):
+        assert fa.backward_impl(q, None, q, q) == fallback
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
 def test_gpu_default_forward_by_head_dim():
