@@ -375,23 +375,24 @@ def test_the_warp_specialized_backward_as_bwd_impl(impl, d, tiles, causal):
     assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), torch.float16)
 
 
-@pytest.mark.parametrize("impl", GLUON_WS_BWD)
-def test_the_warp_specialized_backward_says_what_it_cannot_take(impl):
+@pytest.mark.parametrize("impl, problem, refused", [
+    ("gluon-ws", fg.ws_backward_problem,
+     [({"dkdv": (64, 64, 4, 2), "dq": (128, 64, 4, 2)}, "128 keys"),
+      ({"dkdv": (64, 128, 4, 2), "dq": (128, 64, 8, 2)}, "128 queries")]),
+    ("gluon-ws-atomic", fg.ws_one_pass_problem,
+     [((64, 64, 4, 2), "128 keys"), ((32, 128, 4, 2), "64 or 128 queries"),
+      ((64, 128, 8, 2), "4 warps")]),
+])
+def test_the_warp_specialized_backward_says_what_it_cannot_take(impl, problem, refused):
     """Its programs are 128 keys (queries) on two warp groups of 4 warps: other tiles, and
     sequences those do not divide, are refused with the reason."""
     q = rand(1, 192, 64, dtype=torch.float16)
     with pytest.raises(ValueError, match=f"bwd impl '{impl}' cannot take.*192"):
         fa.attention_backward(q, q, q, q, q, rand(1, 192), impl=impl)
     q = rand(1, 256, 64, dtype=torch.float16)
-    for tiles in ((64, 64, 4, 2), (32, 128, 4, 2), (64, 128, 8, 2)):
-        assert "128 keys" in fg.ws_one_pass_problem(q, q, q, tiles)
-    assert fg.ws_one_pass_problem(q, q, q) is None
-    assert fg.ws_one_pass_problem(q, q, q, (128, 128, 4, 2)) is None
-    q = rand(1, 256, 64, dtype=torch.float16)
-    for tiles, what in (({"dkdv": (64, 64, 4, 2), "dq": (128, 64, 4, 2)}, "128 keys"),
-                        ({"dkdv": (64, 128, 4, 2), "dq": (128, 64, 8, 2)}, "128 queries")):
-        assert what in fg.ws_backward_problem(q, q, q, tiles)
-    assert fg.ws_backward_problem(q, q, q) is None
+    for tiles, what in refused:
+        assert what in problem(q, q, q, tiles)
+    assert problem(q, q, q) is None
 
 
 @on_sim
