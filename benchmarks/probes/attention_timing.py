@@ -1,0 +1,118 @@
+"""Issue 36: where the scatter of benchmarks/attention.py's timings comes from.
+
+On an H100 (2026-12-06) our forward's do_bench times were two-humped (the 20th percentile
+10-15 % under the median in some repeats) while cuDNN's were within 1 %; the bars compare
+medians.
+
+For each speed row and each implementation (ours, cuDNN; forward, and forward+backward with
+--passes), three views of the same calls:
+  - do_bench as benchmarks/attention.py takes it (L2 flushed, events around each call): every
+    time, not just the median;
+  - the kernels' own durations (CUPTI, through torch.profiler; L2 flushed before each call):
+    the GPU's time without the host;
+  - the host's time to enqueue one call (wall clock, the GPU kept busy).
+If do_bench's times scatter where the kernels' do not, the host shows through (the GPU waits
+for the launch inside the timed interval); if the kernels' durations scatter too, the GPU
+itself varies (clocks, the order programs take tiles).
+
+    python benchmarks/probes/attention_timing.py [--rows 0,1,2,3] [--passes fwd,fwd+bwd]
+                                                 [--calls 50] [--out DIR]
+"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the speed rows
+from _common import triton  # noqa: E402,F401  (the checkout on sys.path)
+
+import torch  # noqa: E402
+
+from attention import DTYPES, SPEED_ROWS, _inputs, implementations  # noqa: E402
+from device_time import _FLUSH, _kernel_events  # noqa: E402
+
+IMPLS = ("ours", "sdpa-cudnn")
+
+
+def quantiles(xs):
+    """p10, p20, median, p80, p90 of xs (ms)."""
+    xs = sorted(xs)
+    at = [xs[min(len(xs) - 1, int(q * len(xs)))] for q in (0.1, 0.2)]
+    return [*at, statistics.median(xs),
+            *(xs[min(len(xs) - 1, int(q * len(xs)))] for q in (0.8, 0.9))]
+
+
+def kernel_times(fn, calls):
+    """Per call, the summed CUPTI durations (ms) of the kernels `fn` launches, the L2 flushed
+    before each (its kernel left out)."""
+    if "buf" not in _FLUSH:
+        _FLUSH["buf"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+        _FLUSH["names"] = {n for n, _, _ in _kernel_events(_FLUSH["buf"].zero_, 3)}
+    events = [e for e in _kernel_events(lambda: (_FLUSH["buf"].zero_(), fn()), calls)
+              if e[0] not in _FLUSH["names"]]
+    per = len(events) // calls
+    if not per or len(events) % calls:
+        return [sum(us for _, _, us in events) / calls / 1e3]
+    return [sum(us for _, _, us in events[i:i + per]) / 1e3
+            for i in range(0, len(events), per)]
+
+
+def host_us(fn, calls):
+    """Wall microseconds to enqueue one call, the GPU busy all along (a call's first kernel
+    queued behind a long one)."""
+    torch.cuda._sleep(int(2e9))  # about a second of GPU time ahead of the calls
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    wall = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return wall
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", default="0,1,2,3")
+    p.add_argument("--passes", default="fwd,fwd+bwd")
+    p.add_argument("--calls", type=int, default=50)
+    p.add_argument("--out", default=os.environ.get("OUT", "out"))
+    # run.py calls main() with its own argv: the defaults then
+    args = p.parse_args(argv if argv is not None or __name__ == "__main__" else [])
+    if not torch.cuda.is_available():
+        print("attention_timing.py needs a CUDA GPU", file=sys.stderr)
+        return 1
+    passes = [x for x in args.passes.split(",") if x]
+    results = []
+    for i in (int(r) for r in args.rows.split(",") if r):
+        label, batch, heads, n, d, dt, causal = SPEED_ROWS[i]
+        q, k, v, do = _inputs(batch, heads, n, d, DTYPES[dt])
+        for name, (fn, ctx) in implementations(IMPLS).items():
+            calls = {"fwd": lambda: fn(q, k, v, causal),
+                     "fwd+bwd": lambda: torch.autograd.grad(fn(q, k, v, causal), (q, k, v), do)}
+            for which in passes:
+                call = calls[which]
+                with ctx() if ctx else contextlib.nullcontext():
+                    call()
+                    bench = triton.testing.do_bench(call, return_mode="all")
+                    kernels = kernel_times(call, args.calls)
+                    host = host_us(call, 20)
+                row = {"row": label, "impl": name, "pass": which,
+                       "do_bench_ms": quantiles(bench), "kernels_ms": quantiles(kernels),
+                       "host_us": host, "do_bench_all": bench, "kernels_all": kernels}
+                results.append(row)
+                print(f"{label:<38} {name:<11} {which:<8} do_bench p10/p20/med/p80/p90 "
+                      + "/".join(f"{x:.3f}" for x in row["do_bench_ms"])
+                      + "  kernels " + "/".join(f"{x:.3f}" for x in row["kernels_ms"])
+                      + f"  host {host:.0f} us", flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "attention_timing.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "triton": triton.__version__, "rows": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
