@@ -767,12 +767,12 @@ _GLUON_FWD = {"gluon": {},
 BWD_IMPLS = ("two-kernel", "two-kernel-tma", "atomic", "atomic-tma", "gluon", "gluon-ws",
              "gluon-atomic", "gluon-ws-atomic")
 _POINTER_BWD = {"two-kernel-tma": "two-kernel", "atomic-tma": "atomic"}
-# the Gluon backwards and what says why one cannot take the inputs (kernels/attention_gluon.py)
-_GLUON_BWD = {"gluon": "backward_problem", "gluon-ws": "ws_backward_problem",
-              "gluon-atomic": "one_pass_problem", "gluon-ws-atomic": "ws_one_pass_problem"}
-# ... and the tl backward of the same plan a default falls back to where one cannot
-_GLUON_FALLBACK = {"gluon": "two-kernel-tma", "gluon-ws": "two-kernel-tma",
-                   "gluon-atomic": "atomic-tma", "gluon-ws-atomic": "atomic-tma"}
+# the Gluon backwards: what says why one cannot take the inputs (kernels/attention_gluon.py),
+# and the tl backward of the same plan a default falls back to there
+_GLUON_BWD = {"gluon": ("backward_problem", "two-kernel-tma"),
+              "gluon-ws": ("ws_backward_problem", "two-kernel-tma"),
+              "gluon-atomic": ("one_pass_problem", "atomic-tma"),
+              "gluon-ws-atomic": ("ws_one_pass_problem", "atomic-tma")}
 
 
 def tma_problem(*tensors):
@@ -884,7 +884,7 @@ def backward_impl(q, impl=None, *others):
     raises ValueError where TMA cannot read q and `others` (k, v) or, "atomic-tma", add into
     dQ's fp32 rows), else the device tuning's `bwd_impl` (`bwd_impl_small` for head dims up to
     64 where it has one); a Gluon one that cannot take the inputs gives way to the tl
-    backward of its plan (_GLUON_FALLBACK); then a TMA one to its pointer counterpart where
+    backward of its plan (_GLUON_BWD); then a TMA one to its pointer counterpart where
     TMA cannot take these tensors, or on a GPU where the problem is
     small (batch*heads*Nq*Nk up to the tuning's tune_above, from q and `others`' k): there,
     as forward_impl says, a call's time is the host's and the native path launches the
@@ -897,7 +897,7 @@ def backward_impl(q, impl=None, *others):
         if impl in _GLUON_BWD:
             if not small and not _gluon_bwd_problem(impl, q, *others):
                 return impl
-            impl = _GLUON_FALLBACK[impl]
+            impl = _GLUON_BWD[impl][1]
         if impl not in _POINTER_BWD:
             return impl
         return _POINTER_BWD[impl] if small or _bwd_tma_problem(impl, q, *others) else impl
@@ -923,7 +923,7 @@ def _gluon_bwd_problem(impl, q, *others):
     k and v are not given)."""
     if attention_gluon is None:
         return _NO_GLUON
-    return getattr(attention_gluon, _GLUON_BWD[impl])(q, *others) if others else None
+    return getattr(attention_gluon, _GLUON_BWD[impl][0])(q, *others) if others else None
 
 
 def _bwd_tma_problem(impl, q, *others):

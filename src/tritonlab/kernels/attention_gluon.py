@@ -90,10 +90,11 @@ def _load_rows(desc_a, desc_b, smem_a, smem_b, bars, tile, row0, n_tiles, STAGES
 
 
 @gluon.jit
-def _init_ring(bars, STAGES: gl.constexpr):
-    """One barrier per ring slot, a copy's expect its one arrival."""
+def _init_ring(bars, STAGES: gl.constexpr, ARRIVALS: gl.constexpr = 1):
+    """One barrier per ring slot, each completing a phase at ARRIVALS arrivals (1: a copy's
+    expect; 2: both consumer warp groups handing the slot back)."""
     for s in gl.static_range(STAGES):
-        mbarrier.init(bars.index(s), count=1)
+        mbarrier.init(bars.index(s), count=ARRIVALS)
 
 
 @gluon.jit
@@ -501,10 +502,8 @@ def gluon_attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, counter_pt
     _init_ring(ready, 2 * STAGES)
     _init_ring(turns, 2)
     _init_ring(tile_ready, 2)
-    for s in gl.static_range(2 * STAGES):
-        mbarrier.init(empty.index(s), count=2)  # both consumers hand a slot back
-    for s in gl.static_range(2):
-        mbarrier.init(tile_empty.index(s), count=2)  # ... and a posted tile
+    _init_ring(empty, 2 * STAGES, 2)  # both consumers hand a slot back
+    _init_ring(tile_empty, 2, 2)  # ... and a posted tile
     fence_async_shared()
     gl.warp_specialize([
         (_ws_consumer, (q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, ready, empty, turns,
@@ -882,8 +881,7 @@ def _ws_program_start(own_a, own_b, ring_a, ring_b, STAGES: gl.constexpr):
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(own_bar, count=1)
     _init_ring(ready, STAGES)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(empty.index(s), count=2)
+    _init_ring(empty, STAGES, 2)
     fence_async_shared()
     return a_smem, b_smem, ring_a_smem, ring_b_smem, own_bar, ready, empty
 
@@ -1090,8 +1088,7 @@ def gluon_attn_bwd_one_pass_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, 
     dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, dq_desc.block_type.shape[1]],
                                         dq_desc.layout)
     ds_bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for b in gl.static_range(2):
-        mbarrier.init(ds_bars.index(b), count=2)
+    _init_ring(ds_bars, 2, 2)  # both consumers' dS^T of a step written
     gl.warp_specialize([
         (_ws_one_pass_consumer, (k_smem, v_smem, q_smem, do_smem, lse_smem, delta_smem, kv_bar,
                                  ready, empty, dk_ptr, dv_ptr, row0, start_n, first, n_q_tiles,
