@@ -26,11 +26,11 @@ def _kernel_events(work, calls):
     return sorted(out, key=lambda e: e[1])
 
 
-def device_ms(fn, calls=10):
-    """The GPU time of one call of `fn`: the device durations of the kernels it launches,
-    summed per call (the median over `calls`), with the L2 flushed before each call as do_bench
-    does (its kernel left out). Host time between the kernels is not in it: the time a kernel
-    takes, which the model predicts."""
+def device_times(fn, calls=10):
+    """The GPU time (ms) of each of `calls` calls of `fn`: the device durations of the kernels
+    it launches, summed per call, with the L2 flushed before each call as do_bench does (its
+    kernel left out); one figure, the mean, where the calls launched unequal numbers of
+    kernels. Host time between the kernels is not in it."""
     import torch
     if "buf" not in _FLUSH:
         _FLUSH["buf"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
@@ -41,7 +41,12 @@ def device_ms(fn, calls=10):
     if not events:
         raise RuntimeError("the profiler saw no kernel of this call")
     if len(events) % calls:
-        return sum(us for _, _, us in events) / calls / 1e3
+        return [sum(us for _, _, us in events) / calls / 1e3]
     per = len(events) // calls
-    return statistics.median(sum(us for _, _, us in events[i:i + per])
-                             for i in range(0, len(events), per)) / 1e3
+    return [sum(us for _, _, us in events[i:i + per]) / 1e3
+            for i in range(0, len(events), per)]
+
+
+def device_ms(fn, calls=10):
+    """The median of device_times: the time a kernel takes, which the model predicts."""
+    return statistics.median(device_times(fn, calls))

@@ -33,7 +33,7 @@ from _common import triton  # noqa: E402,F401  (the checkout on sys.path)
 import torch  # noqa: E402
 
 from attention import DTYPES, SPEED_ROWS, _inputs, implementations  # noqa: E402
-from device_time import _FLUSH, _kernel_events  # noqa: E402
+from device_time import device_times  # noqa: E402
 
 IMPLS = ("ours", "sdpa-cudnn")
 
@@ -44,21 +44,6 @@ def quantiles(xs):
     at = [xs[min(len(xs) - 1, int(q * len(xs)))] for q in (0.1, 0.2)]
     return [*at, statistics.median(xs),
             *(xs[min(len(xs) - 1, int(q * len(xs)))] for q in (0.8, 0.9))]
-
-
-def kernel_times(fn, calls):
-    """Per call, the summed CUPTI durations (ms) of the kernels `fn` launches, the L2 flushed
-    before each (its kernel left out)."""
-    if "buf" not in _FLUSH:
-        _FLUSH["buf"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-        _FLUSH["names"] = {n for n, _, _ in _kernel_events(_FLUSH["buf"].zero_, 3)}
-    events = [e for e in _kernel_events(lambda: (_FLUSH["buf"].zero_(), fn()), calls)
-              if e[0] not in _FLUSH["names"]]
-    per = len(events) // calls
-    if not per or len(events) % calls:
-        return [sum(us for _, _, us in events) / calls / 1e3]
-    return [sum(us for _, _, us in events[i:i + per]) / 1e3
-            for i in range(0, len(events), per)]
 
 
 def host_us(fn, calls):
@@ -97,7 +82,7 @@ def main(argv=None):
                 with ctx() if ctx else contextlib.nullcontext():
                     call()
                     bench = triton.testing.do_bench(call, return_mode="all")
-                    kernels = kernel_times(call, args.calls)
+                    kernels = device_times(call, args.calls)
                     host = host_us(call, 20)
                 row = {"row": label, "impl": name, "pass": which,
                        "do_bench_ms": quantiles(bench), "kernels_ms": quantiles(kernels),
