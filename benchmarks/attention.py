@@ -36,7 +36,11 @@ table takes longer than one 10-minute command: split it with --dtypes / --seqs /
 
 Every configuration is first checked against SDPA (O and dQ, dK, dV, tolerances per dtype)
 and only then timed, with triton.testing.do_bench (25 ms warm-up, 100 ms of repetitions, L2
-flushed; median with p20/p80; --warmup/--rep shorten both for the long table). FLOPs:
+flushed; median with p20/p80; --warmup/--rep shorten both for the long table). The speed rows
+time each pass in --rounds rounds (3) that take turns over the implementations, a third of the
+repetitions each, so that a drift of the GPU's clocks during the run meets all of them alike
+(one H100 run of 2026-12-06 saw cuDNN's own forward+backward move by 25 % between repeats);
+a row's quantiles are of all its rounds' times. FLOPs:
 4*B*H*N^2*D forward (half when causal), 2.5x that for
 the backward, 3.5x for forward+backward. Writes DIR/attention.json (every row, with the GPU,
 versions, date and commit) and DIR/attention.md (the tables), and prints the markdown.
@@ -165,10 +169,17 @@ def implementations(names, tutorial=None):
 TIMING = {"warmup": 25, "rep": 100}
 
 
-def _bench(fn):
+def _bench(fn, rep=None):
+    """Every time (ms) of do_bench's repetitions of fn (`rep` ms of them, TIMING's if None)."""
     from triton.testing import do_bench
-    median, p20, p80 = do_bench(fn, quantiles=[0.5, 0.2, 0.8], **TIMING)
-    return median, p20, p80
+    return do_bench(fn, warmup=TIMING["warmup"], rep=rep or TIMING["rep"], return_mode="all")
+
+
+def _quantiles(times):
+    """median, p20, p80 of times, as do_bench's quantiles take them (torch.quantile)."""
+    q = torch.quantile(torch.tensor(times, dtype=torch.float64),
+                       torch.tensor([0.5, 0.2, 0.8], dtype=torch.float64))
+    return tuple(q.tolist())
 
 
 def _inputs(batch, heads, n, d, dtype, seed=0):
@@ -197,63 +208,91 @@ def reference_outputs(q, k, v, do, causal):
     return (o, *torch.autograd.grad(o, (q, k, v), do))
 
 
-def measure(name, fn, ctx, shape, dtype, causal, reference, inputs, passes=PASSES):
-    """Rows of one implementation on one shape: check, then time `passes` (fwd, bwd,
-    fwd+bwd). A backend that cannot run the shape gives one row with its reason."""
+def _calls(fn, q, k, v, do, causal):
+    """The timed passes of fn: fwd, bwd (through one forward's graph, kept), fwd+bwd."""
+    o = fn(q, k, v, causal)
+    return {"fwd": lambda: fn(q, k, v, causal),
+            "bwd": lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True),
+            "fwd+bwd": lambda: torch.autograd.grad(fn(q, k, v, causal), (q, k, v), do)}
+
+
+def measure(impls, shape, dtype, causal, reference, inputs, rounds=1):
+    """{name: rows} of implementations {name: (fn, ctx, passes)} on one shape. Each is checked
+    against `reference`, then its passes are timed pass by pass in `rounds` rounds that take
+    turns over the implementations, rep / rounds ms of do_bench each: a drift of the GPU's
+    clocks in the run meets every implementation alike. A row's median, p20 and p80 are of all
+    its rounds' times. A backend that cannot run the shape gives one row with its reason."""
     batch, heads, n, d = shape
     q, k, v, do = inputs
-    base = {"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
-            "dtype": str(dtype).replace("torch.", ""), "causal": causal}
-    try:
-        err = check(fn, ctx, q, k, v, do, causal, reference, passes != ("fwd",))
-    except Exception as e:  # no kernel for it, no memory, or (a variant) no compile
-        torch.cuda.empty_cache()
-        first = (str(e).splitlines() or [""])[0]
-        return [dict(base, status=f"n/a: {type(e).__name__}: {first[:120]}")]
-    if err > CHECK_TOLERANCES[dtype]:
-        return [dict(base, status=f"wrong: max rel diff {err:.2e} against SDPA")]
-    rows = []
-    with ctx() if ctx else contextlib.nullcontext():
-        o = fn(q, k, v, causal)
-        timed = {"fwd": lambda: fn(q, k, v, causal),
-                 "bwd": lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True),
-                 "fwd+bwd": lambda: torch.autograd.grad(fn(q, k, v, causal), (q, k, v), do)}
-        for which, call in timed.items():
-            if which not in passes:
-                continue
-            try:
-                median, p20, p80 = _bench(call)
-            except torch.cuda.OutOfMemoryError:
-                torch.cuda.empty_cache()
-                rows.append(dict(base, status="out of memory", **{"pass": which}))
-                continue
-            rows.append(dict(base, status="ok", median_ms=median, p20_ms=p20, p80_ms=p80,
-                             tflops=flops(batch, heads, n, d, causal, which) / median / 1e9,
-                             check_max_rel=err, **{"pass": which}))
-    timed = o = None  # free the graph before the next implementation
+    rows, timed, bases, errs = {}, {}, {}, {}
+    for name, (fn, ctx, passes) in impls.items():
+        bases[name] = {"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
+                       "dtype": str(dtype).replace("torch.", ""), "causal": causal}
+        try:
+            errs[name] = check(fn, ctx, q, k, v, do, causal, reference, passes != ("fwd",))
+        except Exception as e:  # no kernel for it, no memory, or (a variant) no compile
+            torch.cuda.empty_cache()
+            first = (str(e).splitlines() or [""])[0]
+            rows[name] = [dict(bases[name], status=f"n/a: {type(e).__name__}: {first[:120]}")]
+            continue
+        if errs[name] > CHECK_TOLERANCES[dtype]:
+            rows[name] = [dict(bases[name],
+                               status=f"wrong: max rel diff {errs[name]:.2e} against SDPA")]
+            continue
+        rows[name] = []
+        with ctx() if ctx else contextlib.nullcontext():
+            calls = _calls(fn, q, k, v, do, causal)
+        timed[name] = {w: (calls[w], []) for w in PASSES if w in passes}
+    for which in PASSES:
+        for _ in range(rounds):
+            for name, passes in timed.items():
+                if which not in passes or passes[which] is None:
+                    continue
+                call, times = passes[which]
+                fn, ctx, _ = impls[name]
+                try:
+                    with ctx() if ctx else contextlib.nullcontext():
+                        times.extend(_bench(call, TIMING["rep"] / rounds))
+                except torch.cuda.OutOfMemoryError:
+                    torch.cuda.empty_cache()
+                    passes[which] = None
+                    rows[name].append(dict(bases[name], status="out of memory",
+                                           **{"pass": which}))
+        for name, passes in timed.items():
+            if passes.get(which):
+                median, p20, p80 = _quantiles(passes[which][1])
+                rows[name].append(dict(
+                    bases[name], status="ok", median_ms=median, p20_ms=p20, p80_ms=p80,
+                    tflops=flops(batch, heads, n, d, causal, which) / median / 1e9,
+                    check_max_rel=errs[name], rounds=rounds, **{"pass": which}))
+    timed = None  # free the graphs before the next shape
     torch.cuda.empty_cache()
     return rows
 
 
-def run_shape(label, shape, dtype, causal, impl_names, eager_max_seq, table, tutorial=None):
+def run_shape(label, shape, dtype, causal, impl_names, eager_max_seq, table, tutorial=None,
+              rounds=1):
     batch, heads, n, d = shape
     inputs = _inputs(batch, heads, n, d, dtype)
     reference = reference_outputs(*inputs, causal)
-    rows = []
+    impls, skipped = {}, {}
     for name, (fn, ctx) in implementations(impl_names, tutorial).items():
         if name == "eager" and n > eager_max_seq:
-            rows.append({"impl": name, "batch": batch, "heads": heads, "seq": n, "head_dim": d,
-                         "dtype": str(dtype).replace("torch.", ""), "causal": causal,
-                         "table": table, "label": label,
-                         "status": f"skipped (seq > {eager_max_seq})"})
+            skipped[name] = [{"impl": name, "batch": batch, "heads": heads, "seq": n,
+                              "head_dim": d, "dtype": str(dtype).replace("torch.", ""),
+                              "causal": causal, "status": f"skipped (seq > {eager_max_seq})"}]
             continue
         passes = (VARIANTS[name][2] if name in VARIANTS else ("fwd",) if name in TUTORIAL06
                   else PASSES)
-        measured = measure(name, fn, ctx, shape, dtype, causal, reference, inputs, passes)
-        for row in measured:
-            rows.append(dict(row, table=table, label=label))
+        impls[name] = (fn, ctx, passes)
+    measured = {**skipped, **measure(impls, shape, dtype, causal, reference, inputs, rounds)}
+    rows = []
+    for name in impl_names:
+        if name not in measured:
+            continue
+        rows.extend(dict(row, table=table, label=label) for row in measured[name])
         times = " ".join(f"{r['pass']} {r['median_ms']:.3f} ms" if r.get("status") == "ok"
-                         else r.get("status", "") for r in measured)
+                         else r.get("status", "") for r in measured[name])
         print(f"  {label:<40} {name:<15} {times}", flush=True)
     del inputs, reference
     torch.cuda.empty_cache()
@@ -412,6 +451,9 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=1,
                    help="time the speed rows this many times in one process, each repeat a "
                         "table of its own (compiles and autotuning once; issue 36 asks for 3)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="speed rows: each pass's do_bench repetitions in this many rounds that "
+                        "take turns over the implementations (the table: one)")
     p.add_argument("--rows", default=",".join(map(str, range(len(SPEED_ROWS)))),
                    help="the speed rows to run, by index: " + "; ".join(
                        f"{i} {r[0]}" for i, r in enumerate(SPEED_ROWS)))
@@ -428,8 +470,8 @@ def parse_args(argv=None):
         p.error(f"unknown implementations {sorted(unknown)}")
     if not set(args.rows) <= set(range(len(SPEED_ROWS))):
         p.error(f"--rows: indices 0 to {len(SPEED_ROWS) - 1}")
-    if args.repeats < 1:
-        p.error("--repeats: at least 1")
+    if args.repeats < 1 or args.rounds < 1:
+        p.error("--repeats and --rounds: at least 1")
     if args.tutorial and not (Path(args.tutorial) / "06-fused-attention.py").is_file():
         p.error(f"--tutorial: no 06-fused-attention.py in {args.tutorial} (give Triton's "
                 f"python/tutorials folder)")
@@ -462,7 +504,7 @@ def main(argv=None):
             for label, batch, heads, n, d, dt, causal in (SPEED_ROWS[i] for i in args.rows):
                 keep([dict(r, repeat=repeat) for r in run_shape(
                     label, (batch, heads, n, d), DTYPES[dt], causal, speed_impls,
-                    args.eager_max_seq, "speed", tutorial)])
+                    args.eager_max_seq, "speed", tutorial, args.rounds)])
     if not args.no_table:
         for dtype in args.dtypes:
             for d in args.dims:
@@ -471,7 +513,7 @@ def main(argv=None):
                     keep(run_shape(label, (1, 1, n, d), dtype, True, args.impls,
                                    args.eager_max_seq, "assignment"))
     meta = dict(export.environment("cuda"), commit=export.git_commit(ROOT), run=export.run_label(),
-                timing_ms=dict(TIMING))
+                timing_ms=dict(TIMING), rounds=args.rounds)
     parts = []
     for repeat in range(0 if args.no_speed else args.repeats):
         speed = [r for r in rows if r.get("table") == "speed" and r["repeat"] == repeat]

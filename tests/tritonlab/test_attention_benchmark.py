@@ -48,3 +48,46 @@ def test_the_tutorial_forward_refuses_what_the_tutorial_does_not_run(tmp_path):
         fn(q, q, q, False)
     with pytest.raises(FileNotFoundError, match="06-fused-attention.py"):
         bench.load_tutorial(tmp_path)
+
+
+def test_rounds_take_turns_over_the_implementations_and_pool_their_times(monkeypatch):
+    """measure(): each pass is timed in rounds that alternate between the implementations
+    that passed the check (a wrong one and one that raises get a row with the reason); each
+    row's quantiles are of all its rounds' times."""
+    torch.manual_seed(0)
+    q, k, v, do = (torch.randn(1, 2, 16, 8, dtype=torch.float32) for _ in range(4))
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    eager = bench.eager_attention
+    reference = bench.reference_outputs(q, k, v, do, False)
+
+    def broken(q, k, v, causal):
+        raise RuntimeError("no kernel for this shape\nsecond line")
+
+    impls = {"a": (eager, None, bench.PASSES), "b": (eager, None, ("fwd",)),
+             "wrong": (lambda q, k, v, c: eager(q, k, v, c) * 2, None, bench.PASSES),
+             "broken": (broken, None, bench.PASSES)}
+    calls = []
+
+    def fake_bench(fn, rep=None):
+        fn()  # the call runs: the bwd pass through its kept graph, more than once
+        which = len([c for c in calls if c[0] == fn])
+        calls.append((fn, rep))
+        return [float(len(calls)), 100.0 + which]
+    monkeypatch.setattr(bench, "_bench", fake_bench)
+    rows = bench.measure(impls, (1, 2, 16, 8), torch.float32, False, reference,
+                         (q, k, v, do), rounds=3)
+    assert rows["wrong"][0]["status"].startswith("wrong: max rel diff")
+    assert rows["broken"] == [dict(rows["broken"][0], status="n/a: RuntimeError: no kernel "
+                                                             "for this shape")]
+    # fwd: a, b, a, b, a, b; then a's bwd and fwd+bwd three times each
+    assert len(calls) == 12 and all(rep == bench.TIMING["rep"] / 3 for _, rep in calls)
+    fns = [fn for fn, _ in calls]
+    assert fns[0] is not fns[1] and fns[0:2] * 3 == fns[:6]
+    assert fns[6] is fns[7] is fns[8] and fns[9] is fns[10] is fns[11] is not fns[6]
+    by_pass = {r["pass"]: r for r in rows["a"]}
+    assert set(by_pass) == set(bench.PASSES) and [r["pass"] for r in rows["b"]] == ["fwd"]
+    fwd_a = [1.0, 100.0, 3.0, 101.0, 5.0, 102.0]
+    want = torch.quantile(torch.tensor(fwd_a, dtype=torch.float64),
+                          torch.tensor([0.5, 0.2, 0.8], dtype=torch.float64)).tolist()
+    assert [by_pass["fwd"][key] for key in ("median_ms", "p20_ms", "p80_ms")] == want
+    assert by_pass["fwd"]["rounds"] == 3 and by_pass["bwd"]["status"] == "ok"
