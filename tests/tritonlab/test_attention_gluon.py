@@ -239,11 +239,29 @@ def test_a_gluon_default_backward_falls_back_to_the_tl_one_of_its_plan(monkeypat
     passes."""
     t = tuning.tuning_for("attention", None)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
-        **{**t.__dict__, "bwd_impl": impl, "bwd_impl_small": "", "tune_above": 0}))
+        **{**t.__dict__, "bwd_impl": impl, "bwd_impl_small": "", "bwd_fallback": "",
+           "bwd_fallback_small": "", "tune_above": 0}))
     fp16 = rand(1, 2, 256, 64, dtype=torch.float16)
     assert fa.backward_impl(fp16, None, fp16, fp16) == (impl if SIM or _hopper() else fallback)
     for q in (rand(1, 2, 256, 64), rand(1, 2, 200, 64, dtype=torch.float16)):
         assert fa.backward_impl(q, None, q, q) == fallback
+
+
+def test_the_tunings_fallbacks_replace_the_plans_tl_backward(monkeypatch):
+    """bwd_fallback / bwd_fallback_small name the tl backward a Gluon default gives way to,
+    by head dim; a problem small enough to be the host's takes bwd_fallback's pointer form
+    whatever the head dim (the native path's)."""
+    t = tuning.tuning_for("attention", None)
+    fields = {**t.__dict__, "bwd_impl": "gluon-ws-atomic", "bwd_impl_small": "gluon-ws",
+              "bwd_fallback": "two-kernel-tma", "bwd_fallback_small": "atomic-tma"}
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
+        **{**fields, "tune_above": 0}))
+    for d, want in ((64, "atomic-tma"), (128, "two-kernel-tma"), (32, "atomic-tma")):
+        q = rand(1, 2, 256, d)  # fp32: no Gluon kernel
+        assert fa.backward_impl(q, None, q, q) == want, d
+    monkeypatch.setattr(fa, "_host_bound", lambda q, k, t: True)
+    q = rand(1, 2, 256, 64)
+    assert fa.backward_impl(q, None, q, q) == "two-kernel"
 
 
 @pytest.mark.gpu
@@ -259,12 +277,15 @@ def test_gpu_default_forward_by_head_dim():
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
 def test_gpu_default_backward_by_head_dim():
-    """Hopper's default backward: the warp-specialized Gluon two kernels ("gluon-ws") for head
-    dims above 64, the one pass through TMA for smaller ones; fp32 (no Gluon kernel) and
-    sequences its 128-row programs do not divide take the two kernels through TMA."""
-    for d, n, dtype, want in ((128, 4096, torch.float16, "gluon-ws"),
-                              (64, 4096, torch.float16, "atomic-tma"),
+    """Hopper's default backward: the warp-specialized Gluon one pass ("gluon-ws-atomic",
+    dQ's columns split) for head dims above 64, the warp-specialized two kernels for smaller
+    ones; fp32 (no Gluon kernel) and sequences its 128-row programs do not divide take the two
+    kernels through TMA above 64, the one pass through TMA up to 64."""
+    for d, n, dtype, want in ((128, 4096, torch.float16, "gluon-ws-atomic"),
+                              (64, 4096, torch.float16, "gluon-ws"),
+                              (32, 4096, torch.bfloat16, "gluon-ws"),
                               (128, 4096, torch.float32, "two-kernel-tma"),
+                              (64, 4096, torch.float32, "atomic-tma"),
                               (128, 4032, torch.bfloat16, "two-kernel-tma")):
         q = torch.empty(4, 32, n, d, device="cuda", dtype=dtype)
         assert fa.backward_impl(q, None, q, q) == want, (d, n, dtype)

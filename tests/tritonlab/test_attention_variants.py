@@ -295,7 +295,8 @@ def test_atomic_tma_backward_needs_rows_of_16_bytes(monkeypatch):
         fa.attention_backward(do, q, k, v, o, lse, True, impl="atomic-tma")
     with pytest.raises(ValueError, match="unknown backward impl 'tma'"):
         fa.attention_backward(do, q, k, v, o, lse, True, impl="tma")
-    default = dataclasses.replace(tuning.tuning_for("attention", -1), bwd_impl="atomic-tma")
+    default = dataclasses.replace(tuning.tuning_for("attention", -1), bwd_impl="atomic-tma",
+                                  bwd_impl_small="")
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: default)
     assert fa.backward_impl(q) == "atomic"
     assert fa.backward_impl(torch.zeros(1, 4, 16, device=DEV)) == "atomic-tma"

@@ -883,8 +883,9 @@ def backward_impl(q, impl=None, *others):
     """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; a TMA one
     raises ValueError where TMA cannot read q and `others` (k, v) or, "atomic-tma", add into
     dQ's fp32 rows), else the device tuning's `bwd_impl` (`bwd_impl_small` for head dims up to
-    64 where it has one); a Gluon one that cannot take the inputs gives way to the tl
-    backward of its plan (_GLUON_BWD); then a TMA one to its pointer counterpart where
+    64 where it has one); a Gluon one that cannot take the inputs gives way to the tuning's
+    `bwd_fallback` (`bwd_fallback_small` up to 64), by default the tl backward of its plan
+    (_GLUON_BWD); then a TMA one to its pointer counterpart where
     TMA cannot take these tensors, or on a GPU where the problem is
     small (batch*heads*Nq*Nk up to the tuning's tune_above, from q and `others`' k): there,
     as forward_impl says, a call's time is the host's and the native path launches the
@@ -897,7 +898,8 @@ def backward_impl(q, impl=None, *others):
         if impl in _GLUON_BWD:
             if not small and not _gluon_bwd_problem(impl, q, *others):
                 return impl
-            impl = _GLUON_BWD[impl][1]
+            impl = (t.bwd_fallback_small if t.bwd_fallback_small and q.shape[-1] <= 64
+                    and not small else t.bwd_fallback or _GLUON_BWD[impl][1])
         if impl not in _POINTER_BWD:
             return impl
         return _POINTER_BWD[impl] if small or _bwd_tma_problem(impl, q, *others) else impl

@@ -322,6 +322,11 @@ class AttentionTuning:
     # ... and for head dims up to 64, where set (problems small enough to be the host's take
     # bwd_impl's pointer counterpart whatever the head dim: the native path's)
     bwd_impl_small: str = ""
+    # The tl backward a Gluon default gives way to where Gluon cannot take the inputs (fp32,
+    # head dims not a power of two), for head dims above 64 and up to 64; "": the tl backward
+    # of the Gluon one's plan (attention.py's _GLUON_BWD)
+    bwd_fallback: str = ""
+    bwd_fallback_small: str = ""
     # The TMA forward runs causal programs longest query rows first across groups of heads
     # whose K and V together take at most this many bytes (so that they stay in L2 while
     # every query tile of the group reads them): about half an H100's/H200's 50 MB L2
@@ -455,21 +460,30 @@ TUNINGS = {
         # causal 5.556, against the tl two kernels through TMA's 6.751, 3.907, 6.460 (cuDNN
         # 5.384, 3.033, 5.061): bwd_impl for d > 64; d = 64's 3.540 ms on the leaderboard's row
         # ties the one pass through TMA (3.583), which stays bwd_impl_small
-        gluon_ws_dkdv_small=(64, 128, 4, 2), gluon_ws_dkdv_large=(64, 128, 4, 3),
-        gluon_ws_dq_small=(128, 64, 4, 2), gluon_ws_dq_large=(128, 64, 4, 3),
+        # ... and at d = 64 (session 34, the same probe on an H100): 3.212 ms at (128, 128, 4,
+        # 3) / (128, 64, 4, 3) on the leaderboard's row against 3.634 at (64, 128, 4, 2) /
+        # (128, 64, 4, 2), the one pass through TMA's 3.587 and cuDNN's 3.151:
+        # bwd_impl_small
+        gluon_ws_dkdv_small=(128, 128, 4, 3), gluon_ws_dkdv_large=(64, 128, 4, 3),
+        gluon_ws_dq_small=(128, 64, 4, 3), gluon_ws_dq_large=(128, 64, 4, 3),
         # the Gluon one pass (not a default): its fastest tiles in benchmarks/probes/
         # gluon_attention_bwd.py on an H100 (2026-12-06, session 30): 1.03x the Gluon two
         # kernels at d = 64 (4 warps: two programs an SM), 0.81-0.94x at d = 128 (spilling)
         gluon_one_pass_small=(64, 64, 4, 2), gluon_one_pass_large=(64, 128, 8, 2),
-        # its warp-specialized form (session 33, not yet timed; d = 128 split, the probe's
-        # "split" rows): no spills for sm_90 but d = 128 unsplit's 12-56 B
-        gluon_ws_one_pass_small=(64, 128, 4, 2), gluon_ws_one_pass_large=(64, 128, 4, 2),
+        # its warp-specialized form ("gluon-ws-atomic", session 33; d = 128 split, dQ's
+        # columns halved between the consumers), the same probe on an H100 (2026-12-06,
+        # session 34): 4x32x4096x128 fp16 5.582 ms at 3 stages (5.531 at 2), causal 3.088
+        # (3.218), 1x1x65536x128 bf16 causal 4.870 (4.938), against the warp-specialized two
+        # kernels' 6.142, 3.373, 5.531 and cuDNN's 5.391, 3.012, 4.938: bwd_impl (d > 64 is
+        # d = 128 for Gluon); at d = 64 3.245 ms (64, 128, 4, 3), a tie with "gluon-ws"
+        gluon_ws_one_pass_small=(64, 128, 4, 3), gluon_ws_one_pass_large=(64, 128, 4, 3),
         # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
         # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
-        # d = 128
-        fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="gluon-ws",
-        bwd_impl_small="atomic-tma")},
+        # d = 128: the tl backwards where Gluon cannot run (fp32)
+        fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="gluon-ws-atomic",
+        bwd_impl_small="gluon-ws", bwd_fallback="two-kernel-tma",
+        bwd_fallback_small="atomic-tma")},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
