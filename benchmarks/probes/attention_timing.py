@@ -16,7 +16,13 @@ for the launch inside the timed interval); if the kernels' durations scatter too
 itself varies (clocks, the order programs take tiles).
 
     python benchmarks/probes/attention_timing.py [--rows 0,1,2,3] [--passes fwd,fwd+bwd]
-                                                 [--calls 50] [--out DIR]
+                                                 [--shapes 1x1x4096x128:bf16:1,...]
+                                                 [--calls 50] [--profile] [--out DIR]
+
+`--shapes` adds rows of its own (batch x heads x seq x head dim : dtype : causal), e.g. the
+assignment table's batch-1 rows, where the host's time can be the call's. `--profile` writes
+DIR/attention_host_profile.txt: a cProfile of 200 of our calls per row and pass (autograd's
+worker thread off, so that it sees the backward), the top 30 functions by own time.
 """
 import argparse
 import contextlib
@@ -34,6 +40,7 @@ import torch  # noqa: E402
 
 from attention import DTYPES, SPEED_ROWS, _inputs, implementations  # noqa: E402
 from device_time import device_times  # noqa: E402
+from launch_overhead import profiled  # noqa: E402
 
 IMPLS = ("ours", "sdpa-cudnn")
 
@@ -62,7 +69,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", default="0,1,2,3")
     p.add_argument("--passes", default="fwd,fwd+bwd")
+    p.add_argument("--shapes", default="",
+                   help="more rows: BxHxNxD:dtype:causal, comma-separated (dtype fp16, bf16)")
     p.add_argument("--calls", type=int, default=50)
+    p.add_argument("--profile", action="store_true",
+                   help="a cProfile of 200 of our calls per row and pass")
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
     # run.py calls main() with its own argv: the defaults then
     args = p.parse_args(argv if argv is not None or __name__ == "__main__" else [])
@@ -70,9 +81,8 @@ def main(argv=None):
         print("attention_timing.py needs a CUDA GPU", file=sys.stderr)
         return 1
     passes = [x for x in args.passes.split(",") if x]
-    results = []
-    for i in (int(r) for r in args.rows.split(",") if r):
-        label, batch, heads, n, d, dt, causal = SPEED_ROWS[i]
+    results, profiles = [], []
+    for label, batch, heads, n, d, dt, causal in rows(args.rows, args.shapes):
         q, k, v, do = _inputs(batch, heads, n, d, DTYPES[dt])
         for name, (fn, ctx) in implementations(IMPLS).items():
             calls = {"fwd": lambda: fn(q, k, v, causal),
@@ -88,6 +98,9 @@ def main(argv=None):
                        "do_bench_ms": quantiles(bench), "kernels_ms": quantiles(kernels),
                        "host_us": host, "do_bench_all": bench, "kernels_all": kernels}
                 results.append(row)
+                if args.profile and name == "ours":
+                    profiles.append(f"=== {label}, ours, {which}: 200 calls\n"
+                                    + profiled(call, 200))
                 print(f"{label:<38} {name:<11} {which:<8} do_bench p10/p20/med/p80/p90 "
                       + "/".join(f"{x:.3f}" for x in row["do_bench_ms"])
                       + "  kernels " + "/".join(f"{x:.3f}" for x in row["kernels_ms"])
@@ -96,7 +109,27 @@ def main(argv=None):
     with open(os.path.join(args.out, "attention_timing.json"), "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "triton": triton.__version__, "rows": results}, f, indent=1)
+    if profiles:
+        with open(os.path.join(args.out, "attention_host_profile.txt"), "w") as f:
+            f.write("\n".join(profiles))
     return 0
+
+
+def rows(indices, shapes):
+    """The speed rows at `indices` (comma-separated) and the rows `shapes` describes, each
+    (label, batch, heads, seq, head dim, dtype name, causal)."""
+    out = [SPEED_ROWS[int(i)] for i in indices.split(",") if i]
+    for spec in (s for s in shapes.split(",") if s):
+        try:
+            dims, dt, causal = spec.split(":")
+            batch, heads, n, d = map(int, dims.split("x"))
+            if dt not in DTYPES or causal not in ("0", "1"):
+                raise ValueError
+        except ValueError:
+            raise SystemExit(f"--shapes: {spec!r} is not BxHxNxD:dtype:causal (dtype one of "
+                             f"{', '.join(DTYPES)}; causal 0 or 1)") from None
+        out.append((spec, batch, heads, n, d, dt, causal == "1"))
+    return out
 
 
 if __name__ == "__main__":
