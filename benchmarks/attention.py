@@ -249,7 +249,7 @@ def measure(impls, shape, dtype, causal, reference, inputs, rounds=1):
                 if which not in passes or passes[which] is None:
                     continue
                 call, times = passes[which]
-                fn, ctx, _ = impls[name]
+                ctx = impls[name][1]
                 try:
                     with ctx() if ctx else contextlib.nullcontext():
                         times.extend(_bench(call, TIMING["rep"] / rounds))

@@ -320,7 +320,8 @@ class AttentionTuning:
     fwd_impl_large: str = ""
     bwd_impl: str = "two-kernel"
     # ... and for head dims up to 64, where set (problems small enough to be the host's take
-    # bwd_impl's pointer counterpart whatever the head dim: the native path's)
+    # the pointer counterpart of bwd_impl, or of bwd_fallback for a Gluon one, whatever the
+    # head dim: the native path's)
     bwd_impl_small: str = ""
     # The tl backward a Gluon default gives way to where Gluon cannot take the inputs (fp32,
     # head dims not a power of two), for head dims above 64 and up to 64; "": the tl backward
@@ -458,8 +459,8 @@ TUNINGS = {
         # gluon_attention_bwd.py on an H100 (2026-12-06, session 33), 4x32x4096x128 fp16 6.153
         # ms at d = 128's tiles (3 stages; 6.233 at 2), causal 3.362, 1x1x65536x128 bf16
         # causal 5.556, against the tl two kernels through TMA's 6.751, 3.907, 6.460 (cuDNN
-        # 5.384, 3.033, 5.061): bwd_impl for d > 64; d = 64's 3.540 ms on the leaderboard's row
-        # ties the one pass through TMA (3.583), which stays bwd_impl_small
+        # 5.384, 3.033, 5.061): bwd_impl for d > 64 then; d = 64's 3.540 ms on the
+        # leaderboard's row tied the one pass through TMA (3.583), which stayed bwd_impl_small
         # ... and at d = 64 (session 34, the same probe on an H100): 3.212 ms at (128, 128, 4,
         # 3) / (128, 64, 4, 3) on the leaderboard's row against 3.634 at (64, 128, 4, 2) /
         # (128, 64, 4, 2), the one pass through TMA's 3.587 and cuDNN's 3.151:
