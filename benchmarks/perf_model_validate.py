@@ -472,7 +472,7 @@ def _predicted(p, gpu, stored, picked=None):
     (default) from the stored Launches by the model as it is now (runtime/perf_model.py). An
     autotuned kernel's launch is predicted in the configuration the GPU's autotuner picked
     (`picked`: {kernel: label}), so that both sides time the same program."""
-    from minitriton.runtime.perf_model import Launch, predict
+    from minitriton.runtime.perf_model import Launch, predict, rank_key
     if stored:
         return p["seconds"], p["rankings"] or {}
     configs_of = p.get("ranked_launches") or {}
@@ -483,10 +483,10 @@ def _predicted(p, gpu, stored, picked=None):
         seconds += predict(Launch(**shape), gpu).seconds
     rankings = {}
     for kernel, configs in (p.get("ranked_launches") or {}).items():
-        order = [label for label, _ in p["rankings"][kernel]]  # the autotuner's order on ties
+        # in the autotuner's config order (the Launches were stored in it), so that ties
+        # (rank_key) go to the first config, as the autotuner's choice does
         times = {label: predict(Launch(**d), gpu).seconds for label, d in configs.items()}
-        rankings[kernel] = sorted(((label, times[label]) for label in order if label in times),
-                                  key=lambda r: r[1])
+        rankings[kernel] = sorted(times.items(), key=lambda r: rank_key(r[1]))
     return seconds, rankings
 
 

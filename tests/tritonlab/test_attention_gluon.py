@@ -163,7 +163,7 @@ def test_the_default_falls_back_where_gluon_cannot(monkeypatch):
     those TMA cannot, the pointer one); host-bound small problems keep the pointer kernel."""
     t = tuning.tuning_for("attention", None)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
-        **{**t.__dict__, "fwd_impl": "gluon", "tune_above": 0}))
+        **{**t.__dict__, "fwd_impl": "gluon", "tune_above": 0, "host_bound_upto": 0}))
     fp16 = rand(1, 2, 128, 64, dtype=torch.float16)
     assert fa.forward_impl(fp16, fp16, fp16) == ("gluon" if SIM or _hopper() else "tma")
     ragged = rand(1, 2, 100, 64, dtype=torch.float16)
@@ -240,7 +240,7 @@ def test_a_gluon_default_backward_falls_back_to_the_tl_one_of_its_plan(monkeypat
     t = tuning.tuning_for("attention", None)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
         **{**t.__dict__, "bwd_impl": impl, "bwd_impl_small": "", "bwd_fallback": "",
-           "bwd_fallback_small": "", "tune_above": 0}))
+           "bwd_fallback_small": "", "tune_above": 0, "host_bound_upto": 0}))
     fp16 = rand(1, 2, 256, 64, dtype=torch.float16)
     assert fa.backward_impl(fp16, None, fp16, fp16) == (impl if SIM or _hopper() else fallback)
     for q in (rand(1, 2, 256, 64), rand(1, 2, 200, 64, dtype=torch.float16)):
@@ -255,7 +255,7 @@ def test_the_tunings_fallbacks_replace_the_plans_tl_backward(monkeypatch):
     fields = {**t.__dict__, "bwd_impl": "gluon-ws-atomic", "bwd_impl_small": "gluon-ws",
               "bwd_fallback": "two-kernel-tma", "bwd_fallback_small": "atomic-tma"}
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
-        **{**fields, "tune_above": 0}))
+        **{**fields, "tune_above": 0, "host_bound_upto": 0}))
     for d, want in ((64, "atomic-tma"), (128, "two-kernel-tma"), (32, "atomic-tma")):
         q = rand(1, 2, 256, d)  # fp32: no Gluon kernel
         assert fa.backward_impl(q, None, q, q) == want, d

@@ -250,7 +250,7 @@ def test_tma_needs_aligned_rows_and_the_default_falls_back(monkeypatch):
     with pytest.raises(ValueError, match="unknown forward impl 'wgmma'"):
         fa.attention_forward(q, k, v, impl="wgmma")
     tma_default = dataclasses.replace(tuning.tuning_for("attention", -1), fwd_impl="tma",
-                                      tune_above=0)
+                                      tune_above=0, host_bound_upto=0)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: tma_default)
     assert fa.forward_impl(q, k, v) == "pointers"
     aligned = [t[..., :16].contiguous() for t in (q, k, v)]
@@ -403,10 +403,12 @@ def test_autotuned_launches_on_the_simulator(monkeypatch):
     emulated: device 0 with tune_above 0): every Hopper config of the TMA forwards and of the
     one-pass backward runs, the host descriptors' blocks set by the pre-hook per config, dQ
     zeroed between the one-pass backward's trials (reset_to_zero), and the results match."""
-    emulated = dataclasses.replace(tuning.TUNINGS["attention"][9], tune_above=0)
+    emulated = dataclasses.replace(tuning.TUNINGS["attention"][9], tune_above=0,
+                                   host_bound_upto=0)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: emulated)
     run = fa._run
     monkeypatch.setattr(fa, "_run", lambda *a, **kw: run(*a[:6], 0, *a[7:], **kw))
+    monkeypatch.setattr(fa, "_CHOSEN", {})
     fa._tuned.cache_clear()
     try:
         q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
@@ -420,6 +422,60 @@ def test_autotuned_launches_on_the_simulator(monkeypatch):
             assert_matches((o, lse, *grads), want, torch.float16)
     finally:
         fa._tuned.cache_clear()
+
+
+def test_autotuned_launches_keep_the_tuners_choice(monkeypatch):
+    """An autotuned launch runs the autotuner on its key's first call only: later calls launch
+    the config it chose (kept in _CHOSEN, a Bound launch the native path can describe), with
+    the same results, forward and backward (a GPU above tune_above emulated, as above)."""
+    emulated = dataclasses.replace(tuning.TUNINGS["attention"][9], tune_above=0,
+                                   host_bound_upto=0)
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: emulated)
+    run = fa._run
+    monkeypatch.setattr(fa, "_run", lambda *a, **kw: run(*a[:6], 0, *a[7:], **kw))
+    monkeypatch.setattr(fa, "_CHOSEN", {})
+    tuned, asked = fa._tuned, []
+    monkeypatch.setattr(fa, "_tuned", lambda *a: asked.append(a[0]) or tuned(*a))
+    tuned.cache_clear()
+    try:
+        q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
+        q, k, v = q.detach(), k.detach(), v.detach()
+        first = fa.attention_forward(q, k, v, True, impl="pointers")
+        grads = fa.attention_backward(do, q, k, v, *first, True, impl="two-kernel")
+        assert asked == ["fwd", "dkdv", "dq"]
+        configs = {name: [tuple(c) for c in emulated.configs(name, 32)]
+                   for name in ("fwd", "dkdv", "dq")}
+        assert sorted(key[0] for key in fa._CHOSEN) == ["dkdv", "dq", "fwd"]
+        assert all(tiles in configs[key[0]] for key, tiles in fa._CHOSEN.items())
+        again = fa.attention_forward(q, k, v, True, impl="pointers")
+        grads_again = fa.attention_backward(do, q, k, v, *again, True, impl="two-kernel")
+        assert len(asked) == 3  # no autotuner on the later calls
+        for a, b in zip((*first, *grads), (*again, *grads_again)):
+            assert torch.equal(a, b)
+        assert_matches((*first, *grads), reference(q, k, v, do, True), torch.float16)
+    finally:
+        tuned.cache_clear()
+
+
+def test_host_bound_sizes_grow_with_the_head_dim_and_dtype():
+    """A problem is the host's (the pointer kernels, the native path) up to tune_above's
+    batch*heads*Nq*Nk, or up to host_bound_upto's batch*heads*Nq*Nk*BLOCK_D*element size:
+    the assignment's batch-1 rows up to 16384 keys at d <= 64 in bf16, 32768 at d = 16,
+    half of that in fp32; the speed rows never."""
+    t = tuning.TUNINGS["attention"][9]
+    bound = fa.host_bound_size
+    assert bound(1, 1, 16384, 16384, 64, 2, t) and bound(1, 1, 32768, 32768, 16, 2, t)
+    assert not bound(1, 1, 16384, 16384, 128, 2, t)
+    assert not bound(1, 1, 32768, 32768, 32, 2, t)
+    assert bound(1, 1, 16384, 16384, 32, 4, t) and not bound(1, 1, 16384, 16384, 64, 4, t)
+    assert bound(1, 1, 8192, 8192, 128, 4, t)
+    assert bound(1, 1, 16384, 16384, 10, 2, t) == bound(1, 1, 16384, 16384, 16, 2, t)  # BLOCK_D
+    for speed_row in ((4, 32, 4096, 4096, 128, 2), (16, 1, 16384, 16384, 64, 2),
+                      (1, 1, 65536, 65536, 128, 2)):
+        assert not bound(*speed_row, t)
+    no_native = dataclasses.replace(t, host_bound_upto=0)
+    assert bound(1, 1, 2048, 2048, 128, 4, no_native)  # tune_above's
+    assert not bound(1, 1, 4096, 4096, 16, 2, no_native)
 
 
 @pytest.mark.parametrize("impl", ["tma", "tma-host"])

@@ -490,11 +490,14 @@ def test_op_table_declines_while_a_launch_hook_listens():
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape,dtype", [((1, 1, 1024, 64), torch.float16),
                                          ((2, 3, 100, 32), torch.bfloat16),
-                                         ((2, 77, 40), torch.float32)])
+                                         ((2, 77, 40), torch.float32),
+                                         ((1, 1, 4096, 64), torch.bfloat16)])
 def test_native_attention_matches_the_function(shape, dtype, causal):
-    """Small attention (the untuned sizes, the pointer forward): forward without and with a
-    gradient and the backward's three launches, bit for bit the Function's; a frozen q skips
-    the dQ launch; the gradient's own gradient raises as the registered backward op's."""
+    """Host-bound attention (the pointer kernels: the untuned sizes, and the autotuned ones
+    up to host_bound_upto, 1x1x4096x64 here, which launch the autotuner's choice): forward
+    without and with a gradient and the backward's three launches, bit for bit the
+    Function's; a frozen q skips the dQ launch; the gradient's own gradient raises as the
+    registered backward op's."""
     from tritonlab.kernels import attention as fa
     _module()
     gen = torch.Generator(device="cuda").manual_seed(7)

@@ -644,12 +644,20 @@ def _run(name, grid_rows, n_zh, work, args, tiles, device, dtype, **constexprs):
     t = tuning_for("attention", device)
     if tiles is None and device >= 0:
         if work > t.tune_above:
-            tuned = _tuned(name, constexprs["BLOCK_D"], device, dtype)
-            tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args, **constexprs)
+            key = _chosen_key(name, dtype, grid_rows, n_zh, work, constexprs)
+            tiles = _CHOSEN.get(key)
+            if tiles is None:  # the autotuner's first call of this key; its choice kept
+                tuned = _tuned(name, constexprs["BLOCK_D"], device, dtype)
+                tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args,
+                                                                                **constexprs)
+                best = tuned.best_config
+                _CHOSEN[key] = (best.kwargs["BLOCK_M"], best.kwargs["BLOCK_N"],
+                                best.num_warps, best.num_stages)
+                return
+        else:
+            _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs,
+                           t.configs(config_set, constexprs["BLOCK_D"]), dtype)
             return
-        _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs,
-                       t.configs(config_set, constexprs["BLOCK_D"]), dtype)
-        return
     _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles or t.simulator(config_set),
                   constexprs)
 
@@ -689,6 +697,16 @@ def _bound_launch(kernel, grid, args, kw):
 
 # (launch name, BLOCK_D, dtype) -> index of the first tuning config whose shared memory fits
 _FITS = {}
+# _chosen_key -> the tiles (BLOCK_M, BLOCK_N, warps, stages) the autotuner chose for an
+# autotuned launch: its later calls are Bound launches of them (no autotuner and JIT dispatch
+# on the host), which the native path describes
+_CHOSEN = {}
+
+
+def _chosen_key(name, dtype, grid_rows, n_zh, work, constexprs):
+    """What an autotuned launch's choice is kept under: finer than the autotuner's key (which
+    has no batch*heads), so a choice is looked up, never shared wrongly."""
+    return name, dtype, grid_rows, n_zh, work, tuple(sorted(constexprs.items()))
 
 
 def _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs, configs, dtype=None):
@@ -804,10 +822,20 @@ def _has_tma(device_index):
 
 
 def _host_bound(q, k, t):
-    """A problem small enough on a GPU (batch*heads*Nq*Nk up to the tuning's tune_above) that
-    a call's time is the host's: the defaults then take the pointer kernels, which need no
-    descriptor scratch, so the native path (issue 37) can launch them."""
-    return q.is_cuda and math.prod(_dims(q, k)[:4]) <= t.tune_above
+    """A problem small enough on a GPU that a call's time is the host's: batch*heads*Nq*Nk up
+    to the tuning's tune_above (the untuned sizes), or batch*heads*Nq*Nk*BLOCK_D*element size
+    up to its `host_bound_upto` (the GPU's work grows with the head dim and the dtype, the
+    host's does not). The defaults then take the pointer kernels, which need no descriptor
+    scratch, so the native path (issue 37) can launch them: a Python call of the TMA and
+    Gluon kernels costs 0.25 ms of host time a forward and 1 ms a forward+backward on the
+    H200 machine, where these problems need 0.04-0.8 ms of the GPU."""
+    return q.is_cuda and host_bound_size(*_dims(q, k), q.element_size(), t)
+
+
+def host_bound_size(batch, heads, n_q, n_k, d, element_size, t):
+    """_host_bound's rule for a problem's sizes and the attention tuning `t`."""
+    work = batch * heads * n_q * n_k
+    return work <= t.tune_above or work * _block_d(d) * element_size <= t.host_bound_upto
 
 
 def forward_impl(q, k, v, impl=None):
@@ -1366,9 +1394,10 @@ class FlashAttentionTriton(torch.autograd.Function):
 
 
 def _describe(options, q, k, v):
-    """The native plan (kernels/_native.py) of flash_attention on contiguous q, k, v of the
-    untuned sizes with the device's default implementations, once their launches ran through
-    Triton: the pointer forward (O and L); the backward's D pass, dK/dV kernel and dQ kernel
+    """The native plan (kernels/_native.py) of flash_attention on contiguous q, k, v where the
+    device's default implementations are the pointer kernels (the host-bound sizes,
+    _host_bound), once their launches ran through Triton with the config they keep (the
+    first that fits, or the autotuner's choice): the pointer forward (O and L); the backward's D pass, dK/dV kernel and dQ kernel
     (launched only where q's gradient is wanted), as _backward_checked launches them for a
     contiguous dO."""
     causal, scale = options
@@ -1376,8 +1405,8 @@ def _describe(options, q, k, v):
     if not (q.numel() and n_k):
         return "an empty q or no keys"
     t = tuning_for("attention", q.get_device())
-    if forward_impl(q, k, v) != "pointers" or batch * heads * n_q * n_k > t.tune_above:
-        return "autotuned sizes or a TMA forward: its descriptors are made per call"
+    if forward_impl(q, k, v) != "pointers":
+        return "a TMA or Gluon forward: its descriptors are made per call"
     if backward_impl(q, None, k, v) != "two-kernel":
         return "the one-pass backward (an fp32 dQ scratch)"
     scale = default_scale(q) if scale is None else scale
@@ -1396,19 +1425,25 @@ def _describe(options, q, k, v):
         keys = tuple(slot_keys[a.index] if isinstance(a, S) else a for a in args)
         return _BOUNDS.plans.get(_bound_key(kernel, grid, keys, kw))
 
-    def untuned(name, rows, args, **more):  # a launch of _first_fitting's config
-        fit = _FITS.get((name, block_d, dtype))
-        if fit is None:
-            return None
+    work = zh * n_q * n_k
+
+    def chosen(name, rows, args, **more):  # a launch of _first_fitting's or the tuner's config
         kernel, config_set = _LAUNCHES[name]
-        bm, bn, warps, stages = t.configs(config_set, block_d)[fit]
+        if work > t.tune_above:
+            tiles = _CHOSEN.get(_chosen_key(name, dtype, rows, zh, work, {**more, **consts}))
+        else:
+            fit = _FITS.get((name, block_d, dtype))
+            tiles = None if fit is None else t.configs(config_set, block_d)[fit]
+        if tiles is None:
+            return None
+        bm, bn, warps, stages = tiles
         grid = (triton.cdiv(rows, bn if config_set.startswith("dkdv") else bm), zh)
         return bound(kernel, grid, args, dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
                                               num_stages=stages, **more, **consts))
 
     sq, sk, sv = strides(q), strides(k), strides(v)
     fwd_args = (q_, k_, v_, o, lse, *sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
-    forward = untuned("fwd", n_q, fwd_args, FOLD=bool(scale > 0))
+    forward = chosen("fwd", n_q, fwd_args, FOLD=bool(scale > 0))
     if forward is None:
         return None
     grads = (heads, n_q, n_k, scale * LOG2E, scale)
@@ -1420,9 +1455,9 @@ def _describe(options, q, k, v):
     launches = [
         (bound(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), args["delta"],
                _preprocess_kw(d, block, False)), "delta", -1),
-        (untuned("dkdv", n_k, args["dkdv"], DQ_MODE=0, LOAD_TMA=False,
+        (chosen("dkdv", n_k, args["dkdv"], DQ_MODE=0, LOAD_TMA=False,
                  **_tail_flags("dkdv", n_q, causal, block_d, None, q.get_device())), "dkdv", -1),
-        (untuned("dq", n_q, args["dq"], LOAD_TMA=False,
+        (chosen("dq", n_q, args["dq"], LOAD_TMA=False,
                  **_tail_flags("dq", n_k, causal, block_d, None, q.get_device())), "dq", 0)]
     ready = all(b is not None for b, _, _ in launches)
     return _native.plan(

@@ -352,6 +352,14 @@ class AttentionTuning:
     # batch*heads*Nq*Nk up to which the first config runs untuned: tuning small problems costs
     # more compiles and timings than it can save (as matmul's tune_above)
     tune_above: int = 1 << 22
+    # batch*heads*Nq*Nk*BLOCK_D*element size up to which a problem is the host's on a GPU
+    # (attention.py's _host_bound): the pointer kernels through the native path. The
+    # assignment's table on an H200 (2026-12-06, main at 26c9f9a): batch 1, one head, the
+    # Python path of the TMA and Gluon kernels took 0.25 ms a forward and 1 ms a
+    # forward+backward of host time, against 0.04-0.3 ms and 0.1-0.8 ms of the GPU's, up to
+    # 16384 keys at d <= 64 and 32768 at d = 16 in bf16 (2^35 here) and half as many
+    # multiply-adds in fp32; 1x1x16384x128 bf16's GPU time (about 0.8 ms) is near the host's
+    host_bound_upto: int = 1 << 35
 
     def configs(self, kernel, block_d):
         """The configs of kernel "fwd", "dkdv", "dq", "fwd_tma" or "dkdv_atomic" for a

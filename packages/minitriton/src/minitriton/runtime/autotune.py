@@ -12,7 +12,8 @@ what Triton counts as out of resources, shared memory over the GPU's or a failed
 What is timed is not the CPU: each config's launch is ranked by its roofline time on the
 emulated GPU `Settings.autotune_gpu` (runtime/gpus.py: H100 by default), max(bytes read and
 written / bandwidth, tl.dot FLOPs / tensor-core rate), from the traffic the simulator counted.
-Ties (elementwise kernels move the same bytes in every config) go to the first config. With
+Ties (elementwise kernels move the same bytes in every config; times equal to 9 significant
+digits, perf_model.rank_key) go to the first config. With
 `Settings.autotune_rank="model"` the rank is runtime/perf_model.py's predicted time instead
 (occupancy, latency, tile efficiency, spills from the estimated resources), where the model
 has constants for the GPU.
@@ -59,7 +60,7 @@ from .gpus import gpu, roofline_seconds
 from .jit import KernelInterface
 from .launch import sampling, scaling, watching
 from .resources import ResourceWatcher
-from .perf_model import CONSTANTS, launch_of, predict
+from .perf_model import CONSTANTS, launch_of, predict, rank_key
 from .predicting import PREDICTING
 
 
@@ -356,7 +357,7 @@ class Autotuner(KernelInterface):
             elif trials[group] is not None:
                 trials[group][0].stands_for += 1
             timings[c] = self._time(trials[group], c, target, settings.autotune_rank, launches)
-        self.cache[key] = builtins.min(timings, key=timings.get)
+        self.cache[key] = builtins.min(timings, key=lambda c: rank_key(timings[c][0]))
         self.configs_timings = timings
         watcher = PREDICTING.get()
         if watcher is not None:  # minitriton.predicting: the ranking goes with the next launch

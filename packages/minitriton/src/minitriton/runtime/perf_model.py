@@ -202,6 +202,14 @@ def _soft_max(a, b, p):
     return (a ** p + b ** p) ** (1 / p)
 
 
+def rank_key(seconds):
+    """What the autotuner ranks configurations by: the time to 9 significant digits.
+    Configurations the model cannot tell apart (the same bytes at the same bound in other
+    blocks or warps) come out equal but for the last bits of floating-point sums; ranked
+    equal, they keep the autotuner's order and the first config wins, as exact ties do."""
+    return float(f"{seconds:.9g}")
+
+
 def predict(launch, gpu_name="H100", constants=None):
     """The predicted `Prediction` of a `Launch` on a GPU of runtime/gpus.py whose constants are
     in CONSTANTS (or the given `Constants`)."""

@@ -26,7 +26,7 @@ from ..settings import configure
 from .gpus import gpu
 from .launch import sampling, watching
 from .resources import ResourceWatcher
-from .perf_model import CONSTANTS, Launch, Prediction, launch_of, predict
+from .perf_model import CONSTANTS, Launch, Prediction, launch_of, predict, rank_key
 
 # while `predicting` runs: its watcher, which the autotuner tells of each tuning (autotune._tune)
 PREDICTING: contextvars.ContextVar = contextvars.ContextVar("minitriton_predicting", default=None)
@@ -93,7 +93,7 @@ class _Launches(ResourceWatcher, check=False):
         Launch the model saw of each. Fastest first; among equal times the autotuner's own
         order, so the first is its choice."""
         rows = sorted(((config_label(c.kwargs, c.all_kwargs()), ms[0] / 1e3)
-                       for c, ms in timings.items()), key=lambda r: r[1])
+                       for c, ms in timings.items()), key=lambda r: rank_key(r[1]))
         seen = {config_label(c.kwargs, c.all_kwargs()): launch for c, launch in launches.items()}
         self.tunings.append((len(self.seen), kernel, (rows, seen)))
 
