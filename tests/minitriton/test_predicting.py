@@ -176,3 +176,29 @@ def test_dependent_load_rounds_are_the_rows_a_program_waits_for(rows_per_program
     one = predict(dataclasses.replace(launch, rounds=1), "H200")
     many = predict(dataclasses.replace(launch, rounds=64), "H200")
     assert many.seconds > one.seconds
+
+
+def test_times_equal_but_for_the_last_bits_are_ties_the_first_config_wins(monkeypatch):
+    """Configurations the model rates alike come out of its float sums different in the last
+    bits: rank_key makes them ties, so the autotuner and its ranking keep the configs' order
+    (the first wins, as exact ties do), whatever the rounding; a real difference still
+    ranks."""
+    from minitriton.runtime import autotune, perf_model
+    assert perf_model.rank_key(1.898228727210142e-05) == perf_model.rank_key(
+        1.898228727210152e-05)
+    assert perf_model.rank_key(1.8982e-05) < perf_model.rank_key(1.8983e-05)
+    real = autotune.predict
+
+    def noisy(launch, gpu_name):  # 8 warps a hair faster, BLOCK 1024 truly faster
+        p = real(launch, gpu_name)
+        base = 2e-5 if launch.programs == N // 256 else 1e-5
+        return dataclasses.replace(p, seconds=base * (1 - 1e-15 * launch.num_warps))
+    monkeypatch.setattr(autotune, "predict", noisy)
+    tuned = minitriton.autotune(CONFIGS, key=["n"])(scale_kernel)
+    x, y = _arrays()
+    with minitriton.predicting("H200") as got:
+        tuned[lambda m: (N // m["BLOCK"],)](x, y, N)
+    assert (tuned.best_config.kwargs["BLOCK"], tuned.best_config.num_warps) == (1024, 2)
+    assert [label for label, _ in got[0].ranking] == [
+        "BLOCK=1024, num_warps=2, num_stages=3", "BLOCK=1024, num_warps=8, num_stages=3",
+        "BLOCK=256, num_warps=2, num_stages=3", "BLOCK=256, num_warps=8, num_stages=3"]
