@@ -1397,9 +1397,9 @@ def _describe(options, q, k, v):
     """The native plan (kernels/_native.py) of flash_attention on contiguous q, k, v where the
     device's default implementations are the pointer kernels (the host-bound sizes,
     _host_bound), once their launches ran through Triton with the config they keep (the
-    first that fits, or the autotuner's choice): the pointer forward (O and L); the backward's D pass, dK/dV kernel and dQ kernel
-    (launched only where q's gradient is wanted), as _backward_checked launches them for a
-    contiguous dO."""
+    first that fits, or the autotuner's choice): the pointer forward (O and L); the
+    backward's D pass, dK/dV kernel and dQ kernel (launched only where q's gradient is
+    wanted), as _backward_checked launches them for a contiguous dO."""
     causal, scale = options
     batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v)
     if not (q.numel() and n_k):
@@ -1456,9 +1456,9 @@ def _describe(options, q, k, v):
         (bound(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), args["delta"],
                _preprocess_kw(d, block, False)), "delta", -1),
         (chosen("dkdv", n_k, args["dkdv"], DQ_MODE=0, LOAD_TMA=False,
-                 **_tail_flags("dkdv", n_q, causal, block_d, None, q.get_device())), "dkdv", -1),
+                **_tail_flags("dkdv", n_q, causal, block_d, None, q.get_device())), "dkdv", -1),
         (chosen("dq", n_q, args["dq"], LOAD_TMA=False,
-                 **_tail_flags("dq", n_k, causal, block_d, None, q.get_device())), "dq", 0)]
+                **_tail_flags("dq", n_k, causal, block_d, None, q.get_device())), "dq", 0)]
     ready = all(b is not None for b, _, _ in launches)
     return _native.plan(
         (q, k, v), [(q.shape, dtype), (q.shape[:-1], torch.float32)],
