@@ -446,6 +446,7 @@ def test_autotuned_launches_keep_the_tuners_choice(monkeypatch):
         configs = {name: [tuple(c) for c in emulated.configs(name, 32)]
                    for name in ("fwd", "dkdv", "dq")}
         assert sorted(key[0] for key in fa._CHOSEN) == ["dkdv", "dq", "fwd"]
+        assert {key[1] for key in fa._CHOSEN} == {0}  # the emulated device's
         assert all(tiles in configs[key[0]] for key, tiles in fa._CHOSEN.items())
         again = fa.attention_forward(q, k, v, True, impl="pointers")
         grads_again = fa.attention_backward(do, q, k, v, *again, True, impl="two-kernel")

@@ -644,7 +644,7 @@ def _run(name, grid_rows, n_zh, work, args, tiles, device, dtype, **constexprs):
     t = tuning_for("attention", device)
     if tiles is None and device >= 0:
         if work > t.tune_above:
-            key = _chosen_key(name, dtype, grid_rows, n_zh, work, constexprs)
+            key = _chosen_key(name, device, dtype, grid_rows, n_zh, work, constexprs)
             tiles = _CHOSEN.get(key)
             if tiles is None:  # the autotuner's first call of this key; its choice kept
                 tuned = _tuned(name, constexprs["BLOCK_D"], device, dtype)
@@ -703,10 +703,11 @@ _FITS = {}
 _CHOSEN = {}
 
 
-def _chosen_key(name, dtype, grid_rows, n_zh, work, constexprs):
-    """What an autotuned launch's choice is kept under: finer than the autotuner's key (which
-    has no batch*heads), so a choice is looked up, never shared wrongly."""
-    return name, dtype, grid_rows, n_zh, work, tuple(sorted(constexprs.items()))
+def _chosen_key(name, device, dtype, grid_rows, n_zh, work, constexprs):
+    """What an autotuned launch's choice is kept under: per device, as the autotuner (_tuned),
+    and finer than its key (which has no batch*heads), so a choice is looked up, never shared
+    wrongly."""
+    return name, device, dtype, grid_rows, n_zh, work, tuple(sorted(constexprs.items()))
 
 
 def _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs, configs, dtype=None):
@@ -1430,7 +1431,8 @@ def _describe(options, q, k, v):
     def chosen(name, rows, args, **more):  # a launch of _first_fitting's or the tuner's config
         kernel, config_set = _LAUNCHES[name]
         if work > t.tune_above:
-            tiles = _CHOSEN.get(_chosen_key(name, dtype, rows, zh, work, {**more, **consts}))
+            tiles = _CHOSEN.get(_chosen_key(name, q.get_device(), dtype, rows, zh, work,
+                                            {**more, **consts}))
         else:
             fit = _FITS.get((name, block_d, dtype))
             tiles = None if fit is None else t.configs(config_set, block_d)[fit]
