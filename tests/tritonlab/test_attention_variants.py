@@ -398,64 +398,62 @@ def check_gpu_variants(shape, dtype, causal):
         assert_matches((o, lse, *grads), want, dtype)
 
 
-def test_autotuned_launches_on_the_simulator(monkeypatch):
-    """The GPU's autotuned path, run by minitriton's autotuner (a GPU above tune_above
-    emulated: device 0 with tune_above 0): every Hopper config of the TMA forwards and of the
-    one-pass backward runs, the host descriptors' blocks set by the pre-hook per config, dQ
-    zeroed between the one-pass backward's trials (reset_to_zero), and the results match."""
+@pytest.fixture
+def emulated_gpu(monkeypatch):
+    """A GPU above tune_above emulated on the simulator: device 0 with Hopper's attention
+    tuning, tune_above and host_bound_upto 0 (every launch autotuned, by minitriton's
+    autotuner), no kept choices and no cached autotuners before or after. Yields the tuning."""
     emulated = dataclasses.replace(tuning.TUNINGS["attention"][9], tune_above=0,
                                    host_bound_upto=0)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: emulated)
     run = fa._run
     monkeypatch.setattr(fa, "_run", lambda *a, **kw: run(*a[:6], 0, *a[7:], **kw))
     monkeypatch.setattr(fa, "_CHOSEN", {})
-    fa._tuned.cache_clear()
-    try:
-        q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
-        q, k, v = q.detach(), k.detach(), v.detach()
-        want = reference(q, k, v, do, True)
-        for impl in ("tma", "tma-host"):
-            o, lse = fa.attention_forward(q, k, v, True, impl=impl)
-            assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float16], impl
-        for impl in ("atomic", "atomic-tma", "two-kernel-tma"):
-            grads = fa.attention_backward(do, q, k, v, o, lse, True, impl=impl)
-            assert_matches((o, lse, *grads), want, torch.float16)
-    finally:
-        fa._tuned.cache_clear()
+    tuned = fa._tuned  # a test may wrap it
+    tuned.cache_clear()
+    yield emulated
+    tuned.cache_clear()
 
 
-def test_autotuned_launches_keep_the_tuners_choice(monkeypatch):
+def test_autotuned_launches_on_the_simulator(emulated_gpu):
+    """The GPU's autotuned path, run by minitriton's autotuner (a GPU above tune_above
+    emulated): every Hopper config of the TMA forwards and of the one-pass backward runs, the
+    host descriptors' blocks set by the pre-hook per config, dQ zeroed between the one-pass
+    backward's trials (reset_to_zero), and the results match."""
+    q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
+    q, k, v = q.detach(), k.detach(), v.detach()
+    want = reference(q, k, v, do, True)
+    for impl in ("tma", "tma-host"):
+        o, lse = fa.attention_forward(q, k, v, True, impl=impl)
+        assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float16], impl
+    for impl in ("atomic", "atomic-tma", "two-kernel-tma"):
+        grads = fa.attention_backward(do, q, k, v, o, lse, True, impl=impl)
+        assert_matches((o, lse, *grads), want, torch.float16)
+
+
+def test_autotuned_launches_keep_the_tuners_choice(emulated_gpu, monkeypatch):
     """An autotuned launch runs the autotuner on its key's first call only: later calls launch
     the config it chose (kept in _CHOSEN, a Bound launch the native path can describe), with
     the same results, forward and backward (a GPU above tune_above emulated, as above)."""
-    emulated = dataclasses.replace(tuning.TUNINGS["attention"][9], tune_above=0,
-                                   host_bound_upto=0)
-    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: emulated)
-    run = fa._run
-    monkeypatch.setattr(fa, "_run", lambda *a, **kw: run(*a[:6], 0, *a[7:], **kw))
-    monkeypatch.setattr(fa, "_CHOSEN", {})
+    emulated = emulated_gpu
     tuned, asked = fa._tuned, []
     monkeypatch.setattr(fa, "_tuned", lambda *a: asked.append(a[0]) or tuned(*a))
-    tuned.cache_clear()
-    try:
-        q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
-        q, k, v = q.detach(), k.detach(), v.detach()
-        first = fa.attention_forward(q, k, v, True, impl="pointers")
-        grads = fa.attention_backward(do, q, k, v, *first, True, impl="two-kernel")
-        assert asked == ["fwd", "dkdv", "dq"]
-        configs = {name: [tuple(c) for c in emulated.configs(name, 32)]
-                   for name in ("fwd", "dkdv", "dq")}
-        assert sorted(key[0] for key in fa._CHOSEN) == ["dkdv", "dq", "fwd"]
-        assert {key[1] for key in fa._CHOSEN} == {0}  # the emulated device's
-        assert all(tiles in configs[key[0]] for key, tiles in fa._CHOSEN.items())
-        again = fa.attention_forward(q, k, v, True, impl="pointers")
-        grads_again = fa.attention_backward(do, q, k, v, *again, True, impl="two-kernel")
-        assert len(asked) == 3  # no autotuner on the later calls
-        for a, b in zip((*first, *grads), (*again, *grads_again)):
-            assert torch.equal(a, b)
-        assert_matches((*first, *grads), reference(q, k, v, do, True), torch.float16)
-    finally:
-        tuned.cache_clear()
+    q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
+    q, k, v = q.detach(), k.detach(), v.detach()
+    first = fa.attention_forward(q, k, v, True, impl="pointers")
+    grads = fa.attention_backward(do, q, k, v, *first, True, impl="two-kernel")
+    assert asked == ["fwd", "dkdv", "dq"]
+    configs = {name: [tuple(c) for c in emulated.configs(name, 32)]
+               for name in ("fwd", "dkdv", "dq")}
+    assert sorted(key[0] for key in fa._CHOSEN) == ["dkdv", "dq", "fwd"]
+    assert {key[1] for key in fa._CHOSEN} == {0}  # the emulated device's
+    assert all(tiles in configs[key[0]] for key, tiles in fa._CHOSEN.items())
+    again = fa.attention_forward(q, k, v, True, impl="pointers")
+    grads_again = fa.attention_backward(do, q, k, v, *again, True, impl="two-kernel")
+    assert len(asked) == 3  # no autotuner on the later calls
+    for a, b in zip((*first, *grads), (*again, *grads_again)):
+        assert torch.equal(a, b)
+    assert_matches((*first, *grads), reference(q, k, v, do, True), torch.float16)
 
 
 def test_host_bound_sizes_grow_with_the_head_dim_and_dtype():
