@@ -427,6 +427,38 @@ def table_markdown(rows, impl_names):
     return "\n".join(lines)
 
 
+def baseline_markdown(rows, baseline, impl="ours"):
+    """`impl`'s table rows against a baseline run's (issue 36: "no row slower than before"):
+    per (dtype, head dim, seq) both runs' fwd / bwd / e2e ms and now / then, and the rows
+    where any pass is slower. `baseline`: the rows of an earlier attention.json. Returns
+    (markdown, [(dtype, d, seq, pass, ratio) of each slower pass])."""
+    def times(of):
+        table = {}
+        for r in of:
+            if (r.get("table") == "assignment" and r.get("impl") == impl
+                    and r.get("status") == "ok" and r.get("pass") in PASSES):
+                table.setdefault((str(r["dtype"]), r["head_dim"], r["seq"]), {})[
+                    r["pass"]] = r["median_ms"]
+        return table
+    now, then = times(rows), times(baseline)
+    lines = [f"| dtype | d | seq | {impl} fwd / bwd / e2e ms | baseline | now / baseline |",
+             "|---|---|---|---|---|---|"]
+    slower = []
+    for key in sorted(set(now) & set(then)):
+        ratios = [now[key][w] / then[key][w] if now[key].get(w) and then[key].get(w) else None
+                  for w in PASSES]
+        slower += [(*key, w, r) for w, r in zip(PASSES, ratios) if r is not None and r > 1]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | "
+                     + " / ".join(_fmt(now[key].get(w), ".3f") for w in PASSES) + " | "
+                     + " / ".join(_fmt(then[key].get(w), ".3f") for w in PASSES) + " | "
+                     + " / ".join(_fmt(r, ".2f") for r in ratios) + " |")
+    lines += ["", f"Rows with a pass slower than the baseline: {len({s[:3] for s in slower})} "
+                  f"of {len(set(now) & set(then))}"
+              + ("" if not slower else ": " + ", ".join(
+                  f"{dt} d={d} {n} {w} {r:.2f}x" for dt, d, n, w, r in slower))]
+    return "\n".join(lines), slower
+
+
 def _csv(text, convert):
     return [convert(x) for x in text.split(",") if x]
 
@@ -457,6 +489,8 @@ def parse_args(argv=None):
     p.add_argument("--rows", default=",".join(map(str, range(len(SPEED_ROWS)))),
                    help="the speed rows to run, by index: " + "; ".join(
                        f"{i} {r[0]}" for i, r in enumerate(SPEED_ROWS)))
+    p.add_argument("--baseline", help="an earlier run's attention.json: the table's rows "
+                   "of ours against it, and the rows slower than it (issue 36)")
     p.add_argument("--tutorial", help="Triton's python/tutorials folder: time tutorial 06's "
                                       "forward in the speed rows too (issue 36's third bar)")
     args = p.parse_args(argv)
@@ -532,6 +566,13 @@ def main(argv=None):
         parts.append("### The assignment's table (batch 1, causal)\n\n"
                      + table_markdown([r for r in rows if r.get("table") == "assignment"],
                                       args.impls))
+    if args.baseline and not args.no_table:
+        base = json.loads(Path(args.baseline).read_text())
+        text, slower = baseline_markdown([r for r in rows if r.get("table") == "assignment"],
+                                         base["rows"])
+        meta["baseline"] = {"file": str(args.baseline), "meta": base.get("meta"),
+                            "slower": slower}
+        parts.append(f"### The table against {args.baseline}\n\n" + text)
     text = (f"{meta['device_name']}, torch {meta['torch']}, triton {meta.get('triton')}, "
             f"{meta['date']}, commit {meta['commit']}\n\n" + "\n\n".join(parts) + "\n")
     (out / "attention.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

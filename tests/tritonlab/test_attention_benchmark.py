@@ -91,3 +91,31 @@ def test_rounds_take_turns_over_the_implementations_and_pool_their_times(monkeyp
                           torch.tensor([0.5, 0.2, 0.8], dtype=torch.float64)).tolist()
     assert [by_pass["fwd"][key] for key in ("median_ms", "p20_ms", "p80_ms")] == want
     assert by_pass["fwd"]["rounds"] == 3 and by_pass["bwd"]["status"] == "ok"
+
+
+def table_rows(times, impl="ours"):
+    """Assignment-table rows: {(dtype, d, seq): (fwd, bwd, fwd+bwd) ms}."""
+    return [{"table": "assignment", "impl": impl, "dtype": dtype, "head_dim": d, "seq": n,
+             "pass": which, "status": "ok", "median_ms": ms}
+            for (dtype, d, n), passes in times.items()
+            for which, ms in zip(bench.PASSES, passes)]
+
+
+def test_the_baseline_names_every_slower_pass_of_ours_and_only_those():
+    """--baseline: ours now against an earlier run's ours, row by row (other implementations'
+    rows and rows only one run has are left out); a pass slower than then is named with its
+    ratio, an equal one is not."""
+    then = table_rows({("bfloat16", 16, 4096): (0.10, 0.50, 0.80),
+                       ("bfloat16", 64, 8192): (0.20, 0.40, 0.60),
+                       ("float32", 16, 128): (0.05, 0.20, 0.30)})
+    then += table_rows({("bfloat16", 16, 4096): (0.01, 0.01, 0.01)}, impl="sdpa-cudnn")
+    now = table_rows({("bfloat16", 16, 4096): (0.05, 0.60, 0.80),
+                      ("bfloat16", 64, 8192): (0.10, 0.20, 0.30),
+                      ("bfloat16", 128, 8192): (9.0, 9.0, 9.0)})
+    text, slower = bench.baseline_markdown(now, then)
+    assert slower == [("bfloat16", 16, 4096, "bwd", pytest.approx(1.2))]
+    assert "| bfloat16 | 16 | 4096 | 0.050 / 0.600 / 0.800 | 0.100 / 0.500 / 0.800 | " \
+           "0.50 / 1.20 / 1.00 |" in text
+    assert "128" not in text and "float32" not in text
+    assert "slower than the baseline: 1 of 2: bfloat16 d=16 4096 bwd 1.20x" in text
+    assert bench.baseline_markdown(then, then)[1] == []
