@@ -643,18 +643,16 @@ def _run(name, grid_rows, n_zh, work, args, tiles, device, dtype, **constexprs):
     along = "BLOCK_N" if config_set.startswith("dkdv") else "BLOCK_M"
     t = tuning_for("attention", device)
     if tiles is None and device >= 0:
-        if work > t.tune_above:
-            key = _chosen_key(name, device, dtype, grid_rows, n_zh, work, constexprs)
-            tiles = _CHOSEN.get(key)
-            if tiles is None:  # the autotuner's first call of this key; its choice kept
-                tuned = _tuned(name, constexprs["BLOCK_D"], device, dtype)
-                tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args,
-                                                                                **constexprs)
-                best = tuned.best_config
-                _CHOSEN[key] = (best.kwargs["BLOCK_M"], best.kwargs["BLOCK_N"],
-                                best.num_warps, best.num_stages)
-                return
-        else:
+        tiles = _kept_tiles(name, device, dtype, grid_rows, n_zh, work, constexprs, t)
+        if tiles is None and work > t.tune_above:  # the autotuner, its choice kept
+            tuned = _tuned(name, constexprs["BLOCK_D"], device, dtype)
+            tuned[lambda meta: (triton.cdiv(grid_rows, meta[along]), n_zh)](*args, **constexprs)
+            best = tuned.best_config
+            _CHOSEN[_chosen_key(name, device, dtype, grid_rows, n_zh, work, constexprs)] = (
+                best.kwargs["BLOCK_M"], best.kwargs["BLOCK_N"], best.num_warps,
+                best.num_stages)
+            return
+        if tiles is None:
             _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs,
                            t.configs(config_set, constexprs["BLOCK_D"]), dtype)
             return
@@ -708,6 +706,16 @@ def _chosen_key(name, device, dtype, grid_rows, n_zh, work, constexprs):
     and finer than its key (which has no batch*heads), so a choice is looked up, never shared
     wrongly."""
     return name, device, dtype, grid_rows, n_zh, work, tuple(sorted(constexprs.items()))
+
+
+def _kept_tiles(name, device, dtype, grid_rows, n_zh, work, constexprs, t):
+    """The tiles a GPU launch of `name` runs once they are known, or None before: the
+    autotuner's choice above the tuning `t`'s tune_above, the first config that fits up to it.
+    One rule for the Python path (_run) and the native plan (_describe)."""
+    if work > t.tune_above:
+        return _CHOSEN.get(_chosen_key(name, device, dtype, grid_rows, n_zh, work, constexprs))
+    fit = _FITS.get((name, constexprs["BLOCK_D"], dtype))
+    return None if fit is None else t.configs(_LAUNCHES[name][1], constexprs["BLOCK_D"])[fit]
 
 
 def _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs, configs, dtype=None):
@@ -1430,12 +1438,7 @@ def _describe(options, q, k, v):
 
     def chosen(name, rows, args, **more):  # a launch of _first_fitting's or the tuner's config
         kernel, config_set = _LAUNCHES[name]
-        if work > t.tune_above:
-            tiles = _CHOSEN.get(_chosen_key(name, q.get_device(), dtype, rows, zh, work,
-                                            {**more, **consts}))
-        else:
-            fit = _FITS.get((name, block_d, dtype))
-            tiles = None if fit is None else t.configs(config_set, block_d)[fit]
+        tiles = _kept_tiles(name, q.get_device(), dtype, rows, zh, work, {**more, **consts}, t)
         if tiles is None:
             return None
         bm, bn, warps, stages = tiles
