@@ -261,6 +261,66 @@ def test_op_table_misses_declines_and_records_the_backward():
         assert mod.call(table, odd, y) is None
 
 
+def test_a_plan_without_a_backward_records_the_python_backward():
+    """A signature whose backward kernels have not compiled still takes the native forward
+    where a gradient is wanted, if the op has a Python backward: the node runs it on
+    (dy, *saved), under no_grad as autograd runs a backward, and gives each input that wants
+    one its gradient."""
+    mod = _module()
+    seen = []
+
+    def python_backward(dy, x, y, out):
+        seen.append((torch.is_grad_enabled(), x.shape, y.shape, out.shape))
+        return dy * x, dy * 3
+
+    table = _table(mod, python_backward)
+    x, y = torch.randn(6), torch.randn(6)
+    table.add(mod.OpPlan(2, [([6], torch.float32)], [], 2, False, [0, 1, 2]), x, y)
+    xr = x.clone().requires_grad_()
+    out = mod.call(table, xr, y)  # only x wants a gradient
+    assert out.grad_fn.name() == "TestBackward" and out.shape == (6,)
+    dy = torch.randn(6)
+    out.backward(dy)
+    assert seen == [(False, (6,), (6,), (6,))]
+    torch.testing.assert_close(xr.grad, dy * x, rtol=0, atol=0)
+    yr = y.clone().requires_grad_()
+    mod.call(table, xr, yr).backward(dy)
+    torch.testing.assert_close(yr.grad, dy * 3, rtol=0, atol=0)
+    # an op without a Python backward misses there, as before
+    bare = _table(mod)
+    bare.add(mod.OpPlan(2, [([6], torch.float32)], [], 2, False, [0, 1, 2]), x, y)
+    assert mod.call(bare, xr, y) is _native.MISS
+
+
+def test_native_op_describes_again_once_the_python_backward_compiled_its_kernels():
+    """NativeOp: the first call wanting a gradient runs the native forward and the Python
+    backward (standing for the path that compiles the backward's kernels); the next call
+    describes its signature again and, its backward now described, runs the plan's own."""
+    _module()
+    described = []
+
+    def describe(options, x):
+        ready = bool(described)  # the backward's kernels "compiled" by the first backward
+        described.append(ready)
+        S = _native.Slot
+        return _native.plan((x,), [(x.shape, x.dtype)], [], S(1), saved=[S(0)],
+                            backward=[] if ready else None, grads=[_native.GRAD_DY])
+
+    op = _native.NativeOp("TestStaleBackward", describe,
+                          lambda options: lambda dy, x: (dy * 2,))
+    x = torch.randn(5, requires_grad=True)
+    dy = torch.randn(5)
+    for step, python in enumerate((True, False, False)):
+        out = op(("opt",), x)
+        assert out is not None and out.grad_fn.name() == "TestStaleBackward"
+        x.grad = None
+        out.backward(dy)
+        torch.testing.assert_close(x.grad, dy * 2 if python else dy, rtol=0, atol=0)
+    assert described == [False, True]  # described twice: first call, then after the backward
+    op(("opt",), x).backward(dy)  # the plan's own backward: nothing stale
+    assert described == [False, True] and not op.stale
+
+
 def test_op_table_keeps_saved_outputs_without_a_cycle_and_checks_plans():
     import gc
     import weakref
@@ -529,3 +589,37 @@ def test_native_attention_matches_the_function(shape, dtype, causal):
     (gq,) = torch.autograd.grad(ours(*leaves), leaves[0], do, create_graph=True)
     with pytest.raises(NotImplementedError, match="flash_attention"):
         gq.float().sum().backward()
+
+
+@gpu
+@needs_cuda
+def test_native_forward_wanting_a_gradient_before_any_backward_compiled():
+    """A signature's forward that wants a gradient before its backward ever ran (a training
+    step's first call, or forwards timed without a backward) takes the native forward, whose
+    node runs the Python backward, which compiles the backward's kernels; the next call's
+    plan has its own backward. Both give the Function's outputs and gradients, bit for bit."""
+    from tritonlab.kernels import attention as fa
+    _module()
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    shape = (1, 3, 333, 48)  # a signature no other test compiles
+    q, k, v, do = (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float16)
+                   for _ in range(4))
+    op = fa._native_attention
+    ran = len(op._ran_python_backward)
+    fa.flash_attention(q, k, v, True)  # no gradient wanted: compiles the forward alone
+    results = []
+    for fn in (lambda *a: fa.flash_attention(*a, True),) * 2 + (
+            lambda *a: fa.FlashAttentionTriton.apply(*a, True),):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        o = fn(*leaves)
+        name = o.grad_fn.name()
+        o.backward(do)
+        results.append((name, o, [t.grad for t in leaves]))
+    # the first is native with the Python backward; the second native with its own
+    assert [r[0] for r in results] == ["TritonlabFlashAttentionBackward"] * 2 + [
+        "FlashAttentionTritonBackward"], op.why
+    assert len(op._ran_python_backward) == ran + 1
+    _, o_ref, grads_ref = results[-1]
+    for _, o, grads in results[:-1]:
+        for x, y in zip((o, *grads), (o_ref, *grads_ref)):
+            torch.testing.assert_close(x, y, rtol=0, atol=0)

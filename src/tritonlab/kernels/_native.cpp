@@ -416,12 +416,14 @@ struct OpBackward : public Node {
 
   variable_list apply(variable_list&& grads) override {
     const at::Tensor& dy = grads[0];
-    size_t n = plan->grads.size();
+    size_t n = plan->differentiable ? plan->grads.size() : static_cast<size_t>(plan->inputs);
     if (!dy.defined()) return variable_list(n);  // y's gradient is zero
     std::vector<at::Tensor> kept;
     for (SavedVariable& s : saved) kept.push_back(s.unpack(self_of<NodePtr>(this)));
-    if (at::GradMode::is_enabled() && !plan->backward.empty()) {
-      // create_graph: through the registered ops, whose own gradients say they have none
+    if ((at::GradMode::is_enabled() && !plan->backward.empty()) || !plan->differentiable) {
+      // create_graph, or a plan whose backward kernels have not compiled yet: through the
+      // registered ops (the Python path, which compiles them), whose own gradients say they
+      // have none
       py::gil_scoped_acquire gil;
       if (create_graph == nullptr || create_graph->is_none())
         throw std::runtime_error("tritonlab native: " + op + " has no create_graph backward");
@@ -431,7 +433,7 @@ struct OpBackward : public Node {
       py::tuple out = (*create_graph)(*args);
       variable_list result(n);
       for (size_t i = 0; i < n && i < out.size(); ++i)
-        if (!out[i].is_none()) result[i] = out[i].cast<at::Tensor>();
+        if (!out[i].is_none() && should_compute_output(i)) result[i] = out[i].cast<at::Tensor>();
       return result;
     }
     std::vector<at::Tensor> held(plan->slots());
@@ -571,7 +573,10 @@ struct OpTable {
       grad = grad || t.requires_grad();
     }
     grad = grad && at::GradMode::is_enabled();
-    if (grad && !plan->differentiable) return miss;
+    // a plan without a backward records a node that runs the Python backward (the table's
+    // create_graph function) where the op has one; else the call misses
+    if (grad && !plan->differentiable && (create_graph == nullptr || create_graph->is_none()))
+      return miss;
     if (grad && grad_ok && !grad_ok->is_none() && !py::bool_((*grad_ok)())) return py::none();
     if (listening()) return py::none();
     std::vector<at::Tensor> held(plan->dy());

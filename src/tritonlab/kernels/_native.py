@@ -227,7 +227,9 @@ class NativeOp:
     launch plan: `plan(...)`, or None while its kernels have not run through Triton yet (the
     call takes the Python path, which compiles them), or a string saying why this signature
     never takes the native path. A plan without a backward (its kernels not compiled yet) serves
-    calls that want no gradient, and is described again on the first call that wants one.
+    every call: one that wants a gradient records a node whose backward runs the Python path
+    (the `create_graph(options)` function, which compiles the backward's kernels), after which
+    the table describes its signatures again; an op without `create_graph` misses there.
     Calls the table declines (see OpTable::call): tensor subclasses, non-contiguous or
     misaligned inputs, another device than the current one, forward-mode AD, compiled
     autograd, a Triton launch hook listening. `create_graph(options)` gives the backward under
@@ -238,6 +240,9 @@ class NativeOp:
         self.name, self.describe, self.create_graph = name, describe, create_graph
         self.enabled = enabled and ENABLED
         self.tables, self.why = {}, {}
+        # options whose tables describe their signatures again: a plan without a backward ran
+        # the Python one, which compiled its kernels (once per options and signature)
+        self.stale, self._ran_python_backward = set(), set()
 
     def __call__(self, options, *tensors):
         if not self.enabled or torch.compiler.is_compiling():
@@ -247,6 +252,9 @@ class NativeOp:
             table = self._table(options)
             if table is None:
                 return None
+        elif self.stale and options in self.stale:
+            self.stale.discard(options)
+            table.clear()
         out = _call(table, *tensors)
         if out is MISS:
             out = self._miss(table, options, tensors)
@@ -260,12 +268,31 @@ class NativeOp:
             return None
         global _call
         _call = mod.call
-        import triton
+        try:
+            import triton
+        except ImportError:  # the table's mechanics without Triton: no launch hook to heed
+            triton = None
         knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
-        backward = self.create_graph(options) if self.create_graph else None
+        backward = self._backward(options) if self.create_graph else None
         table = self.tables[options] = mod.OpTable(
             self.name, backward, _grad_ok, knobs, MISS)
         return table
+
+    def _backward(self, options):
+        """The table's Python backward, (dy, *saved) -> gradients: under create_graph, and for
+        a plan whose backward kernels had not compiled (then the table is described again)."""
+        backward = self.create_graph(options)
+
+        def run(*args):
+            out = backward(*args)
+            if not torch.is_grad_enabled():  # not create_graph: a plan without a backward
+                signature = (options, *((a.dtype, a.device, tuple(a.shape)) for a in args[1:]
+                                        if a is not None))
+                if signature not in self._ran_python_backward:
+                    self._ran_python_backward.add(signature)
+                    self.stale.add(options)
+            return out
+        return run
 
     def _miss(self, table, options, tensors):
         if not all(t.is_contiguous() for t in tensors):
@@ -337,7 +364,7 @@ def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None
     ready = backward is not None
     return mod.OpPlan(
         len(inputs), [(list(s), d) for s, d in allocs], launches[0], result.index, ready,
-        [s.index for s in saved] if ready else [],
+        [s.index for s in saved],
         [(list(s), d) for s, d in bwd_allocs] if ready else [],
         launches[1] if ready else [], described if ready else [],
         [list(t.shape) for t in inputs] if ready else [],
