@@ -208,8 +208,14 @@ def reference_outputs(q, k, v, do, causal):
     return (o, *torch.autograd.grad(o, (q, k, v), do))
 
 
-def _calls(fn, q, k, v, do, causal):
-    """The timed passes of fn: fwd, bwd (through one forward's graph, kept), fwd+bwd."""
+def _calls(fn, q, k, v, do, causal, backward=True):
+    """The timed passes of fn: fwd, bwd (through one forward's graph, kept), fwd+bwd. Where
+    fn has a backward, one forward+backward runs first, so that the kept graph is a training
+    step's steady state: a first backward compiles its kernels (or keeps the autotuner's
+    choice), after which tritonlab's native path records its own C++ node
+    (kernels/_native.py), where the graph of an earlier call would keep the Python one."""
+    if backward:
+        torch.autograd.grad(fn(q, k, v, causal), (q, k, v), do)
     o = fn(q, k, v, causal)
     return {"fwd": lambda: fn(q, k, v, causal),
             "bwd": lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True),
@@ -241,7 +247,7 @@ def measure(impls, shape, dtype, causal, reference, inputs, rounds=1):
             continue
         rows[name] = []
         with ctx() if ctx else contextlib.nullcontext():
-            calls = _calls(fn, q, k, v, do, causal)
+            calls = _calls(fn, q, k, v, do, causal, passes != ("fwd",))
         timed[name] = {w: (calls[w], []) for w in PASSES if w in passes}
     for which in PASSES:
         for _ in range(rounds):

@@ -93,6 +93,36 @@ def test_rounds_take_turns_over_the_implementations_and_pool_their_times(monkeyp
     assert by_pass["fwd"]["rounds"] == 3 and by_pass["bwd"]["status"] == "ok"
 
 
+def test_the_kept_graph_of_the_bwd_pass_follows_a_forward_and_backward():
+    """_calls: where the implementation has a backward, one forward+backward runs before the
+    forward whose graph the bwd pass keeps (a training step's steady state: tritonlab's
+    native node, not the Python one of a signature's first calls); none for a forward-only."""
+    log = []
+
+    class Logged(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            log.append("fwd")
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, dy):
+            log.append("bwd")
+            return dy * 2
+
+    def fn(q, k, v, causal):
+        return Logged.apply(q) + k + v
+
+    q, k, v, do = (torch.randn(2, 3, requires_grad=i < 3) for i in range(4))
+    calls = bench._calls(fn, q, k, v, do, True)
+    assert log == ["fwd", "bwd", "fwd"]
+    calls["bwd"]()
+    assert log[-1] == "bwd" and len(log) == 4
+    log.clear()
+    bench._calls(fn, q, k, v, do, True, backward=False)
+    assert log == ["fwd"]
+
+
 def table_rows(times, impl="ours"):
     """Assignment-table rows: {(dtype, d, seq): (fwd, bwd, fwd+bwd) ms}."""
     return [{"table": "assignment", "impl": impl, "dtype": dtype, "head_dim": d, "seq": n,
