@@ -87,6 +87,14 @@ def main(argv=None):
         for name, (fn, ctx) in implementations(IMPLS).items():
             calls = {"fwd": lambda: fn(q, k, v, causal),
                      "fwd+bwd": lambda: torch.autograd.grad(fn(q, k, v, causal), (q, k, v), do)}
+            try:  # a training step's steady state (the native path's own backward), or why not
+                with ctx() if ctx else contextlib.nullcontext():
+                    calls["fwd+bwd"]()
+            except Exception as e:  # SDPA's backends take no fp32, for one
+                first = (str(e).splitlines() or [""])[0]
+                print(f"{label:<38} {name:<11} n/a: {type(e).__name__}: {first[:100]}",
+                      flush=True)
+                continue
             for which in passes:
                 call = calls[which]
                 with ctx() if ctx else contextlib.nullcontext():
