@@ -105,6 +105,7 @@ def eager_attention(q, k, v, causal):
 # our implementations beside "ours" (the device's defaults): name -> (fwd_impl, bwd_impl,
 # the passes it changes, which alone are timed)
 VARIANTS = {"ours-pointers": ("pointers", None, ("fwd", "fwd+bwd")),
+            "ours-split": ("split", None, ("fwd", "fwd+bwd")),
             "ours-tma": ("tma", None, ("fwd", "fwd+bwd")),
             "ours-tma-ws": ("tma-ws", None, ("fwd", "fwd+bwd")),
             "ours-tma-host": ("tma-host", None, ("fwd", "fwd+bwd")),

@@ -107,7 +107,7 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
             q = torch.empty(1, 1, n, d, dtype=dtype)
             o, lse = q.clone(), torch.empty(1, 1, n)
             for causal in (False, True):
-                for impl, name in (("pointers", "fwd"), ("tma", "fwd_tma")):
+                for impl, name in (("pointers", "fwd"), ("split", "fwd"), ("tma", "fwd_tma")):
                     for cfg in t.configs(name, d):
                         at.attention_forward(q, q, q, causal, tiles=cfg, impl=impl)
                 dkdv, dq = t.configs("dkdv", d), t.configs("dq", d)

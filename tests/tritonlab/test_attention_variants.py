@@ -227,6 +227,94 @@ def test_native_plan_describes_the_backward_launches_the_python_path_made(monkey
                 sim.attn_bwd_dq_kernel]
 
 
+@pytest.fixture
+def shares(monkeypatch):
+    """The split forward in up to 3 shares of at least 8 keys on the simulator's tiles."""
+    t = dataclasses.replace(tuning.tuning_for("attention", -1), split_programs_below=64,
+                            split_min_keys=8, max_splits=3)
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t)
+    return t
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_split_forward(shape, dtype, causal, shares):
+    """impl="split": keys in shares, one program each, combined by a second kernel: O and L
+    as float64 attention's (causal: the diagonal's tiles all in the last share; shares
+    without keys weigh nothing), and the backward from them."""
+    q, k, v, do = inputs(*shape, dtype=dtype)
+    assert fa.fwd_splits(1, 1, shape[1], shape[2], shape[3], shares, asked=True) >= 2
+    o, lse = forward_matches(q, k, v, do, causal, "split")
+    grads = fa.attention_backward(do, q.detach(), k.detach(), v.detach(), o, lse, causal)
+    assert_matches((o, lse, *grads), reference(q, k, v, do, causal), dtype)
+
+
+def test_split_shares_and_the_default():
+    """fwd_splits: shares enough to bring the query blocks to split_programs_below, at most
+    max_splits, each of at least split_min_keys keys; none by default where the tuning's
+    threshold is 0 (Hopper's, until measured); at least 2 when asked for."""
+    hopper = tuning.TUNINGS["attention"][9]
+    assert hopper.split_programs_below == 0
+    assert fa.fwd_splits(1, 1, 1024, 1024, 64, hopper) == 1
+    assert fa.fwd_splits(1, 1, 1024, 1024, 64, hopper, asked=True) == 2
+    on = dataclasses.replace(hopper, split_programs_below=132)
+    # 8 query blocks of 128: 17 shares wanted, max_splits 16, 1024 // 256 = 4 keys' worth
+    assert fa.fwd_splits(1, 1, 1024, 1024, 64, on) == 4
+    assert fa.fwd_splits(1, 1, 1024, 8192, 64, on) == 16
+    assert fa.fwd_splits(4, 32, 4096, 4096, 128, on) == 1  # 4096 query blocks
+    assert fa.fwd_splits(1, 1, 1024, 100, 64, on) == 1  # too few keys to share
+
+
+def test_split_forward_sanitizers(executor, monkeypatch):
+    """No race (each share its own rows of the partials; the combination its rows of O and
+    L) and no padded lane that changes a max, a sum or a dot, on both executors."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    t = dataclasses.replace(sim.tuning_for("attention", -1), split_programs_below=64,
+                            split_min_keys=8, max_splits=3)
+    monkeypatch.setattr(sim, "tuning_for", lambda kind, device: t)
+    q, k, v, do = (x.detach().cpu() for x in inputs(2, 37, 45, 48))
+    with minitriton.configure(races=True, padding=True):
+        for causal in (False, True):
+            o = sim.attention_forward(q, k, v, causal, impl="split")[0]
+            want = reference(q, k, v, do, causal)[0]
+            assert rel_err(o, want) < ATTENTION_TOLERANCES[torch.float32], causal
+
+
+def test_native_plan_describes_the_split_forward(monkeypatch):
+    """_describe of a split forward: the shares' launch and the combination, as the Python
+    path made them, and their two fp32 partials allocated before dO."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    t = sim.tuning_for("attention", -1)
+    first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl="two-kernel", bwd_impl_small="",
+                                split_programs_below=64, split_min_keys=8, max_splits=3,
+                                preprocess_block=t.simulator_preprocess_block,
+                                **{f"{name}_{size}": (t.simulator(name),)
+                                   for name in ("fwd", "dkdv", "dq")
+                                   for size in ("small", "large")})
+    monkeypatch.setattr(sim, "tuning_for", lambda kind, device: first)
+    monkeypatch.setattr(sim, "forward_impl", lambda q, k, v, impl=None: impl or "split")
+    monkeypatch.setattr(sim, "_BOUNDS", sim.PlanCache())
+    for name in ("fwd_split", "dkdv", "dq"):
+        monkeypatch.setitem(sim._FITS, (name, 16, torch.float32), 0)
+    seen = {}
+    monkeypatch.setattr(sim._native, "plan", lambda *a, **kw: seen.update(kw, args=a)
+                        or "described")
+    q, k, v, do = (x.detach().cpu() for x in inputs(1, 40, 40, 16))
+    o, lse = sim.attention_forward(q, k, v, True)
+    sim.attention_backward(do, q, k, v, o, lse, True)
+    assert sim._describe((True, None), q, k, v) == "described"
+    inputs_, allocs, forward, result = seen["args"]
+    assert [b.kernel for b, _ in forward] == [sim.attn_fwd_split_kernel,
+                                              sim.attn_fwd_combine_kernel]
+    assert allocs[2:] == [((3, 1, 40, 16), torch.float32), ((3, 1, 40), torch.float32)]
+    assert result.index == 3 and seen["bwd_allocs"][0] == ((1, 40), torch.float32)
+    assert [b.kernel for b, _ in seen["backward"]] == [
+        sim.attn_bwd_preprocess_kernel, sim.attn_bwd_dkdv_kernel, sim.attn_bwd_dq_kernel]
+    do_slot = seen["backward"][0][1][1]  # the D pass reads O, then dO
+    assert do_slot.index == 7
+
+
 def test_tma_forward_sanitizers(executor):
     """No race (every program writes its own rows of O and L), no padded lane that changes a
     max, a sum or a dot (TMA's zeros are masked in S), on both executors."""
@@ -383,7 +471,7 @@ def check_gpu_variants(shape, dtype, causal):
     q, k, v, do = inputs(b, n_q, n_k, d, dtype=dtype, heads=h)
     want = reference(q, k, v, do, causal)
     q, k, v = q.detach(), k.detach(), v.detach()
-    for impl in ("tma", "tma-ws", "tma-host"):
+    for impl in ("split", "tma", "tma-ws", "tma-host"):
         if impl == "tma-ws" and not fa._warp_specialization_compiles(q.get_device()):
             with pytest.raises(NotImplementedError, match="does not compile with Triton"):
                 fa.attention_forward(q, k, v, causal, impl=impl)

@@ -623,3 +623,37 @@ def test_native_forward_wanting_a_gradient_before_any_backward_compiled():
     for _, o, grads in results[:-1]:
         for x, y in zip((o, *grads), (o_ref, *grads_ref)):
             torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("causal", [False, True])
+def test_native_split_attention_matches_the_function(causal, monkeypatch):
+    """With a tuning that splits few-program forwards (split_programs_below), the default
+    forward of 1x1x1024x64 is the split one, and its native plan (the shares, the
+    combination, two partials) gives the Function's outputs and gradients, bit for bit."""
+    import dataclasses
+
+    from tritonlab.kernels import attention as fa
+    _module()
+    t = dataclasses.replace(fa.tuning_for("attention", torch.cuda.current_device()),
+                            split_programs_below=132)
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t)
+    monkeypatch.setattr(fa._native_attention, "tables", {})  # no plan of the default tuning
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    q, k, v, do = (torch.randn(1, 1, 1024, 64, generator=gen, device="cuda",
+                               dtype=torch.float16) for _ in range(4))
+    assert fa.forward_impl(q, k, v) == "split" and fa.fwd_splits(1, 1, 1024, 1024, 64, t) == 4
+
+    def step(fn):
+        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+        o = fn(*leaves)
+        o.backward(do)
+        return o, [x.grad for x in leaves], o.grad_fn.name()
+
+    for _ in range(3):
+        o, grads, name = step(lambda *a: fa.flash_attention(*a, causal))
+    assert name == "TritonlabFlashAttentionBackward", fa._native_attention.why
+    o_ref, grads_ref, _ = step(lambda *a: fa.FlashAttentionTriton.apply(*a, causal))
+    for x, y in zip((o, *grads), (o_ref, *grads_ref)):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)

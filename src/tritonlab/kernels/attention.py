@@ -222,6 +222,109 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
 
 
 @triton.jit
+def attn_fwd_split_kernel(q_ptr, k_ptr, v_ptr, op_ptr, lp_ptr,
+                          stride_qz, stride_qh, stride_qm, stride_qd,
+                          stride_kz, stride_kh, stride_kn, stride_kd,
+                          stride_vz, stride_vh, stride_vn, stride_vd,
+                          n_heads, n_queries, n_keys, qk_scale, n_splits,
+                          HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FOLD: tl.constexpr):
+    # Keys split across programs (impl "split", flash-decoding's cut): program (i, zh * S + s)
+    # runs query block i of head zh over the s-th of n_splits shares of its unmasked key
+    # tiles, the last share also over the tiles that need a mask (the diagonal's, the keys'
+    # tail: kept whole, so that every row meets a key in its share's first tile, as the
+    # online softmax needs); it writes its normalised O and its log2-sum-exp to the fp32
+    # partials (n_splits, batch*heads, Nq, HEAD_DIM) and (n_splits, batch*heads, Nq), which
+    # attn_fwd_combine_kernel merges. A share without keys writes 0 and -inf.
+    pid_m = tl.program_id(0)
+    if IS_CAUSAL:  # the longest rows of keys first, as attn_fwd_kernel
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    split = tl.program_id(1) % n_splits
+    pid_zh = tl.program_id(1) // n_splits
+    off_z = (pid_zh // n_heads).to(tl.int64)
+    off_h = (pid_zh % n_heads).to(tl.int64)
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    q_ptrs = (q_ptr + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm
+              + offs_d[None, :] * stride_qd)
+    k_ptrs = (k_ptr + off_z * stride_kz + off_h * stride_kh + offs_n[:, None] * stride_kn
+              + offs_d[None, :] * stride_kd)
+    v_ptrs = (v_ptr + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
+              + offs_d[None, :] * stride_vd)
+    q = _load_tile(q_ptrs, offs_m, n_queries, offs_d, HEAD_DIM, BLOCK_D, True)  # read BM*d
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    full = n_keys - n_keys % BLOCK_N
+    if IS_CAUSAL:
+        mid = tl.minimum(start_m, full)
+        hi = tl.minimum(start_m + BLOCK_M, n_keys)
+    else:
+        mid = full
+        hi = n_keys
+    tiles = mid // BLOCK_N  # the unmasked tiles, shared out in whole tiles
+    share = tl.cdiv(tiles, n_splits)
+    lo = tl.minimum(split * share, tiles) * BLOCK_N
+    up = tl.minimum(split * share + share, tiles) * BLOCK_N
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
+                               offs_n, offs_d, n_keys, lo, up, qk_scale, BLOCK_N, HEAD_DIM,
+                               BLOCK_D, IS_CAUSAL, False, FOLD)
+    last = split == n_splits - 1
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
+                               offs_n, offs_d, n_keys, tl.where(last, mid, hi), hi, qk_scale,
+                               BLOCK_N, HEAD_DIM, BLOCK_D, IS_CAUSAL, True, FOLD)
+    empty = l_i == 0.0
+    n_zh = tl.num_programs(1) // n_splits
+    row0 = (tl.cast(split, tl.int64) * n_zh + pid_zh) * n_queries
+    op_ptrs = op_ptr + (row0 + offs_m[:, None]) * HEAD_DIM + offs_d[None, :]
+    _store_tile(op_ptrs, acc / tl.where(empty, 1.0, l_i)[:, None], offs_m, n_queries, offs_d,
+                HEAD_DIM)  # write BM*d (fp32)
+    tl.store(lp_ptr + row0 + offs_m, tl.where(empty, float("-inf"), m_i + tl.log2(l_i)),
+             mask=offs_m < n_queries)  # write BM
+
+
+@triton.jit
+def attn_fwd_combine_kernel(op_ptr, lp_ptr, o_ptr, lse_ptr,
+                            stride_oz, stride_oh, stride_om, stride_od,
+                            n_heads, n_zh, n_queries, n_splits,
+                            HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                            BLOCK_M: tl.constexpr):
+    # The split forward's second step: per query row, O and L from the n_splits partials,
+    # each weighted by exp2(its log2-sum-exp - the rows' running maximum) (a share without
+    # keys, -inf, weighs 0)
+    pid_m = tl.program_id(0)
+    pid_zh = tl.program_id(1)
+    off_z = (pid_zh // n_heads).to(tl.int64)
+    off_h = (pid_zh % n_heads).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    rows = offs_m < n_queries
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    for split in range(0, n_splits):
+        row0 = (tl.cast(split, tl.int64) * n_zh + pid_zh) * n_queries
+        lse = tl.load(lp_ptr + row0 + offs_m, mask=rows, other=float("-inf"))  # read BM
+        part = _load_tile(op_ptr + (row0 + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
+                          offs_m, n_queries, offs_d, HEAD_DIM, BLOCK_D, True)  # read BM*d
+        m_new = tl.maximum(m_i, lse)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_safe)
+        weight = tl.exp2(lse - m_safe)
+        acc = acc * alpha[:, None] + part * weight[:, None]
+        l_i = l_i * alpha + weight
+        m_i = m_new
+    l_safe = tl.where(l_i == 0.0, 1.0, l_i)
+    o_ptrs = (o_ptr + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om
+              + offs_d[None, :] * stride_od)
+    _store_tile(o_ptrs, acc / l_safe[:, None], offs_m, n_queries, offs_d, HEAD_DIM)  # write BM*d
+    tl.store(lse_ptr + pid_zh.to(tl.int64) * n_queries + offs_m,
+             (m_i + tl.log2(l_safe)) * 0.6931471805599453, mask=rows)  # write BM
+
+
+@triton.jit
 def _desc_tile(desc, off_z, off_h, row, ROWS: tl.constexpr, BLOCK_D: tl.constexpr,
                HOST_DESC: tl.constexpr):
     """The (ROWS, BLOCK_D) tile of one head from `row` on: a host descriptor spans (batch,
@@ -597,7 +700,8 @@ _LAUNCHES = {"fwd": (attn_fwd_kernel, "fwd"), "dkdv": (attn_bwd_dkdv_kernel, "dk
              "fwd_tma_host": (attn_fwd_tma_kernel, "fwd_tma"),
              "dkdv_atomic": (attn_bwd_dkdv_kernel, "dkdv_atomic"),
              "dkdv_atomic_tma": (attn_bwd_dkdv_kernel, "dkdv_atomic"),
-             "dkdv_tma": (attn_bwd_dkdv_kernel, "dkdv"), "dq_tma": (attn_bwd_dq_kernel, "dq")}
+             "dkdv_tma": (attn_bwd_dkdv_kernel, "dkdv"), "dq_tma": (attn_bwd_dq_kernel, "dq"),
+             "fwd_split": (attn_fwd_split_kernel, "fwd")}
 
 
 def _set_desc_blocks(q_desc, k_desc, v_desc, o_desc, block_m, block_n):
@@ -784,7 +888,7 @@ def _block_d(d):
     return max(16, triton.next_power_of_2(d))  # tl.dot needs K >= 16
 
 
-FWD_IMPLS = ("pointers", "tma", "tma-ws", "tma-host", "gluon", "gluon-ws")
+FWD_IMPLS = ("pointers", "split", "tma", "tma-ws", "tma-host", "gluon", "gluon-ws")
 # the Gluon forwards' schedules (kernels/attention_gluon.py): "gluon-ws" warp-specialized, in
 # FlashAttention-3's consumer loop (intra-warpgroup overlap, the two consumers in ping-pong),
 # persistent (a program per SM taking the next query tile: 1.03-1.09x a program per tile on
@@ -858,10 +962,8 @@ def forward_impl(q, k, v, impl=None):
     if impl is None:
         t = tuning_for("attention", q.get_device())
         impl = t.fwd_impl
-        if impl == "pointers":
-            return impl
-        if _host_bound(q, k, t):
-            return "pointers"
+        if impl == "pointers" or _host_bound(q, k, t):
+            return "split" if q.is_cuda and fwd_splits(*_dims(q, k), t) > 1 else "pointers"
         if q.is_cuda and q.shape[-1] > 64 and t.fwd_impl_large:
             impl = t.fwd_impl_large
         if impl in _GLUON_FWD and (_gluon_problem(q, k, v, impl == "gluon-ws")
@@ -875,7 +977,7 @@ def forward_impl(q, k, v, impl=None):
     if problem:
         raise ValueError(f"flash_attention: impl={impl!r} cannot take these inputs: {problem}; "
                          f"use impl='tma' or 'pointers'")
-    problem = impl != "pointers" and tma_problem(q, k, v)
+    problem = impl not in ("pointers", "split") and tma_problem(q, k, v)
     if problem:
         raise ValueError(f"flash_attention: impl={impl!r} reads through TMA descriptors, which "
                          f"these inputs do not allow: {problem}; use impl='pointers'")
@@ -886,6 +988,18 @@ def forward_impl(q, k, v, impl=None):
             f"this kernel, seen on an H100 on 2026-12-05); use impl='tma', the same kernel "
             f"without warp specialization (docs/attention.md#measured)")
     return impl
+
+
+def fwd_splits(batch, heads, n_q, n_k, d, t, asked=False):
+    """The shares of keys the split forward (impl "split") cuts a problem into, from the
+    tuning `t`: enough that batch*heads*cdiv(Nq, BLOCK_M) query blocks (BLOCK_M of the first
+    forward config) times the shares reach its `split_programs_below`, at most `max_splits`,
+    each of at least `split_min_keys` keys; 1: none (no split by default). `asked`
+    (impl="split" given): at least 2."""
+    programs = batch * heads * -(-n_q // t.configs("fwd", _block_d(d))[0][0])
+    shares = -(-t.split_programs_below // programs) if programs < t.split_programs_below else 1
+    shares = min(shares, t.max_splits, max(1, n_k // t.split_min_keys))
+    return max(shares, 2) if asked else shares
 
 
 def _few_programs(q, t):
@@ -995,6 +1109,20 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
                 heads, n_q, n_k, scale * LOG2E)
         _run("fwd", n_q, batch * heads, work, args, tiles, q.get_device(), q.dtype, **consts)
         return o, lse
+    if impl == "split":
+        t = tuning_for("attention", q.get_device())
+        splits = fwd_splits(batch, heads, n_q, n_k, d, t, asked=True)
+        zh = batch * heads
+        o_part = torch.empty((splits, zh, n_q, d), dtype=torch.float32, device=q.device)
+        l_part = torch.empty((splits, zh, n_q), dtype=torch.float32, device=q.device)
+        args = (q, k, v, o_part, l_part, *_strides4(q), *_strides4(k), *_strides4(v), heads,
+                n_q, n_k, scale * LOG2E, splits)
+        _run("fwd_split", n_q, zh * splits, work, args, tiles, q.get_device(), q.dtype,
+             **consts)
+        block, kw = _combine_kw(d, t)
+        _bound_launch(attn_fwd_combine_kernel, (triton.cdiv(n_q, block), zh),
+                      (o_part, l_part, o, lse, *_strides4(o), heads, zh, n_q, splits), kw)
+        return o, lse
     host = impl == "tma-host"
     if host:  # blocks set per config before each launch (_set_desc_blocks)
         tensors = [_descriptor4(t, consts["BLOCK_D"]) for t in (q, k, v, o)]
@@ -1011,6 +1139,12 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
          **_tail_flags("fwd_tma", n_k, causal, consts["BLOCK_D"], tiles, q.get_device()),
          **consts)
     return o, lse
+
+
+def _combine_kw(d, t):
+    """(rows a program, the launch keywords) of the split forward's combine kernel."""
+    block = t.split_combine_block
+    return block, dict(BLOCK_M=block, HEAD_DIM=d, BLOCK_D=_block_d(d), num_warps=4)
 
 
 def _tail_flags(name, n, causal, block_d, tiles, device):
@@ -1414,7 +1548,8 @@ def _describe(options, q, k, v):
     if not (q.numel() and n_k):
         return "an empty q or no keys"
     t = tuning_for("attention", q.get_device())
-    if forward_impl(q, k, v) != "pointers":
+    impl = forward_impl(q, k, v)
+    if impl not in ("pointers", "split"):
         return "a TMA or Gluon forward: its descriptors are made per call"
     if backward_impl(q, None, k, v) != "two-kernel":
         return "the one-pass backward (an fp32 dQ scratch)"
@@ -1422,10 +1557,15 @@ def _describe(options, q, k, v):
     zh, block_d, dtype = batch * heads, _block_d(d), q.dtype
     consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
     S = _native.Slot
-    q_, k_, v_, o, lse, do, delta, dq, dk, dv = map(S, range(10))
+    # the split forward's partials are two more allocations of the forward, before dO
+    splits = fwd_splits(batch, heads, n_q, n_k, d, t, asked=True) if impl == "split" else 0
+    parts = 2 if splits else 0
+    q_, k_, v_, o, lse = map(S, range(5))
+    o_part, l_part = S(5), S(6)  # (the split forward's)
+    do, delta, dq, dk, dv = map(S, range(5 + parts, 10 + parts))
     # each slot's tensor as a Bound's key sees it (_arg_keys): dtype and device
     typed, fp32 = (dtype, q.device), (torch.float32, q.device)
-    slot_keys = (typed,) * 4 + (fp32, typed, fp32) + (typed,) * 3
+    slot_keys = (typed,) * 4 + (fp32,) * (1 + parts) + (typed, fp32) + (typed,) * 3
 
     def strides(x):  # a contiguous tensor's, as the Python path allocates O, dO, dQ, dK, dV
         return _strides4(torch.empty(x.shape, device="meta"))
@@ -1436,20 +1576,33 @@ def _describe(options, q, k, v):
 
     work = zh * n_q * n_k
 
-    def chosen(name, rows, args, **more):  # a launch of _first_fitting's or the tuner's config
-        kernel, config_set = _LAUNCHES[name]
-        tiles = _kept_tiles(name, q.get_device(), dtype, rows, zh, work, {**more, **consts}, t)
+    def chosen(name, rows, args, n_zh=zh, **more):  # a launch of _first_fitting's or the
+        kernel, config_set = _LAUNCHES[name]          # tuner's config
+        tiles = _kept_tiles(name, q.get_device(), dtype, rows, n_zh, work, {**more, **consts},
+                            t)
         if tiles is None:
             return None
         bm, bn, warps, stages = tiles
-        grid = (triton.cdiv(rows, bn if config_set.startswith("dkdv") else bm), zh)
+        grid = (triton.cdiv(rows, bn if config_set.startswith("dkdv") else bm), n_zh)
         return bound(kernel, grid, args, dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
                                               num_stages=stages, **more, **consts))
 
     sq, sk, sv = strides(q), strides(k), strides(v)
-    fwd_args = (q_, k_, v_, o, lse, *sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
-    forward = chosen("fwd", n_q, fwd_args, FOLD=bool(scale > 0))
-    if forward is None:
+    fold = bool(scale > 0)
+    if splits:  # the split forward: the shares' partials, then their combination
+        split_args = (q_, k_, v_, o_part, l_part, *sq, *sk, *sv, heads, n_q, n_k,
+                      scale * LOG2E, splits)
+        block, kw = _combine_kw(d, t)
+        combine_args = (o_part, l_part, o, lse, *sq, heads, zh, n_q, splits)
+        forward = [(chosen("fwd_split", n_q, split_args, n_zh=zh * splits, FOLD=fold),
+                    split_args),
+                   (bound(attn_fwd_combine_kernel, (triton.cdiv(n_q, block), zh),
+                          combine_args, kw), combine_args)]
+        allocs = [((splits, zh, n_q, d), torch.float32), ((splits, zh, n_q), torch.float32)]
+    else:
+        fwd_args = (q_, k_, v_, o, lse, *sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
+        forward, allocs = [(chosen("fwd", n_q, fwd_args, FOLD=fold), fwd_args)], []
+    if any(b is None for b, _ in forward):
         return None
     grads = (heads, n_q, n_k, scale * LOG2E, scale)
     block = t.preprocess_block
@@ -1466,8 +1619,8 @@ def _describe(options, q, k, v):
                 **_tail_flags("dq", n_k, causal, block_d, None, q.get_device())), "dq", 0)]
     ready = all(b is not None for b, _, _ in launches)
     return _native.plan(
-        (q, k, v), [(q.shape, dtype), (q.shape[:-1], torch.float32)],
-        [(forward, fwd_args)], o, saved=[q_, k_, v_, o, lse],
+        (q, k, v), [(q.shape, dtype), (q.shape[:-1], torch.float32), *allocs],
+        forward, o, saved=[q_, k_, v_, o, lse],
         bwd_allocs=[((zh, n_q), torch.float32), (q.shape, dtype), (k.shape, dtype),
                     (v.shape, dtype)],
         backward=[(b, args[name]) for b, name, _ in launches] if ready else None,

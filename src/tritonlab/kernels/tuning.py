@@ -360,6 +360,18 @@ class AttentionTuning:
     # 16384 keys at d <= 64 and 32768 at d = 16 in bf16 (2^35 here) and half as many
     # multiply-adds in fp32; 1x1x16384x128 bf16's GPU time (about 0.8 ms) is near the host's
     host_bound_upto: int = 1 << 35
+    # The split forward (impl "split": attn_fwd_split_kernel, then attn_fwd_combine_kernel):
+    # keys cut into shares, one program each, for problems of few query blocks, whose
+    # programs otherwise each walk every key one tile after another (latency-bound: 8
+    # programs at 1x1x1024x64). A default pointer forward of fewer than
+    # `split_programs_below` programs (batch*heads*cdiv(Nq, BLOCK_M)) takes it, in as many
+    # shares as bring it there, at most `max_splits`, each of at least `split_min_keys` keys;
+    # 0: never by default (impl="split" asks for it). Rows of `split_combine_block` queries a
+    # program in the second kernel
+    split_programs_below: int = 0
+    split_min_keys: int = 256
+    max_splits: int = 16
+    split_combine_block: int = 64
 
     def configs(self, kernel, block_d):
         """The configs of kernel "fwd", "dkdv", "dq", "fwd_tma" or "dkdv_atomic" for a

@@ -1,0 +1,109 @@
+"""Issue 37 (attention's small calls): the split forward (impl "split") against the pointer
+forward it would replace, to set the tuning's `split_programs_below` (0, off, until this runs).
+
+A forward of few query blocks (1x1x1024x64: 8 programs of 128 queries) is latency-bound: each
+program walks every key one tile after another. The split forward cuts the keys into shares,
+one program each, and a second kernel combines them. For each row (batch x heads x seq x head
+dim, dtype, causal):
+  - the GPU's time of one forward (CUDA-graph replays, no host): the pointer forward, and the
+    split forward in 2, 4, 8 and 16 shares (the tuning forced to that many);
+  - the wall time per call of `flash_attention` (2000 back-to-back calls, the native path)
+    with the default tuning and with `split_programs_below` = the SM count, next to
+    `F.scaled_dot_product_attention`'s;
+each split checked against the pointer forward first (max abs difference of O, and of L).
+
+    python benchmarks/probes/attention_split.py [--shapes 1x1x1024x64:fp16:0,...] [--out DIR]
+"""
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+from _common import triton  # noqa: E402  (the checkout on sys.path)
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from attention import DTYPES  # noqa: E402
+
+SHAPES = ",".join(f"1x1x{n}x{d}:{dt}:{c}" for dt in ("fp16", "bf16") for c in (0, 1)
+                  for d in (64, 128) for n in (512, 1024, 2048, 4096, 8192))
+SHARES = (2, 4, 8, 16)
+
+
+def wall_us(fn, calls=2000):
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", default=SHAPES, help="BxHxNxD:dtype:causal, comma-separated")
+    p.add_argument("--out", default=os.environ.get("OUT", "out"))
+    args = p.parse_args(argv if argv is not None or __name__ == "__main__" else [])
+    if not torch.cuda.is_available():
+        print("attention_split.py needs a CUDA GPU", file=sys.stderr)
+        return 1
+    from tritonlab.kernels import attention as fa
+    dev = torch.cuda.current_device()
+    default = fa.tuning_for("attention", dev)
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    results = []
+
+    def use(t):  # a tuning for every later call, native plans made again
+        fa.tuning_for = lambda kind, device, t=t: t
+        fa._native_attention.tables.clear()
+
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton "
+          f"{triton.__version__}; GPU us of a forward (graph replays), then wall us a call")
+    for spec in (s for s in args.shapes.split(",") if s):
+        dims, dt, causal = spec.split(":")
+        b, h, n, d = map(int, dims.split("x"))
+        causal = causal == "1"
+        q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=DTYPES[dt]) for _ in range(3))
+        row = {"row": spec, "gpu_us": {}, "max_diff": {}}
+        use(default)
+        o_ref, l_ref = fa.attention_forward(q, k, v, causal, impl="pointers")
+        row["gpu_us"]["pointers"] = 1e3 * triton.testing.do_bench_cudagraph(
+            lambda: fa.attention_forward(q, k, v, causal, impl="pointers"))
+        for shares in SHARES:
+            use(dataclasses.replace(default, split_programs_below=1 << 30, split_min_keys=1,
+                                    max_splits=shares))
+            o, lse = fa.attention_forward(q, k, v, causal, impl="split")
+            row["max_diff"][shares] = [(o.float() - o_ref.float()).abs().max().item(),
+                                       (lse - l_ref).abs().max().item()]
+            row["gpu_us"][f"split {shares}"] = 1e3 * triton.testing.do_bench_cudagraph(
+                lambda: fa.attention_forward(q, k, v, causal, impl="split"))
+        row["wall_us"] = {}
+        for name, t in (("default", default),
+                        ("split_programs_below=SMs",
+                         dataclasses.replace(default, split_programs_below=sms))):
+            use(t)
+            row["wall_us"][name] = wall_us(lambda: fa.flash_attention(q, k, v, causal))
+            row[f"impl {name}"] = fa.forward_impl(q, k, v)
+        row["wall_us"]["sdpa"] = wall_us(
+            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        use(default)
+        results.append(row)
+        print(f"{spec:<22} gpu " + " ".join(f"{kk}={vv:.1f}" for kk, vv in row["gpu_us"].items())
+              + " | wall " + " ".join(f"{kk}={vv:.1f}" for kk, vv in row["wall_us"].items())
+              + f" | max diff {max(x[0] for x in row['max_diff'].values()):.1e}", flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "attention_split.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "triton": triton.__version__, "rows": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
