@@ -505,13 +505,13 @@ def emulated_gpu(monkeypatch):
 
 def test_autotuned_launches_on_the_simulator(emulated_gpu):
     """The GPU's autotuned path, run by minitriton's autotuner (a GPU above tune_above
-    emulated): every Hopper config of the TMA forwards and of the one-pass backward runs, the
-    host descriptors' blocks set by the pre-hook per config, dQ zeroed between the one-pass
-    backward's trials (reset_to_zero), and the results match."""
+    emulated): every Hopper config of the TMA forwards, of the split forward and of the
+    one-pass backward runs, the host descriptors' blocks set by the pre-hook per config, dQ
+    zeroed between the one-pass backward's trials (reset_to_zero), and the results match."""
     q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
     q, k, v = q.detach(), k.detach(), v.detach()
     want = reference(q, k, v, do, True)
-    for impl in ("tma", "tma-host"):
+    for impl in ("split", "tma", "tma-host"):
         o, lse = fa.attention_forward(q, k, v, True, impl=impl)
         assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float16], impl
     for impl in ("atomic", "atomic-tma", "two-kernel-tma"):
