@@ -264,6 +264,11 @@ def test_split_shares_and_the_default():
     assert fa.fwd_splits(1, 1, 1024, 8192, 64, on) == 16
     assert fa.fwd_splits(4, 32, 4096, 4096, 128, on) == 1  # 4096 query blocks
     assert fa.fwd_splits(1, 1, 1024, 100, 64, on) == 1  # too few keys to share
+    assert fa.fwd_splits(0, 8, 128, 4096, 64, on) == 1  # an empty batch
+    assert fa.fwd_splits(2, 8, 0, 4096, 64, on, asked=True) == 2  # no queries
+    # the grid's second axis (batch*heads*shares) stays within CUDA's 65535
+    assert fa.fwd_splits(1, 40000, 64, 4096, 64, on, asked=True) == 1
+    assert fa.fwd_splits(1, 30000, 64, 4096, 64, on, asked=True) == 2
 
 
 def test_split_forward_sanitizers(executor, monkeypatch):

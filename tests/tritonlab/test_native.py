@@ -270,7 +270,7 @@ def test_a_plan_without_a_backward_records_the_python_backward():
     seen = []
 
     def python_backward(dy, x, y, out):
-        seen.append((torch.is_grad_enabled(), x.shape, y.shape, out.shape))
+        seen.append((torch.is_grad_enabled(), dy.is_contiguous(), x.shape, y.shape, out.shape))
         return dy * x, dy * 3
 
     table = _table(mod, python_backward)
@@ -279,9 +279,9 @@ def test_a_plan_without_a_backward_records_the_python_backward():
     xr = x.clone().requires_grad_()
     out = mod.call(table, xr, y)  # only x wants a gradient
     assert out.grad_fn.name() == "TestBackward" and out.shape == (6,)
-    dy = torch.randn(6)
+    dy = torch.randn(12)[::2]  # a strided dy: the Python backward gets it contiguous
     out.backward(dy)
-    assert seen == [(False, (6,), (6,), (6,))]
+    assert seen == [(False, True, (6,), (6,), (6,))]
     torch.testing.assert_close(xr.grad, dy * x, rtol=0, atol=0)
     yr = y.clone().requires_grad_()
     mod.call(table, xr, yr).backward(dy)
@@ -319,6 +319,39 @@ def test_native_op_describes_again_once_the_python_backward_compiled_its_kernels
     assert described == [False, True]  # described twice: first call, then after the backward
     op(("opt",), x).backward(dy)  # the plan's own backward: nothing stale
     assert described == [False, True] and not op.stale
+
+
+def test_native_op_describes_again_until_the_backward_is_described_a_few_times_at_most():
+    """A backward that needs two Python runs before its plan can describe it (an autotuned
+    launch) still joins the plan; a signature whose plan never gets one stops being
+    described again after PYTHON_BACKWARDS Python backwards (no description every step), and
+    `clear()` starts the count again."""
+    _module()
+    described, ready_after = [], {"n": 2}
+
+    def describe(options, x):
+        ready = len(described) >= ready_after["n"]
+        described.append(ready)
+        S = _native.Slot
+        return _native.plan((x,), [(x.shape, x.dtype)], [], S(1), saved=[S(0)],
+                            backward=[] if ready else None, grads=[_native.GRAD_DY])
+
+    op = _native.NativeOp("TestSlowBackward", describe, lambda options: lambda dy, x: (dy * 2,))
+    x = torch.randn(5, requires_grad=True)
+    dy = torch.randn(5)
+
+    def step():
+        x.grad = None
+        op(("opt",), x).backward(dy)
+        return torch.equal(x.grad, dy)  # the plan's own backward (dy), not the Python one
+
+    assert [step() for _ in range(4)] == [False, False, True, True]
+    assert described == [False, False, True]
+    ready_after["n"] = 10 ** 9  # from now on no plan ever gets its backward
+    op.clear()
+    described.clear()
+    assert not any(step() for _ in range(6))
+    assert len(described) == 1 + _native.PYTHON_BACKWARDS  # the first, then one per run
 
 
 def test_op_table_keeps_saved_outputs_without_a_cycle_and_checks_plans():
@@ -605,7 +638,7 @@ def test_native_forward_wanting_a_gradient_before_any_backward_compiled():
     q, k, v, do = (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float16)
                    for _ in range(4))
     op = fa._native_attention
-    ran = len(op._ran_python_backward)
+    ran = sum(op._python_backwards.values())
     fa.flash_attention(q, k, v, True)  # no gradient wanted: compiles the forward alone
     results = []
     for fn in (lambda *a: fa.flash_attention(*a, True),) * 2 + (
@@ -618,7 +651,7 @@ def test_native_forward_wanting_a_gradient_before_any_backward_compiled():
     # the first is native with the Python backward; the second native with its own
     assert [r[0] for r in results] == ["TritonlabFlashAttentionBackward"] * 2 + [
         "FlashAttentionTritonBackward"], op.why
-    assert len(op._ran_python_backward) == ran + 1
+    assert sum(op._python_backwards.values()) == ran + 1
     _, o_ref, grads_ref = results[-1]
     for _, o, grads in results[:-1]:
         for x, y in zip((o, *grads), (o_ref, *grads_ref)):

@@ -428,7 +428,9 @@ struct OpBackward : public Node {
       if (create_graph == nullptr || create_graph->is_none())
         throw std::runtime_error("tritonlab native: " + op + " has no create_graph backward");
       py::tuple args(kept.size() + 1);
-      args[0] = py::cast(dy);
+      // the native backward's dy (contiguous), so that the kernels the Python one compiles
+      // are those a plan describes
+      args[0] = py::cast(plan->differentiable ? dy : dy.contiguous());
       for (size_t i = 0; i < kept.size(); ++i) args[i + 1] = py::cast(kept[i]);
       py::tuple out = (*create_graph)(*args);
       variable_list result(n);

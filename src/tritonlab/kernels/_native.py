@@ -215,6 +215,10 @@ class _Miss:
 
 MISS = _Miss()
 GRAD_DY, GRAD_EXPAND_DY = ("dy",), ("expand_dy",)  # `describe`'s gradients besides a Slot
+# Python backwards of a signature's plan without a backward after which its table describes
+# it again (NativeOp._backward): an autotuned launch is a launch a plan can describe after its
+# second run; later ones leave the plan as it is (no description on every step)
+PYTHON_BACKWARDS = 3
 
 
 class NativeOp:
@@ -241,8 +245,9 @@ class NativeOp:
         self.enabled = enabled and ENABLED
         self.tables, self.why = {}, {}
         # options whose tables describe their signatures again: a plan without a backward ran
-        # the Python one, which compiled its kernels (once per options and signature)
-        self.stale, self._ran_python_backward = set(), set()
+        # the Python one, which compiled its kernels (the first PYTHON_BACKWARDS times per
+        # signature: an autotuned launch makes the launch a plan describes on its second run)
+        self.stale, self._python_backwards = set(), {}
 
     def __call__(self, options, *tensors):
         if not self.enabled or torch.compiler.is_compiling():
@@ -288,8 +293,9 @@ class NativeOp:
             if not torch.is_grad_enabled():  # not create_graph: a plan without a backward
                 signature = (options, *((a.dtype, a.device, tuple(a.shape)) for a in args[1:]
                                         if a is not None))
-                if signature not in self._ran_python_backward:
-                    self._ran_python_backward.add(signature)
+                runs = self._python_backwards.get(signature, 0)
+                if runs < PYTHON_BACKWARDS:
+                    self._python_backwards[signature] = runs + 1
                     self.stale.add(options)
             return out
         return run
@@ -316,6 +322,7 @@ class NativeOp:
         """Forget every plan (a tuning changed)."""
         for table in self.tables.values():
             table.clear()
+        self._python_backwards.clear()
 
 
 def _grad_ok():

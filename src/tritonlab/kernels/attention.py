@@ -59,6 +59,7 @@ except ImportError as _e:  # Triton's interpreter, or a Triton without Gluon
     attention_gluon, _NO_GLUON = None, str(_e)
 
 MAX_HEAD_DIM = 128
+GRID_Y_MAX = 65535  # CUDA's limit on a grid's second axis
 LOG2E = 1.4426950408889634
 
 
@@ -995,11 +996,16 @@ def fwd_splits(batch, heads, n_q, n_k, d, t, asked=False):
     tuning `t`: enough that batch*heads*cdiv(Nq, BLOCK_M) query blocks (BLOCK_M of the first
     forward config) times the shares reach its `split_programs_below`, at most `max_splits`,
     each of at least `split_min_keys` keys; 1: none (no split by default). `asked`
-    (impl="split" given): at least 2."""
+    (impl="split" given): at least 2. Never more than CUDA's grid allows (batch*heads*shares
+    programs on its second axis, at most 65535): 1 share (the split forward's kernels as one
+    program per query block, then the combination) where batch*heads passes 32767."""
     programs = batch * heads * -(-n_q // t.configs("fwd", _block_d(d))[0][0])
-    shares = -(-t.split_programs_below // programs) if programs < t.split_programs_below else 1
+    shares = (-(-t.split_programs_below // programs)
+              if 0 < programs < t.split_programs_below else 1)
     shares = min(shares, t.max_splits, max(1, n_k // t.split_min_keys))
-    return max(shares, 2) if asked else shares
+    shares = max(shares, 2) if asked else shares
+    # the grid's second axis holds batch*heads*shares programs: at most 65535 on CUDA
+    return max(1, min(shares, GRID_Y_MAX // max(1, batch * heads)))
 
 
 def _few_programs(q, t):
