@@ -173,18 +173,16 @@ def _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, o
 
 
 @triton.jit
-def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
-                    stride_qz, stride_qh, stride_qm, stride_qd,
-                    stride_kz, stride_kh, stride_kn, stride_kd,
-                    stride_vz, stride_vh, stride_vn, stride_vd,
-                    stride_oz, stride_oh, stride_om, stride_od,
-                    n_heads, n_queries, n_keys, qk_scale,
-                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FOLD: tl.constexpr):
-    pid_m = tl.program_id(0)
-    if IS_CAUSAL:  # the longest rows of keys first: the grid's tail is then short programs
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    pid_zh = tl.program_id(1)
+def _fwd_query_block(q_ptr, k_ptr, v_ptr, pid_m, pid_zh,
+                     stride_qz, stride_qh, stride_qm, stride_qd,
+                     stride_kz, stride_kh, stride_kn, stride_kd,
+                     stride_vz, stride_vh, stride_vn, stride_vd,
+                     n_heads, n_queries, n_keys, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                     IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A pointer forward's query block pid_m of head pid_zh: its Q tile (read BM*d), the
+    pointers to its head's first K and V tiles, the offsets, and the key bounds: tiles below
+    `mid` need no mask, those from `mid` to `hi` do (the diagonal's, causal; the keys'
+    tail), the rest are skipped; and the online softmax's start (acc, l, m)."""
     off_z = (pid_zh // n_heads).to(tl.int64)
     off_h = (pid_zh % n_heads).to(tl.int64)
     start_m = pid_m * BLOCK_M
@@ -198,9 +196,6 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
     v_ptrs = (v_ptr + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
               + offs_d[None, :] * stride_vd)
     q = _load_tile(q_ptrs, offs_m, n_queries, offs_d, HEAD_DIM, BLOCK_D, True)  # read BM*d
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     full = n_keys - n_keys % BLOCK_N  # key tiles below this need no tail mask
     if IS_CAUSAL:  # BLOCK_M is a multiple of BLOCK_N: tiles below start_m are all visible,
         mid = tl.minimum(start_m, full)  # those up to start_m + BLOCK_M cross the diagonal,
@@ -208,12 +203,37 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
     else:
         mid = full
         hi = n_keys
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # the online softmax's start
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    return q, k_ptrs, v_ptrs, offs_m, offs_n, offs_d, mid, hi, acc, l_i, m_i
+
+
+@triton.jit
+def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
+                    stride_qz, stride_qh, stride_qm, stride_qd,
+                    stride_kz, stride_kh, stride_kn, stride_kd,
+                    stride_vz, stride_vh, stride_vn, stride_vd,
+                    stride_oz, stride_oh, stride_om, stride_od,
+                    n_heads, n_queries, n_keys, qk_scale,
+                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FOLD: tl.constexpr):
+    pid_m = tl.program_id(0)
+    if IS_CAUSAL:  # the longest rows of keys first: the grid's tail is then short programs
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    pid_zh = tl.program_id(1)
+    q, k_ptrs, v_ptrs, offs_m, offs_n, offs_d, mid, hi, acc, l_i, m_i = _fwd_query_block(
+        q_ptr, k_ptr, v_ptr, pid_m, pid_zh, stride_qz, stride_qh, stride_qm, stride_qd,
+        stride_kz, stride_kh, stride_kn, stride_kd, stride_vz, stride_vh, stride_vn, stride_vd,
+        n_heads, n_queries, n_keys, HEAD_DIM, BLOCK_D, IS_CAUSAL, BLOCK_M, BLOCK_N)
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
                                offs_n, offs_d, n_keys, 0, mid, qk_scale, BLOCK_N, HEAD_DIM,
                                BLOCK_D, IS_CAUSAL, False, FOLD)
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m,
                                offs_n, offs_d, n_keys, mid, hi, qk_scale, BLOCK_N, HEAD_DIM,
                                BLOCK_D, IS_CAUSAL, True, FOLD)
+    off_z = (pid_zh // n_heads).to(tl.int64)
+    off_h = (pid_zh % n_heads).to(tl.int64)
     o_ptrs = (o_ptr + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om
               + offs_d[None, :] * stride_od)
     _store_tile(o_ptrs, acc / l_i[:, None], offs_m, n_queries, offs_d, HEAD_DIM)  # write BM*d
@@ -242,29 +262,10 @@ def attn_fwd_split_kernel(q_ptr, k_ptr, v_ptr, op_ptr, lp_ptr,
         pid_m = tl.num_programs(0) - 1 - pid_m
     split = tl.program_id(1) % n_splits
     pid_zh = tl.program_id(1) // n_splits
-    off_z = (pid_zh // n_heads).to(tl.int64)
-    off_h = (pid_zh % n_heads).to(tl.int64)
-    start_m = pid_m * BLOCK_M
-    offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    q_ptrs = (q_ptr + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm
-              + offs_d[None, :] * stride_qd)
-    k_ptrs = (k_ptr + off_z * stride_kz + off_h * stride_kh + offs_n[:, None] * stride_kn
-              + offs_d[None, :] * stride_kd)
-    v_ptrs = (v_ptr + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
-              + offs_d[None, :] * stride_vd)
-    q = _load_tile(q_ptrs, offs_m, n_queries, offs_d, HEAD_DIM, BLOCK_D, True)  # read BM*d
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-    full = n_keys - n_keys % BLOCK_N
-    if IS_CAUSAL:
-        mid = tl.minimum(start_m, full)
-        hi = tl.minimum(start_m + BLOCK_M, n_keys)
-    else:
-        mid = full
-        hi = n_keys
+    q, k_ptrs, v_ptrs, offs_m, offs_n, offs_d, mid, hi, acc, l_i, m_i = _fwd_query_block(
+        q_ptr, k_ptr, v_ptr, pid_m, pid_zh, stride_qz, stride_qh, stride_qm, stride_qd,
+        stride_kz, stride_kh, stride_kn, stride_kd, stride_vz, stride_vh, stride_vn, stride_vd,
+        n_heads, n_queries, n_keys, HEAD_DIM, BLOCK_D, IS_CAUSAL, BLOCK_M, BLOCK_N)
     tiles = mid // BLOCK_N  # the unmasked tiles, shared out in whole tiles
     share = tl.cdiv(tiles, n_splits)
     lo = tl.minimum(split * share, tiles) * BLOCK_N
