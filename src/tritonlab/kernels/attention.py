@@ -1120,8 +1120,8 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
         t = tuning_for("attention", q.get_device())
         splits = fwd_splits(batch, heads, n_q, n_k, d, t, asked=True)
         zh = batch * heads
-        o_part = torch.empty((splits, zh, n_q, d), dtype=torch.float32, device=q.device)
-        l_part = torch.empty((splits, zh, n_q), dtype=torch.float32, device=q.device)
+        o_part, l_part = (torch.empty(shape, dtype=dtype, device=q.device)
+                          for shape, dtype in _split_partials(splits, zh, n_q, d))
         args = (q, k, v, o_part, l_part, *_strides4(q), *_strides4(k), *_strides4(v), heads,
                 n_q, n_k, scale * LOG2E, splits)
         _run("fwd_split", n_q, zh * splits, work, args, tiles, q.get_device(), q.dtype,
@@ -1146,6 +1146,11 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
          **_tail_flags("fwd_tma", n_k, causal, consts["BLOCK_D"], tiles, q.get_device()),
          **consts)
     return o, lse
+
+
+def _split_partials(splits, zh, n_q, d):
+    """(shape, dtype) of the split forward's two partials: O and the log2-sum-exp per share."""
+    return [((splits, zh, n_q, d), torch.float32), ((splits, zh, n_q), torch.float32)]
 
 
 def _combine_kw(d, t):
@@ -1605,7 +1610,7 @@ def _describe(options, q, k, v):
                     split_args),
                    (bound(attn_fwd_combine_kernel, (triton.cdiv(n_q, block), zh),
                           combine_args, kw), combine_args)]
-        allocs = [((splits, zh, n_q, d), torch.float32), ((splits, zh, n_q), torch.float32)]
+        allocs = _split_partials(splits, zh, n_q, d)
     else:
         fwd_args = (q_, k_, v_, o, lse, *sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
         forward, allocs = [(chosen("fwd", n_q, fwd_args, FOLD=fold), fwd_args)], []
