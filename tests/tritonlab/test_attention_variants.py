@@ -570,6 +570,21 @@ def test_host_bound_sizes_grow_with_the_head_dim_and_dtype():
     assert not bound(1, 1, 4096, 4096, 16, 2, no_native)
 
 
+def test_fp32_small_head_dims_take_the_pointer_forward_up_to_the_measured_size():
+    """Hopper's fp32 forward at d <= 32 is the pointer kernel, not the TMA one, where the
+    pointer one was the faster (d = 16 up to 65536 keys at batch 1, one head; d = 32 up to
+    32768), and TMA's at d = 32 from 65536 keys and at every d = 64; never for 16-bit inputs
+    or with the rule off."""
+    t = tuning.TUNINGS["attention"][9]
+    rule = fa.fp32_pointers_size
+    assert rule(1, 1, 65536, 65536, 16, 4, t) and rule(1, 1, 32768, 32768, 32, 4, t)
+    assert rule(1, 1, 32768, 32768, 20, 4, t)  # BLOCK_D 32
+    assert not rule(1, 1, 65536, 65536, 32, 4, t)
+    assert not rule(1, 1, 16384, 16384, 64, 4, t) and not rule(1, 1, 32768, 32768, 33, 4, t)
+    assert not rule(1, 1, 32768, 32768, 16, 2, t)
+    assert not rule(1, 1, 1024, 1024, 16, 4, dataclasses.replace(t, fp32_pointers_upto=0))
+
+
 @pytest.mark.parametrize("impl", ["tma", "tma-host"])
 def test_tma_ignores_the_strides_of_size_one_dimensions(impl):
     """A single query of a single head, sliced from fp16 rows of 20 (40 bytes): its strides

@@ -953,6 +953,15 @@ def host_bound_size(batch, heads, n_q, n_k, d, element_size, t):
     return work <= t.tune_above or work * _block_d(d) * element_size <= t.host_bound_upto
 
 
+def fp32_pointers_size(batch, heads, n_q, n_k, d, element_size, t):
+    """Whether an fp32 problem of a small head dim takes the pointer forward where the
+    default would be the TMA one: head dims up to the tuning's `fp32_pointers_d`, up to
+    batch*heads*Nq*Nk*BLOCK_D*4 = its `fp32_pointers_upto` (the TMA forward's fp32 tiles are
+    the slower there; tuning.py has the figures)."""
+    return (element_size == 4 and d <= t.fp32_pointers_d
+            and batch * heads * n_q * n_k * _block_d(d) * 4 <= t.fp32_pointers_upto)
+
+
 def forward_impl(q, k, v, impl=None):
     """The forward implementation that runs for these inputs: `impl` if given (one of
     FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
@@ -960,7 +969,9 @@ def forward_impl(q, k, v, impl=None):
     set), or "pointers" where that is a TMA one and TMA
     cannot take them, or on a GPU where the problem is small (batch*heads*Nq*Nk up to the
     tuning's tune_above, the untuned sizes): there a call's time is the host's, and the
-    pointer kernel needs no descriptor scratch, so the native path (issue 37) can launch it."""
+    pointer kernel needs no descriptor scratch, so the native path (issue 37) can launch it;
+    and on a GPU for the fp32 problems of small head dims where the pointer forward is the
+    faster (fp32_pointers_size)."""
     if impl is None:
         t = tuning_for("attention", q.get_device())
         impl = t.fwd_impl
@@ -971,6 +982,9 @@ def forward_impl(q, k, v, impl=None):
         if impl in _GLUON_FWD and (_gluon_problem(q, k, v, impl == "gluon-ws")
                                    or _few_programs(q, t)):
             impl = "tma"
+        if impl == "tma" and q.is_cuda and fp32_pointers_size(*_dims(q, k), q.element_size(),
+                                                              t):
+            return "pointers"
         return "pointers" if tma_problem(q, k, v) else impl
     if impl not in FWD_IMPLS:
         raise ValueError(f"flash_attention: unknown forward impl {impl!r}; one of "

@@ -360,6 +360,16 @@ class AttentionTuning:
     # 16384 keys at d <= 64 and 32768 at d = 16 in bf16 (2^35 here) and half as many
     # multiply-adds in fp32; 1x1x16384x128 bf16's GPU time (about 0.8 ms) is near the host's
     host_bound_upto: int = 1 << 35
+    # fp32 problems of head dims up to `fp32_pointers_d` whose default forward is the TMA one
+    # take the pointer forward instead, up to batch*heads*Nq*Nk*BLOCK_D*4 = `fp32_pointers_upto`
+    # (0: never). The TMA forward's fp32 tiles at d = 16 and 32 are the slower:
+    # benchmarks/attention.py --impls ours-pointers,ours-tma --dtypes fp32 --dims 16,32, batch
+    # 1, one head, causal (H100, 2026-12-07, ms): d = 16 0.173 / 0.211 at 16384 keys, 0.369 /
+    # 0.438 at 32768, 1.256 / 1.299 at 65536 (2^38); d = 32 0.267 / 0.268, 0.512 / 0.562
+    # (2^37), and 1.865 / 1.762 at 65536 (2^39: TMA's). The H200 the same way on 2026-12-06:
+    # pointers (2026-12-02) 0.390 / 0.490 ms at 32768 keys, d = 16 / 32, TMA 0.449 / 0.569
+    fp32_pointers_d: int = 0
+    fp32_pointers_upto: int = 0
     # The split forward (impl "split": attn_fwd_split_kernel, then attn_fwd_combine_kernel):
     # keys cut into shares, one program each, for problems of few query blocks, whose
     # programs otherwise each walk every key one tile after another (latency-bound: 8
@@ -502,6 +512,7 @@ TUNINGS = {
         # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
         # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
         # d = 128: the tl backwards where Gluon cannot run (fp32)
+        fp32_pointers_d=32, fp32_pointers_upto=1 << 38,
         fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="gluon-ws-atomic",
         bwd_impl_small="gluon-ws", bwd_fallback="two-kernel-tma",
         bwd_fallback_small="atomic-tma")},
