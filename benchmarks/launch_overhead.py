@@ -2,7 +2,8 @@
 launcher, the custom-op layer, autograd), to find where small and launch-bound calls lose their
 time.
 
-    python benchmarks/launch_overhead.py [--out DIR] [--small | --step | --ops [--small] [--profile]]
+    python benchmarks/launch_overhead.py [--out DIR] [--small | --step | --ops [--small] [--profile]
+                                         [--attention-split N|sms]]
 
 Each line is microseconds of CPU per call, averaged over many calls of a small problem (the GPU
 keeps up, so the figure is the host's cost). The "layers" table adds one layer per row, from
@@ -292,6 +293,28 @@ def training_steps(compiled_rms):
         torch.autograd.set_multithreading_enabled(True)
 
 
+def split_attention(value):
+    """Sets attention's tuning (kernels/tuning.py) to split forwards of fewer programs than
+    `value` ("sms": the SM count of the current GPU, 1 on the CPU) for the rest of the
+    process, its native plans made again; returns the number."""
+    import dataclasses
+
+    from tritonlab.kernels import attention
+    dev = torch.cuda.current_device() if backend.DEVICE == "cuda" else -1
+    if value == "sms":
+        below = torch.cuda.get_device_properties(dev).multi_processor_count if dev >= 0 else 1
+    else:
+        try:
+            below = int(value)
+        except ValueError:
+            raise SystemExit(f"--attention-split: {value!r} is neither a number nor 'sms'")
+    t = dataclasses.replace(attention.tuning_for("attention", dev), split_programs_below=below)
+    attention.tuning_for = lambda kind, device, t=t, real=attention.tuning_for: (
+        t if kind == "attention" else real(kind, device))
+    attention._native_attention.tables.clear()
+    return below
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
@@ -303,9 +326,14 @@ def main():
                         help="every public op against torch's, wall per call (issue 37)")
     parser.add_argument("--profile", action="store_true",
                         help="with --ops: also a cProfile of each op, DIR/launch_ops_profile.txt")
+    parser.add_argument("--attention-split", metavar="N",
+                        help="with --ops: attention's split_programs_below set to N ('sms': the "
+                             "GPU's SM count) for the run, to time the split forward's row")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.attention_split is not None:
+        say(f"attention's split_programs_below: {split_attention(args.attention_split)}")
     if args.ops:
         profiles = [] if args.profile else None
         ops_table(backend.DEVICE, args.small, profiles)

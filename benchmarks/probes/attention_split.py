@@ -10,7 +10,8 @@ dim, dtype, causal):
   - the wall time per call of `flash_attention` (2000 back-to-back calls, the native path)
     with the default tuning and with `split_programs_below` = the SM count, next to
     `F.scaled_dot_product_attention`'s;
-each split checked against the pointer forward first (max abs difference of O, and of L).
+each split checked against the pointer forward first (max abs difference of O, and of L);
+  and how many of 100 calls took the Python path rather than a native plan (with its reason).
 
     python benchmarks/probes/attention_split.py [--shapes 1x1x1024x64:fp16:0,...] [--out DIR]
 """
@@ -44,6 +45,20 @@ def wall_us(fn, calls=2000):
         fn()
     torch.cuda.synchronize()
     return (time.perf_counter() - t0) / calls * 1e6
+
+
+def python_forwards(fa, fn, calls=100):
+    """How many of `calls` calls of fn ran the Python path's forward (fa._forward), not a
+    native plan."""
+    seen, forward = [], fa._forward
+    fa._forward = lambda *a, **kw: seen.append(1) or forward(*a, **kw)
+    try:
+        for _ in range(calls):
+            fn()
+    finally:
+        fa._forward = forward
+    torch.cuda.synchronize()
+    return len(seen)
 
 
 def main(argv=None):
@@ -84,19 +99,24 @@ def main(argv=None):
                                        (lse - l_ref).abs().max().item()]
             row["gpu_us"][f"split {shares}"] = 1e3 * triton.testing.do_bench_cudagraph(
                 lambda: fa.attention_forward(q, k, v, causal, impl="split"))
-        row["wall_us"] = {}
+        row["wall_us"], row["python_forwards"] = {}, {}
         for name, t in (("default", default),
                         ("split_programs_below=SMs",
                          dataclasses.replace(default, split_programs_below=sms))):
             use(t)
             row["wall_us"][name] = wall_us(lambda: fa.flash_attention(q, k, v, causal))
             row[f"impl {name}"] = fa.forward_impl(q, k, v)
+            # calls of the last 100 that took the Python path (not the native plan), and why
+            row["python_forwards"][name] = python_forwards(
+                fa, lambda: fa.flash_attention(q, k, v, causal))
+            row[f"native why {name}"] = str(fa._native_attention.why.get((causal, None)))
         row["wall_us"]["sdpa"] = wall_us(
             lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
         use(default)
         results.append(row)
         print(f"{spec:<22} gpu " + " ".join(f"{kk}={vv:.1f}" for kk, vv in row["gpu_us"].items())
               + " | wall " + " ".join(f"{kk}={vv:.1f}" for kk, vv in row["wall_us"].items())
+              + " | python " + "/".join(str(n) for n in row["python_forwards"].values())
               + f" | max diff {max(x[0] for x in row['max_diff'].values()):.1e}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "attention_split.json"), "w") as f:
