@@ -258,10 +258,12 @@ def test_split_shares_and_the_default():
     assert hopper.split_programs_below == 0
     assert fa.fwd_splits(1, 1, 1024, 1024, 64, hopper) == 1
     assert fa.fwd_splits(1, 1, 1024, 1024, 64, hopper, asked=True) == 2
-    on = dataclasses.replace(hopper, split_programs_below=132)
+    on = dataclasses.replace(hopper, split_programs_below=132, max_splits=16)
     # 8 query blocks of 128: 17 shares wanted, max_splits 16, 1024 // 256 = 4 keys' worth
     assert fa.fwd_splits(1, 1, 1024, 1024, 64, on) == 4
     assert fa.fwd_splits(1, 1, 1024, 8192, 64, on) == 16
+    assert fa.fwd_splits(1, 1, 1024, 8192, 64, dataclasses.replace(on, max_splits=4)) == 4
+    assert fa.fwd_splits(1, 1, 8192, 8192, 64, on) == 3  # 64 query blocks: 132 // 64 + 1
     assert fa.fwd_splits(4, 32, 4096, 4096, 128, on) == 1  # 4096 query blocks
     assert fa.fwd_splits(1, 1, 1024, 100, 64, on) == 1  # too few keys to share
     assert fa.fwd_splits(0, 8, 128, 4096, 64, on) == 1  # an empty batch

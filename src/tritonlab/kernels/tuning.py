@@ -513,6 +513,14 @@ TUNINGS = {
         # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
         # d = 128: the tl backwards where Gluon cannot run (fp32)
         fp32_pointers_d=32, fp32_pointers_upto=1 << 38,
+        # the split forward's GPU time, benchmarks/probes/attention_split.py on an H100
+        # (2026-12-07; docs/results/attention-split-h100-2026-12-07.json): 4 shares the fastest
+        # or within 3 % at batch 1, one head, 1024-8192 keys, d = 64 and 128, fp16 and bf16,
+        # causal (1x1x1024x64 fp16 12.1 us against the pointer forward's 17.1; 8192 keys 40.8
+        # against 70.5), but for 8192 keys not causal (2: 54.9 against 4's 58.4); 8 and 16
+        # slower on every row. split_programs_below stays 0 until wall per call is measured on
+        # an H200 (the H100 machine's wall with the split on was above its GPU time)
+        max_splits=4,
         fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="gluon-ws-atomic",
         bwd_impl_small="gluon-ws", bwd_fallback="two-kernel-tma",
         bwd_fallback_small="atomic-tma")},
