@@ -135,9 +135,13 @@ def ops_table(dev, small, profile=None):
     `profile`: a list that receives, per op, a cProfile of 200 of our forward and of our
     forward+backward calls (top 25 functions by own time)."""
     calls = 3 if small else 2000
+    # the steady state: the native module loaded before the first call is timed (a process's
+    # first calls take the Python path while a background thread loads it, _native.module_nowait,
+    # which once put the first op's row on the Python path for a whole run)
+    native = ("on" if _native.module() else f"off ({_native.why()})") if dev == "cuda" else "n/a"
     say(f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU, ' + backend.NAME}, torch "
         f"{torch.__version__}, triton {triton.__version__}; wall us per call of {calls} "
-        "back-to-back calls (median of 5 windows)")
+        f"back-to-back calls (median of 5 windows); native path {native}")
     say(f"  {'op':<30}{'ours fwd':>10}{'torch fwd':>10}{'ratio':>8}"
         f"{'ours f+b':>10}{'torch f+b':>10}{'ratio':>8}")
     for name, ours, theirs, inputs in public_ops(dev, small):
