@@ -69,8 +69,11 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print("attention_split.py needs a CUDA GPU", file=sys.stderr)
         return 1
+    from tritonlab.kernels import _native
     from tritonlab.kernels import attention as fa
     dev = torch.cuda.current_device()
+    if _native.module() is None:  # loaded before anything is timed: the steady state
+        print(f"no native path: {_native.why()}")
     default = fa.tuning_for("attention", dev)
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     results = []
