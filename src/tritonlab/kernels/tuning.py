@@ -508,10 +508,7 @@ TUNINGS = {
         # kernels' 6.142, 3.373, 5.531 and cuDNN's 5.391, 3.012, 4.938: bwd_impl (d > 64 is
         # d = 128 for Gluon); at d = 64 3.245 ms (64, 128, 4, 3), a tie with "gluon-ws"
         gluon_ws_one_pass_small=(64, 128, 4, 3), gluon_ws_one_pass_large=(64, 128, 4, 3),
-        # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
-        # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
-        # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
-        # d = 128: the tl backwards where Gluon cannot run (fp32)
+        # fp32 forwards at d <= 32: the pointer kernel (AttentionTuning's figures)
         fp32_pointers_d=32, fp32_pointers_upto=1 << 38,
         # the split forward's GPU time, benchmarks/probes/attention_split.py on an H100
         # (2026-12-07; docs/results/attention-split-h100-2026-12-07.json): 4 shares the fastest
@@ -521,6 +518,10 @@ TUNINGS = {
         # slower on every row. split_programs_below stays 0 until wall per call is measured on
         # an H200 (the H100 machine's wall with the split on was above its GPU time)
         max_splits=4,
+        # The one pass through TMA ("atomic-tma": dQ by TMA reductions) for d <= 64: 1.11x the
+        # two kernels through TMA on the leaderboard's row (16x16384x64 bf16 causal, 3.604
+        # against 3.995 ms, H100, 2026-12-06, probes/gluon_attention_bwd.py), 0.77-0.83x at
+        # d = 128: the tl backwards where Gluon cannot run (fp32)
         fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="gluon-ws-atomic",
         bwd_impl_small="gluon-ws", bwd_fallback="two-kernel-tma",
         bwd_fallback_small="atomic-tma")},
