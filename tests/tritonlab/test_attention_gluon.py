@@ -276,6 +276,18 @@ def test_gpu_default_forward_by_head_dim():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
+def test_gpu_fp32_small_head_dims_take_the_pointer_forward():
+    """Hopper's fp32 forwards (no Gluon kernel takes fp32) at head dims up to 32 run the
+    pointer kernel where the TMA one was the slower (kernels/tuning.py's fp32_pointers_*),
+    and the TMA one at d = 32 from 65536 keys and at d = 64."""
+    for n, d, want in ((32768, 16, "pointers"), (65536, 16, "pointers"),
+                       (32768, 32, "pointers"), (65536, 32, "tma"), (32768, 64, "tma")):
+        q = torch.empty(1, 1, n, d, device="cuda", dtype=torch.float32)
+        assert fa.forward_impl(q, q, q) == want, (n, d)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="Hopper's tuning")
 def test_gpu_default_backward_by_head_dim():
     """Hopper's default backward: the warp-specialized Gluon one pass ("gluon-ws-atomic",
     dQ's columns split) for head dims above 64, the warp-specialized two kernels for smaller
