@@ -29,17 +29,18 @@ SHAPES = ((8192, 4096), (4096, 16384), (32768, 1024), (2048, 32768), (1024, 6553
           (256, 262144), (4096, 512))
 
 
-def launcher(mod, kind, x, y, block, warps):
-    """The kernel `kind` of module `mod` (softmax.py or the one before) over x into y."""
+def launcher(mod, kind, x, y, block, warps, **kw):
+    """The kernel `kind` of module `mod` (softmax.py or the one before) over x into y; `kw`:
+    more constexprs of the row kernels (STREAM)."""
     M, N = x.shape
     acc = sm.tl.float32
     if kind == "row":
         return lambda: mod.softmax_kernel[(M,)](x, y, N, N, N, BLOCK_SIZE=block, ACC=acc,
-                                                num_warps=warps)
+                                                num_warps=warps, **kw)
     if kind == "rows":
         rows = max(1, min(16, 2048 // block))
         return lambda: mod.softmax_rows_kernel[(triton.cdiv(M, rows),)](
-            x, y, M, N, N, N, BLOCK_SIZE=block, ROWS=rows, ACC=acc, num_warps=warps)
+            x, y, M, N, N, N, BLOCK_SIZE=block, ROWS=rows, ACC=acc, num_warps=warps, **kw)
     if kind == "online":
         return lambda: mod.softmax_online_kernel[(M,)](x, y, N, N, N, BLOCK_SIZE=block,
                                                        ACC=acc, num_warps=warps)

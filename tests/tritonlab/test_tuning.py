@@ -153,6 +153,29 @@ def test_softmax_reads_its_tuning(monkeypatch):
     assert sm._plan(200, x, None, None, None) == ("online", 64, 1)
 
 
+def test_softmax_row_stream_stores_the_same_bits(monkeypatch):
+    """SoftmaxTuning.row_stream (off on every device until measured): the one-row and
+    several-rows kernels launch with STREAM (their stores .cs, as Liger's) and give the same
+    bits as without it."""
+    assert not tuning.DEFAULTS["softmax"].row_stream
+    x = rand(6, 40, scale=3)  # a short row: several rows a program
+    wide = rand(3, 1500, scale=3)  # one row a program (a block past rows_below)
+    plain = [sm.softmax(x), sm.softmax(wide)]
+    streamed = dataclasses.replace(tuning.DEFAULTS["softmax"], row_stream=True)
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: streamed)
+    monkeypatch.setattr(sm, "_LAUNCHES", sm.PlanCache())
+    kinds = []
+    real = _launch.Bound.__init__
+
+    def bound(self, kernel, grid, **kw):
+        kinds.append((kernel, kw.get("STREAM")))
+        real(self, kernel, grid, **kw)
+    monkeypatch.setattr(_launch.Bound, "__init__", bound)
+    for want, got in zip(plain, (sm.softmax(x), sm.softmax(wide))):
+        assert torch.equal(want, got)
+    assert (sm.softmax_rows_kernel, True) in kinds and (sm.softmax_kernel, True) in kinds
+
+
 def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     """The pipelined row loops (docs/decisions.md#row-loop-stages): off in the devices'
     tunings (today's kernels, no STAGES); where a tuning sets them, RMSNorm's whole rows take

@@ -43,23 +43,27 @@ from .tuning import device_of, fit_stages, stages_kw, tuning_for
 
 @triton.jit
 def _row(x_ptr, y_ptr, row, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr,
-         ACC: tl.constexpr):
-    # one whole row, in one block
+         ACC: tl.constexpr, STREAM: tl.constexpr):
+    # one whole row, in one block; STREAM: the row stored with .cs (streaming: evict first
+    # from L2), as Liger's softmax stores (SoftmaxTuning.row_stream)
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=float("-inf")).to(ACC)  # read N
     x = x - tl.max(x, axis=0)
     num = tl.exp(x)
     # one reciprocal per row, not a division per element (docs/decisions.md#softmax-sfu)
-    tl.store(y_ptr + row * y_row_stride + cols, num * (1.0 / tl.sum(num, axis=0)),
-             mask=mask)  # write N
+    y = num * (1.0 / tl.sum(num, axis=0))
+    if STREAM:
+        tl.store(y_ptr + row * y_row_stride + cols, y, mask=mask, cache_modifier=".cs")  # write N
+    else:
+        tl.store(y_ptr + row * y_row_stride + cols, y, mask=mask)  # write N
 
 
 @triton.jit
 def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr,
-                   ACC: tl.constexpr):
+                   ACC: tl.constexpr, STREAM: tl.constexpr = False):
     _row(x_ptr, y_ptr, tl.program_id(0).to(tl.int64), n_cols, x_row_stride, y_row_stride,
-         BLOCK_SIZE, ACC)
+         BLOCK_SIZE, ACC, STREAM)
 
 
 @triton.jit
@@ -73,12 +77,13 @@ def softmax_loop_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, n_rows
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
         # tl.cast, not .to: Triton's interpreter runs the loop over Python ints
         _row(x_ptr, y_ptr, tl.cast(row, tl.int64), n_cols, x_row_stride, y_row_stride,
-             BLOCK_SIZE, ACC)
+             BLOCK_SIZE, ACC, False)
 
 
 @triton.jit
 def softmax_rows_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride,
-                        BLOCK_SIZE: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
+                        BLOCK_SIZE: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr,
+                        STREAM: tl.constexpr = False):
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_SIZE)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
@@ -87,7 +92,11 @@ def softmax_rows_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride
     x = x - tl.max(x, axis=1, keep_dims=True)
     num = tl.exp(x)
     y = num * (1.0 / tl.sum(num, axis=1, keep_dims=True))
-    tl.store(y_ptr + rows[:, None] * y_row_stride + cols[None, :], y, mask=mask)  # write ROWS * N
+    out = y_ptr + rows[:, None] * y_row_stride + cols[None, :]
+    if STREAM:  # as _row's
+        tl.store(out, y, mask=mask, cache_modifier=".cs")  # write ROWS * N
+    else:
+        tl.store(out, y, mask=mask)  # write ROWS * N
 
 
 @triton.jit
@@ -344,6 +353,7 @@ class _Launch:
         # constexpr None is the loop as written); the backward's steps load y and dy
         item = x.element_size()
         online = stages_kw(t.online_stages, block * item * (2 if backward else 1))
+        stream = {"STREAM": True} if t.row_stream else {}  # the row kernels' stores
         if backward:
             if variant == "online":
                 self.kernel = Bound(softmax_bwd_online_kernel, (n_rows,), BLOCK_SIZE=block,
@@ -358,7 +368,7 @@ class _Launch:
             warps = t.wide_row_warps if block >= t.wide_row_block else num_warps_for(block)
             if variant == "row":
                 self.kernel = Bound(softmax_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
-                                    num_warps=warps)
+                                    num_warps=warps, **stream)
                 self.tail = (n_cols, n_cols, n_cols)
             else:
                 self.kernel = Bound(softmax_loop_kernel,
@@ -393,7 +403,7 @@ class _Launch:
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
                                 BLOCK_SIZE=block, ROWS=rows, ACC=acc,
-                                num_warps=num_warps_for(block * rows))
+                                num_warps=num_warps_for(block * rows), **stream)
             self.tail = (n_rows, n_cols, n_cols, n_cols)
         else:
             self.kernel = Bound(softmax_online_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,

@@ -236,6 +236,10 @@ class SoftmaxTuning:
     loop_stages: int | None = 3
     simulator_loop_programs: int = 4
     online_stages: int | None = None
+    # the one-row and several-rows forward kernels store with .cs (streaming, evict first from
+    # L2), as Liger's softmax does, which was 1.02-1.04x ours at 32768x1024 bf16 on the H200
+    # (2026-12-06); off until benchmarks/probes/softmax_stream.py measures it
+    row_stream: bool = False
 
     def loop_programs(self, n_rows, device):
         """Programs of variant="loop": loop_per_sm per SM, a few on the simulator."""
