@@ -125,3 +125,41 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monke
     dxr, dwr = torch.autograd.grad(yr, (xr, wr), x2.double())
     assert rel_err(y, yr) < 1e-6 and rel_err(dx, dxr) < 1e-5 and rel_err(dw, dwr) < 1e-5
 
+
+
+def test_rmsnorm_backward_with_the_dg_sum_fused_reports_nothing(executor, monkeypatch):
+    """rmsnorm_bwd_fused_kernel (RMSNormTuning.bwd_fuse_dg): the last programs to finish sum
+    dg's columns after waiting for the others, under either executor: no race on the partial
+    rows they read, the same bits as the backward and the dg-sum kernel apart (the same order
+    of additions), counters left zero for the next launch (reused), more reducers than
+    programs clamped, and a frozen weight (no dg wanted) the plain kernel."""
+    import dataclasses
+
+    from tritonlab.kernels import tuning
+    rn = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
+    kept = {}  # the scratch buffers reused across launches, as on a GPU stream
+
+    def scratch(name, shape, dtype, device, zeroed=False):
+        return kept.setdefault(name, (torch.zeros if zeroed else torch.empty)(shape, dtype=dtype))
+    monkeypatch.setattr(rn, "scratch", scratch)
+    g0 = torch.Generator().manual_seed(3)
+    for dtype, (m, n), reducers in ((torch.float32, (37, 100), 3), (torch.bfloat16, (9, 256), 2),
+                                    (torch.float32, (5, 40), 64)):
+        x, w, dy = (torch.randn(*shape, generator=g0).to(dtype) for shape in ((m, n), (n,), (m, n)))
+        _, rstd = rn._forward(x, w, 1e-6)
+        plain = rn._backward(dy, x, w, rstd, rows_per_program=4)
+        fused_t = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], bwd_fuse_dg=reducers)
+        plan = rn._Plan(x, w, 4, tuning=fused_t)
+        assert plan.bwd_fused[0].kernel is rn.rmsnorm_bwd_fused_kernel
+        assert plan.bwd_fused[1] == min(reducers, -(-m // 4)) and plan.native_plan() is False
+        with minitriton.configure(**ALL_CHECKS):
+            for _ in range(2):  # the counters reused by the second launch
+                fused = plan.backward(dy, x, w, rstd)
+                assert torch.equal(fused[0], plain[0]) and torch.equal(fused[1], plain[1])
+        assert not kept["rmsnorm fused dg counters"].any()  # left zero
+        kept.clear()
+        frozen = plan.backward(dy, x, w, rstd, want_dg=False)
+        assert torch.equal(frozen[0], plain[0]) and frozen[1] is None and not kept
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    dxr, dwr = torch.autograd.grad(F.rms_norm(xr, (n,), wr, 1e-6), (xr, wr), dy.double())
+    assert rel_err(fused[0], dxr) < 1e-5 and rel_err(fused[1], dwr) < 1e-5

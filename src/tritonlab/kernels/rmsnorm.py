@@ -84,14 +84,15 @@ def rmsnorm_fwd_loop_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, n_rows,
 
 
 @triton.jit
-def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
-                       rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
-                       PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None):
-    # PREFETCH: the next row's x and dy are loaded before this row is reduced and written, two
-    # rows in flight per program (docs/decisions.md#rmsnorm-backward-prefetch); STAGES: the
-    # row loop software-pipelined by Triton instead, STAGES - 1 rows' loads ahead in shared
-    # memory (docs/decisions.md#row-loop-stages)
-    pid = tl.program_id(0)
+def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_per_program,
+              BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr, PREFETCH: tl.constexpr,
+              STAGES: tl.constexpr):
+    # program pid's rows_per_program whole rows: dx written, this program's share of dg
+    # returned (in registers). PREFETCH: the next row's x and dy are loaded before this row is
+    # reduced and written, two rows in flight per program
+    # (docs/decisions.md#rmsnorm-backward-prefetch); STAGES: the row loop software-pipelined
+    # by Triton instead, STAGES - 1 rows' loads ahead in shared memory
+    # (docs/decisions.md#row-loop-stages)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
@@ -119,7 +120,39 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n
         dx = rstd * dyg - rstd * rstd * rstd * x * (dot / n_cols)
         tl.store(dx_ptr + row * n_cols + cols, dx, mask=mask)  # write N
         dg += dy * x * rstd
-    tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
+    return dg
+
+
+@triton.jit
+def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
+                       rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
+                       PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None):
+    # the whole-row backward: each program's rows, then its share of dg into its row of the
+    # partial buffer (rmsnorm_dg_sum_kernel sums them)
+    pid = tl.program_id(0)
+    dg = _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols,
+                   rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES)
+    cols = tl.arange(0, BLOCK_SIZE)
+    tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=cols < n_cols)
+
+
+@triton.jit
+def _dg_sum_cols(partial_ptr, dg_ptr, n_partial, n_cols, cols, BLOCK_P: tl.constexpr,
+                 BLOCK_N: tl.constexpr, ACC: tl.constexpr, FRESH: tl.constexpr):
+    # dg[cols] = the partial buffer's rows summed over these BLOCK_N columns, in g's dtype,
+    # BLOCK_P rows a step (one order of additions, whichever kernel runs it); FRESH: rows
+    # other programs of this launch wrote, read from L2 (.cg), not from a stale L1 line
+    col_mask = cols < n_cols
+    acc = tl.zeros([BLOCK_P, BLOCK_N], dtype=ACC)
+    for start in range(0, n_partial, BLOCK_P):
+        rows = start + tl.arange(0, BLOCK_P)
+        mask = (rows < n_partial)[:, None] & col_mask[None, :]
+        ptrs = partial_ptr + rows[:, None].to(tl.int64) * n_cols + cols[None, :]
+        if FRESH:
+            acc += tl.load(ptrs, mask=mask, other=0.0, cache_modifier=".cg")
+        else:
+            acc += tl.load(ptrs, mask=mask, other=0.0)
+    tl.store(dg_ptr + cols, tl.sum(acc, axis=0).to(dg_ptr.dtype.element_ty), mask=col_mask)
 
 
 @triton.jit
@@ -127,15 +160,41 @@ def rmsnorm_dg_sum_kernel(partial_ptr, dg_ptr, n_partial, n_cols, BLOCK_P: tl.co
                           BLOCK_N: tl.constexpr, ACC: tl.constexpr):
     # dg = the partial buffer's rows summed, stored in g's dtype: one launch where
     # partial.sum(0).to(g.dtype) took two (a reduction and, for 16-bit g, a cast)
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_mask = cols < n_cols
-    acc = tl.zeros([BLOCK_P, BLOCK_N], dtype=ACC)
-    for start in range(0, n_partial, BLOCK_P):
-        rows = start + tl.arange(0, BLOCK_P)
-        mask = (rows < n_partial)[:, None] & col_mask[None, :]
-        acc += tl.load(partial_ptr + rows[:, None].to(tl.int64) * n_cols + cols[None, :],
-                       mask=mask, other=0.0)
-    tl.store(dg_ptr + cols, tl.sum(acc, axis=0).to(dg_ptr.dtype.element_ty), mask=col_mask)
+    _dg_sum_cols(partial_ptr, dg_ptr, n_partial, n_cols,
+                 tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_P, BLOCK_N, ACC,
+                 False)
+
+
+@triton.jit
+def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, dg_ptr,
+                             sync_ptr, n_rows, n_cols, rows_per_program, reducers,
+                             BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
+                             BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+                             PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None):
+    # the whole-row backward with dg's sum in the same launch (RMSNormTuning.bwd_fuse_dg):
+    # each program stores its partial row of dg and counts itself in at sync_ptr[0]; the
+    # last `reducers` to arrive wait until all have, then sum dg's column blocks r, r +
+    # reducers, ... (as rmsnorm_dg_sum_kernel does: the same bits), and the last of them to
+    # leave zeroes both counters for the next launch. The others never wait. Only programs
+    # already running wait, never more than `reducers` of them, so the programs still to
+    # arrive find room on the GPU as long as it holds more than `reducers` at once (it holds
+    # one or more per SM). The ticket's release (after the CTA's barrier) and wait_for's
+    # acquire order the partial rows before their sum, as in _exchange.arrive_and_wait
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    dg = _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols,
+                   rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES)
+    cols = tl.arange(0, BLOCK_SIZE)
+    tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=cols < n_cols)
+    tl.debug_barrier()  # every thread's partial stored before the program counts itself in
+    ticket = tl.atomic_add(sync_ptr, 1, sem="acq_rel")
+    first = programs - reducers
+    if ticket >= first:
+        _exchange.wait_for(sync_ptr, programs)
+        for block in range(ticket - first, tl.cdiv(n_cols, BLOCK_N), reducers):
+            _dg_sum_cols(dg_partial_ptr, dg_ptr, programs, n_cols,
+                         block * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_P, BLOCK_N, ACC, True)
+        _exchange.leave(sync_ptr, sync_ptr + 1, reducers)
 
 
 @triton.jit
@@ -394,6 +453,7 @@ class _Plan:
         n_rows, n_cols = self.rows2d = (math.prod(x.shape[:-1]), x.shape[-1])
         self.rstd_dtype = stats_dtype(x)
         self.fwd = self.dot = self.bwd = self.dg_sum = None
+        self.bwd_fused = None  # the whole-row backward with dg's sum: (Bound, reducers)
         self.fwd_tail = ()  # the forward's arguments after eps (the persistent one's rows)
         self.exchange = None  # the exchange forward's (rows, pieces)
         self.bwd_exchange = None  # the exchange backward's (rows, pieces)
@@ -465,6 +525,13 @@ class _Plan:
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
                              PREFETCH=prefetch,
                              num_warps=t.bwd_warps(block, item, prefetch), **stages)
+            reducers = min(t.bwd_fuse_dg, grid[0])
+            if reducers:
+                self.bwd_fused = (Bound(rmsnorm_bwd_fused_kernel, grid, BLOCK_SIZE=block,
+                                        ACC=acc, BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N,
+                                        PREFETCH=prefetch,
+                                        num_warps=t.bwd_warps(block, item, prefetch),
+                                        **stages), reducers)
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
                             BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
@@ -475,6 +542,10 @@ class _Plan:
         first training step), False where the module cannot make them."""
         if self.bwd is None:
             self.native_why = "no kernels (an empty input)"
+            return False
+        if self.bwd_fused is not None:
+            self.native_why = ("the backward with dg's sum fused (RMSNormTuning.bwd_fuse_dg) "
+                               "has no native plan yet")
             return False
         if any(b is not None and b.runner is None
                for b in (self.fwd, self.dot, self.bwd, self.dg_sum)):
@@ -553,6 +624,19 @@ class _Plan:
             _exchange.launch(self.bwd, "rmsnorm backward", self.bwd_exchange, rstd.dtype,
                              device, (x2, g, rstd, dy2, dx2, partial),
                              (n_rows, n_cols, self.rows_per_program, self.bwd_exchange[1]))
+        elif self.bwd_fused is not None and want_dg:  # dg summed in the same launch
+            kernel, reducers = self.bwd_fused
+            if dg is None:
+                dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
+            # two counters, zero before the launch and left zero by it (_exchange.launch's)
+            sync = scratch("rmsnorm fused dg counters", (2,), torch.int32, device, zeroed=True)
+            try:
+                kernel(x2, g, rstd, dy2, dx2, partial, dg, sync, n_rows, n_cols,
+                       self.rows_per_program, reducers)
+            except BaseException:  # programs that stopped part way may have left counts
+                sync.zero_()
+                raise
+            return dx, dg
         elif self.dot is not None:
             coef = temp("rmsnorm.coef", rstd.shape, rstd.dtype, device)
             self.dot(x2, g, dy2, rstd, coef, n_cols)
