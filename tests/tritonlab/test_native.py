@@ -47,6 +47,17 @@ def test_launch_packs_parameters_as_triton_passes_them():
     for bad in ([3, 3], [4], [4, 3, 1], [4, 0]):
         with pytest.raises(ValueError, match="rows, pieces"):
             mod.RMSNormPlan(none, [none], none, 4, [1, 8], False, False, [], bad)
+    # a backward and a dg sum, or the fused backward alone (RMSNormTuning.bwd_fuse_dg) in
+    # place of the whole-row one
+    mod.RMSNormPlan(none, [], None, 4, [1, 8], False, False, [], [], [none])
+    for backward, dg_sum, coef, bwd_stats, fused in (
+            ([], None, False, [], []), ([none], None, False, [], []),
+            ([], none, False, [], []), ([none], None, False, [], [none]),
+            ([], none, False, [], [none]), ([], None, True, [], [none]),
+            ([], None, False, [4, 5], [none])):
+        with pytest.raises(ValueError, match="a fused backward alone"):
+            mod.RMSNormPlan(none, backward, dg_sum, 4, [1, 8], coef, False, [], bwd_stats,
+                            fused)
 
 
 def test_unbuildable_module_says_why(monkeypatch, tmp_path):
@@ -116,6 +127,36 @@ def test_native_step_matches_the_registered_op(shape, dtype, layout):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
     ref = F.rms_norm(x.float(), (shape[-1],), g.float(), 1e-6)
     torch.testing.assert_close(y1.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("shape,dtype", [((512, 1024), torch.bfloat16),
+                                         ((300, 4096), torch.float32), ((7, 100), torch.float16)])
+def test_native_step_with_the_dg_sum_fused(shape, dtype, monkeypatch):
+    """RMSNormTuning.bwd_fuse_dg set: the native node launches rmsnorm_bwd_fused_kernel (the
+    last programs sum dg) and gives the two-kernel backward's dx and dg bit for bit, again on
+    a second step (its counters, kept, were left zero), and with a frozen weight."""
+    import dataclasses
+
+    from tritonlab.kernels import tuning
+    _module()
+    x, g, dy = _inputs(shape, dtype, seed=7)
+    _warm(x, g, dy)
+    want = _step(rn.rmsnorm, x, g, dy)
+    fused = dataclasses.replace(tuning.tuning_for("rmsnorm", 0), bwd_fuse_dg=16)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: fused)
+    monkeypatch.setattr(rn, "_PLANS", rn.PlanCache())
+    _warm(x, g, dy)  # the Python path: the fused kernel compiles
+    assert rn._plan(x, g).bwd_fused is not None
+    for _ in range(2):
+        got = _step(rn.rmsnorm, x, g, dy)
+        assert got[3] == NAME, rn._plan(x, g).native_why
+        for a, b in zip(got[:3], want[:3]):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    frozen = _step(rn.rmsnorm, x, g, dy, frozen=True)
+    assert frozen[2] is None
+    torch.testing.assert_close(frozen[1], want[1], rtol=0, atol=0)
 
 
 @gpu

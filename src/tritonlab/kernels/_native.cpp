@@ -213,12 +213,16 @@ class Counters {
 struct RMSNormPlan {
   Launch forward;
   std::vector<Launch> backward;  // (coefficients,) then dx with the partial-dg rows
-  Launch dg_sum;
+  std::optional<Launch> dg_sum;  // none where `fused` runs
   int64_t rows;
   std::vector<int64_t> partial_shape;
   bool coef, fp64_stats;
   // the exchange forward's and backward's statistics, (rows, pieces); empty: no exchange
   std::vector<int64_t> fwd_stats, bwd_stats;
+  // the backward with dg's sum in the same launch (rmsnorm_bwd_fused_kernel), run in place of
+  // `backward` and `dg_sum` (which it leaves empty), its two counters in COUNTERS, and a dg
+  // of its own where a frozen weight wants none; empty: none
+  std::vector<Launch> fused;
   std::shared_ptr<Counters> counters = std::make_shared<Counters>();
 
   // Calls `run`, the launches of one pass (which: 0 the forward, 1 the backward), with, where
@@ -288,10 +292,24 @@ struct RMSNormBackward : public Node {
     slots[DY] = address(dy2), slots[DX] = address(dx), slots[PARTIAL] = address(partial);
     if (coef.defined()) slots[COEF] = address(coef);
     if (dg.defined()) slots[DG] = address(dg);
+    if (!plan->fused.empty()) {  // dg summed by the backward's last programs
+      at::Tensor dropped = want_dg ? at::Tensor() : at::empty(g2.sizes(), g2.options());
+      if (dropped.defined()) slots[DG] = address(dropped);
+      const int which = 2;  // the counters' own buffer (0, 1: the exchange passes')
+      at::Tensor meeting = plan->counters->get(which, 1, device, stream);
+      slots[COUNTERS] = address(meeting);
+      try {
+        for (const Launch& launch : plan->fused) launch(slots, 0.f, stream, device);
+      } catch (...) {
+        plan->counters->drop(which, stream);
+        throw;
+      }
+      return {dx, dg};
+    }
     plan->with_exchange(1, slots, r.options(), device, stream, [&] {
       for (const Launch& launch : plan->backward) launch(slots, 0.f, stream, device);
     });
-    if (want_dg) plan->dg_sum(slots, 0.f, stream, device);
+    if (want_dg) (*plan->dg_sum)(slots, 0.f, stream, device);
     return {dx, dg};
   }
 };
@@ -669,24 +687,31 @@ PYBIND11_MODULE(_tritonlab_native, m) {
            "The parameter cells (8 bytes each, scratch pointers last) a launch would pass")
       .def_readonly("kernel", &Launch::kernel);
   py::class_<RMSNormPlan, std::shared_ptr<RMSNormPlan>>(m, "RMSNormPlan")
-      .def(py::init([](Launch forward, std::vector<Launch> backward, Launch dg_sum,
+      .def(py::init([](Launch forward, std::vector<Launch> backward,
+                       std::optional<Launch> dg_sum,
                        int64_t rows, std::vector<int64_t> partial_shape, bool coef,
                        bool fp64_stats, std::vector<int64_t> fwd_stats,
-                       std::vector<int64_t> bwd_stats) {
+                       std::vector<int64_t> bwd_stats, std::vector<Launch> fused) {
              for (const auto* shape : {&fwd_stats, &bwd_stats})
                if (!shape->empty() &&
                    (shape->size() != 2 || (*shape)[0] != rows || (*shape)[1] < 1))
                  throw std::invalid_argument("RMSNormPlan: exchange statistics must be (rows, "
                                              "pieces)");
+             if (fused.empty() ? backward.empty() || !dg_sum
+                               : coef || !bwd_stats.empty() || !backward.empty() || dg_sum)
+               throw std::invalid_argument(
+                   "RMSNormPlan: a backward and a dg sum, or a fused backward alone (in place "
+                   "of the whole-row backward: no coefficients, no exchange)");
              return std::make_shared<RMSNormPlan>(RMSNormPlan{
                  std::move(forward), std::move(backward), std::move(dg_sum), rows,
                  std::move(partial_shape), coef, fp64_stats, std::move(fwd_stats),
-                 std::move(bwd_stats)});
+                 std::move(bwd_stats), std::move(fused)});
            }),
            py::arg("forward"), py::arg("backward"), py::arg("dg_sum"), py::arg("rows"),
            py::arg("partial_shape"), py::arg("coef"), py::arg("fp64_stats"),
            py::arg("fwd_stats") = std::vector<int64_t>(),
-           py::arg("bwd_stats") = std::vector<int64_t>());
+           py::arg("bwd_stats") = std::vector<int64_t>(),
+           py::arg("fused") = std::vector<Launch>());
   m.def("rmsnorm_forward",
         [](const std::shared_ptr<RMSNormPlan>& plan, const at::Tensor& x, const at::Tensor& g,
            double eps, uintptr_t stream) { return rmsnorm_forward(plan, x, g, eps, stream); },

@@ -543,12 +543,12 @@ class _Plan:
         if self.bwd is None:
             self.native_why = "no kernels (an empty input)"
             return False
-        if self.bwd_fused is not None:
-            self.native_why = ("the backward with dg's sum fused (RMSNormTuning.bwd_fuse_dg) "
-                               "has no native plan yet")
-            return False
-        if any(b is not None and b.runner is None
-               for b in (self.fwd, self.dot, self.bwd, self.dg_sum)):
+        # the backward with dg's sum fused runs whether or not dg is wanted (a frozen weight's
+        # dg summed into a buffer of its own and dropped): no backward and dg sum of its own
+        fused_bound, reducers = self.bwd_fused or (None, 0)
+        needed = ((self.fwd, fused_bound) if fused_bound is not None else
+                  (self.fwd, self.dot, self.bwd, self.dg_sum))
+        if any(b is not None and b.runner is None for b in needed):
             return None
         mod = _native.module()
         if mod is None:
@@ -560,7 +560,13 @@ class _Plan:
         fwd_tail = self.fwd_tail if self.exchange is None else (*exchange, *self.exchange)
         fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
                                         _native.SCALAR, *fwd_tail))
-        if self.bwd_exchange is not None:
+        fused, dg_sum = [], None
+        if fused_bound is not None:  # its counters in "counters"
+            bwd = []
+            fused = [_native.launch(fused_bound, (s["x"], s["g"], s["rstd"], s["dy"], s["dx"],
+                                                  s["partial"], s["dg"], s["counters"], n_rows,
+                                                  n_cols, self.rows_per_program, reducers))]
+        elif self.bwd_exchange is not None:
             bwd = [_native.launch(self.bwd, (s["x"], s["g"], s["rstd"], s["dy"], s["dx"],
                                              s["partial"], *exchange, n_rows, n_cols,
                                              self.rows_per_program, self.bwd_exchange[1]))]
@@ -574,15 +580,17 @@ class _Plan:
             bwd = [_native.launch(self.bwd, (s["x"], s["g"], s["rstd"], s["dy"], s["dx"],
                                              s["partial"], n_rows, n_cols,
                                              self.rows_per_program))]
-        dg_sum = _native.launch(self.dg_sum, (s["partial"], s["dg"], parts, n_cols))
-        refused = [r for r in (fwd, *bwd, dg_sum) if isinstance(r, str)]
+        if not fused:
+            dg_sum = _native.launch(self.dg_sum, (s["partial"], s["dg"], parts, n_cols))
+        refused = [r for r in (fwd, *bwd, dg_sum, *fused) if isinstance(r, str)]
         if refused:
             self.native_why = "; ".join(refused)
             return False
         mod.set_create_graph_backward(_create_graph_backward)
         return mod.RMSNormPlan(fwd, bwd, dg_sum, n_rows, list(self.partial_shape),
                                self.dot is not None, self.rstd_dtype == torch.float64,
-                               list(self.exchange or ()), list(self.bwd_exchange or ()))
+                               list(self.exchange or ()), list(self.bwd_exchange or ()),
+                               fused)
 
     def rows(self, t):
         """A contiguous t of the plan's shape as (rows, N)."""
