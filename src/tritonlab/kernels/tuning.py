@@ -136,7 +136,8 @@ class RMSNormTuning:
     # last `bwd_fuse_dg` programs to finish their rows sum dg's columns, in place of
     # rmsnorm_dg_sum_kernel's launch (2.9-4.5 us of graph time alone on an H100 at 8192x4096
     # and 32768x1024, docs/results/row-stages-h100-2026-12-05.json); 0: off, until
-    # benchmarks/probes/rms_bwd_fused_dg.py measures it (docs/decisions.md#rmsnorm-backward-fused-dg)
+    # benchmarks/probes/rms_bwd_fused_dg.py measures it
+    # (docs/decisions.md#rmsnorm-backward-fused-dg)
     bwd_fuse_dg: int = 0
 
     def fwd_exchanges(self, element_size, n_cols):
