@@ -2,9 +2,11 @@
 (rmsnorm_bwd_fused_kernel: the last `reducers` programs to finish sum dg's columns), against
 today's backward kernel followed by rmsnorm_dg_sum_kernel, at the default plan's programs,
 warps and PREFETCH/stages, at 8192x4096 and 32768x1024 in bf16 and fp32, with a copy of the
-same 3·MN bytes timed beside them. Each variant is checked bit for bit against today's
-(the same order of additions), then timed by CUDA-graph replays and do_bench (L2 flushed),
-three interleaved repeats (median).
+same 3·MN bytes timed beside them. Each variant is checked against today's (dx bit for bit,
+dg within rounding: the same bits only where both kernels run with 4 warps, tl.sum's order
+following the layout), then timed by CUDA-graph replays and do_bench (L2 flushed), three
+interleaved repeats (median); the largest reducer count is capped at half the SMs by the
+plan.
 Decides: RMSNormTuning.bwd_fuse_dg (kernels/tuning.py; issue 37's RMSNorm forward+backward
 rows, 0.62-0.89 of the copy on the H200 on 2026-12-06, where the dg sum alone took 2.9-4.5 us
 of graph time on an H100).
@@ -45,12 +47,16 @@ def main(shapes=SHAPES):
                 plan.dg_sum(partial, dg, parts, N)
             today(want_dx, want_dg)
 
-            def check():
-                assert torch.equal(dx, want_dx) and torch.equal(dg, want_dg)
+            def check():  # dx the same bits; dg within rounding (tl.sum's order: the warps)
+                assert torch.equal(dx, want_dx), "dx differs"
+                tol = 1e-5 if dtype == torch.float32 else 1e-2
+                torch.testing.assert_close(dg, want_dg, rtol=tol, atol=tol)
                 assert not sync.any(), "counters not left zero"
+                same = torch.equal(dg, want_dg)
+                diff = (dg.float() - want_dg.float()).abs().max().item()
                 dx.zero_()
                 dg.zero_()
-                return "same bits"
+                return "same bits" if same else f"dg max diff {diff:.1e}"
             t = tuning_for("rmsnorm", x.get_device())
             impls = [(f"today {parts} programs", today, check)]
             for reducers in REDUCERS:

@@ -1,6 +1,7 @@
 """tritonlab's kernels on the simulator with every sanitizer on, under both executors: correct
 kernels report nothing (no race, no order dependence, no padded lane that changes a result) and
 still compute the reference."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -130,9 +131,10 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monke
 def test_rmsnorm_backward_with_the_dg_sum_fused_reports_nothing(executor, monkeypatch):
     """rmsnorm_bwd_fused_kernel (RMSNormTuning.bwd_fuse_dg): the last programs to finish sum
     dg's columns after waiting for the others, under either executor: no race on the partial
-    rows they read, the same bits as the backward and the dg-sum kernel apart (the same order
-    of additions), counters left zero for the next launch (reused), more reducers than
-    programs clamped, and a frozen weight (no dg wanted) the plain kernel."""
+    rows they read; dx as the plain backward's, dg the same bits where both kernels run with
+    4 warps (tl.sum's order follows the layout) and within rounding where the row kernel runs
+    more; the same bits every launch (the counters, reused, left zero); more reducers than
+    programs clamped; a frozen weight's dg summed into a dropped buffer by the same kernel."""
     import dataclasses
 
     from tritonlab.kernels import tuning
@@ -143,23 +145,33 @@ def test_rmsnorm_backward_with_the_dg_sum_fused_reports_nothing(executor, monkey
         return kept.setdefault(name, (torch.zeros if zeroed else torch.empty)(shape, dtype=dtype))
     monkeypatch.setattr(rn, "scratch", scratch)
     g0 = torch.Generator().manual_seed(3)
-    for dtype, (m, n), reducers in ((torch.float32, (37, 100), 3), (torch.bfloat16, (9, 256), 2),
-                                    (torch.float32, (5, 40), 64)):
+    for dtype, (m, n), reducers, warps in ((torch.float32, (37, 100), 3, 4),
+                                           (torch.bfloat16, (9, 256), 2, 4),
+                                           (torch.float32, (5, 40), 64, 4),
+                                           (torch.float32, (12, 4096), 2, 8)):
         x, w, dy = (torch.randn(*shape, generator=g0).to(dtype) for shape in ((m, n), (n,), (m, n)))
         _, rstd = rn._forward(x, w, 1e-6)
         plain = rn._backward(dy, x, w, rstd, rows_per_program=4)
         fused_t = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], bwd_fuse_dg=reducers)
         plan = rn._Plan(x, w, 4, tuning=fused_t)
-        assert plan.bwd_fused[0].kernel is rn.rmsnorm_bwd_fused_kernel
-        assert plan.bwd_fused[1] == min(reducers, -(-m // 4))
+        kernel, k = plan.bwd_fused
+        assert kernel.kernel is rn.rmsnorm_bwd_fused_kernel and kernel.kw["num_warps"] == warps
+        assert k == min(reducers, -(-m // 4))
         with minitriton.configure(**ALL_CHECKS):
-            for _ in range(2):  # the counters reused by the second launch
-                fused = plan.backward(dy, x, w, rstd)
-                assert torch.equal(fused[0], plain[0]) and torch.equal(fused[1], plain[1])
+            runs = [plan.backward(dy, x, w, rstd) for _ in range(2)]  # the counters reused
         assert not kept["rmsnorm fused dg counters"].any()  # left zero
-        kept.clear()
+        assert torch.equal(runs[0][1], runs[1][1]) and torch.equal(runs[0][0], plain[0])
+        if warps == 4:
+            assert torch.equal(runs[0][1], plain[1])
+        else:
+            torch.testing.assert_close(runs[0][1], plain[1], rtol=1e-5, atol=1e-5)
         frozen = plan.backward(dy, x, w, rstd, want_dg=False)
-        assert torch.equal(frozen[0], plain[0]) and frozen[1] is None and not kept
+        assert torch.equal(frozen[0], plain[0]) and frozen[1] is None
+        torch.testing.assert_close(kept["rmsnorm fused dg dropped"], plain[1], rtol=1e-5,
+                                   atol=1e-5)
+        kept.clear()
+    with pytest.raises(ValueError, match="bwd_fuse_dg"):
+        rn._Plan(x, w, 4, tuning=dataclasses.replace(fused_t, bwd_fuse_dg=-1))
     xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
     dxr, dwr = torch.autograd.grad(F.rms_norm(xr, (n,), wr, 1e-6), (xr, wr), dy.double())
-    assert rel_err(fused[0], dxr) < 1e-5 and rel_err(fused[1], dwr) < 1e-5
+    assert rel_err(runs[0][0], dxr) < 1e-5 and rel_err(runs[0][1], dwr) < 1e-5

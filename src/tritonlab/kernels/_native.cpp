@@ -698,7 +698,8 @@ PYBIND11_MODULE(_tritonlab_native, m) {
                  throw std::invalid_argument("RMSNormPlan: exchange statistics must be (rows, "
                                              "pieces)");
              if (fused.empty() ? backward.empty() || !dg_sum
-                               : coef || !bwd_stats.empty() || !backward.empty() || dg_sum)
+                               : fused.size() != 1 || coef || !bwd_stats.empty() ||
+                                     !backward.empty() || dg_sum)
                throw std::invalid_argument(
                    "RMSNormPlan: a backward and a dg sum, or a fused backward alone (in place "
                    "of the whole-row backward: no coefficients, no exchange)");

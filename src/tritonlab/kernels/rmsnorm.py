@@ -174,12 +174,14 @@ def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_
     # the whole-row backward with dg's sum in the same launch (RMSNormTuning.bwd_fuse_dg):
     # each program stores its partial row of dg and counts itself in at sync_ptr[0]; the
     # last `reducers` to arrive wait until all have, then sum dg's column blocks r, r +
-    # reducers, ... (as rmsnorm_dg_sum_kernel does: the same bits), and the last of them to
+    # reducers, ... with rmsnorm_dg_sum_kernel's helper (the same bits where both run with
+    # the same warps: tl.sum's order follows the tile's layout), and the last of them to
     # leave zeroes both counters for the next launch. The others never wait. Only programs
     # already running wait, never more than `reducers` of them, so the programs still to
-    # arrive find room on the GPU as long as it holds more than `reducers` at once (it holds
-    # one or more per SM). The ticket's release (after the CTA's barrier) and wait_for's
-    # acquire order the partial rows before their sum, as in _exchange.arrive_and_wait
+    # arrive find room on the GPU as long as it holds more than `reducers` at once (the plan
+    # keeps reducers to half the SMs; the GPU holds one or more programs per SM). The
+    # ticket's release (after the CTA's barrier) and wait_for's acquire order the partial
+    # rows before their sum, as in _exchange.arrive_and_wait
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     dg = _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols,
@@ -191,6 +193,7 @@ def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_
     first = programs - reducers
     if ticket >= first:
         _exchange.wait_for(sync_ptr, programs)
+        tl.debug_barrier()  # no thread reads the partial rows before the wait is over
         for block in range(ticket - first, tl.cdiv(n_cols, BLOCK_N), reducers):
             _dg_sum_cols(dg_partial_ptr, dg_ptr, programs, n_cols,
                          block * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_P, BLOCK_N, ACC, True)
@@ -525,7 +528,13 @@ class _Plan:
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
                              PREFETCH=prefetch,
                              num_warps=t.bwd_warps(block, item, prefetch), **stages)
-            reducers = min(t.bwd_fuse_dg, grid[0])
+            if t.bwd_fuse_dg < 0:
+                raise ValueError(f"RMSNormTuning.bwd_fuse_dg must be 0 (off) or the number of "
+                                 f"programs that sum dg, not {t.bwd_fuse_dg}")
+            # at most half the SMs wait (deadlock-free with room to spare, other streams'
+            # fused launches included), and no more than the programs
+            reducers = min(t.bwd_fuse_dg, grid[0],
+                           max(1, device.sms // 2) if device.on_gpu else grid[0])
             if reducers:
                 self.bwd_fused = (Bound(rmsnorm_bwd_fused_kernel, grid, BLOCK_SIZE=block,
                                         ACC=acc, BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N,
@@ -632,19 +641,23 @@ class _Plan:
             _exchange.launch(self.bwd, "rmsnorm backward", self.bwd_exchange, rstd.dtype,
                              device, (x2, g, rstd, dy2, dx2, partial),
                              (n_rows, n_cols, self.rows_per_program, self.bwd_exchange[1]))
-        elif self.bwd_fused is not None and want_dg:  # dg summed in the same launch
+        elif self.bwd_fused is not None:  # dg summed in the same launch
+            # (a frozen weight's too, into a buffer dropped after: the native node runs this
+            # one kernel either way, and it compiles on whichever step comes first)
             kernel, reducers = self.bwd_fused
-            if dg is None:
+            if not want_dg:
+                dropped = scratch("rmsnorm fused dg dropped", (n_cols,), g.dtype, device)
+            elif dg is None:
                 dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
             # two counters, zero before the launch and left zero by it (_exchange.launch's)
             sync = scratch("rmsnorm fused dg counters", (2,), torch.int32, device, zeroed=True)
             try:
-                kernel(x2, g, rstd, dy2, dx2, partial, dg, sync, n_rows, n_cols,
-                       self.rows_per_program, reducers)
+                kernel(x2, g, rstd, dy2, dx2, partial, dg if want_dg else dropped, sync, n_rows,
+                       n_cols, self.rows_per_program, reducers)
             except BaseException:  # programs that stopped part way may have left counts
                 sync.zero_()
                 raise
-            return dx, dg
+            return dx, dg if want_dg else None
         elif self.dot is not None:
             coef = temp("rmsnorm.coef", rstd.shape, rstd.dtype, device)
             self.dot(x2, g, dy2, rstd, coef, n_cols)

@@ -133,9 +133,10 @@ class RMSNormTuning:
     # the whole-row backward's bwd_stages apply to rows of at most this many bytes
     bwd_stages_bytes: int = 1 << 30
     # The whole-row backward with dg's sum in the same launch (rmsnorm_bwd_fused_kernel): the
-    # last `bwd_fuse_dg` programs to finish their rows sum dg's columns, in place of
-    # rmsnorm_dg_sum_kernel's launch (2.9-4.5 us of graph time alone on an H100 at 8192x4096
-    # and 32768x1024, docs/results/row-stages-h100-2026-12-05.json); 0: off, until
+    # last `bwd_fuse_dg` programs (at most half the SMs) to finish their rows sum dg's
+    # columns, in place of rmsnorm_dg_sum_kernel's launch (2.9-4.5 us of graph time alone on
+    # an H100 at 8192x4096 and 32768x1024, docs/results/row-stages-h100-2026-12-05.json); 0:
+    # off, until
     # benchmarks/probes/rms_bwd_fused_dg.py measures it
     # (docs/decisions.md#rmsnorm-backward-fused-dg)
     bwd_fuse_dg: int = 0
