@@ -63,51 +63,56 @@ def default_plan(x):
     return kind, block, t.exchange_warps
 
 
-def main(shapes=SHAPES):
-    summary = []
+def cases(shapes):
+    """(M, N, dtype, x, y, check, (kind, block, warps)) per shape and dtype (bf16, fp32): the
+    input, an output buffer, its check against float64 and the default plan's kernel."""
     for M, N in shapes:
         for dtype in (torch.bfloat16, torch.float32):
             x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
             y = torch.empty_like(x)
-            check = softmax_check(x, y)
-            kind, block, warps = default_plan(x)
-            impls = [("new default", lambda: sm.softmax(x), lambda: check(sm.softmax(x))),
-                     (f"new {kind} {block} w{warps}", launcher(sm, kind, x, y, block, warps),
-                      check)]
-            if before is not None:
-                impls.append((f"before {kind} {block} w{warps}",
-                              launcher(before, kind, x, y, block, warps), check))
-            impls.append(("torch.softmax", lambda: torch.softmax(x, -1), None))
-            if LigerSoftmaxFunction is not None:
-                impls.append(("Liger", lambda: LigerSoftmaxFunction.apply(x),
-                              lambda: check(LigerSoftmaxFunction.apply(x))))
-            if N >= 32768 and dtype != torch.float32:  # 16-bit long rows: online blocks, warps
-                for b in (4096, 8192, 16384):
-                    for w in (8, 16, 32):
-                        impls.append((f"new online {b} w{w}", launcher(sm, "online", x, y, b, w),
-                                      check))
-            if N > 32768 and dtype != torch.float32:  # the new exchange for 16-bit long rows
-                for b in (8192, 16384, 32768):
-                    for w in (4, 8, 16):
-                        pieces = triton.cdiv(N, b)
-                        if 2 <= pieces <= _exchange.max_pieces(x):
-                            impls.append((f"new exchange {b} w{w}",
-                                          launcher(sm, "exchange", x, y, b, w), check))
-            rows = interleaved(impls)
-            nbytes = 2 * M * N * x.element_size()
-            name = f"{M}x{N} {dtype_name(dtype)}"
-            for label, _, err, g, c in sorted(rows, key=lambda r: r[4]):
-                print(f"softmax {name:<18} {label:<26} do_bench {c:8.1f} us "
-                      f"{nbytes / c / 1e3:6.0f} GB/s  graph {g:8.1f} us "
-                      f"{nbytes / g / 1e3:6.0f} GB/s  err {err}", flush=True)
-            by = {r[0]: r[4] for r in rows}
-            new = by.get("new default")
-            parts = [f"{name:<18} new {nbytes / new / 1e3:5.0f} GB/s"]
-            for other in ("before", "Liger", "torch.softmax"):
-                key = next((k for k in by if k.startswith(other)), None)
-                if key:
-                    parts.append(f"{by[key] / new:.3f}x {other}")
-            summary.append("  ".join(parts))
+            yield M, N, dtype, x, y, softmax_check(x, y), default_plan(x)
+
+
+def main(shapes=SHAPES):
+    summary = []
+    for M, N, dtype, x, y, check, (kind, block, warps) in cases(shapes):
+        impls = [("new default", lambda: sm.softmax(x), lambda: check(sm.softmax(x))),
+                 (f"new {kind} {block} w{warps}", launcher(sm, kind, x, y, block, warps),
+                  check)]
+        if before is not None:
+            impls.append((f"before {kind} {block} w{warps}",
+                          launcher(before, kind, x, y, block, warps), check))
+        impls.append(("torch.softmax", lambda: torch.softmax(x, -1), None))
+        if LigerSoftmaxFunction is not None:
+            impls.append(("Liger", lambda: LigerSoftmaxFunction.apply(x),
+                          lambda: check(LigerSoftmaxFunction.apply(x))))
+        if N >= 32768 and dtype != torch.float32:  # 16-bit long rows: online blocks, warps
+            for b in (4096, 8192, 16384):
+                for w in (8, 16, 32):
+                    impls.append((f"new online {b} w{w}", launcher(sm, "online", x, y, b, w),
+                                  check))
+        if N > 32768 and dtype != torch.float32:  # the new exchange for 16-bit long rows
+            for b in (8192, 16384, 32768):
+                for w in (4, 8, 16):
+                    pieces = triton.cdiv(N, b)
+                    if 2 <= pieces <= _exchange.max_pieces(x):
+                        impls.append((f"new exchange {b} w{w}",
+                                      launcher(sm, "exchange", x, y, b, w), check))
+        rows = interleaved(impls)
+        nbytes = 2 * M * N * x.element_size()
+        name = f"{M}x{N} {dtype_name(dtype)}"
+        for label, _, err, g, c in sorted(rows, key=lambda r: r[4]):
+            print(f"softmax {name:<18} {label:<26} do_bench {c:8.1f} us "
+                  f"{nbytes / c / 1e3:6.0f} GB/s  graph {g:8.1f} us "
+                  f"{nbytes / g / 1e3:6.0f} GB/s  err {err}", flush=True)
+        by = {r[0]: r[4] for r in rows}
+        new = by.get("new default")
+        parts = [f"{name:<18} new {nbytes / new / 1e3:5.0f} GB/s"]
+        for other in ("before", "Liger", "torch.softmax"):
+            key = next((k for k in by if k.startswith(other)), None)
+            if key:
+                parts.append(f"{by[key] / new:.3f}x {other}")
+        summary.append("  ".join(parts))
     print("\nsummary (do_bench medians of 3):")
     print("\n".join(summary))
 

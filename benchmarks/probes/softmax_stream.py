@@ -12,8 +12,8 @@ Decides: SoftmaxTuning.row_stream (kernels/tuning.py; issue 37: softmax bf16 327
 """
 import sys
 
-from _common import dtype_name, interleaved, softmax_check, torch
-from softmax_sfu import LigerSoftmaxFunction, default_plan, launcher
+from _common import dtype_name, interleaved
+from softmax_sfu import LigerSoftmaxFunction, cases, launcher
 from tritonlab.kernels import softmax as sm
 
 SHAPES = ((32768, 1024), (8192, 4096), (4096, 16384), (2048, 32768), (16384, 512))
@@ -21,39 +21,34 @@ SHAPES = ((32768, 1024), (8192, 4096), (4096, 16384), (2048, 32768), (16384, 512
 
 def main(shapes=SHAPES):
     summary = []
-    for M, N in shapes:
-        for dtype in (torch.bfloat16, torch.float32):
-            x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
-            y = torch.empty_like(x)
-            check = softmax_check(x, y)
-            kind, block, warps = default_plan(x)
-            if kind not in ("row", "rows"):
-                print(f"{M}x{N} {dtype_name(dtype)}: the default is {kind}, not a row kernel")
-                continue
-            impls = [(f"plain {kind} {block} w{warps}", launcher(sm, kind, x, y, block, warps),
-                      check),
-                     (f".cs {kind} {block} w{warps}",
-                      launcher(sm, kind, x, y, block, warps, STREAM=True), check),
-                     ("copy", lambda: y.copy_(x), None)]
-            if LigerSoftmaxFunction is not None:
-                impls.append(("Liger", lambda: LigerSoftmaxFunction.apply(x),
-                              lambda: check(LigerSoftmaxFunction.apply(x))))
-            rows = interleaved(impls)
-            by = {r[0].split()[0]: (r[3], r[4]) for r in rows}  # graph, do_bench
-            name = f"{M}x{N} {dtype_name(dtype)}"
-            copy = by.get("copy")
-            for label, _, err, g, c in sorted(rows, key=lambda r: r[4]):
-                frac = (f"of copy {copy[1] / c:.3f} ({copy[0] / g:.3f})" if copy else "")
-                print(f"softmax {name:<18} {label:<22} do_bench {c:8.1f} us  graph {g:8.1f} us "
-                      f" {frac}  err {err}", flush=True)
-            parts = [name]
-            for label in ("plain", ".cs"):
-                if label in by and copy:
-                    g, c = by[label]
-                    liger = (f", Liger {by['Liger'][1] / c:.3f}x ({by['Liger'][0] / g:.3f}x)"
-                             if "Liger" in by else "")
-                    parts.append(f"{label} {copy[1] / c:.3f} ({copy[0] / g:.3f}){liger}")
-            summary.append("  ".join(parts))
+    for M, N, dtype, x, y, check, (kind, block, warps) in cases(shapes):
+        if kind not in ("row", "rows"):
+            print(f"{M}x{N} {dtype_name(dtype)}: the default is {kind}, not a row kernel")
+            continue
+        impls = [(f"plain {kind} {block} w{warps}", launcher(sm, kind, x, y, block, warps),
+                  check),
+                 (f".cs {kind} {block} w{warps}",
+                  launcher(sm, kind, x, y, block, warps, STREAM=True), check),
+                 ("copy", lambda: y.copy_(x), None)]
+        if LigerSoftmaxFunction is not None:
+            impls.append(("Liger", lambda: LigerSoftmaxFunction.apply(x),
+                          lambda: check(LigerSoftmaxFunction.apply(x))))
+        rows = interleaved(impls)
+        by = {r[0].split()[0]: (r[3], r[4]) for r in rows}  # graph, do_bench
+        name = f"{M}x{N} {dtype_name(dtype)}"
+        copy = by.get("copy")
+        for label, _, err, g, c in sorted(rows, key=lambda r: r[4]):
+            frac = (f"of copy {copy[1] / c:.3f} ({copy[0] / g:.3f})" if copy else "")
+            print(f"softmax {name:<18} {label:<22} do_bench {c:8.1f} us  graph {g:8.1f} us "
+                  f" {frac}  err {err}", flush=True)
+        parts = [name]
+        for label in ("plain", ".cs"):
+            if label in by and copy:
+                g, c = by[label]
+                liger = (f", Liger {by['Liger'][1] / c:.3f}x ({by['Liger'][0] / g:.3f}x)"
+                         if "Liger" in by else "")
+                parts.append(f"{label} {copy[1] / c:.3f} ({copy[0] / g:.3f}){liger}")
+        summary.append("  ".join(parts))
     print("\nsummary: of the copy in do_bench (graph); Liger's time over ours:")
     print("\n".join(summary))
 
