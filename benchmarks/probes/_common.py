@@ -15,6 +15,11 @@ from tritonlab import backend  # noqa: E402
 triton, tl = backend.triton, backend.tl
 
 
+def shapes_from_argv(default):
+    """The MxN shapes given on the command line (`probe.py 8192x4096 ...`), else `default`."""
+    return [tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or default
+
+
 def do_bench(fn):
     """do_bench's median in ms (warm-up 25 ms, 100 ms of repetitions, L2 flushed)."""
     return triton.testing.do_bench(fn, return_mode="median")

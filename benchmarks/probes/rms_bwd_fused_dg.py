@@ -14,9 +14,8 @@ of graph time on an H100).
     python benchmarks/probes/rms_bwd_fused_dg.py [MxN ...]
 """
 import dataclasses
-import sys
 
-from _common import dtype_name, interleaved, torch
+from _common import dtype_name, interleaved, shapes_from_argv, torch
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels.tuning import tuning_for
 
@@ -90,4 +89,4 @@ def main(shapes=SHAPES):
 
 
 if __name__ == "__main__":  # rms_bwd_fused_dg.py [MxN ...]: these shapes only
-    main([tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or SHAPES)
+    main(shapes_from_argv(SHAPES))

@@ -7,9 +7,9 @@ and fp32; the 16-bit long rows also by the new exchange over block and warps. Ea
 against a float64 softmax, then timed by CUDA-graph replays and by do_bench (L2 flushed),
 three interleaved repeats (median).
 Decides: docs/decisions.md#softmax-sfu."""
-import sys
 
-from _common import dtype_name, interleaved, softmax_check, torch, triton
+from _common import (dtype_name, interleaved, shapes_from_argv, softmax_check, torch,
+                     triton)
 from softmax_exchange import exchange
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import softmax as sm
@@ -118,4 +118,4 @@ def main(shapes=SHAPES):
 
 
 if __name__ == "__main__":  # softmax_sfu.py [MxN ...]: these shapes only
-    main([tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or SHAPES)
+    main(shapes_from_argv(SHAPES))

@@ -10,9 +10,8 @@ Decides: SoftmaxTuning.row_stream (kernels/tuning.py; issue 37: softmax bf16 327
 
     python benchmarks/probes/softmax_stream.py [MxN ...]
 """
-import sys
 
-from _common import dtype_name, interleaved
+from _common import dtype_name, interleaved, shapes_from_argv
 from softmax_sfu import LigerSoftmaxFunction, cases, launcher
 from tritonlab.kernels import softmax as sm
 
@@ -54,4 +53,4 @@ def main(shapes=SHAPES):
 
 
 if __name__ == "__main__":  # softmax_stream.py [MxN ...]: these shapes only
-    main([tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or SHAPES)
+    main(shapes_from_argv(SHAPES))
