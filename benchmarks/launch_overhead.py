@@ -315,7 +315,7 @@ def split_attention(value):
     t = dataclasses.replace(attention.tuning_for("attention", dev), split_programs_below=below)
     attention.tuning_for = lambda kind, device, t=t, real=attention.tuning_for: (
         t if kind == "attention" else real(kind, device))
-    attention._native_attention.tables.clear()
+    attention._native_attention.clear()
     return below
 
 

@@ -80,7 +80,7 @@ def main(argv=None):
 
     def use(t):  # a tuning for every later call, native plans made again
         fa.tuning_for = lambda kind, device, t=t: t
-        fa._native_attention.tables.clear()
+        fa._native_attention.clear()
 
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton "
           f"{triton.__version__}; GPU us of a forward (graph replays), then wall us a call")

@@ -144,6 +144,7 @@ def test_rmsnorm_backward_with_the_dg_sum_fused_reports_nothing(executor, monkey
     def scratch(name, shape, dtype, device, zeroed=False):
         return kept.setdefault(name, (torch.zeros if zeroed else torch.empty)(shape, dtype=dtype))
     monkeypatch.setattr(rn, "scratch", scratch)
+    monkeypatch.setattr(rn._exchange, "scratch", scratch)
     g0 = torch.Generator().manual_seed(3)
     for dtype, (m, n), reducers, warps in ((torch.float32, (37, 100), 3, 4),
                                            (torch.bfloat16, (9, 256), 2, 4),

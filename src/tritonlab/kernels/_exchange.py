@@ -62,17 +62,23 @@ def max_pieces(x):
     return sm_count(x.get_device()) if x.is_cuda else 64
 
 
-def launch(bound, name, stats_shape, dtype, device, args, tail):
-    """`bound(*args, stats, sync, *tail)`: an exchange kernel's launch with its buffers, reused
-    scratch (`_launch.scratch`): the statistics, (rows, pieces, ...) of `dtype`, and two
-    counters per row, zero before the launch and left zero by it; a launch that stopped part
+def counted(name, count, device, run):
+    """run(sync): a launch given `count` int32 counters, reused scratch (`_launch.scratch`,
+    kept under `name`), zero before the launch and left zero by it; a launch that stopped part
     way may have left counts behind, so they are zeroed again before its error goes on."""
-    stats = scratch(f"{name} exchange", stats_shape, dtype, device)
-    sync = scratch(f"{name} exchange counters", (2 * stats_shape[0],), torch.int32, device,
-                   zeroed=True)
+    sync = scratch(name, (count,), torch.int32, device, zeroed=True)
     try:
-        bound(*args, stats, sync, *tail)
+        return run(sync)
     except BaseException:
         sync.zero_()
         raise
+
+
+def launch(bound, name, stats_shape, dtype, device, args, tail):
+    """`bound(*args, stats, sync, *tail)`: an exchange kernel's launch with its buffers, reused
+    scratch (`_launch.scratch`): the statistics, (rows, pieces, ...) of `dtype`, and two
+    counters per row (`counted`)."""
+    stats = scratch(f"{name} exchange", stats_shape, dtype, device)
+    counted(f"{name} exchange counters", 2 * stats_shape[0], device,
+            lambda sync: bound(*args, stats, sync, *tail))
 

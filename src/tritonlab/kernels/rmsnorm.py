@@ -525,9 +525,9 @@ class _Plan:
             stages = (stages_kw(t.bwd_stages, 2 * block * item)  # x and dy
                       if block * item <= t.bwd_stages_bytes else {})
             prefetch = not stages and block * item <= t.bwd_prefetch_bytes
-            self.bwd = Bound(rmsnorm_bwd_kernel, grid, BLOCK_SIZE=block, ACC=acc,
-                             PREFETCH=prefetch,
-                             num_warps=t.bwd_warps(block, item, prefetch), **stages)
+            kw = dict(BLOCK_SIZE=block, ACC=acc, PREFETCH=prefetch,
+                      num_warps=t.bwd_warps(block, item, prefetch), **stages)
+            self.bwd = Bound(rmsnorm_bwd_kernel, grid, **kw)
             if t.bwd_fuse_dg < 0:
                 raise ValueError(f"RMSNormTuning.bwd_fuse_dg must be 0 (off) or the number of "
                                  f"programs that sum dg, not {t.bwd_fuse_dg}")
@@ -536,11 +536,8 @@ class _Plan:
             reducers = min(t.bwd_fuse_dg, grid[0],
                            max(1, device.sms // 2) if device.on_gpu else grid[0])
             if reducers:
-                self.bwd_fused = (Bound(rmsnorm_bwd_fused_kernel, grid, BLOCK_SIZE=block,
-                                        ACC=acc, BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N,
-                                        PREFETCH=prefetch,
-                                        num_warps=t.bwd_warps(block, item, prefetch),
-                                        **stages), reducers)
+                self.bwd_fused = (Bound(rmsnorm_bwd_fused_kernel, grid, BLOCK_P=DG_BLOCK_P,
+                                        BLOCK_N=DG_BLOCK_N, **kw), reducers)
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
                             BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
@@ -649,14 +646,9 @@ class _Plan:
                 dropped = scratch("rmsnorm fused dg dropped", (n_cols,), g.dtype, device)
             elif dg is None:
                 dg = torch.empty(n_cols, dtype=g.dtype, device=g.device)
-            # two counters, zero before the launch and left zero by it (_exchange.launch's)
-            sync = scratch("rmsnorm fused dg counters", (2,), torch.int32, device, zeroed=True)
-            try:
-                kernel(x2, g, rstd, dy2, dx2, partial, dg if want_dg else dropped, sync, n_rows,
-                       n_cols, self.rows_per_program, reducers)
-            except BaseException:  # programs that stopped part way may have left counts
-                sync.zero_()
-                raise
+            _exchange.counted("rmsnorm fused dg counters", 2, device, lambda sync: kernel(
+                x2, g, rstd, dy2, dx2, partial, dg if want_dg else dropped, sync, n_rows, n_cols,
+                self.rows_per_program, reducers))
             return dx, dg if want_dg else None
         elif self.dot is not None:
             coef = temp("rmsnorm.coef", rstd.shape, rstd.dtype, device)
