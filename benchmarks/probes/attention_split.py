@@ -3,13 +3,15 @@ forward it would replace, to set the tuning's `split_programs_below` (0, off, un
 
 A forward of few query blocks (1x1x1024x64: 8 programs of 128 queries) is latency-bound: each
 program walks every key one tile after another. The split forward cuts the keys into shares,
-one program each, and a second kernel combines them. For each row (batch x heads x seq x head
-dim, dtype, causal):
+one program each, and the last share of a query block to finish combines them (tuning
+`split_combine` "last"; "kernel": a second launch does). For each row (batch x heads x seq x
+head dim, dtype, causal):
   - the GPU's time of one forward (CUDA-graph replays, no host): the pointer forward, and the
-    split forward in 2, 4, 8 and 16 shares (the tuning forced to that many);
+    split forward in 2, 4 and 8 shares (the tuning forced to that many), and in 4 shares
+    combined by a second kernel ("kernel 4");
   - the wall time per call of `flash_attention` (2000 back-to-back calls, the native path)
-    with the default tuning and with `split_programs_below` = the SM count, next to
-    `F.scaled_dot_product_attention`'s;
+    with the default tuning and with `split_programs_below` = the SM count, either combine,
+    next to `F.scaled_dot_product_attention`'s;
 each split checked against the pointer forward first (max abs difference of O, and of L);
   and how many of 100 calls took the Python path rather than a native plan (with its reason).
 
@@ -33,7 +35,7 @@ from attention import DTYPES  # noqa: E402
 
 SHAPES = ",".join(f"1x1x{n}x{d}:{dt}:{c}" for dt in ("fp16", "bf16") for c in (0, 1)
                   for d in (64, 128) for n in (512, 1024, 2048, 4096, 8192))
-SHARES = (2, 4, 8, 16)
+SHARES = (("last", 2), ("last", 4), ("last", 8), ("kernel", 4))
 
 
 def wall_us(fn, calls=2000):
@@ -94,18 +96,19 @@ def main(argv=None):
         o_ref, l_ref = fa.attention_forward(q, k, v, causal, impl="pointers")
         row["gpu_us"]["pointers"] = 1e3 * triton.testing.do_bench_cudagraph(
             lambda: fa.attention_forward(q, k, v, causal, impl="pointers"))
-        for shares in SHARES:
+        for combine, shares in SHARES:
             use(dataclasses.replace(default, split_programs_below=1 << 30, split_min_keys=1,
-                                    max_splits=shares))
+                                    max_splits=shares, split_combine=combine))
             o, lse = fa.attention_forward(q, k, v, causal, impl="split")
-            row["max_diff"][shares] = [(o.float() - o_ref.float()).abs().max().item(),
-                                       (lse - l_ref).abs().max().item()]
-            row["gpu_us"][f"split {shares}"] = 1e3 * triton.testing.do_bench_cudagraph(
+            name = f"{'split' if combine == 'last' else combine} {shares}"
+            row["max_diff"][name] = [(o.float() - o_ref.float()).abs().max().item(),
+                                     (lse - l_ref).abs().max().item()]
+            row["gpu_us"][name] = 1e3 * triton.testing.do_bench_cudagraph(
                 lambda: fa.attention_forward(q, k, v, causal, impl="split"))
         row["wall_us"], row["python_forwards"] = {}, {}
-        for name, t in (("default", default),
-                        ("split_programs_below=SMs",
-                         dataclasses.replace(default, split_programs_below=sms))):
+        on = dataclasses.replace(default, split_programs_below=sms)
+        for name, t in (("default", default), ("split SMs", on),
+                        ("kernel SMs", dataclasses.replace(on, split_combine="kernel"))):
             use(t)
             row["wall_us"][name] = wall_us(lambda: fa.flash_attention(q, k, v, causal))
             row[f"impl {name}"] = fa.forward_impl(q, k, v)

@@ -227,11 +227,12 @@ def test_native_plan_describes_the_backward_launches_the_python_path_made(monkey
                 sim.attn_bwd_dq_kernel]
 
 
-@pytest.fixture
-def shares(monkeypatch):
-    """The split forward in up to 3 shares of at least 8 keys on the simulator's tiles."""
+@pytest.fixture(params=["last", "kernel"])
+def shares(monkeypatch, request):
+    """The split forward in up to 3 shares of at least 8 keys on the simulator's tiles,
+    combined by the last share or by a second kernel."""
     t = dataclasses.replace(tuning.tuning_for("attention", -1), split_programs_below=64,
-                            split_min_keys=8, max_splits=3)
+                            split_min_keys=8, max_splits=3, split_combine=request.param)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t)
     return t
 
@@ -240,8 +241,8 @@ def shares(monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_split_forward(shape, dtype, causal, shares):
-    """impl="split": keys in shares, one program each, combined by a second kernel: O and L
-    as float64 attention's (causal: the diagonal's tiles all in the last share; shares
+    """impl="split": keys in shares, one program each, combined by the last share to finish
+    or by a second kernel: O and L as float64 attention's (causal: the diagonal's tiles all in the last share; shares
     without keys weigh nothing), and the backward from them."""
     q, k, v, do = inputs(*shape, dtype=dtype)
     assert fa.fwd_splits(1, 1, shape[1], shape[2], shape[3], shares, asked=True) >= 2
@@ -273,12 +274,15 @@ def test_split_shares_and_the_default():
     assert fa.fwd_splits(1, 30000, 64, 4096, 64, on, asked=True) == 2
 
 
-def test_split_forward_sanitizers(executor, monkeypatch):
-    """No race (each share its own rows of the partials; the combination its rows of O and
-    L) and no padded lane that changes a max, a sum or a dot, on both executors."""
+@pytest.mark.parametrize("combine", ["last", "kernel"])
+def test_split_forward_sanitizers(executor, monkeypatch, combine):
+    """No race (each share its own rows of the partials; the combination, by the last share
+    to arrive at its query block's counter or by a second kernel, its rows of O and L, after
+    every share's partials) and no padded lane that changes a max, a sum or a dot, on both
+    executors."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
     t = dataclasses.replace(sim.tuning_for("attention", -1), split_programs_below=64,
-                            split_min_keys=8, max_splits=3)
+                            split_min_keys=8, max_splits=3, split_combine=combine)
     monkeypatch.setattr(sim, "tuning_for", lambda kind, device: t)
     q, k, v, do = (x.detach().cpu() for x in inputs(2, 37, 45, 48))
     with minitriton.configure(races=True, padding=True):
@@ -288,13 +292,48 @@ def test_split_forward_sanitizers(executor, monkeypatch):
             assert rel_err(o, want) < ATTENTION_TOLERANCES[torch.float32], causal
 
 
-def test_native_plan_describes_the_split_forward(monkeypatch):
-    """_describe of a split forward: the shares' launch and the combination, as the Python
-    path made them, and their two fp32 partials allocated before dO."""
+def test_split_forward_leaves_its_counters_zero(monkeypatch):
+    """split_combine "last": one counter per query block, which every share counts in and
+    the combining share puts back to zero; the same O and L, bit for bit, as a second
+    kernel's combination (the shares in the same order); an unknown split_combine raises."""
+    sim = backend.with_backend("tritonlab.kernels.attention", "sim")
+    base = dataclasses.replace(sim.tuning_for("attention", -1), max_splits=3,
+                               split_min_keys=8)
+    tuned = {"t": base}
+    monkeypatch.setattr(sim, "tuning_for", lambda kind, device: tuned["t"])
+    seen = []
+    counted = sim._exchange.counted
+
+    def spy(name, count, device, run):
+        def kept(sync):
+            seen.append(sync)
+            return run(sync)
+        return counted(name, count, device, kept)
+    monkeypatch.setattr(sim._exchange, "counted", spy)
+    q, k, v, _ = (x.detach().cpu() for x in inputs(2, 37, 45, 48))
+    last = sim.attention_forward(q, k, v, True, impl="split")
+    tuned["t"] = dataclasses.replace(base, split_combine="kernel")
+    kernel = sim.attention_forward(q, k, v, True, impl="split")
+    assert len(seen) == 1 and seen[0].dtype == torch.int32
+    # 2 heads x cdiv(37, 16) query blocks at the smallest BLOCK_M, all zero again
+    assert seen[0].shape == (2 * 3,) and not seen[0].any()
+    for x, y in zip(last, kernel):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    tuned["t"] = dataclasses.replace(base, split_combine="first")
+    with pytest.raises(ValueError, match="split_combine 'first'"):
+        sim.attention_forward(q, k, v, True, impl="split")
+
+
+@pytest.mark.parametrize("combine", ["last", "kernel"])
+def test_native_plan_describes_the_split_forward(monkeypatch, combine):
+    """_describe of a split forward: the shares' launch and the combination (in the same
+    launch, its counters a zeroed allocation; or a second launch), as the Python path made
+    them, and their two fp32 partials allocated before dO."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
     t = sim.tuning_for("attention", -1)
     first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl="two-kernel", bwd_impl_small="",
                                 split_programs_below=64, split_min_keys=8, max_splits=3,
+                                split_combine=combine,
                                 preprocess_block=t.simulator_preprocess_block,
                                 **{f"{name}_{size}": (t.simulator(name),)
                                    for name in ("fwd", "dkdv", "dq")
@@ -312,14 +351,20 @@ def test_native_plan_describes_the_split_forward(monkeypatch):
     sim.attention_backward(do, q, k, v, o, lse, True)
     assert sim._describe((True, None), q, k, v) == "described"
     inputs_, allocs, forward, result = seen["args"]
-    assert [b.kernel for b, _ in forward] == [sim.attn_fwd_split_kernel,
-                                              sim.attn_fwd_combine_kernel]
-    assert allocs[2:] == [((3, 1, 40, 16), torch.float32), ((3, 1, 40), torch.float32)]
+    last = combine == "last"
+    assert [b.kernel for b, _ in forward] == [sim.attn_fwd_split_kernel] + (
+        [] if last else [sim.attn_fwd_combine_kernel])
+    assert forward[0][0].kw["LAST_COMBINES"] is last
+    partials = [((3, 1, 40, 16), torch.float32), ((3, 1, 40), torch.float32)]
+    assert allocs[2:] == partials + ([((3,), torch.int32)] if last else [])
+    # the split kernel's counters argument: that allocation, else l's partial (not read)
+    assert forward[0][1][7].index == (7 if last else 6)
+    assert (seen["counters"].index if last else seen["counters"]) == (7 if last else None)
     assert result.index == 3 and seen["bwd_allocs"][0] == ((1, 40), torch.float32)
     assert [b.kernel for b, _ in seen["backward"]] == [
         sim.attn_bwd_preprocess_kernel, sim.attn_bwd_dkdv_kernel, sim.attn_bwd_dq_kernel]
     do_slot = seen["backward"][0][1][1]  # the D pass reads O, then dO
-    assert do_slot.index == 7
+    assert do_slot.index == 7 + last
 
 
 def test_tma_forward_sanitizers(executor):

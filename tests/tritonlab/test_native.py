@@ -429,6 +429,18 @@ def test_op_table_keeps_saved_outputs_without_a_cycle_and_checks_plans():
     with pytest.raises(ValueError, match="CUDA"):
         table.add(mod.OpPlan(1, [([5], torch.float32)],
                              [mod.Launch("k", 0, [1, 1, 1], 32, 0, [], [])], 1), x)
+    # meeting counters (the split attention forward's): a 1-d int32 allocation, not the
+    # result, of a forward that launches something
+    bare = mod.Launch("k", 0, [1, 1, 1], 32, 0, [], [])
+    counted = [([5], torch.float32), ([3], torch.int32)]
+    mod.OpPlan(1, counted, [bare], 1, counters_alloc=1)
+    for allocs, forward, which in ((counted, [bare], 0), (counted, [bare], 2),
+                                   (counted, [], 1), ([([5], torch.float32), ([3, 1],
+                                                       torch.int32)], [bare], 1)):
+        with pytest.raises(ValueError, match="counters must be"):
+            mod.OpPlan(1, allocs, forward, 1, counters_alloc=which)
+    with pytest.raises(ValueError, match="counters must be"):
+        mod.OpPlan(1, [([3], torch.int32)], [bare], 1, counters_alloc=0)  # the result
 
 
 def test_native_ops_stay_off_on_the_simulator():
@@ -711,16 +723,18 @@ def test_native_forward_wanting_a_gradient_before_any_backward_compiled():
 @gpu
 @needs_cuda
 @pytest.mark.parametrize("causal", [False, True])
-def test_native_split_attention_matches_the_function(causal, monkeypatch):
+@pytest.mark.parametrize("combine", ["last", "kernel"])
+def test_native_split_attention_matches_the_function(causal, combine, monkeypatch):
     """With a tuning that splits few-program forwards (split_programs_below), the default
-    forward of 1x1x1024x64 is the split one, and its native plan (the shares, the
-    combination, two partials) gives the Function's outputs and gradients, bit for bit."""
+    forward of 1x1x1024x64 is the split one, and its native plan (the shares, their
+    combination by the last share, its counters kept zero, or by a second kernel; two
+    partials) gives the Function's outputs and gradients, bit for bit."""
     import dataclasses
 
     from tritonlab.kernels import attention as fa
     _module()
     t = dataclasses.replace(fa.tuning_for("attention", torch.cuda.current_device()),
-                            split_programs_below=132)
+                            split_programs_below=132, split_combine=combine)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t)
     monkeypatch.setattr(fa._native_attention, "tables", {})  # no plan of the default tuning
     gen = torch.Generator(device="cuda").manual_seed(5)
@@ -728,15 +742,20 @@ def test_native_split_attention_matches_the_function(causal, monkeypatch):
                                dtype=torch.float16) for _ in range(4))
     assert fa.forward_impl(q, k, v) == "split" and fa.fwd_splits(1, 1, 1024, 1024, 64, t) == 4
 
-    def step(fn):
-        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    def step(fn, scale=1.0):
+        leaves = [x.clone().requires_grad_() for x in (q * scale, k, v)]
         o = fn(*leaves)
         o.backward(do)
         return o, [x.grad for x in leaves], o.grad_fn.name()
 
-    for _ in range(3):
-        o, grads, name = step(lambda *a: fa.flash_attention(*a, causal))
+    for scale in (0.5, 2.0, 1.0):  # other inputs first: a stale O would not pass
+        o, grads, name = step(lambda *a: fa.flash_attention(*a, causal), scale)
     assert name == "TritonlabFlashAttentionBackward", fa._native_attention.why
     o_ref, grads_ref, _ = step(lambda *a: fa.FlashAttentionTriton.apply(*a, causal))
     for x, y in zip((o, *grads), (o_ref, *grads_ref)):
         torch.testing.assert_close(x, y, rtol=0, atol=0)
+    # the Python path's counters, reused scratch, are zero again (the native plan's own are
+    # checked by the three calls above: a count left behind would combine too early or never)
+    from tritonlab.kernels import _launch
+    kept = [b for key, b in _launch._SCRATCH.items() if key[0] == "attention split"]
+    assert len(kept) == (combine == "last") and not any(b.any() for b in kept)

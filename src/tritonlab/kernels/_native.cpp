@@ -177,17 +177,18 @@ enum Slot { X = 0, G, Y, RSTD, DY, DX, PARTIAL, COEF, DG, STATS, COUNTERS, NSLOT
 
 uintptr_t address(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); }
 
-// The exchange kernels' meeting counters (kernels/_exchange.py): two int32 per row, zero
-// before a launch and left zero by it, so made once (zeroed) and handed out again, per
+// Meeting counters (kernels/_exchange.py's two int32 per row, the split attention forward's
+// one per query block), zero before a launch and left zero by it, so made once (zeroed) and
+// handed out again, per
 // stream and thread as `_launch.scratch` keeps them: calls on one stream run in order, and
 // another stream or thread, whose kernels could interleave, gets its own. While the stream is
 // being captured into a CUDA graph, a fresh buffer each call, as `_launch.scratch` gives
 // there: its zeroing is captured with the launch, and nothing ran it yet.
 class Counters {
  public:
-  at::Tensor get(int which, int64_t rows, int device, uintptr_t stream) {
+  at::Tensor get(int which, int64_t count, int device, uintptr_t stream) {
     auto make = [&] {
-      return at::zeros({2 * rows}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA, device));
+      return at::zeros({count}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA, device));
     };
     int capturing = 0;
     check(driver().is_capturing(reinterpret_cast<CUstream>(stream), &capturing),
@@ -237,7 +238,7 @@ struct RMSNormPlan {
     // this call's alone, and freeing it before its kernel is issued would put the free first
     // in the graph (stream-ordered allocators)
     at::Tensor buffer = at::empty(shape, stats);
-    at::Tensor meeting = counters->get(which, shape[0], device, stream);
+    at::Tensor meeting = counters->get(which, 2 * shape[0], device, stream);
     slots[STATS] = address(buffer);
     slots[COUNTERS] = address(meeting);
     try {
@@ -296,7 +297,7 @@ struct RMSNormBackward : public Node {
       at::Tensor dropped = want_dg ? at::Tensor() : at::empty(g2.sizes(), g2.options());
       if (dropped.defined()) slots[DG] = address(dropped);
       const int which = 2;  // the counters' own buffer (0, 1: the exchange passes')
-      at::Tensor meeting = plan->counters->get(which, 1, device, stream);
+      at::Tensor meeting = plan->counters->get(which, 2, device, stream);
       slots[COUNTERS] = address(meeting);
       try {
         for (const Launch& launch : plan->fused) launch(slots, 0.f, stream, device);
@@ -383,6 +384,9 @@ struct Alloc {
 struct OpPlan {
   int inputs = 0;                          // slots 0 .. inputs-1
   std::vector<Alloc> allocs;               // slots inputs .. dy-1
+  int counters_alloc = -1;                 // the allocation that is zeroed counters (int32,
+                                           // Counters: left zero by the forward), or -1
+  std::shared_ptr<Counters> counters = std::make_shared<Counters>();
   std::vector<Launch> forward;
   int result = 0;                          // the slot the call returns
   bool differentiable = false;             // a backward is described (its kernels compiled)
@@ -400,8 +404,9 @@ struct OpPlan {
 using PlanPtr = std::shared_ptr<const OpPlan>;
 
 void allocate(const std::vector<Alloc>& allocs, int first, const at::TensorOptions& options,
-              std::vector<at::Tensor>& held, std::vector<uintptr_t>& slots) {
+              std::vector<at::Tensor>& held, std::vector<uintptr_t>& slots, int skip = -1) {
   for (size_t j = 0; j < allocs.size(); ++j) {
+    if (static_cast<int>(j) == skip) continue;
     at::Tensor t = at::empty(allocs[j].sizes, options.dtype(allocs[j].dtype));
     slots[first + j] = address(t);
     held[first + j] = std::move(t);
@@ -607,10 +612,25 @@ struct OpTable {
     }
     {
       at::NoGradGuard no_grad;
-      allocate(plan->allocs, plan->inputs, tensors[0]->options(), held, slots);
+      allocate(plan->allocs, plan->inputs, tensors[0]->options(), held, slots,
+               plan->counters_alloc);
     }
-    for (const Launch& launch : plan->forward)
-      launch(slots, 0.f, stream, static_cast<int>(device));
+    if (plan->counters_alloc < 0) {
+      for (const Launch& launch : plan->forward)
+        launch(slots, 0.f, stream, static_cast<int>(device));
+    } else {  // held in `held` until the launches are issued (a fresh one while capturing)
+      int j = plan->counters_alloc;
+      held[plan->inputs + j] =
+          plan->counters->get(0, plan->allocs[j].sizes[0], static_cast<int>(device), stream);
+      slots[plan->inputs + j] = address(held[plan->inputs + j]);
+      try {
+        for (const Launch& launch : plan->forward)
+          launch(slots, 0.f, stream, static_cast<int>(device));
+      } catch (...) {  // programs that ran may have left counts behind
+        plan->counters->drop(0, stream);
+        throw;
+      }
+    }
     at::Tensor result = held[plan->result];
     if (grad) {
       NodePtr node = make_node<OpBackward>();
@@ -737,7 +757,7 @@ PYBIND11_MODULE(_tritonlab_native, m) {
                        std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> bwd_allocs,
                        std::vector<Launch> backward, std::vector<std::pair<int, int>> grads,
                        std::vector<std::vector<int64_t>> input_sizes,
-                       std::vector<int> backward_for) {
+                       std::vector<int> backward_for, int counters_alloc) {
              auto plan = std::make_shared<OpPlan>();
              plan->inputs = inputs, plan->allocs = allocs_of(allocs);
              plan->forward = std::move(forward), plan->result = result;
@@ -745,6 +765,14 @@ PYBIND11_MODULE(_tritonlab_native, m) {
              plan->bwd_allocs = allocs_of(bwd_allocs), plan->backward = std::move(backward);
              plan->grads = std::move(grads), plan->input_sizes = std::move(input_sizes);
              plan->backward_for = std::move(backward_for);
+             plan->counters_alloc = counters_alloc;
+             if (counters_alloc < -1 || counters_alloc >= static_cast<int>(plan->allocs.size()) ||
+                 (counters_alloc >= 0 &&
+                  (plan->allocs[counters_alloc].dtype != at::kInt ||
+                   plan->allocs[counters_alloc].sizes.size() != 1 ||
+                   counters_alloc + inputs == result || plan->forward.empty())))
+               throw std::invalid_argument("OpPlan: counters must be a 1-d int32 allocation, "
+                                           "not the result, of a forward with launches");
              if (!plan->backward_for.empty() && plan->backward_for.size() != plan->backward.size())
                throw std::invalid_argument("OpPlan: backward_for names one input per backward launch");
              for (int i : plan->backward_for)
@@ -781,7 +809,7 @@ PYBIND11_MODULE(_tritonlab_native, m) {
            py::arg("backward") = std::vector<Launch>(),
            py::arg("grads") = std::vector<std::pair<int, int>>(),
            py::arg("input_sizes") = std::vector<std::vector<int64_t>>(),
-           py::arg("backward_for") = std::vector<int>());
+           py::arg("backward_for") = std::vector<int>(), py::arg("counters_alloc") = -1);
   py::class_<OpTable, std::shared_ptr<OpTable>>(m, "OpTable")
       .def(py::init([](std::string op, py::object create_graph, py::object grad_ok,
                        py::object knobs, py::object miss) {

@@ -330,7 +330,7 @@ def _grad_ok():
 
 
 def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None,
-         grads=(), backward_for=()):
+         grads=(), backward_for=(), counters=None):
     """An OpPlan for `NativeOp.describe`, or a string saying why there is none, or None while
     a kernel has not run through Triton yet. `inputs`: the call's tensors (slots 0..); `allocs`:
     (shape, dtype) of the forward's new tensors (the next slots); `forward`: (Bound, arguments)
@@ -340,7 +340,9 @@ def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None
     input its gradient: Slot(i), GRAD_DY (dy itself), GRAD_EXPAND_DY (dy with a last dimension
     of the input's size) or None; `backward_for`, where given, per backward launch the index
     of the input whose gradient it serves (not launched where that gradient is not wanted),
-    or -1."""
+    or -1. `counters`: the forward allocation (a Slot) that is a kernel's meeting counters,
+    one-dimensional int32, zero before the forward and left zero by it: made once per stream
+    and thread, as `_launch.scratch(..., zeroed=True)`, not allocated per call."""
     mod = module()
     dtypes = [t.dtype for t in inputs] + [d for _, d in allocs]
     dtypes += [dtypes[result.index]] + [d for _, d in bwd_allocs]  # dy: the result's dtype
@@ -375,4 +377,5 @@ def plan(inputs, allocs, forward, result, saved=(), bwd_allocs=(), backward=None
         [(list(s), d) for s, d in bwd_allocs] if ready else [],
         launches[1] if ready else [], described if ready else [],
         [list(t.shape) for t in inputs] if ready else [],
-        list(backward_for) if ready else [])
+        list(backward_for) if ready else [],
+        -1 if counters is None else counters.index - len(inputs))

@@ -48,7 +48,7 @@ import torch
 
 from ..backend import DEVICE, TensorDescriptor, tl, triton
 from ._checks import FLOAT_DTYPES, check_inputs, sm_count
-from . import _native, ops
+from . import _exchange, _native, ops
 from ._launch import Bound, PlanCache, launch, scratch
 from .tuning import tuning_for
 
@@ -243,20 +243,25 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
 
 
 @triton.jit
-def attn_fwd_split_kernel(q_ptr, k_ptr, v_ptr, op_ptr, lp_ptr,
+def attn_fwd_split_kernel(q_ptr, k_ptr, v_ptr, op_ptr, lp_ptr, o_ptr, lse_ptr, count_ptr,
                           stride_qz, stride_qh, stride_qm, stride_qd,
                           stride_kz, stride_kh, stride_kn, stride_kd,
                           stride_vz, stride_vh, stride_vn, stride_vd,
+                          stride_oz, stride_oh, stride_om, stride_od,
                           n_heads, n_queries, n_keys, qk_scale, n_splits,
                           HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FOLD: tl.constexpr):
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FOLD: tl.constexpr,
+                          LAST_COMBINES: tl.constexpr):
     # Keys split across programs (impl "split", flash-decoding's cut): program (i, zh * S + s)
     # runs query block i of head zh over the s-th of n_splits shares of its unmasked key
     # tiles, the last share also over the tiles that need a mask (the diagonal's, the keys'
     # tail: kept whole, so that every row meets a key in its share's first tile, as the
     # online softmax needs); it writes its normalised O and its log2-sum-exp to the fp32
-    # partials (n_splits, batch*heads, Nq, HEAD_DIM) and (n_splits, batch*heads, Nq), which
-    # attn_fwd_combine_kernel merges. A share without keys writes 0 and -inf.
+    # partials (n_splits, batch*heads, Nq, HEAD_DIM) and (n_splits, batch*heads, Nq). A share
+    # without keys writes 0 and -inf. LAST_COMBINES: the last of a query block's shares to
+    # arrive at its counter (count_ptr, one int32 per query block, zero before the launch)
+    # combines them into O and L (_combine_shares) and puts the counter back to zero; else
+    # attn_fwd_combine_kernel does, in a second launch (o_ptr, lse_ptr, count_ptr unused).
     pid_m = tl.program_id(0)
     if IS_CAUSAL:  # the longest rows of keys first, as attn_fwd_kernel
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -285,32 +290,40 @@ def attn_fwd_split_kernel(q_ptr, k_ptr, v_ptr, op_ptr, lp_ptr,
                 HEAD_DIM)  # write BM*d (fp32)
     tl.store(lp_ptr + row0 + offs_m, tl.where(empty, float("-inf"), m_i + tl.log2(l_i)),
              mask=offs_m < n_queries)  # write BM
+    if LAST_COMBINES:
+        counter = count_ptr + pid_zh * tl.num_programs(0) + pid_m
+        tl.debug_barrier()  # every thread's stores issued before the program arrives
+        # release: this share's partials before the count; acquire: the others' after it
+        if tl.atomic_add(counter, 1, sem="acq_rel") == n_splits - 1:
+            tl.debug_barrier()  # the whole program reads after the count was seen
+            _combine_shares(op_ptr, lp_ptr, o_ptr, lse_ptr, pid_zh, offs_m, offs_d,
+                            stride_oz, stride_oh, stride_om, stride_od, n_heads, n_zh,
+                            n_queries, n_splits, HEAD_DIM, BLOCK_D, BLOCK_M)
+            tl.atomic_xchg(counter, 0, sem="relaxed")  # every share arrived: none reads it
 
 
 @triton.jit
-def attn_fwd_combine_kernel(op_ptr, lp_ptr, o_ptr, lse_ptr,
-                            stride_oz, stride_oh, stride_om, stride_od,
-                            n_heads, n_zh, n_queries, n_splits,
-                            HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
-                            BLOCK_M: tl.constexpr):
-    # The split forward's second step: per query row, O and L from the n_splits partials,
-    # each weighted by exp2(its log2-sum-exp - the rows' running maximum) (a share without
-    # keys, -inf, weighs 0)
-    pid_m = tl.program_id(0)
-    pid_zh = tl.program_id(1)
+def _combine_shares(op_ptr, lp_ptr, o_ptr, lse_ptr, pid_zh, offs_m, offs_d,
+                    stride_oz, stride_oh, stride_om, stride_od, n_heads, n_zh, n_queries,
+                    n_splits, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                    BLOCK_M: tl.constexpr):
+    """The split forward's rows offs_m of head pid_zh: O and L from the n_splits partials,
+    each weighted by exp2(its log2-sum-exp - the rows' running maximum) (a share without
+    keys, -inf, weighs 0), in share order whichever program combines them. The partials are
+    read past L1 (.cg): other programs wrote them in this launch."""
     off_z = (pid_zh // n_heads).to(tl.int64)
     off_h = (pid_zh % n_heads).to(tl.int64)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
     rows = offs_m < n_queries
+    mask = rows[:, None] & (offs_d[None, :] < HEAD_DIM)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     for split in range(0, n_splits):
         row0 = (tl.cast(split, tl.int64) * n_zh + pid_zh) * n_queries
-        lse = tl.load(lp_ptr + row0 + offs_m, mask=rows, other=float("-inf"))  # read BM
-        part = _load_tile(op_ptr + (row0 + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
-                          offs_m, n_queries, offs_d, HEAD_DIM, BLOCK_D, True)  # read BM*d
+        lse = tl.load(lp_ptr + row0 + offs_m, mask=rows, other=float("-inf"),
+                      cache_modifier=".cg")  # read BM
+        part = tl.load(op_ptr + (row0 + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
+                       mask=mask, other=0.0, cache_modifier=".cg")  # read BM*d
         m_new = tl.maximum(m_i, lse)
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         alpha = tl.exp2(m_i - m_safe)
@@ -324,6 +337,21 @@ def attn_fwd_combine_kernel(op_ptr, lp_ptr, o_ptr, lse_ptr,
     _store_tile(o_ptrs, acc / l_safe[:, None], offs_m, n_queries, offs_d, HEAD_DIM)  # write BM*d
     tl.store(lse_ptr + pid_zh.to(tl.int64) * n_queries + offs_m,
              (m_i + tl.log2(l_safe)) * 0.6931471805599453, mask=rows)  # write BM
+
+
+@triton.jit
+def attn_fwd_combine_kernel(op_ptr, lp_ptr, o_ptr, lse_ptr,
+                            stride_oz, stride_oh, stride_om, stride_od,
+                            n_heads, n_zh, n_queries, n_splits,
+                            HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                            BLOCK_M: tl.constexpr):
+    # The split forward's second launch (tuning split_combine="kernel"): BLOCK_M rows a
+    # program
+    pid_zh = tl.program_id(1)
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    _combine_shares(op_ptr, lp_ptr, o_ptr, lse_ptr, pid_zh, offs_m, tl.arange(0, BLOCK_D),
+                    stride_oz, stride_oh, stride_om, stride_od, n_heads, n_zh, n_queries,
+                    n_splits, HEAD_DIM, BLOCK_D, BLOCK_M)
 
 
 @triton.jit
@@ -1136,10 +1164,18 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
         zh = batch * heads
         o_part, l_part = (torch.empty(shape, dtype=dtype, device=q.device)
                           for shape, dtype in _split_partials(splits, zh, n_q, d))
-        args = (q, k, v, o_part, l_part, *_strides4(q), *_strides4(k), *_strides4(v), heads,
-                n_q, n_k, scale * LOG2E, splits)
-        _run("fwd_split", n_q, zh * splits, work, args, tiles, q.get_device(), q.dtype,
-             **consts)
+        last = _last_combines(t)
+
+        def shares(count):
+            args = (q, k, v, o_part, l_part, o, lse, count, *_strides4(q), *_strides4(k),
+                    *_strides4(v), *_strides4(o), heads, n_q, n_k, scale * LOG2E, splits)
+            _run("fwd_split", n_q, zh * splits, work, args, tiles, q.get_device(), q.dtype,
+                 LAST_COMBINES=last, **consts)
+        if last:
+            _exchange.counted("attention split", _split_counters(zh, n_q, tiles), q.device,
+                              shares)
+            return o, lse
+        shares(l_part)  # (no counter read)
         block, kw = _combine_kw(d, t)
         _bound_launch(attn_fwd_combine_kernel, (triton.cdiv(n_q, block), zh),
                       (o_part, l_part, o, lse, *_strides4(o), heads, zh, n_q, splits), kw)
@@ -1165,6 +1201,20 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
 def _split_partials(splits, zh, n_q, d):
     """(shape, dtype) of the split forward's two partials: O and the log2-sum-exp per share."""
     return [((splits, zh, n_q, d), torch.float32), ((splits, zh, n_q), torch.float32)]
+
+
+def _last_combines(t):
+    """Whether the split forward's last share combines the shares (tuning split_combine)."""
+    if t.split_combine not in ("last", "kernel"):
+        raise ValueError(f"flash_attention: tuning split_combine {t.split_combine!r}: \"last\" "
+                         f"or \"kernel\"")
+    return t.split_combine == "last"
+
+
+def _split_counters(zh, n_q, tiles=None):
+    """How many counters the split forward takes (split_combine "last"): one per query block
+    of the given tiles, else of every config (BLOCK_M at least 16, tl.dot's least)."""
+    return zh * triton.cdiv(n_q, min(16, tiles[0]) if tiles else 16)
 
 
 def _combine_kw(d, t):
@@ -1583,15 +1633,18 @@ def _describe(options, q, k, v):
     zh, block_d, dtype = batch * heads, _block_d(d), q.dtype
     consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
     S = _native.Slot
-    # the split forward's partials are two more allocations of the forward, before dO
+    # the split forward's partials are two more allocations of the forward, before dO, and
+    # its counters a third where the last share combines
     splits = fwd_splits(batch, heads, n_q, n_k, d, t, asked=True) if impl == "split" else 0
-    parts = 2 if splits else 0
+    last = bool(splits) and _last_combines(t)
+    parts = (2 + last) if splits else 0
     q_, k_, v_, o, lse = map(S, range(5))
-    o_part, l_part = S(5), S(6)  # (the split forward's)
+    o_part, l_part, count = S(5), S(6), S(7)  # (the split forward's)
     do, delta, dq, dk, dv = map(S, range(5 + parts, 10 + parts))
     # each slot's tensor as a Bound's key sees it (_arg_keys): dtype and device
     typed, fp32 = (dtype, q.device), (torch.float32, q.device)
-    slot_keys = (typed,) * 4 + (fp32,) * (1 + parts) + (typed, fp32) + (typed,) * 3
+    slot_keys = ((typed,) * 4 + (fp32,) * (3 if splits else 1)
+                 + ((torch.int32, q.device),) * last + (typed, fp32) + (typed,) * 3)
 
     def strides(x):  # a contiguous tensor's, as the Python path allocates O, dO, dQ, dK, dV
         return _strides4(torch.empty(x.shape, device="meta"))
@@ -1616,15 +1669,18 @@ def _describe(options, q, k, v):
     sq, sk, sv = strides(q), strides(k), strides(v)
     fold = bool(scale > 0)
     if splits:  # the split forward: the shares' partials, then their combination
-        split_args = (q_, k_, v_, o_part, l_part, *sq, *sk, *sv, heads, n_q, n_k,
-                      scale * LOG2E, splits)
-        block, kw = _combine_kw(d, t)
-        combine_args = (o_part, l_part, o, lse, *sq, heads, zh, n_q, splits)
-        forward = [(chosen("fwd_split", n_q, split_args, n_zh=zh * splits, FOLD=fold),
-                    split_args),
-                   (bound(attn_fwd_combine_kernel, (triton.cdiv(n_q, block), zh),
-                          combine_args, kw), combine_args)]
+        split_args = (q_, k_, v_, o_part, l_part, o, lse, count if last else l_part, *sq, *sk,
+                      *sv, *sq, heads, n_q, n_k, scale * LOG2E, splits)
+        forward = [(chosen("fwd_split", n_q, split_args, n_zh=zh * splits, FOLD=fold,
+                           LAST_COMBINES=last), split_args)]
         allocs = _split_partials(splits, zh, n_q, d)
+        if last:
+            allocs.append(((_split_counters(zh, n_q),), torch.int32))
+        else:
+            block, kw = _combine_kw(d, t)
+            combine_args = (o_part, l_part, o, lse, *sq, heads, zh, n_q, splits)
+            forward.append((bound(attn_fwd_combine_kernel, (triton.cdiv(n_q, block), zh),
+                                  combine_args, kw), combine_args))
     else:
         fwd_args = (q_, k_, v_, o, lse, *sq, *sk, *sv, *sq, heads, n_q, n_k, scale * LOG2E)
         forward, allocs = [(chosen("fwd", n_q, fwd_args, FOLD=fold), fwd_args)], []
@@ -1650,7 +1706,8 @@ def _describe(options, q, k, v):
         bwd_allocs=[((zh, n_q), torch.float32), (q.shape, dtype), (k.shape, dtype),
                     (v.shape, dtype)],
         backward=[(b, args[name]) for b, name, _ in launches] if ready else None,
-        grads=[dq, dk, dv], backward_for=[i for _, _, i in launches])
+        grads=[dq, dk, dv], backward_for=[i for _, _, i in launches],
+        counters=count if last else None)
 
 
 def _create_graph(options):

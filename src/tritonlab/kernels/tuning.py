@@ -382,17 +382,19 @@ class AttentionTuning:
     # pointers (2026-12-02) 0.390 / 0.490 ms at 32768 keys, d = 16 / 32, TMA 0.449 / 0.569
     fp32_pointers_d: int = 0
     fp32_pointers_upto: int = 0
-    # The split forward (impl "split": attn_fwd_split_kernel, then attn_fwd_combine_kernel):
-    # keys cut into shares, one program each, for problems of few query blocks, whose
-    # programs otherwise each walk every key one tile after another (latency-bound: 8
-    # programs at 1x1x1024x64). A default pointer forward of fewer than
-    # `split_programs_below` programs (batch*heads*cdiv(Nq, BLOCK_M)) takes it, in as many
-    # shares as bring it there, at most `max_splits`, each of at least `split_min_keys` keys;
-    # 0: never by default (impl="split" asks for it). Rows of `split_combine_block` queries a
-    # program in the second kernel
+    # The split forward (impl "split": attn_fwd_split_kernel): keys cut into shares, one
+    # program each, for problems of few query blocks, whose programs otherwise each walk
+    # every key one tile after another (latency-bound: 8 programs at 1x1x1024x64). A default
+    # pointer forward of fewer than `split_programs_below` programs
+    # (batch*heads*cdiv(Nq, BLOCK_M)) takes it, in as many shares as bring it there, at most
+    # `max_splits`, each of at least `split_min_keys` keys; 0: never by default (impl="split"
+    # asks for it). `split_combine`: "last", the last share of a query block to finish
+    # combines them in the same launch (a counter per query block); "kernel", a second
+    # launch (attn_fwd_combine_kernel) does, rows of `split_combine_block` queries a program
     split_programs_below: int = 0
     split_min_keys: int = 256
     max_splits: int = 16
+    split_combine: str = "last"
     split_combine_block: int = 64
 
     def configs(self, kernel, block_d):
