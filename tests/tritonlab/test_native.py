@@ -737,6 +737,8 @@ def test_native_split_attention_matches_the_function(causal, combine, monkeypatc
                             split_programs_below=132, split_combine=combine)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t)
     monkeypatch.setattr(fa._native_attention, "tables", {})  # no plan of the default tuning
+    from tritonlab.kernels import _launch
+    monkeypatch.setattr(_launch, "_SCRATCH", {})  # this test's scratch alone
     gen = torch.Generator(device="cuda").manual_seed(5)
     q, k, v, do = (torch.randn(1, 1, 1024, 64, generator=gen, device="cuda",
                                dtype=torch.float16) for _ in range(4))
@@ -756,6 +758,39 @@ def test_native_split_attention_matches_the_function(causal, combine, monkeypatc
         torch.testing.assert_close(x, y, rtol=0, atol=0)
     # the Python path's counters, reused scratch, are zero again (the native plan's own are
     # checked by the three calls above: a count left behind would combine too early or never)
-    from tritonlab.kernels import _launch
     kept = [b for key, b in _launch._SCRATCH.items() if key[0] == "attention split"]
     assert len(kept) == (combine == "last") and not any(b.any() for b in kept)
+
+
+@gpu
+@needs_cuda
+def test_split_attention_last_share_combines_as_the_kernel_does_under_load(monkeypatch):
+    """Many query blocks in 16 shares each (programs beyond what the GPU holds at once, so
+    that shares of one block finish far apart): the last share's combination gives the
+    second kernel's O and L bit for bit on every one of 20 launches, and leaves its counters
+    zero."""
+    import dataclasses
+
+    from tritonlab.kernels import _launch
+    from tritonlab.kernels import attention as fa
+    base = dataclasses.replace(fa.tuning_for("attention", torch.cuda.current_device()),
+                               split_programs_below=1 << 30, split_min_keys=1,
+                               max_splits=16)
+    monkeypatch.setattr(_launch, "_SCRATCH", {})
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q, k, v = (torch.randn(2, 48, 1024, 64, generator=gen, device="cuda",
+                           dtype=torch.float16) for _ in range(3))
+    results = {}
+    for combine in ("kernel", "last"):
+        t = dataclasses.replace(base, split_combine=combine)
+        monkeypatch.setattr(fa, "tuning_for", lambda kind, device, t=t: t)
+        assert fa.fwd_splits(2, 48, 1024, 1024, 64, t, asked=True) == 16
+        results[combine] = [fa.attention_forward(q, k, v, causal, impl="split")
+                            for causal in (False, True)]
+    for _ in range(20):
+        for causal, want in zip((False, True), results["kernel"]):
+            got = fa.attention_forward(q, k, v, causal, impl="split")
+            for x, y in zip(got, want):
+                torch.testing.assert_close(x, y, rtol=0, atol=0)
+    kept = [b for key, b in _launch._SCRATCH.items() if key[0] == "attention split"]
+    assert len(kept) == 1 and not kept[0].any()
