@@ -179,11 +179,11 @@ uintptr_t address(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.da
 
 // Meeting counters (kernels/_exchange.py's two int32 per row, the split attention forward's
 // one per query block), zero before a launch and left zero by it, so made once (zeroed) and
-// handed out again, per
-// stream and thread as `_launch.scratch` keeps them: calls on one stream run in order, and
-// another stream or thread, whose kernels could interleave, gets its own. While the stream is
-// being captured into a CUDA graph, a fresh buffer each call, as `_launch.scratch` gives
-// there: its zeroing is captured with the launch, and nothing ran it yet.
+// handed out again, per stream and thread as `_launch.scratch` keeps them: calls on one
+// stream run in order, and another stream or thread, whose kernels could interleave, gets
+// its own. While the stream is being captured into a CUDA graph, a fresh buffer each call,
+// as `_launch.scratch` gives there: its zeroing is captured with the launch, and nothing ran
+// it yet.
 class Counters {
  public:
   at::Tensor get(int which, int64_t count, int device, uintptr_t stream) {

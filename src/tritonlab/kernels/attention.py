@@ -310,7 +310,8 @@ def _combine_shares(op_ptr, lp_ptr, o_ptr, lse_ptr, pid_zh, offs_m, offs_d,
     """The split forward's rows offs_m of head pid_zh: O and L from the n_splits partials,
     each weighted by exp2(its log2-sum-exp - the rows' running maximum) (a share without
     keys, -inf, weighs 0), in share order whichever program combines them. The partials are
-    read past L1 (.cg): other programs wrote them in this launch."""
+    read past L1 (.cg): where the last share combines, other programs wrote them in the same
+    launch."""
     off_z = (pid_zh // n_heads).to(tl.int64)
     off_h = (pid_zh % n_heads).to(tl.int64)
     rows = offs_m < n_queries
