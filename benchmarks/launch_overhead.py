@@ -299,12 +299,17 @@ def training_steps(compiled_rms):
 
 def split_attention(value):
     """Sets attention's tuning (kernels/tuning.py) to split forwards of fewer programs than
-    `value` ("sms": the SM count of the current GPU, 1 on the CPU) for the rest of the
-    process, its native plans made again; returns the number."""
+    `value` ("sms": the SM count of the current GPU, 1 on the CPU; ":last" or ":kernel" after
+    it sets `split_combine`) for the rest of the process, its native plans made again;
+    returns what it set, as the header says it."""
     import dataclasses
 
     from tritonlab.kernels import attention
     dev = torch.cuda.current_device() if backend.DEVICE == "cuda" else -1
+    value, _, combine = value.partition(":")
+    if combine not in ("", "last", "kernel"):
+        raise SystemExit(f"--attention-split: combine {combine!r} is neither 'last' nor "
+                         f"'kernel'")
     if value == "sms":
         below = torch.cuda.get_device_properties(dev).multi_processor_count if dev >= 0 else 1
     else:
@@ -313,10 +318,11 @@ def split_attention(value):
         except ValueError:
             raise SystemExit(f"--attention-split: {value!r} is neither a number nor 'sms'")
     t = dataclasses.replace(attention.tuning_for("attention", dev), split_programs_below=below)
+    t = dataclasses.replace(t, split_combine=combine or t.split_combine)
     attention.tuning_for = lambda kind, device, t=t, real=attention.tuning_for: (
         t if kind == "attention" else real(kind, device))
     attention._native_attention.clear()
-    return below
+    return f"{below} (split_combine {t.split_combine})"
 
 
 def main():
@@ -332,7 +338,8 @@ def main():
                         help="with --ops: also a cProfile of each op, DIR/launch_ops_profile.txt")
     parser.add_argument("--attention-split", metavar="N",
                         help="with --ops: attention's split_programs_below set to N ('sms': the "
-                             "GPU's SM count) for the run, to time the split forward's row")
+                             "GPU's SM count; N:last or N:kernel also sets split_combine) for "
+                             "the run, to time the split forward's row")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,12 +3,12 @@ forward it would replace, to set the tuning's `split_programs_below` (0, off, un
 
 A forward of few query blocks (1x1x1024x64: 8 programs of 128 queries) is latency-bound: each
 program walks every key one tile after another. The split forward cuts the keys into shares,
-one program each, and the last share of a query block to finish combines them (tuning
-`split_combine` "last"; "kernel": a second launch does). For each row (batch x heads x seq x
-head dim, dtype, causal):
+one program each, combined by a second launch (tuning `split_combine` "kernel") or by the
+last share of a query block to finish ("last", one launch). For each row (batch x heads x seq
+x head dim, dtype, causal):
   - the GPU's time of one forward (CUDA-graph replays, no host): the pointer forward, and the
-    split forward in 2, 4 and 8 shares (the tuning forced to that many), and in 4 shares
-    combined by a second kernel ("kernel 4");
+    split forward in 2, 4 and 8 shares (the tuning forced to that many) combined by the last
+    share ("last 2" ...), and in 4 shares combined by the second kernel ("kernel 4");
   - the wall time per call of `flash_attention` (2000 back-to-back calls, the native path)
     with the default tuning and with `split_programs_below` = the SM count, either combine,
     next to `F.scaled_dot_product_attention`'s;
@@ -100,14 +100,15 @@ def main(argv=None):
             use(dataclasses.replace(default, split_programs_below=1 << 30, split_min_keys=1,
                                     max_splits=shares, split_combine=combine))
             o, lse = fa.attention_forward(q, k, v, causal, impl="split")
-            name = f"{'split' if combine == 'last' else combine} {shares}"
+            name = f"{combine} {shares}"
             row["max_diff"][name] = [(o.float() - o_ref.float()).abs().max().item(),
                                      (lse - l_ref).abs().max().item()]
             row["gpu_us"][name] = 1e3 * triton.testing.do_bench_cudagraph(
                 lambda: fa.attention_forward(q, k, v, causal, impl="split"))
         row["wall_us"], row["python_forwards"] = {}, {}
         on = dataclasses.replace(default, split_programs_below=sms)
-        for name, t in (("default", default), ("split SMs", on),
+        for name, t in (("default", default),
+                        ("last SMs", dataclasses.replace(on, split_combine="last")),
                         ("kernel SMs", dataclasses.replace(on, split_combine="kernel"))):
             use(t)
             row["wall_us"][name] = wall_us(lambda: fa.flash_attention(q, k, v, causal))

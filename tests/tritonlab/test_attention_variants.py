@@ -298,7 +298,7 @@ def test_split_forward_leaves_its_counters_zero(monkeypatch):
     kernel's combination (the shares in the same order); an unknown split_combine raises."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
     base = dataclasses.replace(sim.tuning_for("attention", -1), max_splits=3,
-                               split_min_keys=8)
+                               split_min_keys=8, split_combine="last")
     tuned = {"t": base}
     monkeypatch.setattr(sim, "tuning_for", lambda kind, device: tuned["t"])
     seen = []

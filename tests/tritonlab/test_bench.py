@@ -274,16 +274,16 @@ def test_ledger_summary_gives_the_fraction_of_the_same_bytes_copy(tmp_path):
 def test_launch_overhead_ops_table_runs(tmp_path):
     """benchmarks/launch_overhead.py --ops (issue 37's table of every public op against torch's,
     forward and forward+backward) runs on the simulator with --small: a row per op, numbers in
-    every column, and `--attention-split N` names the tuning it ran with first. The figures
+    every column, and `--attention-split N:last` names the tuning it ran with first. The figures
     themselves are a GPU's (docs/performance.md)."""
     import sys
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "launch_overhead.py"
     done = subprocess.run([sys.executable, str(script), "--ops", "--small", "--attention-split",
-                           "64", "--out", str(tmp_path)], capture_output=True, text=True,
+                           "64:last", "--out", str(tmp_path)], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = (tmp_path / "launch_ops.txt").read_text().splitlines()
-    assert lines[0] == "attention's split_programs_below: 64"
+    assert lines[0] == "attention's split_programs_below: 64 (split_combine last)"
     rows = lines[3:]
     names = [r.split()[0] for r in rows]
     assert names == ["add", "gelu", "silu", "softmax", "row_sum", "rmsnorm", "matmul+relu",
