@@ -242,8 +242,8 @@ def shares(monkeypatch, request):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_split_forward(shape, dtype, causal, shares):
     """impl="split": keys in shares, one program each, combined by the last share to finish
-    or by a second kernel: O and L as float64 attention's (causal: the diagonal's tiles all in the last share; shares
-    without keys weigh nothing), and the backward from them."""
+    or by a second kernel: O and L as float64 attention's (causal: the diagonal's tiles all
+    in the last share; shares without keys weigh nothing), and the backward from them."""
     q, k, v, do = inputs(*shape, dtype=dtype)
     assert fa.fwd_splits(1, 1, shape[1], shape[2], shape[3], shares, asked=True) >= 2
     o, lse = forward_matches(q, k, v, do, causal, "split")
