@@ -794,3 +794,62 @@ def test_split_attention_last_share_combines_as_the_kernel_does_under_load(monke
                 torch.testing.assert_close(x, y, rtol=0, atol=0)
     kept = [b for key, b in _launch._SCRATCH.items() if key[0] == "attention split"]
     assert len(kept) == 1 and not kept[0].any()
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("combine", ["last", "kernel"])
+def test_split_attention_in_a_cuda_graph(combine, monkeypatch):
+    """A CUDA graph captures the split forward and backward (the native plan, its counters
+    made inside the capture when the last share combines) and the Python path's forward;
+    three replays on new inputs copied in give the eager results bit for bit each time (a
+    counter left non-zero by one replay would make the next combine too early or never)."""
+    import dataclasses
+
+    from tritonlab.kernels import attention as fa
+    _module()
+    t = dataclasses.replace(fa.tuning_for("attention", torch.cuda.current_device()),
+                            split_programs_below=132, split_combine=combine)
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t)
+    monkeypatch.setattr(fa._native_attention, "tables", {})
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    shape = (1, 2, 1024, 64)
+    ins = [[torch.randn(shape, generator=gen, device="cuda", dtype=torch.float16)
+            for _ in range(4)] for _ in range(3)]
+    assert fa.forward_impl(*ins[0][:3]) == "split"
+
+    def eager(q, k, v, do):
+        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+        o = fa.flash_attention(*leaves, True)
+        o.backward(do)
+        return [o.detach(), *(x.grad for x in leaves),
+                *fa.attention_forward(q, k, v, False, impl="split")]
+
+    wants = [eager(*x) for x in ins]
+    static = [x.clone() for x in ins[0]]
+    leaves = [x.clone().requires_grad_() for x in static[:3]]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm the capture's allocations
+        fa.flash_attention(*leaves, True).backward(static[3])
+        fa.attention_forward(*static[:3], False, impl="split")
+    torch.cuda.current_stream().wait_stream(side)
+    for x in leaves:
+        x.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o = fa.flash_attention(*leaves, True)
+        o.backward(static[3])
+        outs = fa.attention_forward(*static[:3], False, impl="split")
+    assert o.grad_fn.name() == "TritonlabFlashAttentionBackward", fa._native_attention.why
+    for new, want in zip(ins[::-1], wants[::-1]):
+        with torch.no_grad():
+            for s, n, leaf in zip(static, new, leaves + [None]):
+                s.copy_(n)
+                if leaf is not None:
+                    leaf.copy_(n)
+                    leaf.grad.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, w in zip([o, *(x.grad for x in leaves), *outs], want):
+            torch.testing.assert_close(got, w, rtol=0, atol=0)
