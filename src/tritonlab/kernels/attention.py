@@ -92,17 +92,27 @@ def _store_tile(ptrs, value, rows, n_rows, cols, HEAD_DIM: tl.constexpr):
 
 
 @triton.jit
-def _rows_tile(src, row, stride_row, rows, n_rows, offs_d, HEAD_DIM: tl.constexpr,
-               BLOCK_D: tl.constexpr, MASKED: tl.constexpr, TMA: tl.constexpr):
+def _rows_tile(src, row, rows, n_rows, offs_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+               MASKED: tl.constexpr, TMA: tl.constexpr):
     """The tile of rows `row`, row + 1, ... (`rows`) of one head: through `src` a tensor
     descriptor (TMA: an asynchronous copy, zero-filled past the rows and the head dim), or
-    from `src` pointers to the head's row 0 (masked loads where MASKED, zeros there too)."""
+    from `src` pointers to row `row` (_rows_at; masked loads where MASKED, zeros there too)."""
     if TMA:
         tile = src.load([row, 0])
     else:
-        offset = tl.cast(row, tl.int64) * stride_row  # 64-bit (docs/attention.md#limitations)
-        tile = _load_tile(src + offset, rows, n_rows, offs_d, HEAD_DIM, BLOCK_D, MASKED)
+        tile = _load_tile(src, rows, n_rows, offs_d, HEAD_DIM, BLOCK_D, MASKED)
     return tile
+
+
+@triton.jit
+def _rows_at(src, rows, stride_row, TMA: tl.constexpr):
+    """`src` pointers moved `rows` rows on, by a 64-bit offset (docs/attention.md#limitations);
+    a descriptor (TMA) as it is: its loads name their row."""
+    if TMA:
+        moved = src
+    else:
+        moved = src + tl.cast(rows, tl.int64) * stride_row
+    return moved
 
 
 @triton.jit
@@ -512,10 +522,10 @@ def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr, de
     dS K into dQ. LOAD_TMA: q_ptrs and do_ptrs are the head's descriptors (_rows_tile)."""
     for start_m in tl.range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
-        q = _rows_tile(q_ptrs, start_m, stride_qm, rows, n_queries, offs_d, HEAD_DIM, BLOCK_D,
-                       MASKED, LOAD_TMA)  # read BM*d
-        do = _rows_tile(do_ptrs, start_m, stride_dom, rows, n_queries, offs_d, HEAD_DIM,
-                        BLOCK_D, MASKED, LOAD_TMA)  # read BM*d
+        q = _rows_tile(_rows_at(q_ptrs, start_m, stride_qm, LOAD_TMA), start_m, rows,
+                       n_queries, offs_d, HEAD_DIM, BLOCK_D, MASKED, LOAD_TMA)  # read BM*d
+        do = _rows_tile(_rows_at(do_ptrs, start_m, stride_dom, LOAD_TMA), start_m, rows,
+                        n_queries, offs_d, HEAD_DIM, BLOCK_D, MASKED, LOAD_TMA)  # read BM*d
         if MASKED:  # a padded query row gets L = +inf, so P = 0 there
             lse = tl.load(lse_ptr + rows, mask=rows < n_queries, other=float("inf"))
             delta = tl.load(delta_ptr + rows, mask=rows < n_queries, other=0.0)
@@ -633,13 +643,18 @@ def _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, o
                   HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IS_CAUSAL: tl.constexpr,
                   MASKED: tl.constexpr, LOAD_TMA: tl.constexpr):
     """dQ of one query tile from the key tiles lo, lo + BLOCK_N, ... < hi. LOAD_TMA: k_ptrs
-    and v_ptrs are the head's descriptors (_rows_tile)."""
+    and v_ptrs are the head's descriptors (_rows_tile). Pointers move a tile a step (loop-
+    carried, unlike dK/dV's): compiled for sm_90 with each step's own 64-bit offset from row
+    0, causal 16-bit launches waited after every wgmma of a step (3 to 20 waits; 2 now:
+    benchmarks/probes/sass_loops.py, docs/attention.md "The dQ loop's waits")."""
+    k_ptrs = _rows_at(k_ptrs, lo, stride_kn, LOAD_TMA)
+    v_ptrs = _rows_at(v_ptrs, lo, stride_vn, LOAD_TMA)
     for start_n in tl.range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
-        k = _rows_tile(k_ptrs, start_n, stride_kn, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D,
-                       MASKED, LOAD_TMA)  # read BN*d
-        v = _rows_tile(v_ptrs, start_n, stride_vn, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D,
-                       MASKED, LOAD_TMA)  # read BN*d
+        k = _rows_tile(k_ptrs, start_n, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D, MASKED,
+                       LOAD_TMA)  # read BN*d
+        v = _rows_tile(v_ptrs, start_n, cols, n_keys, offs_d, HEAD_DIM, BLOCK_D, MASKED,
+                       LOAD_TMA)  # read BN*d
         s = tl.dot(q, tl.trans(k)) * qk_scale
         p = tl.exp2(s - lse[:, None])
         if MASKED:  # a padded key has k = 0, s = 0: not P = 0 by itself
@@ -647,6 +662,8 @@ def _bwd_dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, stride_kn, stride_vn, o
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq)
+        k_ptrs = _rows_at(k_ptrs, BLOCK_N, stride_kn, LOAD_TMA)
+        v_ptrs = _rows_at(v_ptrs, BLOCK_N, stride_vn, LOAD_TMA)
     return dq
 
 

@@ -1,0 +1,156 @@
+"""The pointer backward's loops as the GPU would run them, read on a CPU: the dK/dV and dQ
+kernels (kernels/attention.py; --tma: their TMA form) compiled by real Triton for sm_90 at every
+config of the Hopper tuning, and for each launch its registers, spilled stack and, per loop
+of its SASS, the instructions, the wgmma (HGMMA) and the waits on them (WARPGROUP.DEPBAR).
+A loop with as many waits as wgmma runs its dots one at a time: each waits for the one
+before, where chained dots of one accumulator need one wait.
+
+    python benchmarks/probes/sass_loops.py --triton DIR [--src CHECKOUT] [--dims 16,64]
+        [--dtypes bf16,fp32] [--seq 32768] [--kernels dkdv,dq] [--tma] [--out FILE.json]
+
+DIR holds Triton's Linux wheel (`pip install --no-deps --target DIR triton==3.6.0`: it compiles
+without a GPU); --src another checkout's tree (a baseline: run twice and compare). The launches
+are the table's: batch 1, one head, contiguous (batch, heads, seq, d), `seq` queries and keys,
+causal and not (not: head dims from 64), the tail loops left out where the tuning leaves
+them. Found with it (2026-12-07): dQ's loop waited on every wgmma of dS K in causal 16-bit
+launches while each step offset its pointers from row 0; stepping them a tile at a time
+chains them (docs/attention.md, "The dQ loop's waits")."""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = {"dkdv": "attn_bwd_dkdv_kernel", "dq": "attn_bwd_dq_kernel"}
+INSTR = re.compile(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);")
+
+
+def _import(src, triton_dir):
+    """kernels/attention.py of checkout `src` on real Triton from `triton_dir`."""
+    sys.path[:0] = [str(Path(src) / "src"), str(Path(src) / "packages" / "minitriton" / "src"),
+                    str(triton_dir)]
+    os.environ["TRITONLAB_BACKEND"] = "triton"
+    import tritonlab.kernels.attention as attention
+    return attention
+
+
+def _signature(fn, consts, dtype, kernel, seq, d):
+    """Triton's specialization of the table's launch: pointers and multiples of 16 divisible
+    by 16, ints equal to 1 (the head count, the last dim's strides) constants."""
+    signature, constants, attrs = {}, {}, {}
+    rows = {"z": seq * d, "h": seq * d, "m": d, "n": d, "d": 1}
+    for i, name in enumerate(fn.arg_names):
+        if fn.params[i].is_constexpr:
+            signature[name], constants[name] = "constexpr", consts[name]
+        elif name.endswith("_ptr"):
+            fp32 = name in ("lse_ptr", "delta_ptr") or (name == "dq_ptr" and kernel == "dkdv")
+            signature[name] = "*" + ("fp32" if fp32 else dtype)
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        elif name in ("qk_scale", "scale"):
+            signature[name] = "fp32"
+        else:
+            v = {"n_heads": 1, "n_queries": seq, "n_keys": seq}.get(name)
+            v = rows[name[-1]] if v is None else v
+            if v == 1:
+                signature[name], constants[name] = "constexpr", 1
+            else:
+                signature[name] = "i32"
+                if v % 16 == 0:
+                    attrs[(i,)] = [["tt.divisibility", 16]]
+    return signature, constants, attrs
+
+
+def loops(sass):
+    """(instructions, wgmma, waits) of each loop: the spans a branch jumps back over."""
+    ins = [(int(m.group(1), 16), m.group(2)) for m in map(INSTR.match, sass.splitlines()) if m]
+    found = []
+    for at, text in ins:
+        back = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", text)
+        if back and int(back.group(1), 16) < at:
+            body = [t for a, t in ins if int(back.group(1), 16) <= a <= at]
+            found.append((len(body), sum("HGMMA" in t for t in body),
+                          sum("WARPGROUP.DEPBAR" in t for t in body)))
+    return found
+
+
+def compile_one(job):
+    """One launch compiled for sm_90: its resources and loops, or the compiler's error."""
+    src, triton_dir, kernel, d, dtype, causal, config, seq, tma = job
+    attention = _import(src, triton_dir)
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    bm, bn, warps, stages = config
+    fn = getattr(attention, KERNELS[kernel])
+    consts = dict(HEAD_DIM=d, BLOCK_D=max(16, d), IS_CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn,
+                  LOAD_TMA=tma)
+    consts.update(dict(DQ_MODE=0, EVEN_QUERIES=seq % 128 == 0) if kernel == "dkdv" else
+                  dict(EVEN_KEYS=not causal and seq % 128 == 0))
+    consts = {k: v for k, v in consts.items() if k in fn.arg_names}  # an older checkout's
+    row = dict(kernel=kernel, d=d, dtype=dtype, causal=causal, config=list(config))
+    try:
+        signature, constants, attrs = _signature(fn, consts, dtype, kernel, seq, d)
+        compiled = triton.compile(ASTSource(fn, signature, constants, attrs),
+                                  target=GPUTarget("cuda", 90, 32),
+                                  options=dict(num_warps=warps, num_stages=stages))
+    except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
+        return {**row, "error": f"{type(e).__name__}: {str(e).strip()[-300:]}"}
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(compiled.asm["cubin"])
+        f.flush()
+        usage = subprocess.run([str(cuobjdump), "--dump-resource-usage", f.name],
+                               capture_output=True, text=True, check=True).stdout
+        sass = subprocess.run([str(cuobjdump), "-sass", f.name], capture_output=True,
+                              text=True, check=True).stdout
+    return {**row, "registers": int(re.search(r"REG:(\d+)", usage).group(1)),
+            "stack": int(re.search(r"STACK:(\d+)", usage).group(1)), "loops": loops(sass)}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--triton", required=True, help="folder holding real Triton")
+    p.add_argument("--src", default=str(ROOT), help="the checkout whose kernels compile")
+    p.add_argument("--dims", default="16,32,64,128")
+    p.add_argument("--dtypes", default="bf16,fp32")
+    p.add_argument("--kernels", default="dkdv,dq")
+    p.add_argument("--seq", type=int, default=32768)
+    p.add_argument("--tma", action="store_true", help="their TMA form (LOAD_TMA: the tiles "
+                   "through descriptors, the backward 'two-kernel-tma')")
+    p.add_argument("--jobs", type=int, default=os.cpu_count())
+    p.add_argument("--out", help="write the rows here (JSON)")
+    a = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))
+    from tritonlab.kernels.tuning import TUNINGS
+    tuning = TUNINGS["attention"][9]
+    jobs = [(a.src, a.triton, kernel, d, dtype, causal, tuple(config), a.seq, a.tma)
+            for d in map(int, a.dims.split(",")) for dtype in a.dtypes.split(",")
+            for causal in ((True, False) if d >= 64 else (True,))
+            for kernel in a.kernels.split(",")
+            for config in tuning.configs(kernel, max(16, d))]
+    # fresh processes: each imports the kernels of --src, not this one's tritonlab
+    with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        rows = list(pool.map(compile_one, jobs))
+    for r in rows:
+        head = (f"{r['kernel']:5} d={r['d']:<3} {r['dtype']} {'causal' if r['causal'] else 'full  '}"
+                f" {'x'.join(map(str, r['config'])):12}")
+        if "error" in r:
+            print(f"{head} ERROR {r['error'][:100]}")
+            continue
+        spans = "  ".join(f"[{n} ins, {m} wgmma, {w} waits]" for n, m, w in r["loops"])
+        print(f"{head} regs {r['registers']:3} stack {r['stack']:4}  {spans}")
+    if a.out:
+        Path(a.out).write_text(json.dumps(rows, indent=1))
+    return 1 if any("error" in r for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
