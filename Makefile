@@ -20,7 +20,8 @@ test-minitriton: wheels
 
 # Real Triton's compiler on the CPU (no GPU): every configuration the Hopper autotuners may try
 # (16-bit, none spilling over 512 B a thread: docs/attention.md#tiles-and-tuning) and
-# benchmarks/kernels.py's launches, compiled for sm_90 (docs/gpu.md "Before the GPU"). Triton's
+# benchmarks/kernels.py's launches, compiled for sm_90 (docs/gpu.md "Before the GPU"), and no
+# pointer-backward loop waiting after every wgmma (probes/sass_loops.py). Triton's
 # Linux wheel goes to TRITON_CPU; where it cannot be installed (no network) the check is skipped.
 TRITON_CPU = .triton-cpu
 compile-check:
@@ -28,4 +29,6 @@ compile-check:
 	if [ ! -d $(TRITON_CPU)/triton ] && ! $$PY -m pip install -q --no-deps --target $(TRITON_CPU) triton==3.6.0; then \
 	    echo "compile-check: Triton's wheel could not be installed; skipped" >&2; exit 0; fi && \
 	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --configs --dtypes fp16,bf16 --max-spill 512 --quiet && \
-	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --tuned --shapes --quiet
+	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --tuned --shapes --quiet && \
+	$$PY benchmarks/probes/sass_loops.py --triton $(TRITON_CPU) --dims 16,128 --dtypes bf16 --check \
+	    --quiet

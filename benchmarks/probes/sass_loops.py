@@ -7,6 +7,7 @@ before, where chained dots of one accumulator need one wait.
 
     python benchmarks/probes/sass_loops.py --triton DIR [--src CHECKOUT] [--dims 16,64]
         [--dtypes bf16,fp32] [--seq 32768] [--kernels dkdv,dq] [--tma] [--out FILE.json]
+        [--check] [--quiet]
 
 DIR holds Triton's Linux wheel (`pip install --no-deps --target DIR triton==3.6.0`: it compiles
 without a GPU); --src another checkout's tree (a baseline: run twice and compare). The launches
@@ -127,6 +128,10 @@ def main(argv=None):
                    "through descriptors, the backward 'two-kernel-tma')")
     p.add_argument("--jobs", type=int, default=os.cpu_count())
     p.add_argument("--out", help="write the rows here (JSON)")
+    p.add_argument("--check", action="store_true", help="exit 1 also where a loop waits after "
+                   "every one of its wgmma (more than two): `make compile-check` runs it")
+    p.add_argument("--quiet", action="store_true", help="print only the launches not compiled "
+                   "or waiting after every wgmma, and the summary")
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     from tritonlab.kernels.tuning import TUNINGS
@@ -139,7 +144,10 @@ def main(argv=None):
     # fresh processes: each imports the kernels of --src, not this one's tritonlab
     with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         rows = list(pool.map(compile_one, jobs))
+    serial = [r for r in rows if any(m > 2 and w >= m for _, m, w in r.get("loops", ()))]
     for r in rows:
+        if a.quiet and "error" not in r and r not in serial:
+            continue
         head = (f"{r['kernel']:5} d={r['d']:<3} {r['dtype']} {'causal' if r['causal'] else 'full  '}"
                 f" {'x'.join(map(str, r['config'])):12}")
         if "error" in r:
@@ -149,7 +157,9 @@ def main(argv=None):
         print(f"{head} regs {r['registers']:3} stack {r['stack']:4}  {spans}")
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1))
-    return 1 if any("error" in r for r in rows) else 0
+    print(f"{len(rows)} launches, {sum('error' in r for r in rows)} not compiled, {len(serial)} "
+          f"with a loop waiting after every wgmma")
+    return 1 if any("error" in r for r in rows) or (a.check and serial) else 0
 
 
 if __name__ == "__main__":
