@@ -390,9 +390,11 @@ class AttentionTuning:
     # `max_splits`, each of at least `split_min_keys` keys; 0: never by default (impl="split"
     # asks for it). `split_combine`: "last", the last share of a query block to finish
     # combines them in the same launch (a counter per query block; session 38, first run on
-    # an H100 in session 39: its GPU tests passed and its wall a call was 2-6 us below the
-    # two launches' on 7 of 8 rows of benchmarks/probes/attention_split.py, 1x1x1024x64
-    # fp16 12.8 against 14.6, at the same GPU time, 13.0 against 12.6); "kernel", a second
+    # an H100 in session 39: its GPU tests passed, but for a bitwise comparison with the
+    # second kernel's where the autotuner had given the two kernels different tiles (now one
+    # fixed tile, its rerun owed), and its wall a call was 2-6 us below the two launches' on
+    # 7 of 8 rows of benchmarks/probes/attention_split.py, 1x1x1024x64 fp16 12.8 against
+    # 14.6, at the same GPU time, 13.0 against 12.6); "kernel", a second
     # launch (attn_fwd_combine_kernel) combines the shares, rows of `split_combine_block`
     # queries a program (sessions 36-37)
     split_programs_below: int = 0
