@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # "dkdv_atomic": the one-pass backward's dK/dV kernel adding dQ (DQ_MODE 1 by atomics, or 3
 # by TMA reductions with --tma), at its own configs
 KERNELS = {"dkdv": "attn_bwd_dkdv_kernel", "dq": "attn_bwd_dq_kernel",
-           "dkdv_atomic": "attn_bwd_dkdv_kernel"}
+           "dkdv_atomic": "attn_bwd_dkdv_kernel", "fwd": "attn_fwd_kernel"}
 INSTR = re.compile(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);")
 
 
@@ -96,9 +96,11 @@ def compile_one(job):
     fn = getattr(attention, KERNELS[kernel])
     consts = dict(HEAD_DIM=d, BLOCK_D=max(16, d), IS_CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn,
                   LOAD_TMA=tma)
-    consts.update(dict(DQ_MODE=0 if kernel == "dkdv" else 3 if tma else 1,
-                       EVEN_QUERIES=seq % 128 == 0) if kernel != "dq" else
-                  dict(EVEN_KEYS=not causal and seq % 128 == 0))
+    if kernel.startswith("dkdv"):
+        consts.update(DQ_MODE=0 if kernel == "dkdv" else 3 if tma else 1,
+                      EVEN_QUERIES=seq % 128 == 0)
+    else:  # dQ, the pointer forward (its scale folded: FOLD, a positive scale)
+        consts.update(EVEN_KEYS=not causal and seq % 128 == 0, FOLD=True)
     consts = {k: v for k, v in consts.items() if k in fn.arg_names}  # an older checkout's
     row = dict(kernel=kernel, d=d, dtype=dtype, causal=causal, config=list(config))
     try:
@@ -126,7 +128,8 @@ def main(argv=None):
     p.add_argument("--src", default=str(ROOT), help="the checkout whose kernels compile")
     p.add_argument("--dims", default="16,32,64,128")
     p.add_argument("--dtypes", default="bf16,fp32")
-    p.add_argument("--kernels", default="dkdv,dq", help="of dkdv, dq, dkdv_atomic")
+    p.add_argument("--kernels", default="dkdv,dq", help="of dkdv, dq, dkdv_atomic, fwd (the pointer "
+                   "forward; not with --tma)")
     p.add_argument("--seq", type=int, default=32768)
     p.add_argument("--tma", action="store_true", help="their TMA form (LOAD_TMA: the tiles "
                    "through descriptors, the backward 'two-kernel-tma')")
