@@ -1,6 +1,7 @@
-"""The pointer backward's loops as the GPU would run them, read on a CPU: the dK/dV and dQ
-kernels (kernels/attention.py; --tma: their TMA form) compiled by real Triton for sm_90 at every
-config of the Hopper tuning, and for each launch its registers, spilled stack and, per loop
+"""Attention's tl kernels' loops as the GPU would run them, read on a CPU: the backward's dK/dV
+and dQ kernels (kernels/attention.py; --tma: their TMA form; dkdv_atomic: the one pass's), and
+the pointer forward (fwd), compiled by real Triton for sm_90 at every config of the Hopper
+tuning, and for each launch its registers, spilled stack and, per loop
 of its SASS, the instructions, the wgmma (HGMMA) and the waits on them (WARPGROUP.DEPBAR).
 A loop with as many waits as wgmma runs its dots one at a time: each waits for the one
 before, where chained dots of one accumulator need one wait.
@@ -13,9 +14,10 @@ DIR holds Triton's Linux wheel (`pip install --no-deps --target DIR triton==3.6.
 without a GPU); --src another checkout's tree (a baseline: run twice and compare). The launches
 are the table's: batch 1, one head, contiguous (batch, heads, seq, d), `seq` queries and keys,
 causal and not (not: head dims from 64), the tail loops left out where the tuning leaves
-them. Found with it (2026-12-07): dQ's loop waited on every wgmma of dS K in causal 16-bit
+them. Found with it (2026-12-07): dQ's loop waited after every wgmma in causal 16-bit
 launches while each step offset its pointers from row 0; stepping them a tile at a time
-chains them (docs/attention.md, "The dQ loop's waits")."""
+chains them (docs/attention.md, "The dQ loop's waits"). Still so (not defaults in 16 bits):
+the one pass's dK/dV at BLOCK_M 32, d = 64, not causal."""
 from __future__ import annotations
 
 import argparse
