@@ -110,6 +110,16 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
                 for impl, name in (("pointers", "fwd"), ("split", "fwd"), ("tma", "fwd_tma")):
                     for cfg in t.configs(name, d):
                         at.attention_forward(q, q, q, causal, tiles=cfg, impl=impl)
+                # the split forward's other combine (the second kernel; "last" is the default)
+                import dataclasses
+                kept, other = at.tuning_for, dataclasses.replace(t, split_combine="kernel")
+                at.tuning_for = lambda kind, device: other if kind == "attention" else kept(
+                    kind, device)
+                try:
+                    for cfg in t.configs("fwd", d):
+                        at.attention_forward(q, q, q, causal, tiles=cfg, impl="split")
+                finally:
+                    at.tuning_for = kept
                 dkdv, dq = t.configs("dkdv", d), t.configs("dq", d)
                 pairs = [(a, dq[0]) for a in dkdv] + [(dkdv[0], b) for b in dq[1:]]
                 for impl in ("two-kernel", "two-kernel-tma"):

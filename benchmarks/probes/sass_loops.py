@@ -16,8 +16,9 @@ are the table's: batch 1, one head, contiguous (batch, heads, seq, d), `seq` que
 causal and not (not: head dims from 64), the tail loops left out where the tuning leaves
 them. Found with it (2026-12-07): dQ's loop waited after every wgmma in causal 16-bit
 launches while each step offset its pointers from row 0; stepping them a tile at a time
-chains them (docs/attention.md, "The dQ loop's waits"). Still so (not defaults in 16 bits):
-the one pass's dK/dV at BLOCK_M 32, d = 64, not causal."""
+chains them (docs/attention.md, "The dQ loop's waits"). Still so (no 16-bit defaults): the
+one pass's dK/dV at BLOCK_M 32, d = 64 and 128, not causal; the TMA form's dQ at d = 16, 64x16
+on 4 warps, causal."""
 from __future__ import annotations
 
 import argparse
@@ -48,6 +49,21 @@ def _import(src, triton_dir):
     return attention
 
 
+def _block_d(d):
+    """The head dim's block, as kernels/attention.py's _block_d: the next power of two, 16
+    at least."""
+    return max(16, 1 << (d - 1).bit_length())
+
+
+def _even(tuning, kernel, seq, d):
+    """Whether the host leaves the masked tail loop out (attention._whole_tiles): `seq` a
+    multiple of the widest block, of the launch's configs and the simulator's, along the axis
+    the loop walks (dK/dV's queries: BLOCK_M; dQ's and the forward's keys: BLOCK_N)."""
+    axis = 0 if kernel.startswith("dkdv") else 1
+    blocks = [c[axis] for c in tuning.configs(kernel, _block_d(d))]
+    return seq % max(blocks + [tuning.simulator(kernel)[axis]]) == 0
+
+
 def _signature(fn, consts, dtype, kernel, seq, d):
     """Triton's specialization of the table's launch: pointers and multiples of 16 divisible
     by 16, ints equal to 1 (the head count, the last dim's strides) constants."""
@@ -57,7 +73,9 @@ def _signature(fn, consts, dtype, kernel, seq, d):
         if fn.params[i].is_constexpr:
             signature[name], constants[name] = "constexpr", consts[name]
         elif name.endswith("_ptr"):
-            fp32 = name in ("lse_ptr", "delta_ptr") or (name == "dq_ptr" and kernel != "dq")
+            # dK/dV's dQ rows are fp32 where it adds them (the one pass), else q's dtype unused
+            fp32 = name in ("lse_ptr", "delta_ptr") or (name == "dq_ptr"
+                                                         and kernel == "dkdv_atomic")
             signature[name] = "*" + ("fp32" if fp32 else dtype)
             attrs[(i,)] = [["tt.divisibility", 16]]
         elif name in ("qk_scale", "scale"):
@@ -89,20 +107,19 @@ def loops(sass):
 
 def compile_one(job):
     """One launch compiled for sm_90: its resources and loops, or the compiler's error."""
-    src, triton_dir, kernel, d, dtype, causal, config, seq, tma = job
+    src, triton_dir, kernel, d, dtype, causal, config, seq, tma, even = job
     attention = _import(src, triton_dir)
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     bm, bn, warps, stages = config
     fn = getattr(attention, KERNELS[kernel])
-    consts = dict(HEAD_DIM=d, BLOCK_D=max(16, d), IS_CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn,
+    consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn,
                   LOAD_TMA=tma)
     if kernel.startswith("dkdv"):
-        consts.update(DQ_MODE=0 if kernel == "dkdv" else 3 if tma else 1,
-                      EVEN_QUERIES=seq % 128 == 0)
+        consts.update(DQ_MODE=0 if kernel == "dkdv" else 3 if tma else 1, EVEN_QUERIES=even)
     else:  # dQ, the pointer forward (its scale folded: FOLD, a positive scale)
-        consts.update(EVEN_KEYS=not causal and seq % 128 == 0, FOLD=True)
+        consts.update(EVEN_KEYS=not causal and even, FOLD=True)
     consts = {k: v for k, v in consts.items() if k in fn.arg_names}  # an older checkout's
     row = dict(kernel=kernel, d=d, dtype=dtype, causal=causal, config=list(config))
     try:
@@ -142,14 +159,17 @@ def main(argv=None):
     p.add_argument("--quiet", action="store_true", help="print only the launches not compiled "
                    "or waiting after every wgmma, and the summary")
     a = p.parse_args(argv)
+    if a.tma and "fwd" in a.kernels.split(","):
+        p.error("--tma: the TMA forward is another kernel (attn_fwd_tma_kernel); leave fwd out")
     sys.path.insert(0, str(ROOT / "src"))
     from tritonlab.kernels.tuning import TUNINGS
     tuning = TUNINGS["attention"][9]
-    jobs = [(a.src, a.triton, kernel, d, dtype, causal, tuple(config), a.seq, a.tma)
+    jobs = [(a.src, a.triton, kernel, d, dtype, causal, tuple(config), a.seq, a.tma,
+             _even(tuning, kernel, a.seq, d))
             for d in map(int, a.dims.split(",")) for dtype in a.dtypes.split(",")
             for causal in ((True, False) if d >= 64 else (True,))
             for kernel in a.kernels.split(",")
-            for config in tuning.configs(kernel, max(16, d))]
+            for config in tuning.configs(kernel, _block_d(d))]
     # fresh processes: each imports the kernels of --src, not this one's tritonlab
     with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         rows = list(pool.map(compile_one, jobs))

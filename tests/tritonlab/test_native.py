@@ -804,9 +804,9 @@ def test_split_attention_last_share_combines_as_the_kernel_does_under_load(monke
 @pytest.mark.parametrize("combine", ["last", "kernel"])
 def test_split_attention_in_a_cuda_graph(combine, monkeypatch):
     """A CUDA graph captures the split forward and backward (the native plan, its counters
-    made inside the capture when the last share combines) and the Python path's forward;
-    three replays on new inputs copied in give the eager results bit for bit each time (a
-    counter left non-zero by one replay would make the next combine too early or never)."""
+    made and zeroed inside the capture when the last share combines) and the Python path's
+    forward; three replays on new inputs copied in give the eager results bit for bit each
+    time: the shares' partials, the counters and the combination replay as captured."""
     import dataclasses
 
     from tritonlab.kernels import attention as fa

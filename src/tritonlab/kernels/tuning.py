@@ -393,7 +393,7 @@ class AttentionTuning:
     # an H100 in session 39: its GPU tests passed, but for a bitwise comparison with the
     # second kernel's where the autotuner had given the two kernels different tiles (now one
     # fixed tile, its rerun owed), and its wall a call was 2-6 us below the two launches' on
-    # 7 of 8 rows of benchmarks/probes/attention_split.py, 1x1x1024x64 fp16 12.8 against
+    # all 8 rows of benchmarks/probes/attention_split.py, 1x1x1024x64 fp16 12.8 against
     # 14.6, at the same GPU time, 13.0 against 12.6); "kernel", a second
     # launch (attn_fwd_combine_kernel) combines the shares, rows of `split_combine_block`
     # queries a program (sessions 36-37)
