@@ -94,6 +94,7 @@ if cc is not None:  # plan with the GPU's tunings
     tuning.tuning_for_capability = lambda kind, capability: real(kind, (cc, 0))
 
 if dry == "configs":  # every configuration the GPU's autotuners may try, tiny inputs
+    import dataclasses
     import itertools
     import torch
     from tritonlab.kernels import attention as at, matmul as mm
@@ -107,19 +108,18 @@ if dry == "configs":  # every configuration the GPU's autotuners may try, tiny i
             q = torch.empty(1, 1, n, d, dtype=dtype)
             o, lse = q.clone(), torch.empty(1, 1, n)
             for causal in (False, True):
-                for impl, name in (("pointers", "fwd"), ("split", "fwd"), ("tma", "fwd_tma")):
+                for impl, name in (("pointers", "fwd"), ("tma", "fwd_tma")):
                     for cfg in t.configs(name, d):
                         at.attention_forward(q, q, q, causal, tiles=cfg, impl=impl)
-                # the split forward's other combine (the second kernel; "last" is the default)
-                import dataclasses
-                kept, other = at.tuning_for, dataclasses.replace(t, split_combine="kernel")
-                at.tuning_for = lambda kind, device: other if kind == "attention" else kept(
-                    kind, device)
-                try:
-                    for cfg in t.configs("fwd", d):
-                        at.attention_forward(q, q, q, causal, tiles=cfg, impl="split")
-                finally:
-                    at.tuning_for = kept
+                kept = at.tuning_for  # the split forward with either combine (split_combine)
+                for combine in ("last", "kernel"):
+                    at.tuning_for = lambda kind, device, c=dataclasses.replace(
+                        t, split_combine=combine): c if kind == "attention" else kept(kind, device)
+                    try:
+                        for cfg in t.configs("fwd", d):
+                            at.attention_forward(q, q, q, causal, tiles=cfg, impl="split")
+                    finally:
+                        at.tuning_for = kept
                 dkdv, dq = t.configs("dkdv", d), t.configs("dq", d)
                 pairs = [(a, dq[0]) for a in dkdv] + [(dkdv[0], b) for b in dq[1:]]
                 for impl in ("two-kernel", "two-kernel-tma"):

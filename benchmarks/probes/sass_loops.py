@@ -129,16 +129,16 @@ def compile_one(job):
                                   options=dict(num_warps=warps, num_stages=stages))
     except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
         return {**row, "error": f"{type(e).__name__}: {str(e).strip()[-300:]}"}
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from compile_check import _resources  # registers, spilled stack, shared memory
     cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(compiled.asm["cubin"])
         f.flush()
-        usage = subprocess.run([str(cuobjdump), "--dump-resource-usage", f.name],
-                               capture_output=True, text=True, check=True).stdout
         sass = subprocess.run([str(cuobjdump), "-sass", f.name], capture_output=True,
                               text=True, check=True).stdout
-    return {**row, "registers": int(re.search(r"REG:(\d+)", usage).group(1)),
-            "stack": int(re.search(r"STACK:(\d+)", usage).group(1)), "loops": loops(sass)}
+    used = _resources(compiled, str(cuobjdump))
+    return {**row, "registers": used["registers"], "stack": used["stack"], "loops": loops(sass)}
 
 
 def main(argv=None):
