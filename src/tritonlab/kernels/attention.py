@@ -1231,8 +1231,8 @@ def _last_combines(t):
 
 def _split_counters(zh, n_q, tiles=None):
     """How many counters the split forward takes (split_combine "last"): one per query block
-    of the given tiles, else of every config (BLOCK_M at least 16, tl.dot's least)."""
-    return zh * triton.cdiv(n_q, min(16, tiles[0]) if tiles else 16)
+    of the given tiles, else enough for every config (BLOCK_M at least 16, tl.dot's least)."""
+    return zh * triton.cdiv(n_q, tiles[0] if tiles else 16)
 
 
 def _combine_kw(d, t):
