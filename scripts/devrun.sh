@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# One command for the lent GPU machine (docs/gpu.md): `bash scripts/devrun.sh MODE COMMIT`,
+# run from the repository root there, full output under $OUT, a short tail printed last.
+# Carry `.whl` (scripts/device_prepare.sh), `.upstream` (Triton's tutorials, for --tutorial),
+# and for the A/B modes `.base` (a `git archive BASE src packages benchmarks scripts` of the
+# code to compare against; `BASE=.prev` for another such folder).
+#
+# Modes:
+#   table     the assignment's attention table (batch 1, causal), the BASE tree then this one on
+#             the same card, this one read against the other (--baseline): DIMS (16,32,64,128),
+#             DTYPES (bf16,fp32), SEQS (the table's) choose the rows
+#   tests36   the attention GPU tests issue 36 leans on (native plans, split forward, CUDA graph)
+#   quick36   issue 36's acceptance form: attention.py --quick --variants= --repeats 3 --tutorial
+#   split     the split forward's wall against SDPA (probes/attention_split.py) and launch_overhead
+#   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
+#   pytest    the README's test command on the GPU (make test), ARGS appended to pytest
+set -u
+mode=${1:?mode}; commit=${2:?commit}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export TRITONLAB_COMMIT=$commit
+. scripts/device_prepare.sh >/dev/null
+export PYTHONPATH="src:packages/minitriton/src${PYTHONPATH:+:$PYTHONPATH}"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "devrun $mode at $commit on $gpu, $(date -u +%FT%TZ)"
+BASE=${BASE:-.base}
+t0=$SECONDS
+
+# step NAME TIMEOUT CMD...: run CMD, its output into $OUT/NAME.log, the last TAILN lines shown
+step() {
+    local name=$1 lim=$2; shift 2
+    local s=$SECONDS
+    timeout "$lim" "$@" > "$OUT/$name.log" 2>&1
+    local rc=$?
+    echo "== $name rc=$rc $((SECONDS - s))s"
+    tail -n "${TAILN:-25}" "$OUT/$name.log"
+}
+
+case $mode in
+table)
+    IFS=, read -ra dts <<< "${DTYPES:-bf16,fp32}"
+    dims=${DIMS:-16,32,64,128}
+    seqs=${SEQS:-128,256,512,1024,2048,4096,8192,16384,32768,65536}
+    for dt in "${dts[@]}"; do
+        tag=${dims//,/_}-$dt
+        (cd "$BASE" && timeout 280 python3 benchmarks/attention.py --no-speed --warmup 10 --rep 40 \
+            --impls ours --dtypes "$dt" --dims "$dims" --seqs "$seqs" \
+            --out "$OUT/base-$tag") > "$OUT/base-$tag.log" 2>&1
+        echo "== base $tag rc=$? $((SECONDS - t0))s"
+        TAILN=${TAILN:-60} step "now-$tag" 280 python3 benchmarks/attention.py --no-speed \
+            --warmup 10 --rep 40 --impls ours,sdpa-cudnn --dtypes "$dt" --dims "$dims" \
+            --seqs "$seqs" --baseline "$OUT/base-$tag/attention.json" --out "$OUT/now-$tag"
+    done ;;
+tests36)
+    step tests36 "${LIM:-300}" python3 -m pytest -q -x -p no:cacheprovider -m gpu \
+        tests/tritonlab/test_native.py -k "split_attention or native_attention" ;;
+quick36)
+    step quick36 "${LIM:-560}" python3 benchmarks/attention.py --quick --variants= \
+        --repeats "${REPEATS:-3}" --tutorial .upstream/tut36 --out "$OUT/quick36" ;;
+split)
+    step split 200 python3 benchmarks/probes/attention_split.py --out "$OUT/split"
+    step launch-default 120 python3 benchmarks/launch_overhead.py --ops --out "$OUT/launch-default"
+    step launch-split 120 python3 benchmarks/launch_overhead.py --ops --attention-split sms:last \
+        --out "$OUT/launch-split" ;;
+kernels)
+    step kernels "${LIM:-560}" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
+        ${ONLY:+--only "$ONLY"} --ledger "$OUT/ledger.csv" --out "$OUT/kernels" ;;
+pytest)
+    step pytest "${LIM:-560}" python3 -m pytest -q -p no:cacheprovider ${ARGS:-} ;;
+*)
+    echo "unknown mode $mode"; exit 2 ;;
+esac
+echo "devrun done $((SECONDS - t0))s"
