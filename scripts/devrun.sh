@@ -14,12 +14,13 @@
 #   split     the split forward's wall against SDPA (probes/attention_split.py) and launch_overhead
 #   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
 #   pytest    the README's test command on the GPU (make test), ARGS appended to pytest
-set -u
+
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export TRITONLAB_COMMIT=$commit
 . scripts/device_prepare.sh >/dev/null
 export PYTHONPATH="src:packages/minitriton/src${PYTHONPATH:+:$PYTHONPATH}"
+set -u
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "devrun $mode at $commit on $gpu, $(date -u +%FT%TZ)"
 BASE=${BASE:-.base}
