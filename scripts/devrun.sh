@@ -12,6 +12,8 @@
 #   tests36   the attention GPU tests issue 36 leans on (native plans, split forward, CUDA graph)
 #   quick36   issue 36's acceptance form: attention.py --quick --variants= --repeats 3 --tutorial
 #   split     the split forward's wall against SDPA (probes/attention_split.py) and launch_overhead
+#   bwdk      each attention kernel's GPU time (probes/attention_kernels.py; SHAPES, IMPLS), this
+#             tree then BASE's (copy the probe and benchmarks/device_time.py into BASE first)
 #   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
 #   pytest    the README's test command on the GPU (make test), ARGS appended to pytest
 
@@ -62,6 +64,13 @@ split)
     step launch-default 120 python3 benchmarks/launch_overhead.py --ops --out "$OUT/launch-default"
     step launch-split 120 python3 benchmarks/launch_overhead.py --ops --attention-split sms:last \
         --out "$OUT/launch-split" ;;
+bwdk)
+    sh=${SHAPES:-1x1x32768x16:bf16:1,1x1x16384x16:bf16:1,1x1x8192x128:bf16:1}
+    TAILN=40 step bwdk-now 300 python3 benchmarks/probes/attention_kernels.py --shapes "$sh" \
+        --bwd-impls "${IMPLS:-}" --out "$OUT/bwdk-now"
+    (cd "$BASE" && timeout 200 python3 benchmarks/probes/attention_kernels.py --shapes "$sh" \
+        --out "$OUT/bwdk-base") > "$OUT/bwdk-base.log" 2>&1
+    echo "== bwdk-base rc=$?"; tail -n 40 "$OUT/bwdk-base.log" ;;
 kernels)
     step kernels "${LIM:-560}" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
         ${ONLY:+--only "$ONLY"} --ledger "$OUT/ledger.csv" --out "$OUT/kernels" ;;
@@ -70,4 +79,6 @@ pytest)
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac
+# the machine sends back only a few files: each folder under $OUT goes back as one archive
+(cd "$OUT" && for d in */; do [ -d "$d" ] && tar -czf "${d%/}.tgz" "$d" && rm -rf "$d"; done)
 echo "devrun done $((SECONDS - t0))s"
