@@ -71,6 +71,9 @@ bwdk)
     (cd "$BASE" && timeout 200 python3 benchmarks/probes/attention_kernels.py --shapes "$sh" \
         --out "$OUT/bwdk-base") > "$OUT/bwdk-base.log" 2>&1
     echo "== bwdk-base rc=$?"; tail -n 40 "$OUT/bwdk-base.log" ;;
+bwdk-now)
+    TAILN=60 step bwdk-now "${LIM:-400}" python3 benchmarks/probes/attention_kernels.py \
+        --shapes "$SHAPES" --bwd-impls "${IMPLS:-}" --calls "${CALLS:-20}" --out "$OUT/bwdk-now" ;;
 kernels)
     step kernels "${LIM:-560}" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
         ${ONLY:+--only "$ONLY"} --ledger "$OUT/ledger.csv" --out "$OUT/kernels" ;;
@@ -79,6 +82,6 @@ pytest)
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac
-# the machine sends back only a few files: each folder under $OUT goes back as one archive
-(cd "$OUT" && for d in */; do [ -d "$d" ] && tar -czf "${d%/}.tgz" "$d" && rm -rf "$d"; done)
+# the machine sends back only a few files: all of $OUT goes back as one archive, results.tgz
+(cd "$OUT" && tar -czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)
 echo "devrun done $((SECONDS - t0))s"
