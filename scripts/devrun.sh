@@ -55,7 +55,7 @@ table)
     done ;;
 tests36)
     step tests36 "${LIM:-300}" python3 -m pytest -q -x -p no:cacheprovider -m gpu \
-        tests/tritonlab/test_native.py -k "split_attention or native_attention" ;;
+        tests/tritonlab/test_native.py -k "attention or native_forward" ;;
 quick36)
     step quick36 "${LIM:-560}" python3 benchmarks/attention.py --quick --variants= \
         --repeats "${REPEATS:-3}" --tutorial .upstream/tut36 --out "$OUT/quick36" ;;
@@ -82,6 +82,10 @@ pytest)
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac
-# the machine sends back only a few files: all of $OUT goes back as one archive, results.tgz
-(cd "$OUT" && tar -czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)
+# the machine sends back only a few files: what this mode wrote under $OUT goes back as one
+# archive, results-MODE-N.tgz (earlier modes' archives kept beside it)
+arch=results-$mode-$$.tgz
+(cd "$OUT" && tar -czf "/tmp/$arch" --exclude='results-*.tgz' . \
+    && find . -mindepth 1 -maxdepth 1 ! -name 'results-*.tgz' -exec rm -rf {} + \
+    && mv "/tmp/$arch" .)
 echo "devrun done $((SECONDS - t0))s"

@@ -250,10 +250,12 @@ def test_a_gluon_default_backward_falls_back_to_the_tl_one_of_its_plan(monkeypat
 def test_the_tunings_fallbacks_replace_the_plans_tl_backward(monkeypatch):
     """bwd_fallback / bwd_fallback_small name the tl backward a Gluon default gives way to,
     by head dim; a problem small enough to be the host's takes bwd_fallback's pointer form
-    whatever the head dim (the native path's)."""
+    whatever the head dim (the native path's; host_one_pass_d off, whose one pass
+    test_attention_variants.py checks)."""
     t = tuning.tuning_for("attention", None)
     fields = {**t.__dict__, "bwd_impl": "gluon-ws-atomic", "bwd_impl_small": "gluon-ws",
-              "bwd_fallback": "two-kernel-tma", "bwd_fallback_small": "atomic-tma"}
+              "bwd_fallback": "two-kernel-tma", "bwd_fallback_small": "atomic-tma",
+              "host_one_pass_d": 0}
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
         **{**fields, "tune_above": 0, "host_bound_upto": 0}))
     for d, want in ((64, "atomic-tma"), (128, "two-kernel-tma"), (32, "atomic-tma")):

@@ -617,6 +617,27 @@ def test_host_bound_sizes_grow_with_the_head_dim_and_dtype():
     assert not bound(1, 1, 4096, 4096, 16, 2, no_native)
 
 
+def test_host_bound_small_head_dims_take_the_one_pass_backward(monkeypatch):
+    """Hopper's host-bound problems (the native path's sizes) take the one-pass pointer
+    backward ("atomic") up to host_one_pass_d (64: its kernels the faster there, H100
+    2026-12-07) and the two kernels above it; never with the field 0, for a problem not the
+    host's, or when an implementation is asked for."""
+    t = tuning.TUNINGS["attention"][9]
+    tuned = [t]
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: tuned[0])
+    monkeypatch.setattr(fa, "_host_bound", lambda q, k, t: True)
+    qs = {d: torch.zeros(1, 1, 64, d, dtype=torch.float16, device=DEV) for d in (16, 64, 128)}
+    for d, want in ((16, "atomic"), (64, "atomic"), (128, "two-kernel")):
+        assert fa.backward_impl(qs[d], None, qs[d], qs[d]) == want, d
+    assert fa.backward_impl(qs[16], "two-kernel", qs[16], qs[16]) == "two-kernel"
+    assert fa.backward_impl(qs[16]) != "atomic"  # no k: not known to be the host's
+    tuned[0] = dataclasses.replace(t, host_one_pass_d=0)
+    assert fa.backward_impl(qs[16], None, qs[16], qs[16]) == "two-kernel"
+    tuned[0] = t
+    monkeypatch.setattr(fa, "_host_bound", lambda q, k, t: False)
+    assert fa.backward_impl(qs[16], None, qs[16], qs[16]) != "atomic"
+
+
 def test_fp32_small_head_dims_take_the_pointer_forward_up_to_the_measured_size():
     """Hopper's fp32 forward at d <= 32 is the pointer kernel, not the TMA one, where the
     pointer one was the faster (d = 16 up to 65536 keys at batch 1, one head; d = 32 up to

@@ -640,6 +640,20 @@ def test_op_table_declines_while_a_launch_hook_listens():
     assert mod.call(table, x) is not None
 
 
+def _same_grads(grads, want, one_pass):
+    """Attention's (dQ, dK, dV) as `want`'s bit for bit, but for dQ where the one-pass
+    backward ran ("atomic": each key tile's share of dQ added with atomics, in an order, so
+    with roundings, that differ from run to run): within a hundredth of its largest value."""
+    for i, (x, y) in enumerate(zip(grads, want)):
+        if x is None:  # a gradient not asked for
+            continue
+        if i == 0 and one_pass:
+            torch.testing.assert_close(x.float(), y.float(), rtol=0,
+                                       atol=1e-2 * y.float().abs().max().item())
+        else:
+            torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
 @gpu
 @needs_cuda
 @pytest.mark.parametrize("causal", [False, True])
@@ -650,9 +664,10 @@ def test_op_table_declines_while_a_launch_hook_listens():
 def test_native_attention_matches_the_function(shape, dtype, causal):
     """Host-bound attention (the pointer kernels: the untuned sizes, and the autotuned ones
     up to host_bound_upto, 1x1x4096x64 here, which launch the autotuner's choice): forward
-    without and with a gradient and the backward's three launches, bit for bit the
-    Function's; a frozen q skips the dQ launch; the gradient's own gradient raises as the
-    registered backward op's."""
+    without and with a gradient and the backward's launches (D, then dK/dV and dQ, or on
+    Hopper up to d = 64 the one pass and dQ's cast), bit for bit the Function's but for the
+    one pass's dQ (_same_grads); a frozen q skips the dQ launch (the cast); the gradient's
+    own gradient raises as the registered backward op's."""
     from tritonlab.kernels import attention as fa
     _module()
     gen = torch.Generator(device="cuda").manual_seed(7)
@@ -674,12 +689,12 @@ def test_native_attention_matches_the_function(shape, dtype, causal):
     assert name == "TritonlabFlashAttentionBackward", fa._native_attention.why
     o_ref, grads_ref, ref_name = step(function)
     assert ref_name == "FlashAttentionTritonBackward"
-    for x, y in zip((got, o, *grads), (o_ref, o_ref, *grads_ref)):
-        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    for x in (got, o):
+        torch.testing.assert_close(x, o_ref, rtol=0, atol=0)
+    _same_grads(grads, grads_ref, fa.backward_impl(q, None, k, v) == "atomic")
     _, frozen, _ = step(ours, frozen_q=True)
     assert frozen[0] is None
-    for x, y in zip(frozen[1:], grads_ref[1:]):
-        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    _same_grads([None, *frozen[1:]], grads_ref, True)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     (gq,) = torch.autograd.grad(ours(*leaves), leaves[0], do, create_graph=True)
     with pytest.raises(NotImplementedError, match="flash_attention"):
@@ -692,7 +707,8 @@ def test_native_forward_wanting_a_gradient_before_any_backward_compiled():
     """A signature's forward that wants a gradient before its backward ever ran (a training
     step's first call, or forwards timed without a backward) takes the native forward, whose
     node runs the Python backward, which compiles the backward's kernels; the next call's
-    plan has its own backward. Both give the Function's outputs and gradients, bit for bit."""
+    plan has its own backward. Both give the Function's outputs and gradients, bit for bit
+    (dQ as _same_grads says)."""
     from tritonlab.kernels import attention as fa
     _module()
     gen = torch.Generator(device="cuda").manual_seed(11)
@@ -716,8 +732,8 @@ def test_native_forward_wanting_a_gradient_before_any_backward_compiled():
     assert sum(op._python_backwards.values()) == ran + 1
     _, o_ref, grads_ref = results[-1]
     for _, o, grads in results[:-1]:
-        for x, y in zip((o, *grads), (o_ref, *grads_ref)):
-            torch.testing.assert_close(x, y, rtol=0, atol=0)
+        torch.testing.assert_close(o, o_ref, rtol=0, atol=0)
+        _same_grads(grads, grads_ref, fa.backward_impl(q, None, k, v) == "atomic")
 
 
 @gpu
@@ -728,7 +744,8 @@ def test_native_split_attention_matches_the_function(causal, combine, monkeypatc
     """With a tuning that splits few-program forwards (split_programs_below), the default
     forward of 1x1x1024x64 is the split one, and its native plan (the shares, their
     combination by the last share, its counters kept zero, or by a second kernel; two
-    partials) gives the Function's outputs and gradients, bit for bit."""
+    partials) gives the Function's outputs and gradients, bit for bit (dQ as _same_grads
+    says)."""
     import dataclasses
 
     from tritonlab.kernels import attention as fa
@@ -754,8 +771,8 @@ def test_native_split_attention_matches_the_function(causal, combine, monkeypatc
         o, grads, name = step(lambda *a: fa.flash_attention(*a, causal), scale)
     assert name == "TritonlabFlashAttentionBackward", fa._native_attention.why
     o_ref, grads_ref, _ = step(lambda *a: fa.FlashAttentionTriton.apply(*a, causal))
-    for x, y in zip((o, *grads), (o_ref, *grads_ref)):
-        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    torch.testing.assert_close(o, o_ref, rtol=0, atol=0)
+    _same_grads(grads, grads_ref, fa.backward_impl(q, None, k, v) == "atomic")
     # the Python path's counters, reused scratch, are zero again (the native plan's own are
     # checked by the three calls above: a count left behind would combine too early or never)
     kept = [b for key, b in _launch._SCRATCH.items() if key[0] == "attention split"]
@@ -806,7 +823,8 @@ def test_split_attention_in_a_cuda_graph(combine, monkeypatch):
     """A CUDA graph captures the split forward and backward (the native plan, its counters
     made and zeroed inside the capture when the last share combines) and the Python path's
     forward; three replays on new inputs copied in give the eager results bit for bit each
-    time: the shares' partials, the counters and the combination replay as captured."""
+    time (dQ as _same_grads says where the one pass ran): the shares' partials, the
+    counters and the combination replay as captured."""
     import dataclasses
 
     from tritonlab.kernels import attention as fa
@@ -854,5 +872,7 @@ def test_split_attention_in_a_cuda_graph(combine, monkeypatch):
                     leaf.grad.zero_()
         graph.replay()
         torch.cuda.synchronize()
-        for got, w in zip([o, *(x.grad for x in leaves), *outs], want):
+        for got, w in zip([o, *outs], [want[0], *want[4:]]):
             torch.testing.assert_close(got, w, rtol=0, atol=0)
+        _same_grads([x.grad for x in leaves], want[1:4],
+                    fa.backward_impl(static[0], None, static[1], static[2]) == "atomic")

@@ -511,6 +511,23 @@ def attn_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, dq_ptr,
 
 
 @triton.jit
+def attn_bwd_dq_cast_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    # the one-pass backward's fp32 dQ into q's 16-bit dtype, both contiguous
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=keep).to(dst_ptr.dtype.element_ty),
+             mask=keep)  # read 4n bytes, write 2n
+
+
+DQ_CAST_BLOCK = 2048
+
+
+def _dq_cast_launch(n):
+    """(grid, keywords) of attn_bwd_dq_cast_kernel over n elements."""
+    return (triton.cdiv(n, DQ_CAST_BLOCK),), dict(BLOCK=DQ_CAST_BLOCK, num_warps=4)
+
+
+@triton.jit
 def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr, delta_ptr,
                     stride_qm, stride_dom, stride_dqm, offs_m, offs_n, offs_d, n_queries, lo, hi,
                     qk_scale, scale, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
@@ -1107,10 +1124,13 @@ def backward_impl(q, impl=None, *others):
     TMA cannot take these tensors, or on a GPU where the problem is
     small (batch*heads*Nq*Nk up to the tuning's tune_above, from q and `others`' k): there,
     as forward_impl says, a call's time is the host's and the native path launches the
-    pointer kernels. A dO TMA cannot read is copied."""
+    pointer kernels; the one pass ("atomic") for head dims up to the tuning's
+    host_one_pass_d, else the two kernels. A dO TMA cannot read is copied."""
     if impl is None:
         t = tuning_for("attention", q.get_device())
         small = bool(others) and _host_bound(q, others[0], t)
+        if small and q.shape[-1] <= t.host_one_pass_d:
+            return "atomic"
         impl = t.bwd_impl_small if t.bwd_impl_small and q.shape[-1] <= 64 and not small \
             else t.bwd_impl
         if impl in _GLUON_BWD:
@@ -1401,8 +1421,9 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
                BLOCK_N=bn, DQ_MODE=2, LOAD_TMA=False, num_warps=warps, num_stages=stages,
                **_tail_flags("dkdv", n_q, causal, block_d, (bm, bn, warps, stages), device))
-    if dq32 is not dq:
-        dq.copy_(dq32.view(q.shape))  # read and write N*d
+    if dq32 is not dq:  # read N*d fp32, write N*d
+        grid, kw = _dq_cast_launch(dq.numel())
+        _bound_launch(attn_bwd_dq_cast_kernel, grid, (dq32, dq, dq.numel()), kw)
     return dq, dk, dv
 
 
@@ -1635,8 +1656,10 @@ def _describe(options, q, k, v):
     device's default implementations are the pointer kernels (the host-bound sizes,
     _host_bound), once their launches ran through Triton with the config they keep (the
     first that fits, or the autotuner's choice): the pointer forward (O and L); the
-    backward's D pass, dK/dV kernel and dQ kernel (launched only where q's gradient is
-    wanted), as _backward_checked launches them for a contiguous dO."""
+    backward's D pass, then the dK/dV kernel and the dQ kernel (launched only where q's
+    gradient is wanted) or the one pass ("atomic": D's pass zeroes an fp32 dQ that the dK/dV
+    kernel adds into, cast to q's 16-bit dtype where q's gradient is wanted), as
+    _backward_checked launches them for a contiguous dO."""
     causal, scale = options
     batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v)
     if not (q.numel() and n_k):
@@ -1645,8 +1668,10 @@ def _describe(options, q, k, v):
     impl = forward_impl(q, k, v)
     if impl not in ("pointers", "split"):
         return "a TMA or Gluon forward: its descriptors are made per call"
-    if backward_impl(q, None, k, v) != "two-kernel":
-        return "the one-pass backward (an fp32 dQ scratch)"
+    bwd = backward_impl(q, None, k, v)
+    if bwd not in ("two-kernel", "atomic"):
+        return f"the {bwd!r} backward: not the pointer kernels"
+    one_pass = bwd == "atomic"
     scale = default_scale(q) if scale is None else scale
     zh, block_d, dtype = batch * heads, _block_d(d), q.dtype
     consts = dict(HEAD_DIM=d, BLOCK_D=block_d, IS_CAUSAL=bool(causal))
@@ -1659,10 +1684,14 @@ def _describe(options, q, k, v):
     q_, k_, v_, o, lse = map(S, range(5))
     o_part, l_part, count = S(5), S(6), S(7)  # (the split forward's)
     do, delta, dq, dk, dv = map(S, range(5 + parts, 10 + parts))
+    # the one pass's fp32 dQ: dQ itself in fp32, one more allocation of the backward else
+    cast = one_pass and dtype != torch.float32
+    dq32 = S(10 + parts) if cast else dq
     # each slot's tensor as a Bound's key sees it (_arg_keys): dtype and device
     typed, fp32 = (dtype, q.device), (torch.float32, q.device)
     slot_keys = ((typed,) * 4 + (fp32,) * (3 if splits else 1)
-                 + ((torch.int32, q.device),) * last + (typed, fp32) + (typed,) * 3)
+                 + ((torch.int32, q.device),) * last + (typed, fp32) + (typed,) * 3
+                 + (fp32,) * cast)
 
     def strides(x):  # a contiguous tensor's, as the Python path allocates O, dO, dQ, dK, dV
         return _strides4(torch.empty(x.shape, device="meta"))
@@ -1706,23 +1735,31 @@ def _describe(options, q, k, v):
         return None
     grads = (heads, n_q, n_k, scale * LOG2E, scale)
     block = t.preprocess_block
-    args = {"delta": (o, do, delta, delta, *sq, *sq, heads, n_q),
-            "dkdv": (q_, k_, v_, do, lse, delta, dk, dv, dq, *sq, *sk, *sv, *sq, *sk, *sv,
+    args = {"delta": (o, do, delta, dq32 if one_pass else delta, *sq, *sq, heads, n_q),
+            "dkdv": (q_, k_, v_, do, lse, delta, dk, dv, dq32, *sq, *sk, *sv, *sq, *sk, *sv,
                      *grads),
-            "dq": (q_, k_, v_, do, lse, delta, dq, *sq, *sk, *sv, *sq, *sq, *grads)}
+            "dq": (q_, k_, v_, do, lse, delta, dq, *sq, *sk, *sv, *sq, *sq, *grads),
+            "cast": (dq32, dq, q.numel())}
+    dkdv = "dkdv_atomic" if one_pass else "dkdv"
     launches = [
         (bound(attn_bwd_preprocess_kernel, (triton.cdiv(n_q, block), zh), args["delta"],
-               _preprocess_kw(d, block, False)), "delta", -1),
-        (chosen("dkdv", n_k, args["dkdv"], DQ_MODE=0, LOAD_TMA=False,
-                **_tail_flags("dkdv", n_q, causal, block_d, None, q.get_device())), "dkdv", -1),
-        (chosen("dq", n_q, args["dq"], LOAD_TMA=False,
-                **_tail_flags("dq", n_k, causal, block_d, None, q.get_device())), "dq", 0)]
+               _preprocess_kw(d, block, one_pass)), "delta", -1),
+        (chosen(dkdv, n_k, args["dkdv"], DQ_MODE=int(one_pass), LOAD_TMA=False,
+                **_tail_flags(dkdv, n_q, causal, block_d, None, q.get_device())), "dkdv", -1)]
+    if not one_pass:
+        launches.append((chosen("dq", n_q, args["dq"], LOAD_TMA=False,
+                                **_tail_flags("dq", n_k, causal, block_d, None,
+                                              q.get_device())), "dq", 0))
+    elif cast:
+        cast_grid, cast_kw = _dq_cast_launch(q.numel())
+        launches.append((bound(attn_bwd_dq_cast_kernel, cast_grid, args["cast"], cast_kw),
+                         "cast", 0))
     ready = all(b is not None for b, _, _ in launches)
     return _native.plan(
         (q, k, v), [(q.shape, dtype), (q.shape[:-1], torch.float32), *allocs],
         forward, o, saved=[q_, k_, v_, o, lse],
         bwd_allocs=[((zh, n_q), torch.float32), (q.shape, dtype), (k.shape, dtype),
-                    (v.shape, dtype)],
+                    (v.shape, dtype)] + [((zh, n_q, d), torch.float32)] * cast,
         backward=[(b, args[name]) for b, name, _ in launches] if ready else None,
         grads=[dq, dk, dv], backward_for=[i for _, _, i in launches],
         counters=count if last else None)

@@ -372,6 +372,14 @@ class AttentionTuning:
     # 16384 keys at d <= 64 and 32768 at d = 16 in bf16 (2^35 here) and half as many
     # multiply-adds in fp32; 1x1x16384x128 bf16's GPU time (about 0.8 ms) is near the host's
     host_bound_upto: int = 1 << 35
+    # Host-bound problems (above) of head dims up to this take the one-pass pointer backward
+    # ("atomic": P and dS computed once, dQ added with atomics into fp32, cast at the end)
+    # instead of the two kernels; 0: never. Its kernels' GPU time against the two kernels'
+    # (benchmarks/probes/attention_kernels.py, batch 1, one head, causal, H100, 2026-12-07,
+    # backward us): bf16 d = 16 56 / 82 at 4096 keys, 232 / 315 at 16384, 582 / 812 at 32768;
+    # d = 32 71 / 88, 309 / 356; d = 64 102 / 113, 482 / 494; fp32 d = 16 541 / 694 at 16384,
+    # d = 32 644 / 905, d = 64 587 / 755 at 8192; but bf16 d = 128 at 8192 390 / 323
+    host_one_pass_d: int = 0
     # fp32 problems of head dims up to `fp32_pointers_d` whose default forward is the TMA one
     # take the pointer forward instead, up to batch*heads*Nq*Nk*BLOCK_D*4 = `fp32_pointers_upto`
     # (0: never). The TMA forward's fp32 tiles at d = 16 and 32 are the slower:
@@ -544,7 +552,9 @@ TUNINGS = {
         # d = 128: the tl backwards where Gluon cannot run (fp32)
         fwd_impl="gluon", fwd_impl_large="gluon-ws", bwd_impl="gluon-ws-atomic",
         bwd_impl_small="gluon-ws", bwd_fallback="two-kernel-tma",
-        bwd_fallback_small="atomic-tma")},
+        bwd_fallback_small="atomic-tma",
+        # the one pass for host-bound problems up to d = 64 (AttentionTuning's figures)
+        host_one_pass_d=64)},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
