@@ -528,7 +528,13 @@ def main(argv=None):
         print("benchmarks/attention.py needs a CUDA GPU", file=sys.stderr)
         return 1
     from tritonlab import backend
+    from tritonlab.kernels import _native
     print(f"kernels run on: {backend.describe()}", flush=True)
+    # the native path's C++ node, built before any timing: its first build (about a minute)
+    # runs in a thread beside the calls, which take the Python path meanwhile, and on the
+    # H100 of 2026-12-07 it made the first minute's host-bound rows up to 10x slower
+    print(f"native path: {'on' if _native.module() else 'off (' + str(_native.why()) + ')'}",
+          flush=True)
     rows = []
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
