@@ -15,6 +15,8 @@
 #   bwdk      each attention kernel's GPU time (probes/attention_kernels.py; SHAPES, IMPLS), this
 #             tree then BASE's (copy the probe and benchmarks/device_time.py into BASE first)
 #   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
+#   probes    benchmarks/probes/run.py NAMES (e.g. NAMES="rms_bwd_fused_dg softmax_stream
+#             rms_wide_rows_fwd", issue 37's candidates built and off)
 #   pytest    the README's test command on the GPU (make test), ARGS appended to pytest
 
 mode=${1:?mode}; commit=${2:?commit}
@@ -77,6 +79,8 @@ bwdk-now)
 kernels)
     step kernels "${LIM:-560}" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
         ${ONLY:+--only "$ONLY"} --ledger "$OUT/ledger.csv" --out "$OUT/kernels" ;;
+probes)
+    OUT=$OUT TAILN=60 step probes "${LIM:-560}" python3 benchmarks/probes/run.py ${NAMES:?} ;;
 pytest)
     step pytest "${LIM:-560}" python3 -m pytest -q -p no:cacheprovider ${ARGS:-} ;;
 *)
