@@ -134,7 +134,7 @@ def table_rows(times, impl="ours"):
 def test_the_baseline_names_every_slower_pass_of_ours_and_only_those():
     """--baseline: ours now against an earlier run's ours, row by row (other implementations'
     rows and rows only one run has are left out); a pass slower than then is named with its
-    ratio, an equal one is not."""
+    ratio, an equal one is not; a second list keeps those beyond 3 % (NOISE)."""
     then = table_rows({("bfloat16", 16, 4096): (0.10, 0.50, 0.80),
                        ("bfloat16", 64, 8192): (0.20, 0.40, 0.60),
                        ("float32", 16, 128): (0.05, 0.20, 0.30)})
@@ -148,4 +148,9 @@ def test_the_baseline_names_every_slower_pass_of_ours_and_only_those():
            "0.50 / 1.20 / 1.00 |" in text
     assert "128" not in text and "float32" not in text
     assert "slower than the baseline: 1 of 2: bfloat16 d=16 4096 bwd 1.20x" in text
+    assert "Of them more than 3% slower: bfloat16 d=16 4096 bwd 1.20x" in text
+    close = table_rows({("bfloat16", 64, 8192): (0.204, 0.40, 0.60)})  # fwd 1.02x: noise
+    text, slower = bench.baseline_markdown(close, then)
+    assert [s[:4] for s in slower] == [("bfloat16", 64, 8192, "fwd")]
+    assert "Of them more than 3% slower: none" in text
     assert bench.baseline_markdown(then, then)[1] == []
