@@ -14,6 +14,7 @@
 #   split     the split forward's wall against SDPA (probes/attention_split.py) and launch_overhead
 #   bwdk      each attention kernel's GPU time (probes/attention_kernels.py; SHAPES, IMPLS), this
 #             tree then BASE's (copy the probe and benchmarks/device_time.py into BASE first)
+#   bwdk-now  the same for this tree alone (SHAPES required, IMPLS, CALLS)
 #   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
 #   probes    benchmarks/probes/run.py NAMES (e.g. NAMES="rms_bwd_fused_dg softmax_stream
 #             rms_wide_rows_fwd", issue 37's candidates built and off)
@@ -75,7 +76,8 @@ bwdk)
     echo "== bwdk-base rc=$?"; tail -n 40 "$OUT/bwdk-base.log" ;;
 bwdk-now)
     TAILN=60 step bwdk-now "${LIM:-400}" python3 benchmarks/probes/attention_kernels.py \
-        --shapes "$SHAPES" --bwd-impls "${IMPLS:-}" --calls "${CALLS:-20}" --out "$OUT/bwdk-now" ;;
+        --shapes "${SHAPES:?SHAPES=BxHxNxD:dtype:causal,...}" --bwd-impls "${IMPLS:-}" \
+        --calls "${CALLS:-20}" --out "$OUT/bwdk-now" ;;
 kernels)
     step kernels "${LIM:-560}" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
         ${ONLY:+--only "$ONLY"} --ledger "$OUT/ledger.csv" --out "$OUT/kernels" ;;

@@ -196,35 +196,45 @@ def test_masked_tail_loops_are_dropped_only_where_every_tile_is_whole(bwd_impl):
     assert fa._whole_tiles(32, "dkdv", 16, (16, 64, 4, 1), -1, 0)
 
 
-def test_native_plan_describes_the_backward_launches_the_python_path_made(monkeypatch):
+@pytest.mark.parametrize("bwd,dtype", [("two-kernel", torch.float32),
+                                       ("atomic", torch.float32), ("atomic", torch.float16)])
+def test_native_plan_describes_the_backward_launches_the_python_path_made(monkeypatch, bwd,
+                                                                          dtype):
     """_describe rebuilds the keys of the Python path's backward launches (their tail flags
     included) to find them: with the pointer forward and the device's first configs (and D
-    pass block) made the simulator's, it finds the D pass, dK/dV and dQ for sequences of
-    whole tiles and of a tail."""
+    pass block) made the simulator's, it finds for sequences of whole tiles and of a tail
+    the D pass, dK/dV and dQ (the two kernels), or the D pass zeroing an fp32 dQ, the one
+    pass adding into it and, in 16 bits, dQ's cast, the last only where q's gradient is
+    wanted and the fp32 dQ one more allocation ("atomic")."""
     sim = backend.with_backend("tritonlab.kernels.attention", "sim")
     t = sim.tuning_for("attention", -1)
-    first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl="two-kernel", bwd_impl_small="",
+    names = ("fwd", "dkdv", "dq", "dkdv_atomic")
+    first = dataclasses.replace(t, fwd_impl="pointers", bwd_impl=bwd, bwd_impl_small="",
                                 preprocess_block=t.simulator_preprocess_block,
                                 **{f"{name}_{size}": (t.simulator(name),)
-                                   for name in ("fwd", "dkdv", "dq")
-                                   for size in ("small", "large")})
+                                   for name in names for size in ("small", "large")})
     monkeypatch.setattr(sim, "tuning_for", lambda kind, device: first)
     monkeypatch.setattr(sim, "_BOUNDS", sim.PlanCache())
-    for name in ("fwd", "dkdv", "dq"):
-        monkeypatch.setitem(sim._FITS, (name, 16, torch.float32), 0)
+    for name in names:
+        monkeypatch.setitem(sim._FITS, (name, 16, dtype), 0)
     seen = {}
     monkeypatch.setattr(sim._native, "plan", lambda *a, **kw: seen.update(kw) or "described")
+    kernels = {"two-kernel": [sim.attn_bwd_preprocess_kernel, sim.attn_bwd_dkdv_kernel,
+                              sim.attn_bwd_dq_kernel],
+               "atomic": [sim.attn_bwd_preprocess_kernel, sim.attn_bwd_dkdv_kernel]
+               + [sim.attn_bwd_dq_cast_kernel] * (dtype != torch.float32)}[bwd]
     for n in (48, 40):
-        q, k, v, do = (x.detach().cpu() for x in inputs(1, n, n, 16))
+        q, k, v, do = (x.detach().cpu() for x in inputs(1, n, n, 16, dtype=dtype))
         for causal in (False, True):
             o, lse = sim.attention_forward(q, k, v, causal)
             sim.attention_backward(do, q, k, v, o, lse, causal)
             seen.clear()
             assert sim._describe((causal, None), q, k, v) == "described", (n, causal)
             assert seen["backward"] is not None, (n, causal)
-            assert [b.kernel for b, _ in seen["backward"]] == [
-                sim.attn_bwd_preprocess_kernel, sim.attn_bwd_dkdv_kernel,
-                sim.attn_bwd_dq_kernel]
+            assert [b.kernel for b, _ in seen["backward"]] == kernels
+            assert seen["backward_for"] == [-1, -1, 0][:len(kernels)]
+            extra = [((1, n, 16), torch.float32)] if len(kernels) == 3 and bwd == "atomic" else []
+            assert seen["bwd_allocs"][4:] == extra
 
 
 @pytest.fixture(params=["last", "kernel"])

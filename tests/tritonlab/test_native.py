@@ -660,14 +660,17 @@ def _same_grads(grads, want, one_pass):
 @pytest.mark.parametrize("shape,dtype", [((1, 1, 1024, 64), torch.float16),
                                          ((2, 3, 100, 32), torch.bfloat16),
                                          ((2, 77, 40), torch.float32),
-                                         ((1, 1, 4096, 64), torch.bfloat16)])
+                                         ((1, 1, 4096, 64), torch.bfloat16),
+                                         ((1, 2, 256, 128), torch.bfloat16)])
 def test_native_attention_matches_the_function(shape, dtype, causal):
     """Host-bound attention (the pointer kernels: the untuned sizes, and the autotuned ones
     up to host_bound_upto, 1x1x4096x64 here, which launch the autotuner's choice): forward
-    without and with a gradient and the backward's launches (D, then dK/dV and dQ, or on
-    Hopper up to d = 64 the one pass and dQ's cast), bit for bit the Function's but for the
-    one pass's dQ (_same_grads); a frozen q skips the dQ launch (the cast); the gradient's
-    own gradient raises as the registered backward op's."""
+    without and with a gradient and the backward's launches (D, then dK/dV and dQ: d = 128
+    on Hopper; up to d = 64 there the one pass and, in 16 bits, dQ's cast), bit for bit the
+    Function's but for the one pass's dQ (_same_grads), the plan's own backward running from
+    the third step at the latest (fewer Python backwards than PYTHON_BACKWARDS, which a plan
+    that never had one would reach); a frozen q skips the dQ launch (the cast); the
+    gradient's own gradient raises as the registered backward op's."""
     from tritonlab.kernels import attention as fa
     _module()
     gen = torch.Generator(device="cuda").manual_seed(7)
@@ -683,10 +686,13 @@ def test_native_attention_matches_the_function(shape, dtype, causal):
 
     ours = lambda a, b, c: fa.flash_attention(a, b, c, causal)  # noqa: E731
     function = lambda a, b, c: fa.FlashAttentionTriton.apply(a, b, c, causal)  # noqa: E731
-    for _ in range(3):  # the first calls compile through Triton and describe the plan
-        got = ours(q, k, v)
+    python_backwards = lambda: sum(fa._native_attention._python_backwards.values())  # noqa
+    before = python_backwards()
+    for _ in range(_native.PYTHON_BACKWARDS + 1):  # the first calls compile through Triton
+        got = ours(q, k, v)                        # and describe the plan
         o, grads, name = step(ours)
     assert name == "TritonlabFlashAttentionBackward", fa._native_attention.why
+    assert python_backwards() - before < _native.PYTHON_BACKWARDS, "no backward of its own"
     o_ref, grads_ref, ref_name = step(function)
     assert ref_name == "FlashAttentionTritonBackward"
     for x in (got, o):

@@ -1122,10 +1122,11 @@ def backward_impl(q, impl=None, *others):
     `bwd_fallback` (`bwd_fallback_small` up to 64), by default the tl backward of its plan
     (_GLUON_BWD); then a TMA one to its pointer counterpart where
     TMA cannot take these tensors, or on a GPU where the problem is
-    small (batch*heads*Nq*Nk up to the tuning's tune_above, from q and `others`' k): there,
-    as forward_impl says, a call's time is the host's and the native path launches the
-    pointer kernels; the one pass ("atomic") for head dims up to the tuning's
-    host_one_pass_d, else the two kernels. A dO TMA cannot read is copied."""
+    small (_host_bound: batch*heads*Nq*Nk up to the tuning's tune_above, or with the head dim
+    and dtype up to its host_bound_upto; from q and `others`' k): there, as forward_impl
+    says, a call's time is the host's and the native path launches the pointer kernels.
+    Such a problem's head dim up to the tuning's host_one_pass_d takes the one pass
+    ("atomic") first, before any of the above. A dO TMA cannot read is copied."""
     if impl is None:
         t = tuning_for("attention", q.get_device())
         small = bool(others) and _host_bound(q, others[0], t)

@@ -378,7 +378,7 @@ class AttentionTuning:
     # (benchmarks/probes/attention_kernels.py, batch 1, one head, causal, H100, 2026-12-07,
     # backward us): bf16 d = 16 56 / 82 at 4096 keys, 232 / 315 at 16384, 582 / 812 at 32768;
     # d = 32 71 / 88, 309 / 356; d = 64 102 / 113, 482 / 494; fp32 d = 16 541 / 694 at 16384,
-    # d = 32 644 / 905, d = 64 587 / 755 at 8192; but bf16 d = 128 at 8192 390 / 323
+    # d = 32 644 / 910, d = 64 587 / 763 at 8192; but bf16 d = 128 at 8192 393 / 323
     host_one_pass_d: int = 0
     # fp32 problems of head dims up to `fp32_pointers_d` whose default forward is the TMA one
     # take the pointer forward instead, up to batch*heads*Nq*Nk*BLOCK_D*4 = `fp32_pointers_upto`
