@@ -13,7 +13,8 @@
 #   quick36   issue 36's acceptance form: attention.py --quick --variants= --repeats 3 --tutorial
 #   split     the split forward's wall against SDPA (probes/attention_split.py) and launch_overhead
 #   bwdk      each attention kernel's GPU time (probes/attention_kernels.py; SHAPES, IMPLS), this
-#             tree then BASE's (copy the probe and benchmarks/device_time.py into BASE first)
+#             tree then BASE's (copy the probe, probes/_common.py and benchmarks/device_time.py
+#             into BASE first)
 #   bwdk-now  the same for this tree alone (SHAPES required, IMPLS, CALLS)
 #   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
 #   probes    benchmarks/probes/run.py NAMES (e.g. NAMES="rms_bwd_fused_dg softmax_stream

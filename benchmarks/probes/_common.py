@@ -104,3 +104,30 @@ def relu_matmul_inputs(n, dtype):
     a = torch.randn(n, n, device="cuda", dtype=dtype)
     b = torch.randn(n, n, device="cuda", dtype=dtype)
     return a, b, torch.empty(n, n, device="cuda", dtype=dtype)
+
+
+def parse_shapes(text, dtypes):
+    """[(spec, batch, heads, seq, head dim, dtype name, causal)] of `BxHxNxD:dtype:causal,...`
+    (attention's rows), the dtype one of `dtypes`' names; a malformed one exits with why."""
+    out = []
+    for spec in (s for s in text.split(",") if s):
+        try:
+            dims, dt, causal = spec.split(":")
+            batch, heads, n, d = map(int, dims.split("x"))
+            if dt not in dtypes or causal not in ("0", "1"):
+                raise ValueError
+        except ValueError:
+            raise SystemExit(f"--shapes: {spec!r} is not BxHxNxD:dtype:causal (dtype one of "
+                             f"{', '.join(dtypes)}; causal 0 or 1)") from None
+        out.append((spec, batch, heads, n, d, dt, causal == "1"))
+    return out
+
+
+def save_rows(out_dir, name, rows):
+    """`rows` into out_dir/name as JSON, with the GPU and the torch and Triton versions."""
+    import json
+    import os
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, name), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "triton": triton.__version__, "rows": rows}, f, indent=1)

@@ -12,7 +12,6 @@ backward implementations (attention.py's BWD_IMPLS) where this checkout has them
                                                   [--out DIR]
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -20,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
-from _common import triton  # noqa: E402  (the checkout on sys.path)
+from _common import parse_shapes, save_rows  # noqa: E402  (the checkout on sys.path)
 
 import torch  # noqa: E402
 
@@ -28,22 +27,6 @@ from device_time import _FLUSH, _kernel_events  # noqa: E402
 from tritonlab.kernels import attention  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-
-
-def parse_shapes(text):
-    """[(label, batch, heads, seq, head dim, dtype, causal)] of `BxHxNxD:dtype:causal,...`."""
-    out = []
-    for spec in (s for s in text.split(",") if s):
-        try:
-            dims, dt, causal = spec.split(":")
-            batch, heads, n, d = map(int, dims.split("x"))
-            if dt not in DTYPES or causal not in ("0", "1"):
-                raise ValueError
-        except ValueError:
-            raise SystemExit(f"--shapes: {spec!r} is not BxHxNxD:dtype:causal (dtype one of "
-                             f"{', '.join(DTYPES)}; causal 0 or 1)") from None
-        out.append((spec, batch, heads, n, d, DTYPES[dt], causal == "1"))
-    return out
 
 
 def per_kernel(call, calls):
@@ -72,7 +55,8 @@ def main(argv=None):
     impls = [None] + [b for b in args.bwd_impls.split(",") if b]
     has_impls = "bwd_impl" in attention.flash_attention.__code__.co_varnames
     rows = []
-    for label, batch, heads, n, d, dtype, causal in parse_shapes(args.shapes):
+    for label, batch, heads, n, d, dt, causal in parse_shapes(args.shapes, DTYPES):
+        dtype = DTYPES[dt]
         g = torch.Generator(device="cuda").manual_seed(0)
         q, k, v, do = (torch.randn(batch, heads, n, d, device="cuda", dtype=dtype, generator=g)
                        .requires_grad_(i < 3) for i in range(4))
@@ -102,10 +86,7 @@ def main(argv=None):
                       f"{sum(med.values()):8.1f} us  "
                       + "  ".join(f"{name.split('_kernel')[0][-22:]} {us:.1f}"
                                   for name, us in med.items()), flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "attention_kernels.json"), "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "triton": triton.__version__, "rows": rows}, f, indent=1)
+    save_rows(args.out, "attention_kernels.json", rows)
     return 0
 
 

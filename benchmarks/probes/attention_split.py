@@ -19,14 +19,13 @@ each split checked against the pointer forward first (max abs difference of O, a
 """
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
-from _common import triton  # noqa: E402  (the checkout on sys.path)
+from _common import save_rows, triton  # noqa: E402  (the checkout on sys.path)
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -125,10 +124,7 @@ def main(argv=None):
               + " | wall " + " ".join(f"{kk}={vv:.1f}" for kk, vv in row["wall_us"].items())
               + " | python " + "/".join(str(n) for n in row["python_forwards"].values())
               + f" | max diff {max(x[0] for x in row['max_diff'].values()):.1e}", flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "attention_split.json"), "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "triton": triton.__version__, "rows": results}, f, indent=1)
+    save_rows(args.out, "attention_split.json", results)
     return 0
 
 

@@ -26,7 +26,6 @@ worker thread off, so that it sees the backward), the top 30 functions by own ti
 """
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -34,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the speed rows
-from _common import triton  # noqa: E402,F401  (the checkout on sys.path)
+from _common import parse_shapes, save_rows, triton  # noqa: E402  (the checkout on sys.path)
 
 import torch  # noqa: E402
 
@@ -113,10 +112,7 @@ def main(argv=None):
                       + "/".join(f"{x:.3f}" for x in row["do_bench_ms"])
                       + "  kernels " + "/".join(f"{x:.3f}" for x in row["kernels_ms"])
                       + f"  host {host:.0f} us", flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "attention_timing.json"), "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "triton": triton.__version__, "rows": results}, f, indent=1)
+    save_rows(args.out, "attention_timing.json", results)
     if profiles:
         with open(os.path.join(args.out, "attention_host_profile.txt"), "w") as f:
             f.write("\n".join(profiles))
@@ -126,18 +122,7 @@ def main(argv=None):
 def rows(indices, shapes):
     """The speed rows at `indices` (comma-separated) and the rows `shapes` describes, each
     (label, batch, heads, seq, head dim, dtype name, causal)."""
-    out = [SPEED_ROWS[int(i)] for i in indices.split(",") if i]
-    for spec in (s for s in shapes.split(",") if s):
-        try:
-            dims, dt, causal = spec.split(":")
-            batch, heads, n, d = map(int, dims.split("x"))
-            if dt not in DTYPES or causal not in ("0", "1"):
-                raise ValueError
-        except ValueError:
-            raise SystemExit(f"--shapes: {spec!r} is not BxHxNxD:dtype:causal (dtype one of "
-                             f"{', '.join(DTYPES)}; causal 0 or 1)") from None
-        out.append((spec, batch, heads, n, d, dt, causal == "1"))
-    return out
+    return [SPEED_ROWS[int(i)] for i in indices.split(",") if i] + parse_shapes(shapes, DTYPES)
 
 
 if __name__ == "__main__":
