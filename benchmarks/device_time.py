@@ -26,18 +26,24 @@ def _kernel_events(work, calls):
     return sorted(out, key=lambda e: e[1])
 
 
-def device_times(fn, calls=10):
-    """The GPU time (ms) of each of `calls` calls of `fn`: the device durations of the kernels
-    it launches, summed per call, with the L2 flushed before each call as do_bench does (its
-    kernel left out); one figure, the mean, where the calls launched unequal numbers of
-    kernels. Host time between the kernels is not in it."""
+def flushed_kernel_events(fn, calls):
+    """The kernels (name, start, microseconds) of `calls` calls of `fn` (after one unrecorded
+    call), the L2 flushed before each call as do_bench does, the flush's own kernel left out."""
     import torch
     if "buf" not in _FLUSH:
         _FLUSH["buf"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
         _FLUSH["names"] = {n for n, _, _ in _kernel_events(_FLUSH["buf"].zero_, 3)}
     fn()
-    events = [e for e in _kernel_events(lambda: (_FLUSH["buf"].zero_(), fn()), calls)
-              if e[0] not in _FLUSH["names"]]
+    return [e for e in _kernel_events(lambda: (_FLUSH["buf"].zero_(), fn()), calls)
+            if e[0] not in _FLUSH["names"]]
+
+
+def device_times(fn, calls=10):
+    """The GPU time (ms) of each of `calls` calls of `fn`: the device durations of the kernels
+    it launches, summed per call, with the L2 flushed before each call as do_bench does (its
+    kernel left out); one figure, the mean, where the calls launched unequal numbers of
+    kernels. Host time between the kernels is not in it."""
+    events = flushed_kernel_events(fn, calls)
     if not events:
         raise RuntimeError("the profiler saw no kernel of this call")
     if len(events) % calls:

@@ -15,7 +15,7 @@
 #   bwdk      each attention kernel's GPU time (probes/attention_kernels.py; SHAPES, IMPLS), this
 #             tree then BASE's (copy the probe, probes/_common.py and benchmarks/device_time.py
 #             into BASE first)
-#   bwdk-now  the same for this tree alone (SHAPES required, IMPLS, CALLS)
+#   bwdk-now  the same for this tree alone (SHAPES, IMPLS, CALLS as bwdk's)
 #   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
 #   probes    benchmarks/probes/run.py NAMES (e.g. NAMES="rms_bwd_fused_dg softmax_stream
 #             rms_wide_rows_fwd", issue 37's candidates built and off)
@@ -68,17 +68,16 @@ split)
     step launch-default 120 python3 benchmarks/launch_overhead.py --ops --out "$OUT/launch-default"
     step launch-split 120 python3 benchmarks/launch_overhead.py --ops --attention-split sms:last \
         --out "$OUT/launch-split" ;;
-bwdk)
+bwdk|bwdk-now)
     sh=${SHAPES:-1x1x32768x16:bf16:1,1x1x16384x16:bf16:1,1x1x8192x128:bf16:1}
-    TAILN=40 step bwdk-now 300 python3 benchmarks/probes/attention_kernels.py --shapes "$sh" \
-        --bwd-impls "${IMPLS:-}" --out "$OUT/bwdk-now"
-    (cd "$BASE" && timeout 200 python3 benchmarks/probes/attention_kernels.py --shapes "$sh" \
-        --out "$OUT/bwdk-base") > "$OUT/bwdk-base.log" 2>&1
-    echo "== bwdk-base rc=$?"; tail -n 40 "$OUT/bwdk-base.log" ;;
-bwdk-now)
     TAILN=60 step bwdk-now "${LIM:-400}" python3 benchmarks/probes/attention_kernels.py \
-        --shapes "${SHAPES:?SHAPES=BxHxNxD:dtype:causal,...}" --bwd-impls "${IMPLS:-}" \
-        --calls "${CALLS:-20}" --out "$OUT/bwdk-now" ;;
+        --shapes "$sh" --bwd-impls "${IMPLS:-}" --calls "${CALLS:-20}" --out "$OUT/bwdk-now"
+    if [ "$mode" = bwdk ]; then
+        (cd "$BASE" && timeout 200 python3 benchmarks/probes/attention_kernels.py \
+            --shapes "$sh" --calls "${CALLS:-20}" --out "$OUT/bwdk-base") \
+            > "$OUT/bwdk-base.log" 2>&1
+        echo "== bwdk-base rc=$?"; tail -n 40 "$OUT/bwdk-base.log"
+    fi ;;
 kernels)
     step kernels "${LIM:-560}" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
         ${ONLY:+--only "$ONLY"} --ledger "$OUT/ledger.csv" --out "$OUT/kernels" ;;

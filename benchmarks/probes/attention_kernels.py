@@ -23,22 +23,16 @@ from _common import parse_shapes, save_rows  # noqa: E402  (the checkout on sys.
 
 import torch  # noqa: E402
 
-from device_time import _FLUSH, _kernel_events  # noqa: E402
-from tritonlab.kernels import attention  # noqa: E402
-
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+from attention import DTYPES  # noqa: E402
+from device_time import flushed_kernel_events  # noqa: E402
+from tritonlab.kernels import attention as fa  # noqa: E402
 
 
 def per_kernel(call, calls):
     """{kernel name: [µs of each call]} of `calls` calls, the L2 flushed before each."""
-    if "buf" not in _FLUSH:
-        _FLUSH["buf"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-        _FLUSH["names"] = {n for n, _, _ in _kernel_events(_FLUSH["buf"].zero_, 3)}
-    call()
     times = defaultdict(list)
-    for name, _, us in _kernel_events(lambda: (_FLUSH["buf"].zero_(), call()), calls):
-        if name not in _FLUSH["names"]:
-            times[name].append(us)
+    for name, _, us in flushed_kernel_events(call, calls):
+        times[name].append(us)
     return times
 
 
@@ -53,7 +47,7 @@ def main(argv=None):
         print("attention_kernels.py needs a CUDA GPU", file=sys.stderr)
         return 1
     impls = [None] + [b for b in args.bwd_impls.split(",") if b]
-    has_impls = "bwd_impl" in attention.flash_attention.__code__.co_varnames
+    has_impls = "bwd_impl" in fa.flash_attention.__code__.co_varnames
     rows = []
     for label, batch, heads, n, d, dt, causal in parse_shapes(args.shapes, DTYPES):
         dtype = DTYPES[dt]
@@ -67,7 +61,7 @@ def main(argv=None):
             kw = {"bwd_impl": impl} if impl else {}
 
             def fwd():
-                return attention.flash_attention(q, k, v, causal, **kw)
+                return fa.flash_attention(q, k, v, causal, **kw)
 
             def step():
                 return torch.autograd.grad(fwd(), (q, k, v), do)
