@@ -1016,6 +1016,14 @@ def host_bound_size(batch, heads, n_q, n_k, d, element_size, t):
     return work <= t.tune_above or work * _block_d(d) * element_size <= t.host_bound_upto
 
 
+def _fold(scale, q, impl, t):
+    """FOLD for forward `impl` of q: the scale folded into the softmax (_softmax_step) where it
+    is positive, but in the pointer and split forwards of the fp32 head dims the tuning keeps
+    unfolded (`fp32_unfolded_d`)."""
+    return bool(scale > 0) and not (impl in ("pointers", "split") and q.element_size() == 4
+                                    and q.shape[-1] in t.fp32_unfolded_d)
+
+
 def fp32_pointers_size(batch, heads, n_q, n_k, d, element_size, t):
     """Whether an fp32 problem of a small head dim takes the pointer forward where the
     default would be the TMA one: head dims up to the tuning's `fp32_pointers_d`, up to
@@ -1186,9 +1194,8 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     if not o.numel():
         return o, lse
-    # FOLD: the scale folded into the softmax (_softmax_step), for a positive one
     consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal),
-                  FOLD=bool(scale > 0))
+                  FOLD=_fold(scale, q, impl, tuning_for("attention", q.get_device())))
     work = batch * heads * n_q * n_k
     if impl in _GLUON_FWD:
         return attention_gluon.forward(q, k, v, o, lse, causal, scale, tiles, **_GLUON_FWD[impl])
@@ -1715,7 +1722,7 @@ def _describe(options, q, k, v):
                                               num_stages=stages, **more, **consts))
 
     sq, sk, sv = strides(q), strides(k), strides(v)
-    fold = bool(scale > 0)
+    fold = _fold(scale, q, "split" if splits else "pointers", t)
     if splits:  # the split forward: the shares' partials, then their combination
         split_args = (q_, k_, v_, o_part, l_part, o, lse, count if last else l_part, *sq, *sk,
                       *sv, *sq, heads, n_q, n_k, scale * LOG2E, splits)

@@ -390,6 +390,15 @@ class AttentionTuning:
     # pointers (2026-12-02) 0.390 / 0.490 ms at 32768 keys, d = 16 / 32, TMA 0.449 / 0.569
     fp32_pointers_d: int = 0
     fp32_pointers_upto: int = 0
+    # fp32 head dims whose pointer forward (and split forward) keeps the scale unfolded: the
+    # scores scaled as a pass of their own, as before session 27 (FOLD off: _softmax_step).
+    # At d = 32 the folded kernel's 128x128x8x3 tiles, the fastest in a CUDA graph (242
+    # against 249 us unfolded), lose in do_bench's L2-flushed timing (261 against 252), the
+    # autotuner's and the table's measure, which then picks 64x64x4x3 (262): 1x1x16384x32 fp32
+    # causal 1.05-1.06x the 2026-12-02 forward in three table runs (H100, 2026-12-07, session
+    # 41, benchmarks/probes/attention_fp32_fwd.py). At d = 16 the folded one is the faster
+    # (167 against 176 us at 16384 keys)
+    fp32_unfolded_d: tuple = ()
     # The split forward (impl "split": attn_fwd_split_kernel): keys cut into shares, one
     # program each, for problems of few query blocks, whose programs otherwise each walk
     # every key one tile after another (latency-bound: 8 programs at 1x1x1024x64). A default
@@ -537,7 +546,7 @@ TUNINGS = {
         # d = 128 for Gluon); at d = 64 3.245 ms (64, 128, 4, 3), a tie with "gluon-ws"
         gluon_ws_one_pass_small=(64, 128, 4, 3), gluon_ws_one_pass_large=(64, 128, 4, 3),
         # fp32 forwards at d <= 32: the pointer kernel (AttentionTuning's figures)
-        fp32_pointers_d=32, fp32_pointers_upto=1 << 38,
+        fp32_pointers_d=32, fp32_pointers_upto=1 << 38, fp32_unfolded_d=(32,),
         # the split forward's GPU time, benchmarks/probes/attention_split.py on an H100
         # (2026-12-07; docs/results/attention-split-h100-2026-12-07.json): 4 shares the fastest
         # or within 3 % at batch 1, one head, 1024-8192 keys, d = 64 and 128, fp16 and bf16,
