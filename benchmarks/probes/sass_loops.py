@@ -105,6 +105,18 @@ def loops(sass):
     return found
 
 
+def _folds(attention, d, dtype):
+    """Whether the pointer forward folds a positive scale at head dim d and dtype (bf16,
+    fp32): the tuning's rule (attention._fold, Hopper's table), always in an older checkout."""
+    if not hasattr(attention, "_fold"):
+        return True
+    import torch
+    from tritonlab.kernels import tuning
+    q = torch.empty(1, 1, 1, d, dtype=torch.float32 if dtype == "fp32" else torch.bfloat16,
+                    device="meta")
+    return attention._fold(1.0, q, "pointers", tuning.TUNINGS["attention"][9])
+
+
 def compile_one(job):
     """One launch compiled for sm_90: its resources and loops, or the compiler's error."""
     src, triton_dir, kernel, d, dtype, causal, config, seq, tma, even = job
@@ -118,8 +130,8 @@ def compile_one(job):
                   LOAD_TMA=tma)
     if kernel.startswith("dkdv"):
         consts.update(DQ_MODE=0 if kernel == "dkdv" else 3 if tma else 1, EVEN_QUERIES=even)
-    else:  # dQ, the pointer forward (its scale folded: FOLD, a positive scale)
-        consts.update(EVEN_KEYS=not causal and even, FOLD=True)
+    else:  # dQ, the pointer forward (FOLD as the tuning has it for a positive scale)
+        consts.update(EVEN_KEYS=not causal and even, FOLD=_folds(attention, d, dtype))
     consts = {k: v for k, v in consts.items() if k in fn.arg_names}  # an older checkout's
     row = dict(kernel=kernel, d=d, dtype=dtype, causal=causal, config=list(config))
     try:

@@ -663,6 +663,36 @@ def test_fp32_small_head_dims_take_the_pointer_forward_up_to_the_measured_size()
     assert not rule(1, 1, 1024, 1024, 16, 4, dataclasses.replace(t, fp32_pointers_upto=0))
 
 
+def test_fp32_forward_keeps_the_scale_unfolded_at_the_tunings_head_dims(monkeypatch):
+    """The pointer and split forwards of fp32 inputs whose head dim (as BLOCK_D) the tuning
+    lists in fp32_unfolded_d scale the scores as a pass of their own (FOLD off; Hopper: d = 32,
+    whose folded tiles the autotuner took slower ones for); other dims and dtypes, the TMA
+    forward and the rule off fold a positive scale; a negative scale never folds. Each
+    forward against float64, folded or not."""
+    here = fa.tuning_for("attention", torch.empty(0, device=DEV).get_device())
+    tuned = [dataclasses.replace(here, fp32_unfolded_d=(32,))]
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: tuned[0])
+    seen, run = [], fa._run
+    monkeypatch.setattr(fa, "_run", lambda name, *a, **kw: seen.append(kw["FOLD"])
+                        or run(name, *a, **kw))
+    cases = [(32, torch.float32, "pointers", None, False),
+             (20, torch.float32, "split", None, False),
+             (32, torch.float32, "pointers", -0.3, False),
+             (16, torch.float32, "pointers", None, True),
+             (32, torch.float16, "pointers", None, True), (32, torch.float32, "tma", None, True)]
+    for d, dtype, impl, scale, fold in cases:
+        q, k, v, do = inputs(1, 40, 48, d, dtype=dtype, heads=2)
+        o, lse = fa.attention_forward(q.detach(), k.detach(), v.detach(), True, scale, impl=impl)
+        assert seen[-1] is fold, (d, dtype, impl, scale)
+        want = reference(q, k, v, do, True, scale)
+        assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[dtype], (d, dtype, impl, scale)
+        assert rel_err(lse, want[1]) < ATTENTION_TOLERANCES[dtype], (d, dtype, impl, scale)
+    tuned[0] = dataclasses.replace(here, fp32_unfolded_d=())
+    fa.attention_forward(*(t.detach() for t in inputs(1, 40, 48, 32, heads=2)[:3]), True,
+                         impl="pointers")
+    assert seen[-1] is True
+
+
 @pytest.mark.parametrize("impl", ["tma", "tma-host"])
 def test_tma_ignores_the_strides_of_size_one_dimensions(impl):
     """A single query of a single head, sliced from fp16 rows of 20 (40 bytes): its strides

@@ -1019,9 +1019,9 @@ def host_bound_size(batch, heads, n_q, n_k, d, element_size, t):
 def _fold(scale, q, impl, t):
     """FOLD for forward `impl` of q: the scale folded into the softmax (_softmax_step) where it
     is positive, but in the pointer and split forwards of the fp32 head dims the tuning keeps
-    unfolded (`fp32_unfolded_d`)."""
+    unfolded (`fp32_unfolded_d`, head dims as their BLOCK_D)."""
     return bool(scale > 0) and not (impl in ("pointers", "split") and q.element_size() == 4
-                                    and q.shape[-1] in t.fp32_unfolded_d)
+                                    and _block_d(q.shape[-1]) in t.fp32_unfolded_d)
 
 
 def fp32_pointers_size(batch, heads, n_q, n_k, d, element_size, t):

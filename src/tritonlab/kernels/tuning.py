@@ -390,7 +390,7 @@ class AttentionTuning:
     # pointers (2026-12-02) 0.390 / 0.490 ms at 32768 keys, d = 16 / 32, TMA 0.449 / 0.569
     fp32_pointers_d: int = 0
     fp32_pointers_upto: int = 0
-    # fp32 head dims whose pointer forward (and split forward) keeps the scale unfolded: the
+    # fp32 head dims (as BLOCK_D) whose pointer and split forwards keep the scale unfolded: the
     # scores scaled as a pass of their own, as before session 27 (FOLD off: _softmax_step).
     # At d = 32 the folded kernel's 128x128x8x3 tiles, the fastest in a CUDA graph (242
     # against 249 us unfolded), lose in do_bench's L2-flushed timing (261 against 252), the
