@@ -20,8 +20,9 @@ Python Function (TRITONLAB_NATIVE's switch off for those calls), torch.compile a
 F.rms_norm, as do_bench medians and as the wall time per step of 200 back-to-back steps.
 `--ops` (issue 37's table) times every public op at a small size against torch's equivalent
 in the same process: wall time per call of 2000 back-to-back calls synchronised once (the
-median of 5 such windows), forward (no gradient) and forward+backward (`autograd.grad` of the
-output against a fixed dy), and their ratio; `--ops --small` is a few calls on whatever backend
+median of 5 such windows, ours and torch's taken in turn), forward (no gradient) and
+forward+backward (`autograd.grad` of the output against a fixed dy), and their ratio (the
+median of the paired windows' ratios); `--ops --small` is a few calls on whatever backend
 is active (the simulator on a CPU: a check that the table runs). Writes DIR/launch_ops.txt.
 """
 import argparse
@@ -90,19 +91,31 @@ def wall_per_step(fn, n=200, windows=5):
     return sorted(times)[len(times) // 2]
 
 
-def wall(fn, n, windows=5):
-    """wall_per_step on any device (a CPU run synchronises nothing)."""
-    for _ in range(min(10, n)):
-        fn()
-    _sync()
-    times = []
-    for _ in range(windows):
-        t0 = time.perf_counter()
-        for _ in range(n):
+def _median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def paired_wall(ours, theirs, n, windows=5):
+    """(ours us, theirs us, ratio): wall_per_step of two functions on any device (a CPU run
+    synchronises nothing), their windows taken in turn (ours first in even windows, theirs
+    first in odd ones) so that both see the same stretch of the host's and the GPU's clocks;
+    each time the median of its windows, the ratio the median of the windows' own ratios (the
+    host's speed moved by a quarter between runs of this table on one machine, 2026-12-07)."""
+    fns = (ours, theirs)
+    for fn in fns:
+        for _ in range(min(10, n)):
             fn()
-        _sync()
-        times.append((time.perf_counter() - t0) / n * 1e6)
-    return sorted(times)[len(times) // 2]
+    _sync()
+    times = ([], [])
+    for w in range(windows):
+        for i in ((0, 1) if w % 2 == 0 else (1, 0)):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fns[i]()
+            _sync()
+            times[i].append((time.perf_counter() - t0) / n * 1e6)
+    return (_median(times[0]), _median(times[1]),
+            _median([a / b for a, b in zip(*times)]))
 
 
 def public_ops(dev, small):
@@ -141,19 +154,20 @@ def ops_table(dev, small, profile=None):
     native = ("on" if _native.module() else f"off ({_native.why()})") if dev == "cuda" else "n/a"
     say(f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU, ' + backend.NAME}, torch "
         f"{torch.__version__}, triton {triton.__version__}; wall us per call of {calls} "
-        f"back-to-back calls (median of 5 windows); native path {native}")
+        f"back-to-back calls (median of 5 windows, ours and torch's in turn; ratio: the median "
+        f"of the paired windows' ratios); native path {native}")
     say(f"  {'op':<30}{'ours fwd':>10}{'torch fwd':>10}{'ratio':>8}"
         f"{'ours f+b':>10}{'torch f+b':>10}{'ratio':>8}")
     for name, ours, theirs, inputs in public_ops(dev, small):
-        fwd = [wall(lambda fn=fn: fn(*inputs), calls) for fn in (ours, theirs)]
+        fwd = paired_wall(lambda: ours(*inputs), lambda: theirs(*inputs), calls)
         grads = [x.detach().clone().requires_grad_() for x in inputs]
         dy = torch.randn_like(theirs(*inputs))
 
         def step(fn):
             return lambda: torch.autograd.grad(fn(*grads), grads, dy)
-        both = [wall(step(fn), max(1, calls // 4)) for fn in (ours, theirs)]
-        say(f"  {name:<30}{fwd[0]:10.1f}{fwd[1]:10.1f}{fwd[0] / fwd[1]:8.2f}"
-            f"{both[0]:10.1f}{both[1]:10.1f}{both[0] / both[1]:8.2f}")
+        both = paired_wall(step(ours), step(theirs), max(1, calls // 4))
+        say(f"  {name:<30}{fwd[0]:10.1f}{fwd[1]:10.1f}{fwd[2]:8.2f}"
+            f"{both[0]:10.1f}{both[1]:10.1f}{both[2]:8.2f}")
         if profile is not None:
             for what, fn in (("forward", lambda: ours(*inputs)), ("forward+backward", step(ours))):
                 profile.append(f"=== {name}, ours, {what}: 200 calls\n" + profiled(fn, 200))
