@@ -10,6 +10,11 @@ same work as the unfolded kernel of before, a softmax of negated scores), and th
 call (autotuned, its choice kept). Each variant is checked against SDPA's math (the same
 scale) first. Copied into a `git archive` of the older code beside this one, it times that
 code's kernel the same way (there "fold" and "scaled" are the same kernel).
+Decided (H100, 2026-12-07; docs/results/attention-fp32-fwd-h100-2026-12-07-s41.md): the
+tuning's `fp32_unfolded_d` (d = 32 unfolded: its folded 128x128x8x3 tiles lose 9 us in
+do_bench, the autotuner's measure, and it took 64x64x4x3; d = 16 stays folded, the faster).
+A "scaled default" reuses the "fold default"'s autotuned choice (FOLD is not in the
+autotuner's key): read the per-config rows for the unfolded kernel.
 
     python benchmarks/probes/attention_fp32_fwd.py [--shapes 1x1x16384x32:fp32:1,...] [--out DIR]
 """
