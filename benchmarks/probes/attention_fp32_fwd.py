@@ -14,11 +14,13 @@ Decided (H100, 2026-12-07; docs/results/attention-fp32-fwd-h100-2026-12-07-s41.m
 tuning's `fp32_unfolded_d` (d = 32 unfolded: its folded 128x128x8x3 tiles lose 9 us in
 do_bench, the autotuner's measure, and it took 64x64x4x3; d = 16 stays folded, the faster).
 A "scaled default" reuses the "fold default"'s autotuned choice (FOLD is not in the
-autotuner's key): read the per-config rows for the unfolded kernel.
+autotuner's key): read the per-config rows for the unfolded kernel. The "fold" rows run with
+that field emptied, so that they fold at every head dim.
 
     python benchmarks/probes/attention_fp32_fwd.py [--shapes 1x1x16384x32:fp32:1,...] [--out DIR]
 """
 import argparse
+import dataclasses
 import inspect
 import sys
 from pathlib import Path
@@ -36,6 +38,24 @@ SHAPES = "1x1x16384x32:fp32:1,1x1x32768x32:fp32:1,1x1x16384x16:fp32:1,1x1x32768x
 CONFIGS = ((128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 4, 4), (128, 32, 4, 3),
            (64, 64, 4, 3), (64, 32, 4, 4))
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _folding(fn):
+    """fn with the tuning's `fp32_unfolded_d` emptied while it runs (a positive scale folds
+    at every head dim); fn itself in a checkout without the field."""
+    real = fa.tuning_for
+
+    def tuning_for(kind, device):
+        t = real(kind, device)
+        return dataclasses.replace(t, fp32_unfolded_d=()) if hasattr(t, "fp32_unfolded_d") else t
+
+    def run():
+        fa.tuning_for = tuning_for
+        try:
+            return fn()
+        finally:
+            fa.tuning_for = real
+    return run
 
 
 def main(argv=None):
@@ -58,11 +78,12 @@ def main(argv=None):
                 err = (fn()[0] - want).abs().max().item()
                 assert err < 1e-2, err  # TF32 dots against fp32 math
                 return f"{err:.1e}"
+            wrap = _folding if sign > 0 else (lambda fn: fn)
             for tiles in CONFIGS:
-                fn = (lambda s=scale, t=tiles: fa.attention_forward(q, k, v, causal, s, t,
-                                                                    **pointers))
+                fn = wrap(lambda s=scale, t=tiles: fa.attention_forward(q, k, v, causal, s, t,
+                                                                        **pointers))
                 impls.append((f"{label} {tiles}", fn, lambda fn=fn, c=check: c(fn)))
-            fn = lambda s=scale: fa.attention_forward(q, k, v, causal, s)  # noqa: E731
+            fn = wrap(lambda s=scale: fa.attention_forward(q, k, v, causal, s))
             impls.append((f"{label} default", fn, lambda fn=fn, c=check: c(fn)))
         print(f"== {spec}", flush=True)
         for label, _, err, graph, bench in interleaved(impls):
