@@ -581,6 +581,22 @@ def test_autotuned_launches_on_the_simulator(emulated_gpu):
         assert_matches((o, lse, *grads), want, torch.float16)
 
 
+def test_autotuner_tunes_each_fold_of_the_forward_on_its_own(emulated_gpu):
+    """FOLD (a positive scale folded into the softmax, or not) is in the autotuner's key: a
+    forward with a negative scale after one with a positive scale at the same shape runs its
+    own trials rather than taking the choice timed for the other code (a GPU above tune_above
+    emulated), and both match float64."""
+    q, k, v, do = inputs(1, 40, 72, 32, dtype=torch.float16, heads=2)
+    q, k, v = q.detach(), k.detach(), v.detach()
+    for scale in (0.2, -0.2):
+        o, lse = fa.attention_forward(q, k, v, True, scale, impl="pointers")
+        want = reference(q, k, v, do, True, scale)
+        assert rel_err(o, want[0]) < ATTENTION_TOLERANCES[torch.float16], scale
+    tuner = fa._tuned("fwd", 32, 0, torch.float16)
+    assert len(tuner.cache) == 2
+    assert sorted(key[4] for key in tuner.cache) == [False, True]  # FOLD, after IS_CAUSAL
+
+
 def test_autotuned_launches_keep_the_tuners_choice(emulated_gpu, monkeypatch):
     """An autotuned launch runs the autotuner on its key's first call only: later calls launch
     the config it chose (kept in _CHOSEN, a Bound launch the native path can describe), with

@@ -795,7 +795,10 @@ def _tuned(name, block_d, device, dtype):
     configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s,
                              pre_hook=hook)
                for bm, bn, w, s in tuning_for("attention", device).configs(config_set, block_d)]
-    return triton.autotune(configs=configs, key=["n_queries", "n_keys", "HEAD_DIM", "IS_CAUSAL"],
+    # FOLD and LAST_COMBINES in the key: each value compiles other code, with its own timings
+    # (a forward of a negative scale once took the choice tuned for a positive one's)
+    return triton.autotune(configs=configs, key=["n_queries", "n_keys", "HEAD_DIM", "IS_CAUSAL",
+                                                 "FOLD", "LAST_COMBINES"],
                            do_bench=_autotune_bench,
                            reset_to_zero=["dq_ptr"] if name.startswith("dkdv_atomic") else None
                            )(kernel)
