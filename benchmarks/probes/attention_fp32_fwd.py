@@ -13,9 +13,9 @@ code's kernel the same way (there "fold" and "scaled" are the same kernel).
 Decided (H100, 2026-12-07; docs/results/attention-fp32-fwd-h100-2026-12-07-s41.md): the
 tuning's `fp32_unfolded_d` (d = 32 unfolded: its folded 128x128x8x3 tiles lose 9 us in
 do_bench, the autotuner's measure, and it took 64x64x4x3; d = 16 stays folded, the faster).
-A "scaled default" reuses the "fold default"'s autotuned choice (FOLD is not in the
-autotuner's key): read the per-config rows for the unfolded kernel. The "fold" rows run with
-that field emptied, so that they fold at every head dim.
+The "fold" rows run with that field emptied, so that they fold at every head dim. (Before
+1555f46 FOLD was not in the autotuner's key: in that file's figures a "scaled default"
+reused the "fold default"'s choice; read its per-config rows for the unfolded kernel.)
 
     python benchmarks/probes/attention_fp32_fwd.py [--shapes 1x1x16384x32:fp32:1,...] [--out DIR]
 """

@@ -391,7 +391,7 @@ class AttentionTuning:
     fp32_pointers_d: int = 0
     fp32_pointers_upto: int = 0
     # fp32 head dims (as BLOCK_D) whose pointer and split forwards keep the scale unfolded: the
-    # scores scaled as a pass of their own, as before session 27 (FOLD off: _softmax_step).
+    # scores scaled as a pass of their own, as before session 23 (FOLD off: _softmax_step).
     # At d = 32 the folded kernel's 128x128x8x3 tiles, the fastest in a CUDA graph (242
     # against 249 us unfolded), lose in do_bench's L2-flushed timing (261 against 252), the
     # autotuner's and the table's measure, which then picks 64x64x4x3 (262): 1x1x16384x32 fp32
