@@ -527,6 +527,15 @@ def _dq_cast_launch(n):
     return (triton.cdiv(n, DQ_CAST_BLOCK),), dict(BLOCK=DQ_CAST_BLOCK, num_warps=4)
 
 
+def _cast_dq(dq32, dq):
+    """A one-pass backward's fp32 dQ into dQ (q's 16-bit dtype, contiguous): read N*d fp32,
+    write N*d; nothing where dQ is the fp32 buffer itself (fp32 inputs)."""
+    if dq32 is dq:
+        return
+    grid, kw = _dq_cast_launch(dq.numel())
+    _bound_launch(attn_bwd_dq_cast_kernel, grid, (dq32, dq, dq.numel()), kw)
+
+
 @triton.jit
 def _bwd_dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, dq_desc, lse_ptr, delta_ptr,
                     stride_qm, stride_dom, stride_dqm, offs_m, offs_n, offs_d, n_queries, lo, hi,
@@ -1197,8 +1206,9 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     if not o.numel():
         return o, lse
+    t = tuning_for("attention", q.get_device())
     consts = dict(HEAD_DIM=d, BLOCK_D=_block_d(d), IS_CAUSAL=bool(causal),
-                  FOLD=_fold(scale, q, impl, tuning_for("attention", q.get_device())))
+                  FOLD=_fold(scale, q, impl, t))
     work = batch * heads * n_q * n_k
     if impl in _GLUON_FWD:
         return attention_gluon.forward(q, k, v, o, lse, causal, scale, tiles, **_GLUON_FWD[impl])
@@ -1208,7 +1218,6 @@ def _forward(q, k, v, causal, scale, tiles=None, impl=None):
         _run("fwd", n_q, batch * heads, work, args, tiles, q.get_device(), q.dtype, **consts)
         return o, lse
     if impl == "split":
-        t = tuning_for("attention", q.get_device())
         splits = fwd_splits(batch, heads, n_q, n_k, d, t, asked=True)
         zh = batch * heads
         o_part, l_part = (torch.empty(shape, dtype=dtype, device=q.device)
@@ -1417,7 +1426,7 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
     if impl in ("gluon-atomic", "gluon-ws-atomic"):
         attention_gluon.backward_one_pass(do, q, k, v, lse, delta, dq32, dk, dv, causal, scale,
                                           tiles.get("dkdv"), impl == "gluon-ws-atomic")
-        dq.copy_(dq32.view(q.shape))  # read and write N*d
+        _cast_dq(dq32, dq)
         return dq, dk, dv
     args = (q, k, v, do, lse, delta, dk, dv, dq32, *st(q), *st(k), *st(v), *st(do),
             *_strides4(dk), *_strides4(dv), heads, n_q, n_k, scale * LOG2E, scale)
@@ -1432,9 +1441,7 @@ def _backward_checked(do, q, k, v, o, lse, causal, scale, impl="two-kernel", til
         launch(attn_bwd_dkdv_kernel, (triton.cdiv(n_k, bn), zh), *args, **consts, BLOCK_M=bm,
                BLOCK_N=bn, DQ_MODE=2, LOAD_TMA=False, num_warps=warps, num_stages=stages,
                **_tail_flags("dkdv", n_q, causal, block_d, (bm, bn, warps, stages), device))
-    if dq32 is not dq:  # read N*d fp32, write N*d
-        grid, kw = _dq_cast_launch(dq.numel())
-        _bound_launch(attn_bwd_dq_cast_kernel, grid, (dq32, dq, dq.numel()), kw)
+    _cast_dq(dq32, dq)
     return dq, dk, dv
 
 
