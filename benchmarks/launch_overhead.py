@@ -74,25 +74,27 @@ def per_call(fn, n=None):
     return (t1 - t0) / n * 1e6
 
 
+def _window(fn, n):
+    """Wall us per call of n back-to-back calls of fn, synchronised once at the end."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    _sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def _median(values):
+    return sorted(values)[len(values) // 2]
+
+
 def wall_per_step(fn, n=200, windows=5):
     """Wall time per call of n back-to-back calls, synchronised once at the end: what a training
     loop sees (the host's cost or the GPU's, whichever is larger). The median of `windows`
     such windows, so that one window the host's scheduler interrupted does not decide it."""
     for _ in range(10):
         fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(windows):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / n * 1e6)
-    return sorted(times)[len(times) // 2]
-
-
-def _median(values):
-    return sorted(values)[len(values) // 2]
+    _sync()
+    return _median([_window(fn, n) for _ in range(windows)])
 
 
 def paired_wall(ours, theirs, n, windows=5):
@@ -109,11 +111,7 @@ def paired_wall(ours, theirs, n, windows=5):
     times = ([], [])
     for w in range(windows):
         for i in ((0, 1) if w % 2 == 0 else (1, 0)):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fns[i]()
-            _sync()
-            times[i].append((time.perf_counter() - t0) / n * 1e6)
+            times[i].append(_window(fns[i], n))
     return (_median(times[0]), _median(times[1]),
             _median([a / b for a, b in zip(*times)]))
 
