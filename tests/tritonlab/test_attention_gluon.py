@@ -160,10 +160,13 @@ def test_what_it_cannot_take_is_said(make, why):
 
 def test_the_default_falls_back_where_gluon_cannot(monkeypatch):
     """With "gluon" the tuning's default, inputs it cannot take run the TMA forward (and
-    those TMA cannot, the pointer one); host-bound small problems keep the pointer kernel."""
+    those TMA cannot, the pointer one); host-bound small problems keep the pointer kernel.
+    gluon_min_waves 0 here: on a GPU these two programs are fewer than the Gluon forward's
+    minimum (test_the_default_leaves_gluon_where_it_runs_few_programs)."""
     t = tuning.tuning_for("attention", None)
     monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t.__class__(
-        **{**t.__dict__, "fwd_impl": "gluon", "tune_above": 0, "host_bound_upto": 0}))
+        **{**t.__dict__, "fwd_impl": "gluon", "tune_above": 0, "host_bound_upto": 0,
+           "gluon_min_waves": 0}))
     fp16 = rand(1, 2, 128, 64, dtype=torch.float16)
     assert fa.forward_impl(fp16, fp16, fp16) == ("gluon" if SIM or _hopper() else "tma")
     ragged = rand(1, 2, 100, 64, dtype=torch.float16)
