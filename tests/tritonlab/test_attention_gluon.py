@@ -320,7 +320,7 @@ def test_the_default_leaves_gluon_where_it_runs_few_programs(monkeypatch):
     assert not fa._few_programs(gpu, t)
     gpu.shape = (4, 32, 4096, 128)
     assert not fa._few_programs(gpu, t)
-    assert not fa._few_programs(rand(1, 1, 128, 64, dtype=torch.float16), t)  # the CPU
+    assert not fa._few_programs(torch.zeros(1, 1, 128, 64, dtype=torch.float16), t)  # the CPU
 
 
 @on_sim
@@ -342,11 +342,11 @@ def test_backward_against_float64(shape, dtype, causal, bwd):
     assert_matches((o, q.grad, k.grad, v.grad), (o_ref, *grads), dtype)
 
 
-def ws_backward(q, k, v, do, causal, tiles):
+def ws_backward(q, k, v, do, causal, tiles, forward="gluon"):
     """dQ, dK, dV by the Gluon two kernels warp-specialized (attention_gluon.backward's `ws`),
-    from the Gluon forward's O and L."""
+    from O and L of the `forward` impl (by default the Gluon one)."""
     q, k, v, do = (t.detach() for t in (q, k, v, do))
-    o, lse = fa.attention_forward(q, k, v, causal, impl="gluon")
+    o, lse = fa.attention_forward(q, k, v, causal, impl=forward)
     heads, n, d = q.shape[-3] if q.dim() == 4 else 1, q.shape[-2], q.shape[-1]
     grads = [torch.empty_like(q) for _ in range(3)]
     return fg.backward(do, q, k, v, lse, fa._delta(o, do, heads, n, d), *grads, causal,
@@ -483,15 +483,39 @@ def test_the_backward_says_what_it_cannot_take(bwd):
      "ping-pong and persistence are the warp-specialized forward's"),
     (lambda q: ws_forward(q, q, q, False, (64, 32, 4, 2), persistent=True, ws=False),
      "ping-pong and persistence are the warp-specialized forward's"),
-    (lambda q: ws_backward(q, q, q, q, False, {"dkdv": (32, 64, 4, 2), "dq": (64, 32, 4, 2)}),
+    # O and L from the pointer forward: on a GPU the Gluon forward's own tiles (128) do not
+    # divide these 64 queries
+    (lambda q: ws_backward(q, q, q, q, False, {"dkdv": (32, 64, 4, 2), "dq": (64, 32, 4, 2)},
+                           "pointers"),
      "takes 128 keys a program on two warp groups of 4 warps, not 64 on 4"),
     (lambda _: ws_backward(*[rand(1, 128, 32, dtype=torch.float16)] * 4, False,
-                           {"dkdv": (32, 128, 4, 2), "dq": (64, 32, 4, 2)}),
+                           {"dkdv": (32, 128, 4, 2), "dq": (64, 32, 4, 2)}, "pointers"),
      "takes 128 queries a program on two warp groups of 4 warps, not 64 on 4"),
 ])
 def test_caller_tiles_and_schedules_are_checked(call, why):
     with pytest.raises(ValueError, match=why):
         call(rand(1, 64, 32, dtype=torch.float16))
+
+
+def test_caller_tiles_that_fit_are_taken_where_the_defaults_do_not(monkeypatch):
+    """An explicit Gluon impl is checked with the caller's tiles, not its own: 64 queries
+    run with tiles of 64 where the defaults, 128 a program (a GPU's; set so on the
+    simulator too), would be refused, forward and backward, both against float64; a
+    backward given only dK/dV tiles takes the rest from its defaults."""
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(fg, "tiles_for", lambda q, t=None, ws=False: (128, 128, 8, 2))
+        monkeypatch.setattr(fg, "backward_tiles_for", lambda q, ws=False: {
+            "dkdv": (64, 128, 8, 2), "dq": (64, 32, 4, 2)})
+        with pytest.raises(ValueError, match="128 queries a program"):
+            fa.attention_forward(*[rand(1, 64, 32, dtype=torch.float16)] * 3, impl="gluon")
+    torch.manual_seed(0)
+    q, k, v, do = (rand(1, 2, 64, 32, dtype=torch.float16) for _ in range(4))
+    o_ref, lse_ref, *grads_ref = reference(q, k, v, do, True)
+    o, lse = fa.attention_forward(q, k, v, True, tiles=(64, 32, 4, 2), impl="gluon")
+    assert_matches((o,), (o_ref,), torch.float16)
+    for tiles in ({"dkdv": (32, 64, 4, 2), "dq": (64, 32, 4, 2)}, {"dkdv": (32, 64, 4, 2)}):
+        grads = fa.attention_backward(do, q, k, v, o, lse, True, tiles=tiles, impl="gluon")
+        assert_matches(grads, grads_ref, torch.float16)
 
 
 @pytest.mark.parametrize("bwd", GLUON_BWD)

@@ -1045,9 +1045,10 @@ def fp32_pointers_size(batch, heads, n_q, n_k, d, element_size, t):
             and batch * heads * n_q * n_k * _block_d(d) * 4 <= t.fp32_pointers_upto)
 
 
-def forward_impl(q, k, v, impl=None):
+def forward_impl(q, k, v, impl=None, tiles=None):
     """The forward implementation that runs for these inputs: `impl` if given (one of
-    FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one), else the device
+    FWD_IMPLS; a TMA one raises ValueError where tma_problem finds one, a Gluon one where
+    its tiles, the caller's `tiles` if given, cannot take them), else the device
     tuning's `fwd_impl` (on a GPU for head dims above 64, its `fwd_impl_large` where
     set), or "pointers" where that is a TMA one and TMA
     cannot take them, or on a GPU where the problem is small (batch*heads*Nq*Nk up to the
@@ -1062,7 +1063,7 @@ def forward_impl(q, k, v, impl=None):
             return "split" if q.is_cuda and fwd_splits(*_dims(q, k), t) > 1 else "pointers"
         if q.is_cuda and q.shape[-1] > 64 and t.fwd_impl_large:
             impl = t.fwd_impl_large
-        if impl in _GLUON_FWD and (_gluon_problem(q, k, v, impl == "gluon-ws")
+        if impl in _GLUON_FWD and (_gluon_problem(q, k, v, impl == "gluon-ws", tiles)
                                    or _few_programs(q, t)):
             impl = "tma"
         if impl == "tma" and q.is_cuda and fp32_pointers_size(*_dims(q, k), q.element_size(),
@@ -1072,7 +1073,7 @@ def forward_impl(q, k, v, impl=None):
     if impl not in FWD_IMPLS:
         raise ValueError(f"flash_attention: unknown forward impl {impl!r}; one of "
                          f"{', '.join(FWD_IMPLS)}")
-    problem = impl in _GLUON_FWD and _gluon_problem(q, k, v, impl == "gluon-ws")
+    problem = impl in _GLUON_FWD and _gluon_problem(q, k, v, impl == "gluon-ws", tiles)
     if problem:
         raise ValueError(f"flash_attention: impl={impl!r} cannot take these inputs: {problem}; "
                          f"use impl='tma' or 'pointers'")
@@ -1117,12 +1118,12 @@ def _few_programs(q, t):
     return programs < t.gluon_min_waves * sm_count(q.get_device())
 
 
-def _gluon_problem(q, k, v, ws=False):
+def _gluon_problem(q, k, v, ws=False, tiles=None):
     """Why the Gluon forward (kernels/attention_gluon.py; `ws`: the warp-specialized one)
-    cannot take q, k, v, or None."""
+    cannot take q, k, v with `tiles` (None: its own), or None."""
     if attention_gluon is None:
         return _NO_GLUON
-    return attention_gluon.gluon_problem(q, k, v, ws=ws)
+    return attention_gluon.gluon_problem(q, k, v, tiles, ws=ws)
 
 
 @functools.lru_cache(maxsize=None)
@@ -1134,7 +1135,7 @@ def _warp_specialization_compiles(device_index):
     return not (hopper and str(getattr(triton, "__version__", "")).startswith("3.6."))
 
 
-def backward_impl(q, impl=None, *others):
+def backward_impl(q, impl=None, *others, tiles=None):
     """The backward implementation that runs: `impl` if given (one of BWD_IMPLS; a TMA one
     raises ValueError where TMA cannot read q and `others` (k, v) or, "atomic-tma", add into
     dQ's fp32 rows), else the device tuning's `bwd_impl` (`bwd_impl_small` for head dims up to
@@ -1146,7 +1147,8 @@ def backward_impl(q, impl=None, *others):
     and dtype up to its host_bound_upto; from q and `others`' k): there, as forward_impl
     says, a call's time is the host's and the native path launches the pointer kernels.
     Such a problem's head dim up to the tuning's host_one_pass_d takes the one pass
-    ("atomic") first, before any of the above. A dO TMA cannot read is copied."""
+    ("atomic") first, before any of the above. A dO TMA cannot read is copied. `tiles`: the
+    caller's ({"dkdv": ..., "dq": ...}), which a Gluon backward is checked with."""
     if impl is None:
         t = tuning_for("attention", q.get_device())
         small = bool(others) and _host_bound(q, others[0], t)
@@ -1155,7 +1157,7 @@ def backward_impl(q, impl=None, *others):
         impl = t.bwd_impl_small if t.bwd_impl_small and q.shape[-1] <= 64 and not small \
             else t.bwd_impl
         if impl in _GLUON_BWD:
-            if not small and not _gluon_bwd_problem(impl, q, *others):
+            if not small and not _gluon_bwd_problem(impl, q, *others, tiles=tiles):
                 return impl
             impl = (t.bwd_fallback_small if t.bwd_fallback_small and q.shape[-1] <= 64
                     and not small else t.bwd_fallback or _GLUON_BWD[impl][1])
@@ -1166,7 +1168,7 @@ def backward_impl(q, impl=None, *others):
         raise ValueError(f"flash_attention: unknown backward impl {impl!r}; one of "
                          f"{', '.join(BWD_IMPLS)}")
     if impl in _GLUON_BWD:
-        problem = _gluon_bwd_problem(impl, q, *others)
+        problem = _gluon_bwd_problem(impl, q, *others, tiles=tiles)
         if problem:
             raise ValueError(f"flash_attention: bwd impl {impl!r} cannot take these inputs: "
                              f"{problem}; use impl='two-kernel-tma' or 'two-kernel'")
@@ -1179,12 +1181,18 @@ def backward_impl(q, impl=None, *others):
     return impl
 
 
-def _gluon_bwd_problem(impl, q, *others):
-    """Why the Gluon backward `impl` cannot take q and `others` (k, v), or None (also when
-    k and v are not given)."""
+def _gluon_bwd_problem(impl, q, *others, tiles=None):
+    """Why the Gluon backward `impl` cannot take q and `others` (k, v) with `tiles` (the
+    caller's {"dkdv": ..., "dq": ...}; None: its own), or None (also when k and v are not
+    given)."""
     if attention_gluon is None:
         return _NO_GLUON
-    return getattr(attention_gluon, _GLUON_BWD[impl][0])(q, *others) if others else None
+    if not others:
+        return None
+    name = _GLUON_BWD[impl][0]
+    if tiles and "one_pass" in name:  # the one pass runs the dK/dV kernel alone
+        tiles = tiles.get("dkdv")
+    return getattr(attention_gluon, name)(q, *others, tiles=tiles or None)
 
 
 def _bwd_tma_problem(impl, q, *others):
@@ -1201,7 +1209,7 @@ def _bwd_tma_problem(impl, q, *others):
 def _forward(q, k, v, causal, scale, tiles=None, impl=None):
     """(O, L) for checked inputs: O like q (contiguous), L fp32 of shape q.shape[:-1]."""
     batch, heads, n_q, n_k, d = check_attention_inputs(q, k, v)
-    impl = forward_impl(q, k, v, impl)
+    impl = forward_impl(q, k, v, impl, tiles)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     if not o.numel():
@@ -1371,7 +1379,8 @@ def _backward(do, q, k, v, o, lse, causal, scale, impl=None, tiles=None):
         raise ValueError(f"flash_attention backward: dO {tuple(do.shape)} and O "
                          f"{tuple(o.shape)} must have q's shape {tuple(q.shape)}")
     return _backward_checked(do, q, k, v, o, lse, causal, scale,
-                             impl if impl == "racy" else backward_impl(q, impl, k, v),
+                             impl if impl == "racy" else backward_impl(q, impl, k, v,
+                                                                       tiles=tiles),
                              tiles)
 
 

@@ -1405,12 +1405,18 @@ def backward_tiles_for(q, ws=False):
     return {"dkdv": getattr(t, f"{kind}_dkdv_{size}"), "dq": getattr(t, f"{kind}_dq_{size}")}
 
 
+def _backward_tiles(q, tiles, ws):
+    """A caller's backward tiles ({"dkdv": ..., "dq": ...}, either may be left out) completed
+    with backward_tiles_for's."""
+    return {**backward_tiles_for(q, ws), **{k: c for k, c in (tiles or {}).items() if c}}
+
+
 def backward_problem(q, k, v, tiles=None, do=None, ws=False):
     """Why the Gluon backward (`ws`: the warp-specialized one) cannot take these inputs (and
     dO, where given), or None: the forward's rules, and tiles that divide the sequence, the
     dK/dV kernel's key tile a multiple of its query step, the dQ kernel's query tile a multiple
     of its key step; warp-specialized, 128 keys (queries) a program on two warp groups of 4."""
-    tiles = tiles or backward_tiles_for(q, ws)
+    tiles = _backward_tiles(q, tiles, ws)
     (m1, n1, w1, _), (m2, n2, w2, _) = tiles["dkdv"], tiles["dq"]
     n = q.shape[-2]
     return (_inputs_problem(q, k, v, *([] if do is None else [do]))
@@ -1434,7 +1440,7 @@ def backward(do, q, k, v, lse, delta, dq, dk, dv, causal, scale, tiles=None, ws=
     inputs that backward_problem accepts; `delta` = rowsum(dO * O), fp32 (batch*heads, seq);
     `ws`: both kernels warp-specialized (dK/dV 128 keys a program, dQ 128 queries, on two
     consumer warp groups of 4 warps)."""
-    tiles = tiles or backward_tiles_for(q, ws)
+    tiles = _backward_tiles(q, tiles, ws)
     problem = backward_problem(q, k, v, tiles, do, ws)
     if problem:
         raise ValueError(f"flash_attention backward: the Gluon backward cannot take these "
