@@ -501,7 +501,8 @@ def test_caller_tiles_that_fit_are_taken_where_the_defaults_do_not(monkeypatch):
     """An explicit Gluon impl is checked with the caller's tiles, not its own: 64 queries
     run with tiles of 64 where the defaults, 128 a program (a GPU's; set so on the
     simulator too), would be refused, forward and backward, both against float64; a
-    backward given only dK/dV tiles takes the rest from its defaults."""
+    backward given only dK/dV tiles takes the rest from its defaults (at 256 queries, which
+    those divide)."""
     if not torch.cuda.is_available():
         monkeypatch.setattr(fg, "tiles_for", lambda q, t=None, ws=False: (128, 128, 8, 2))
         monkeypatch.setattr(fg, "backward_tiles_for", lambda q, ws=False: {
@@ -509,11 +510,12 @@ def test_caller_tiles_that_fit_are_taken_where_the_defaults_do_not(monkeypatch):
         with pytest.raises(ValueError, match="128 queries a program"):
             fa.attention_forward(*[rand(1, 64, 32, dtype=torch.float16)] * 3, impl="gluon")
     torch.manual_seed(0)
-    q, k, v, do = (rand(1, 2, 64, 32, dtype=torch.float16) for _ in range(4))
-    o_ref, lse_ref, *grads_ref = reference(q, k, v, do, True)
-    o, lse = fa.attention_forward(q, k, v, True, tiles=(64, 32, 4, 2), impl="gluon")
-    assert_matches((o,), (o_ref,), torch.float16)
-    for tiles in ({"dkdv": (32, 64, 4, 2), "dq": (64, 32, 4, 2)}, {"dkdv": (32, 64, 4, 2)}):
+    for n, tiles in ((64, {"dkdv": (32, 64, 4, 2), "dq": (64, 32, 4, 2)}),
+                     (256, {"dkdv": (32, 64, 4, 2)})):
+        q, k, v, do = (rand(1, 2, n, 32, dtype=torch.float16) for _ in range(4))
+        o_ref, lse_ref, *grads_ref = reference(q, k, v, do, True)
+        o, lse = fa.attention_forward(q, k, v, True, tiles=(64, 32, 4, 2), impl="gluon")
+        assert_matches((o,), (o_ref,), torch.float16)
         grads = fa.attention_backward(do, q, k, v, o, lse, True, tiles=tiles, impl="gluon")
         assert_matches(grads, grads_ref, torch.float16)
 
