@@ -5,6 +5,7 @@ the dQ variants, and the traffic the tiles imply. GPU-only cases (bigger shapes,
 carry the `gpu` marker. The faster variants (TMA forward, one-pass backward) have their own file,
 test_attention_variants.py; the tests here that count a kernel's traffic name the baseline's."""
 import math
+import dataclasses
 import types
 
 import pytest
@@ -344,6 +345,40 @@ def test_untuned_gpu_launch_skips_configs_that_do_not_fit(monkeypatch):
     monkeypatch.setattr(fa, "_FITS", {})
     with pytest.raises(RuntimeError, match="no fwd config"):
         fa._first_fitting("fwd", None, 64, 1, "BLOCK_M", args, {"BLOCK_D": 128}, configs)
+
+
+def test_an_untuned_forward_of_few_programs_takes_the_smallest_query_tiles_first(monkeypatch):
+    """On a GPU (emulated: 132 SMs) an untuned pointer forward of fewer programs than SMs at
+    the first config's 128 queries tries the configs of 64 queries first (twice the programs,
+    each walking its keys in about half the time), the others after them in the tuning's
+    order; with as many programs as SMs, or for another kernel, or with the tuning's
+    untuned_fwd_fill 0, the tuning's order. The Python path and the native plan's lookup
+    (_kept_tiles) agree on the tiles."""
+    t = tuning.TUNINGS["attention"][9]
+    monkeypatch.setattr(fa, "sm_count", lambda device: 132)
+    configs = t.configs("fwd", 64)
+    assert configs[0][0] == 128
+    few, reordered = fa._untuned_configs("fwd", configs, 1024, 1, 0, t)  # 8 programs
+    assert reordered and {c[0] for c in few[:2]} == {64} and sorted(few) == sorted(configs)
+    assert [c for c in few if c[0] == 128] == [c for c in configs if c[0] == 128]
+    assert [c for c in few if c[0] == 64] == [c for c in configs if c[0] == 64]
+    assert fa._untuned_configs("fwd", configs, 1024, 17, 0, t) == (configs, False)  # 136
+    assert fa._untuned_configs("fwd", configs, 1024, 16, 0, t)[1]  # 128 programs
+    assert not fa._untuned_configs("dq", t.configs("dq", 64), 1024, 1, 0, t)[1]
+    off = dataclasses.replace(t, untuned_fwd_fill=0)
+    assert fa._untuned_configs("fwd", configs, 1024, 1, 0, off) == (configs, False)
+
+    launched = []
+    monkeypatch.setattr(fa, "_launch_tiles", lambda *a: launched.append(a[5]))
+    monkeypatch.setattr(fa, "_FITS", {})
+    monkeypatch.setattr(fa, "tuning_for", lambda kind, device: t)
+    args = (torch.empty(1, dtype=torch.bfloat16),)
+    for n_zh, want in ((1, few[0]), (64, configs[0]), (1, few[0])):
+        # work: batch*heads*Nq*Nk as _run reads it, here only under tune_above (untuned)
+        fa._run("fwd", 1024, n_zh, t.tune_above, args, None, 0, torch.bfloat16, BLOCK_D=64)
+        assert launched[-1] == want
+        assert fa._kept_tiles("fwd", 0, torch.bfloat16, 1024, n_zh, t.tune_above,
+                              {"BLOCK_D": 64}, t) == want
 
 
 def test_a_second_order_gradient_raises_instead_of_being_zero():

@@ -834,8 +834,10 @@ def _run(name, grid_rows, n_zh, work, args, tiles, device, dtype, **constexprs):
                 best.num_stages)
             return
         if tiles is None:
-            _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs,
-                           t.configs(config_set, constexprs["BLOCK_D"]), dtype)
+            configs, few = _untuned_configs(name, t.configs(config_set, constexprs["BLOCK_D"]),
+                                            grid_rows, n_zh, device, t)
+            _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs, configs,
+                           dtype, few)
             return
     _launch_tiles(kernel, grid_rows, n_zh, along, args, tiles or t.simulator(config_set),
                   constexprs)
@@ -874,7 +876,8 @@ def _bound_launch(kernel, grid, args, kw):
                 lambda: Bound(kernel, grid, **kw))(*args)
 
 
-# (launch name, BLOCK_D, dtype) -> index of the first tuning config whose shared memory fits
+# (launch name, BLOCK_D, dtype[, "few"]) -> index of the first config whose shared memory
+# fits, in _untuned_configs' order ("few": its order for few programs)
 _FITS = {}
 # _chosen_key -> the tiles (BLOCK_M, BLOCK_N, warps, stages) the autotuner chose for an
 # autotuned launch: its later calls are Bound launches of them (no autotuner and JIT dispatch
@@ -895,18 +898,40 @@ def _kept_tiles(name, device, dtype, grid_rows, n_zh, work, constexprs, t):
     One rule for the Python path (_run) and the native plan (_describe)."""
     if work > t.tune_above:
         return _CHOSEN.get(_chosen_key(name, device, dtype, grid_rows, n_zh, work, constexprs))
-    fit = _FITS.get((name, constexprs["BLOCK_D"], dtype))
-    return None if fit is None else t.configs(_LAUNCHES[name][1], constexprs["BLOCK_D"])[fit]
+    configs, few = _untuned_configs(name, t.configs(_LAUNCHES[name][1], constexprs["BLOCK_D"]),
+                                    grid_rows, n_zh, device, t)
+    fit = _FITS.get(_fits_key(name, constexprs["BLOCK_D"], dtype, few))
+    return None if fit is None else configs[fit]
 
 
-def _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs, configs, dtype=None):
-    """Untuned GPU launch: the first config of the head-dim class that fits the SM's shared
+def _untuned_configs(name, configs, grid_rows, n_zh, device, t):
+    """(configs, few): the order in which an untuned GPU launch of `name` tries the tuning's
+    `configs`. The pointer forward ("fwd") of fewer programs, n_zh * cdiv(grid_rows,
+    BLOCK_M) at the first config's BLOCK_M, than the tuning's `untuned_fwd_fill` times the
+    SMs (`few`) tries those of the smallest BLOCK_M first: each of its programs walks every
+    key one tile after another, so its time is that walk's latency, and twice the programs
+    of half the queries each finish in about half the time (tuning.py's figures)."""
+    fill = t.untuned_fwd_fill * sm_count(device) if name == "fwd" else 0
+    if n_zh * -(-grid_rows // configs[0][0]) >= fill:
+        return configs, False
+    smallest = min(c[0] for c in configs)
+    return tuple(sorted(configs, key=lambda c: c[0] != smallest)), True
+
+
+def _fits_key(name, block_d, dtype, few=False):
+    return (name, block_d, dtype, "few") if few else (name, block_d, dtype)
+
+
+def _first_fitting(name, kernel, grid_rows, n_zh, along, args, constexprs, configs, dtype=None,
+                   few=False):
+    """Untuned GPU launch: the first of `configs` (in _untuned_configs' order, `few` its
+    order for few programs) that fits the SM's shared
     memory (fp32 operands need twice the bytes of 16-bit ones: the first 16-bit config can
     be too large), as the autotuner skips configs that raise OutOfResources. Nothing runs
     before a config compiles and fits, so trying the next one is safe. `dtype`: the
     inputs' (default: the first argument's, a tensor)."""
     dtype = args[0].dtype if dtype is None else dtype
-    key = (name, constexprs["BLOCK_D"], dtype)
+    key = _fits_key(name, constexprs["BLOCK_D"], dtype, few)
     for i in range(_FITS.get(key, 0), len(configs)):
         try:
             _launch_tiles(kernel, grid_rows, n_zh, along, args, configs[i], constexprs)

@@ -416,6 +416,14 @@ class AttentionTuning:
     # queries a program (sessions 36-37)
     split_programs_below: int = 0
     split_min_keys: int = 256
+    # An untuned pointer forward (batch*heads*Nq*Nk up to tune_above) of fewer programs at its
+    # first config's BLOCK_M than this many times the SMs takes the configs of the smallest
+    # BLOCK_M first (attention.py's _untuned_configs); 0: the first config always. Its programs
+    # are latency-bound: batch 1, one head, causal, bf16, GPU us of a forward in CUDA-graph
+    # replays (H100, 2026-12-07, session 42, benchmarks/probes/attention_fp32_fwd.py), the
+    # first config / (64, 64, 4, 3): d = 64 5.6 / 3.5 at 128 keys, 11.3 / 6.6 at 512, 18.8 /
+    # 10.8 at 1024; d = 128 6.8 / 5.1 at 128
+    untuned_fwd_fill: int = 0
     max_splits: int = 16
     split_combine: str = "last"
     split_combine_block: int = 64
@@ -563,7 +571,10 @@ TUNINGS = {
         bwd_impl_small="gluon-ws", bwd_fallback="two-kernel-tma",
         bwd_fallback_small="atomic-tma",
         # the one pass for host-bound problems up to d = 64 (AttentionTuning's figures)
-        host_one_pass_d=64)},
+        host_one_pass_d=64,
+        # untuned forwards of fewer programs than SMs: the smallest query tiles first
+        # (AttentionTuning's figures)
+        untuned_fwd_fill=1)},
 }
 DEFAULTS = {kind: table[9] for kind, table in TUNINGS.items()}
 
