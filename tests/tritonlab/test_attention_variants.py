@@ -349,7 +349,8 @@ def test_native_plan_describes_the_split_forward(monkeypatch, combine):
                                    for name in ("fwd", "dkdv", "dq")
                                    for size in ("small", "large")})
     monkeypatch.setattr(sim, "tuning_for", lambda kind, device: first)
-    monkeypatch.setattr(sim, "forward_impl", lambda q, k, v, impl=None: impl or "split")
+    monkeypatch.setattr(sim, "forward_impl", lambda q, k, v, impl=None, tiles=None:
+                        impl or "split")
     monkeypatch.setattr(sim, "_BOUNDS", sim.PlanCache())
     for name in ("fwd_split", "dkdv", "dq"):
         monkeypatch.setitem(sim._FITS, (name, 16, torch.float32), 0)

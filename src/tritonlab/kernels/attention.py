@@ -911,10 +911,10 @@ def _untuned_configs(name, configs, grid_rows, n_zh, device, t):
     SMs (`few`) tries those of the smallest BLOCK_M first: each of its programs walks every
     key one tile after another, so its time is that walk's latency, and twice the programs
     of half the queries each finish in about half the time (tuning.py's figures)."""
-    fill = t.untuned_fwd_fill * sm_count(device) if name == "fwd" else 0
-    if n_zh * -(-grid_rows // configs[0][0]) >= fill:
-        return configs, False
     smallest = min(c[0] for c in configs)
+    if (name != "fwd" or not t.untuned_fwd_fill or configs[0][0] == smallest
+            or n_zh * -(-grid_rows // configs[0][0]) >= t.untuned_fwd_fill * sm_count(device)):
+        return configs, False
     return tuple(sorted(configs, key=lambda c: c[0] != smallest)), True
 
 
