@@ -19,7 +19,8 @@
 #   kernels   benchmarks/kernels.py (ONLY="...": its --only; REPEATS, default 3)
 #   probes    benchmarks/probes/run.py NAMES (e.g. NAMES="rms_bwd_fused_dg softmax_stream
 #             rms_wide_rows_fwd", issue 37's candidates built and off)
-#   pytest    the README's test command on the GPU (make test), ARGS appended to pytest
+#   pytest    the README's test command on the GPU (make test), ARGS appended to pytest, K its
+#             -k expression (spaces kept: K="one_pass or default")
 
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -84,7 +85,8 @@ kernels)
 probes)
     OUT=$OUT TAILN=60 step probes "${LIM:-560}" python3 benchmarks/probes/run.py ${NAMES:?} ;;
 pytest)
-    step pytest "${LIM:-560}" python3 -m pytest -q -p no:cacheprovider ${ARGS:-} ;;
+    step pytest "${LIM:-560}" python3 -m pytest -q -p no:cacheprovider ${ARGS:-} \
+        ${K:+-k "$K"} ;;
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac
