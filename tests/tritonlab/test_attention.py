@@ -4,8 +4,8 @@ GPU machine), plus the assignment's saved-tensor contract, torch.compile, the ra
 the dQ variants, and the traffic the tiles imply. GPU-only cases (bigger shapes, against SDPA)
 carry the `gpu` marker. The faster variants (TMA forward, one-pass backward) have their own file,
 test_attention_variants.py; the tests here that count a kernel's traffic name the baseline's."""
-import math
 import dataclasses
+import math
 import types
 
 import pytest
