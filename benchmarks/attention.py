@@ -74,6 +74,7 @@ PASSES = ("fwd", "bwd", "fwd+bwd")
 # SDPA's backends by name (torch.nn.attention.SDPBackend members)
 SDPA_BACKENDS = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-flash": "FLASH_ATTENTION",
                  "sdpa-efficient": "EFFICIENT_ATTENTION"}
+HALF_ONLY_SDPA = ("sdpa-cudnn", "sdpa-flash")
 # max |got - SDPA| / max(1, max |SDPA|) allowed in the check before timing; fp32: ours
 # multiplies in TF32, SDPA's efficient kernel in fp32
 CHECK_TOLERANCES = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 3e-2}
@@ -146,6 +147,16 @@ def tutorial_forward(tut, warp_specialize):
     return fn
 
 
+def sdpa_forward(name):
+    """SDPA under backend `name`; the half-precision-only backends refuse fp32 with the reason
+    in one line (the row's "n/a"), before torch warns once per backend it tried."""
+    def fn(q, k, v, causal):
+        if name in HALF_ONLY_SDPA and q.dtype == torch.float32:
+            raise ValueError(f"{name} takes fp16 and bf16 only, not fp32")
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return fn
+
+
 def implementations(names, tutorial=None):
     """{name: (fn(q, k, v, causal), context manager factory or None)}; `tutorial`: tutorial
     06's module, for the names in TUTORIAL06."""
@@ -158,8 +169,7 @@ def implementations(names, tutorial=None):
         impls[name] = (lambda q, k, v, c, f=fwd, b=bwd: fa.flash_attention(q, k, v, c, None, f, b),
                        None)
     for name, member in SDPA_BACKENDS.items():
-        impls[name] = (lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c),
-                       (lambda m=getattr(SDPBackend, member): sdpa_kernel(m)))
+        impls[name] = (sdpa_forward(name), (lambda m=getattr(SDPBackend, member): sdpa_kernel(m)))
     if tutorial is not None:
         for name, ws in TUTORIAL06.items():
             impls[name] = (tutorial_forward(tutorial, ws), None)

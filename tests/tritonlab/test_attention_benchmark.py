@@ -50,6 +50,21 @@ def test_the_tutorial_forward_refuses_what_the_tutorial_does_not_run(tmp_path):
         bench.load_tutorial(tmp_path)
 
 
+@pytest.mark.parametrize("name", bench.HALF_ONLY_SDPA)
+def test_the_half_precision_sdpa_backends_refuse_fp32_in_one_line(name):
+    """cuDNN's and flash's SDPA have no fp32 kernel: the row says so in one line instead of
+    torch's warning per backend tried; fp16 still reaches SDPA (here on the CPU)."""
+    fn = bench.sdpa_forward(name)
+    q = torch.zeros(1, 1, 16, 8)
+    with pytest.raises(ValueError, match=f"{name} takes fp16 and bf16 only"):
+        fn(q, q, q, True)
+    h = torch.randn(1, 1, 16, 8, dtype=torch.float64)
+    want = torch.nn.functional.scaled_dot_product_attention(h, h, h, is_causal=True)
+    got = fn(h.half(), h.half(), h.half(), True)
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got.double(), want, atol=2e-3, rtol=2e-3)
+
+
 def test_rounds_take_turns_over_the_implementations_and_pool_their_times(monkeypatch):
     """measure(): each pass is timed in rounds that alternate between the implementations
     that passed the check (a wrong one and one that raises get a row with the reason); each
