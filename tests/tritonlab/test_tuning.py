@@ -72,6 +72,14 @@ def test_hopper_rules_give_the_measured_choices():
     assert t.tiled_rows(8192, 65536, 4, 1024, 2, h200) == 1024
     assert t.tiled_rows(8192, 65536, 4, 1024, 4, h200) == 2048
     assert not cpu.on_gpu and cpu.sms == 0
+    # the exchange kernels whose groups walk rows: whole groups, about per_sm programs per SM,
+    # at least one, at most a group per row; the simulator's own count
+    assert tuning.exchange_groups(2, 3, 8, 1024, h200) == 33  # 264 programs // 8 pieces
+    assert tuning.exchange_groups(1, 3, 32, 256, h200) == 4
+    assert tuning.exchange_groups(1, 3, 132, 256, h200) == 1  # 132 // 132
+    assert tuning.exchange_groups(4, 3, 2, 5, h200) == 5  # no more groups than rows
+    assert tuning.exchange_groups(2, 3, 8, 1024, cpu) == 3
+    assert tuning.exchange_groups(2, 3, 8, 2, cpu) == 2
     # the backward's wide rows (H100 2026-12-06): the exchange from 16384 columns, its pieces
     # widening with the row in fp32, split meetings for bf16 rows past 65536
     assert t.bwd_register_max == 8192
