@@ -150,6 +150,7 @@ def test_exchange_forwards_with_split_meetings_report_nothing(executor, monkeypa
         return kept.setdefault(name, (torch.zeros if zeroed else torch.empty)(shape, dtype=dtype))
     monkeypatch.setattr(sm._exchange, "scratch", scratch)
     monkeypatch.setattr(sm, "tuning_for", lambda kind, device: soft)
+    monkeypatch.setattr(sm, "_LAUNCHES", sm.PlanCache())  # plans made with this tuning
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(5, 300, generator=gen) * 3, torch.randn(300, generator=gen)
     for dtype in (torch.float32, torch.bfloat16):
