@@ -94,8 +94,9 @@ def main(argv=None):
                         impls.append(("Liger", lambda: LigerRMSNormFunction.apply(
                             x, g, EPS, 0.0, "llama", False), None))
                 impls.append(("copy", same_bytes_copy(x), None))
-                configs = [(8192, 8, 0)] + [(b, w, p) for b in (4096, 8192, 16384)
-                                            for w in ((4, 8, 16) if b == 16384 else (4, 8))
+                configs = [(8192, 8, 0)] + [(b, w, p) for b, w in ((4096, 4), (8192, 4),
+                                                                  (8192, 8), (16384, 8),
+                                                                  (16384, 16))
                                             for p in (1, 2, 4)]
                 for block, warps, per_sm in configs:
                     fn = exchange(op, x, out, g, block, warps, per_sm)
