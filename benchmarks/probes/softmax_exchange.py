@@ -3,12 +3,18 @@ pieces in registers and combine their maxima and sums through memory, kernels/_e
 over block and warps, against the online kernel (the default past 16384 columns: two passes,
 the second from L2), Liger-Kernel where it imports and torch.softmax, at 4096x16384,
 2048x32768, 1024x65536, 512x131072 and 256x262144 in bf16 and fp32, and the one-row kernel
-(whole rows in registers) up to 65536 columns; each checked against a
-float64 softmax first, then timed by CUDA-graph replays (the GPU's time) and by do_bench
-(L2 flushed before each call).
+(whole rows in registers) up to 65536 columns, and a copy of the same bytes; each checked
+against a float64 softmax first, then timed by CUDA-graph replays (the GPU's time) and by the
+median of three do_bench medians (L2 flushed before each call), interleaved. `--shapes`,
+`--configs` and `--div` (the write's division per element, as before 2026-12-07) narrow or
+widen it.
 Decides: docs/decisions.md#softmax-exchange (which rows take the exchange, its block and
 warps)."""
-from _common import do_bench, dtype_name, report, softmax_check, torch, triton, variant
+import argparse
+import os
+import sys
+
+from _common import dtype_name, interleaved, save_rows, softmax_check, torch, triton
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import softmax as sm
 
@@ -18,17 +24,16 @@ except ImportError:
     LigerSoftmaxFunction = None
 
 
-def exchange(x, y, block, warps, kernel=None):
-    """A launch of the exchange kernel (`kernel`: a variant of it with the same signature) over
-    x into y in pieces of `block` columns."""
-    kernel = kernel or sm.softmax_exchange_kernel
+def exchange(x, y, block, warps, **kw):
+    """A launch of the exchange kernel over x into y in pieces of `block` columns (`kw`: its
+    other constexprs, e.g. DIV=True, a division per element)."""
     n_rows, n_cols = x.shape
     pieces = triton.cdiv(n_cols, block)
     stats = torch.empty(n_rows, pieces, 2, device=x.device)
     sync = torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32)
-    return lambda: kernel[(n_rows * pieces,)](
+    return lambda: sm.softmax_exchange_kernel[(n_rows * pieces,)](
         x, y, stats, sync, n_rows, n_cols, n_cols, pieces, BLOCK_SIZE=block,
-        PIECES=triton.next_power_of_2(pieces), ACC=sm.tl.float32, num_warps=warps)
+        PIECES=triton.next_power_of_2(pieces), ACC=sm.tl.float32, num_warps=warps, **kw)
 
 
 def whole_row(x, y, warps):
@@ -38,37 +43,61 @@ def whole_row(x, y, warps):
                                                 ACC=sm.tl.float32, num_warps=warps)
 
 
-def main():
-    for M, N in ((1024, 65536), (256, 262144), (2048, 32768), (512, 131072), (4096, 16384)):
+def same_bytes_copy(x):
+    src, dst = torch.empty_like(x), torch.empty_like(x)
+    return lambda: dst.copy_(src)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default="1024x65536,256x262144,2048x32768,512x131072,"
+                        "4096x16384", help="MxN,... (default: %(default)s)")
+    parser.add_argument("--configs", default="", help="block:warps,... of the exchange (default: "
+                        "every block 4096-32768 with 4-32 warps)")
+    parser.add_argument("--div", action="store_true", help="also the exchange with a division "
+                        "per element (DIV=True, before 2026-12-07) at each config")
+    parser.add_argument("--out", default=os.environ.get("OUT", "out"))
+    args = parser.parse_args(argv or [])
+    configs = ([tuple(map(int, c.split(":"))) for c in args.configs.split(",")] if args.configs
+               else [(b, w) for b in (4096, 8192, 16384, 32768) for w in (4, 8, 16, 32)])
+    results = []
+    for M, N in (tuple(map(int, s.split("x"))) for s in args.shapes.split(",")):
         for dtype in (torch.bfloat16, torch.float32):
             x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
             y = torch.empty_like(x)
             check = softmax_check(x, y)
             impls = [("default (sm.softmax)", lambda: sm.softmax(x), lambda: check(sm.softmax(x))),
-                     ("torch.softmax", lambda: torch.softmax(x, -1), None)]
-            if LigerSoftmaxFunction is not None:
+                     ("online", lambda: sm.softmax(x, variant="online"),
+                      lambda: check(sm.softmax(x, variant="online"))),
+                     ("torch.softmax", lambda: torch.softmax(x, -1), None),
+                     ("copy", same_bytes_copy(x), None)]
+            if LigerSoftmaxFunction is not None and N <= 65536:
                 impls.append(("Liger", lambda: LigerSoftmaxFunction.apply(x), None))
-            if N <= 65536:  # the whole row in one program's registers (Liger's way to 65536)
+            if N <= 65536 and not args.configs:  # the whole row in one program's registers
                 for warps in (16, 32):
                     impls.append((f"row {N} w{warps}", whole_row(x, y, warps), check))
-            for block in (4096, 8192, 16384, 32768):
-                for warps in (4, 8, 16, 32):
-                    pieces = triton.cdiv(N, block)
-                    if block > N or pieces > _exchange.max_pieces(x) or pieces < 2:
-                        continue
-                    impls.append((f"exchange {block} w{warps}", exchange(x, y, block, warps),
-                                  check))
-            graph, cold = [], []
-            for label, fn, chk in impls:
-                row = variant(label, fn, chk)
-                graph.append(row)
-                if row[0] != float("inf"):
-                    cold.append((do_bench(fn) * 1e3, label, row[2]))
+            for block, warps in configs:
+                pieces = triton.cdiv(N, block)
+                if block > N or pieces > _exchange.max_pieces(x) or pieces < 2:
+                    continue
+                impls.append((f"exchange {block} w{warps}", exchange(x, y, block, warps), check))
+                if args.div:
+                    impls.append((f"exchange {block} w{warps} div",
+                                  exchange(x, y, block, warps, DIV=True), check))
+            rows = interleaved(impls)
+            copy = next(r for r in rows if r[0] == "copy")
+            rows.sort(key=lambda r: r[4])
             name = f"{M}x{N} {dtype_name(dtype)}"
-            nbytes = 2 * M * N * x.element_size()
-            report("softmax graph", name, graph, nbytes, best=12)
-            report("softmax cold", name, cold, nbytes, best=5)
+            print(f"== softmax {name}: graph us, do_bench us, of the copy graph / do_bench",
+                  flush=True)
+            for label, _, err, graph, cold in rows:
+                print(f"  {label:<24} {graph:8.1f} {cold:8.1f}  {copy[3] / graph:5.2f} "
+                      f"{copy[4] / cold:5.2f}  {err}", flush=True)
+                results.append({"shape": f"{M}x{N}", "dtype": dtype_name(dtype), "label": label,
+                                "graph_us": graph, "do_bench_us": cold})
+            torch.cuda.empty_cache()
+    save_rows(args.out, "softmax_exchange.json", results)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -308,48 +308,6 @@ def test_softmax_exchange_leaves_its_counters_zero_and_refuses_too_many_pieces()
         sm.softmax(rand(2, too_many), variant="exchange", block_size=16)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_exchange_forwards_with_split_meetings_give_the_plain_exchanges_bits(dtype):
-    """SPLIT (SoftmaxTuning and RMSNormTuning's exchange_per_sm): groups of a row's pieces walk
-    rows i, i + groups, ..., each piece loading its next row before it waits: every group
-    count from one to one per row (uneven shares of rows included) gives the plain exchange's
-    bits, with NaN and all -inf rows, counters left zero for the next launch."""
-    n_rows, n_cols, block = 7, 300, 64
-    pieces = -(-n_cols // block)
-    kw = dict(BLOCK_SIZE=block, PIECES=backend.triton.next_power_of_2(pieces),
-              ACC=backend.tl.float32)
-    x = rand(n_rows, n_cols, scale=4).to(dtype)
-    x[1, 7] = float("nan")
-    x[3] = float("-inf")
-    x[3, 200] = 1.0
-    g = rand(n_cols, seed=1).to(dtype)
-    sync = torch.zeros(2 * n_rows, dtype=torch.int32, device=DEV)
-    stats = torch.empty(n_rows, pieces, 2, device=DEV)
-    plain = torch.empty_like(x)
-    sm.softmax_exchange_kernel[(n_rows * pieces,)](x, plain, stats, sync, n_rows, n_cols, n_cols,
-                                                   pieces, **kw)
-    want = torch.softmax(x.double(), -1)
-    assert torch.equal(plain.isnan(), want.isnan())
-    assert rel_err(plain.nan_to_num(), want.nan_to_num()) < TOLERANCES[dtype]
-    xr = rand(n_rows, n_cols, seed=2).to(dtype)
-    rstd_plain, rms_plain = torch.empty(n_rows, device=DEV), torch.empty_like(xr)
-    rn.rmsnorm_fwd_exchange_kernel[(n_rows * pieces,)](xr, g, rms_plain, rstd_plain, n_cols, 1e-6,
-                                                       stats[..., 0], sync, n_rows, pieces, **kw)
-    assert rel_err(rms_plain, ref.rmsnorm(xr, g)) < TOLERANCES[dtype]
-    for groups in range(1, n_rows + 1):
-        y, rms, rstd = torch.empty_like(x), torch.empty_like(xr), torch.empty(n_rows, device=DEV)
-        sm.softmax_exchange_kernel[(groups * pieces,)](x, y, stats, sync, n_rows, n_cols, n_cols,
-                                                       pieces, SPLIT=True, **kw)
-        assert not sync.any(), groups
-        rn.rmsnorm_fwd_exchange_kernel[(groups * pieces,)](xr, g, rms, rstd, n_cols, 1e-6,
-                                                           stats[..., 0], sync, n_rows, pieces,
-                                                           SPLIT=True, **kw)
-        assert not sync.any(), groups
-        assert torch.equal(y.nan_to_num(), plain.nan_to_num()), groups
-        assert torch.equal(y.isnan(), plain.isnan()), groups
-        assert torch.equal(rms, rms_plain) and torch.equal(rstd, rstd_plain), groups
-
-
 def test_softmax_split_cuts_rows_into_chunks_with_no_empty_one():
     """The split variant: more than one program per row, chunks a multiple of the block, none
     empty, and the result torch's for rows that end mid-block and mid-chunk."""

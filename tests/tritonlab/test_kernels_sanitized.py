@@ -128,46 +128,6 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monke
 
 
 
-def test_exchange_forwards_with_split_meetings_report_nothing(executor, monkeypatch):
-    """The exchange forwards with split meetings (exchange_per_sm: groups of a row's pieces
-    walking rows, each piece's next row loaded before it waits), through the library's plans:
-    no race on the statistics read after a meeting, 16-bit rows taking the exchange where
-    exchange_items says so, the plain exchange's values, counters left zero."""
-    import dataclasses
-
-    from tritonlab.kernels import tuning
-    sm = backend.with_backend("tritonlab.kernels.softmax", "sim")
-    rn = backend.with_backend("tritonlab.kernels.rmsnorm", "sim")
-    soft = dataclasses.replace(tuning.DEFAULTS["softmax"], max_row_block=64, exchange_block=64,
-                               exchange_items=(2, 4), exchange_per_sm=2,
-                               simulator_exchange_groups=2)
-    rms = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], fwd_register_max=64,
-                              fwd_exchange=((4, 0), (2, 0)), exchange_block=64, exchange_per_sm=2,
-                              simulator_programs=2)
-    kept = {}
-
-    def scratch(name, shape, dtype, device, zeroed=False):
-        return kept.setdefault(name, (torch.zeros if zeroed else torch.empty)(shape, dtype=dtype))
-    monkeypatch.setattr(sm._exchange, "scratch", scratch)
-    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: soft)
-    monkeypatch.setattr(sm, "_LAUNCHES", sm.PlanCache())  # plans made with this tuning
-    gen = torch.Generator().manual_seed(0)
-    x, w = torch.randn(5, 300, generator=gen) * 3, torch.randn(300, generator=gen)
-    for dtype in (torch.float32, torch.bfloat16):
-        xd, wd = x.to(dtype), w.to(dtype)
-        with minitriton.configure(**ALL_CHECKS):
-            y = sm.softmax(xd)
-            z, rstd = rn._forward(xd, wd, 1e-6, tuning=rms)
-        plan = sm._launch_for("softmax", -1, None, None, None, xd)
-        assert plan.kernel.kw["SPLIT"] is True and plan.kernel.grid == (2 * 5,)
-        tol = 1e-6 if dtype == torch.float32 else 8e-3
-        assert rel_err(y, torch.softmax(xd.double(), -1)) < tol
-        assert rel_err(z, F.rms_norm(xd.double(), (300,), wd.double(), 1e-6)) < tol
-        assert rel_err(rstd, xd.double().pow(2).mean(-1).add(1e-6).rsqrt()) < 1e-6
-    counters = [k for k in kept if k.endswith("counters")]
-    assert len(counters) == 2 and all(not kept[k].any() for k in counters)
-
-
 def test_rmsnorm_backward_with_the_dg_sum_fused_reports_nothing(executor, monkeypatch):
     """rmsnorm_bwd_fused_kernel (RMSNormTuning.bwd_fuse_dg): the last programs to finish sum
     dg's columns after waiting for the others, under either executor: no race on the partial

@@ -228,10 +228,22 @@ def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: t
 
 
 @triton.jit
-def _fwd_exchange_write(x, g, y_ptr, rstd_ptr, stats_ptr, row, p, pieces, cols, mask, n_cols,
-                        eps, PIECES: tl.constexpr):
-    # after the meeting: the row's statistic from every piece's sum of squares, this piece of
-    # y written (and the statistic, by the row's first piece)
+def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stats_ptr, sync_ptr,
+                                n_rows, pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
+                                ACC: tl.constexpr):
+    # Wide rows read once: `pieces` programs per row (consecutive in a 1-D grid), each keeping
+    # its BLOCK_SIZE columns in registers, store their sums of squares and meet in memory
+    # (kernels/_exchange.py, as softmax_exchange_kernel), then each writes its piece of y;
+    # the row's first program writes its statistic.
+    pid = tl.program_id(0)
+    p, row = pid % pieces, (pid // pieces).to(tl.int64)
+    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
+                eviction_policy="evict_first").to(ACC)  # read N, once
+    tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # in flight while waiting
+    _exchange.arrive_and_wait(sync_ptr + row, pieces)
     j = tl.arange(0, PIECES)
     # the others' sums, from L2 (.cg: not an L1 line older than their stores)
     squares = tl.load(stats_ptr + row * pieces + j, mask=j < pieces, other=0.0,
@@ -239,53 +251,7 @@ def _fwd_exchange_write(x, g, y_ptr, rstd_ptr, stats_ptr, row, p, pieces, cols, 
     rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
     tl.store(rstd_ptr + row, rstd, mask=p == 0)
     tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
-
-
-@triton.jit
-def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stats_ptr, sync_ptr,
-                                n_rows, pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
-                                ACC: tl.constexpr, SPLIT: tl.constexpr = False):
-    # Wide rows read once: `pieces` programs per row (consecutive in a 1-D grid), each keeping
-    # its BLOCK_SIZE columns in registers, store their sums of squares and meet in memory
-    # (kernels/_exchange.py, as softmax_exchange_kernel), then each writes its piece of y;
-    # the row's first program writes its statistic. SPLIT: groups of `pieces` programs (as
-    # many as the grid holds) walk rows i, i + groups, ..., each meeting split around the next
-    # row's load (as softmax_exchange_kernel's), g loaded once.
-    pid = tl.program_id(0)
-    p = pid % pieces
-    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    if SPLIT:
-        groups = tl.num_programs(0) // pieces
-        group = pid // pieces
-        count = sync_ptr + group
-        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
-        row = group.to(tl.int64)
-        xs = tl.load(x_ptr + row * n_cols + cols, mask=mask & (row < n_rows), other=0.0,
-                     eviction_policy="evict_first")  # read N, once
-        for k in range(0, tl.cdiv(n_rows - group, groups)):
-            x = xs.to(ACC)
-            tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
-            _exchange.arrive(count)
-            # the next row (past the last: masked, nothing read), raw until it is used
-            xs = tl.load(x_ptr + (row + groups) * n_cols + cols,
-                         mask=mask & (row + groups < n_rows), other=0.0,
-                         eviction_policy="evict_first")
-            _exchange.wait_for(count, (k + 1) * pieces)
-            _fwd_exchange_write(x, g, y_ptr, rstd_ptr, stats_ptr, row, p, pieces, cols, mask,
-                                n_cols, eps, PIECES)
-            row += groups
-        _exchange.leave(count, sync_ptr + n_rows + group, pieces)
-    else:
-        row = (pid // pieces).to(tl.int64)
-        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
-                    eviction_policy="evict_first").to(ACC)  # read N, once
-        tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
-        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # in flight while waiting
-        _exchange.arrive_and_wait(sync_ptr + row, pieces)
-        _fwd_exchange_write(x, g, y_ptr, rstd_ptr, stats_ptr, row, p, pieces, cols, mask,
-                            n_cols, eps, PIECES)
-        _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+    _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
 
 
 @triton.jit
@@ -504,14 +470,9 @@ class _Plan:
         pieces = triton.cdiv(n_cols, t.exchange_block)
         if (not chunk and n_cols > t.fwd_register_max and t.fwd_exchanges(item, n_cols)
                 and 2 <= pieces <= _exchange.max_pieces(x)):
-            # split meetings: groups of pieces walking rows, about exchange_per_sm programs
-            # per SM; else a program per piece of every row
-            groups = (exchange_groups(t.exchange_per_sm, t.simulator_programs, pieces, n_rows,
-                                      device) if t.exchange_per_sm else n_rows)
-            self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (groups * pieces,),
+            self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (n_rows * pieces,),
                              BLOCK_SIZE=t.exchange_block, PIECES=triton.next_power_of_2(pieces),
-                             ACC=acc, num_warps=t.exchange_warps,
-                             **({"SPLIT": True} if t.exchange_per_sm else {}))
+                             ACC=acc, num_warps=t.exchange_warps)
             self.exchange = (n_rows, pieces)
         elif chunk or n_cols > t.fwd_register_max:
             fwd_chunk = chunk or t.wide_fwd_chunk

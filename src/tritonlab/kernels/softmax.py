@@ -38,7 +38,7 @@ from . import _exchange, _native, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
 from ._launch import Bound, PlanCache
-from .tuning import device_of, exchange_groups, fit_stages, stages_kw, tuning_for
+from .tuning import device_of, fit_stages, stages_kw, tuning_for
 
 
 @triton.jit
@@ -185,22 +185,28 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 
 
 @triton.jit
-def _exchange_share(x, stats_ptr, row, p, pieces):
-    # this piece's max and sum, stored for the row's other pieces. -inf lanes add 0 even
-    # where m is -inf (a piece of padding); a NaN makes the sum NaN, which sticks where max.f32
-    # dropped it from m. (Keeping these exps for the output, one exp per element, is 20 %
-    # slower: docs/decisions.md#softmax-sfu)
+def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
+                            pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
+                            ACC: tl.constexpr, DIV: tl.constexpr = False):
+    # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
+    # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
+    # maxima and sums, then write their piece (read MN, write MN). A 1-D grid, a row's
+    # programs consecutive.
+    pid = tl.program_id(0)
+    p, row = pid % pieces, (pid // pieces).to(tl.int64)
+    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
+                eviction_policy="evict_first").to(ACC)  # read N, once
     m = tl.max(x, axis=0)
+    # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
+    # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
+    # exp per element, is 20 % slower: docs/decisions.md#softmax-sfu)
     s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
     slot = stats_ptr + (row * pieces + p) * 2
     tl.store(slot, m)
     tl.store(slot + 1, s)
-
-
-@triton.jit
-def _exchange_write(x, y_ptr, stats_ptr, row, pieces, cols, mask, row_stride,
-                    PIECES: tl.constexpr):
-    # after the meeting: the row's statistics from every piece's, this piece of y written
+    _exchange.arrive_and_wait(sync_ptr + row, pieces)
     j = tl.arange(0, PIECES)
     mine = stats_ptr + (row * pieces + j) * 2
     # the others' statistics, from L2 (.cg: not an L1 line older than their stores)
@@ -209,52 +215,11 @@ def _exchange_write(x, y_ptr, stats_ptr, row, pieces, cols, mask, row_stride,
     m_row = tl.max(mj, axis=0)
     empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
     s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
-    tl.store(y_ptr + row * row_stride + cols, tl.exp(x - m_row) / s_row, mask=mask,
-             cache_modifier=".cs")  # write N
-
-
-@triton.jit
-def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
-                            pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
-                            ACC: tl.constexpr, SPLIT: tl.constexpr = False):
-    # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
-    # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
-    # maxima and sums, then write their piece (read MN, write MN). A 1-D grid, a row's
-    # programs consecutive. SPLIT: the grid is groups of `pieces` programs (as many as the
-    # grid holds), group i walking rows i, i + groups, ...; each meeting is split around the
-    # next row's load, in flight while the piece waits: one counter per group that only grows
-    # (row k's meeting is over at (k + 1) * pieces arrivals), left once at the end.
-    pid = tl.program_id(0)
-    p = pid % pieces
-    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    if SPLIT:
-        groups = tl.num_programs(0) // pieces
-        group = pid // pieces
-        count = sync_ptr + group
-        row = group.to(tl.int64)
-        xs = tl.load(x_ptr + row * row_stride + cols, mask=mask & (row < n_rows),
-                     other=float("-inf"), eviction_policy="evict_first")  # read N, once
-        for k in range(0, tl.cdiv(n_rows - group, groups)):
-            x = xs.to(ACC)
-            _exchange_share(x, stats_ptr, row, p, pieces)
-            _exchange.arrive(count)
-            # the next row (past the last: masked, nothing read), raw until it is used
-            xs = tl.load(x_ptr + (row + groups) * row_stride + cols,
-                         mask=mask & (row + groups < n_rows), other=float("-inf"),
-                         eviction_policy="evict_first")
-            _exchange.wait_for(count, (k + 1) * pieces)
-            _exchange_write(x, y_ptr, stats_ptr, row, pieces, cols, mask, row_stride, PIECES)
-            row += groups
-        _exchange.leave(count, sync_ptr + n_rows + group, pieces)
-    else:
-        row = (pid // pieces).to(tl.int64)
-        x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
-                    eviction_policy="evict_first").to(ACC)  # read N, once
-        _exchange_share(x, stats_ptr, row, p, pieces)
-        _exchange.arrive_and_wait(sync_ptr + row, pieces)
-        _exchange_write(x, y_ptr, stats_ptr, row, pieces, cols, mask, row_stride, PIECES)
-        _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+    # one reciprocal per row, as the other kernels (docs/decisions.md#softmax-sfu); DIV: a
+    # division per element, as before 2026-12-07 (for benchmarks/probes/softmax_exchange.py)
+    y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
+    tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=".cs")  # write N
+    _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
 
 
 @triton.jit
@@ -329,9 +294,9 @@ def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
 
 def _exchanges(n_cols, x, t, backward):
     """Whether a forward over rows too long for one program reads them once, by the exchange:
-    rows of the tuning's element sizes (fp32: 16-bit rows were faster online), in no more
-    pieces than may wait for each other (docs/decisions.md#softmax-exchange)."""
-    return (not backward and x.element_size() in t.exchange_items
+    fp32 rows, in no more pieces than may wait for each other (docs/decisions.md#softmax-
+    exchange: 16-bit rows are faster online)."""
+    return (not backward and x.dtype == torch.float32
             and triton.cdiv(n_cols, t.exchange_block) <= _exchange.max_pieces(x))
 
 
@@ -432,15 +397,9 @@ class _Launch:
                     f"programs of {block}, more than the {limit} that are sure to be resident "
                     f"at once (they wait for each other); pass a larger block_size or another "
                     f"variant")
-            # split meetings: groups of pieces walking rows, about exchange_per_sm programs
-            # per SM; else a program per piece of every row
-            groups = (exchange_groups(t.exchange_per_sm, t.simulator_exchange_groups, pieces,
-                                      n_rows, device_of(x.get_device()))
-                      if t.exchange_per_sm else n_rows)
-            self.kernel = Bound(softmax_exchange_kernel, (groups * pieces,), BLOCK_SIZE=block,
+            self.kernel = Bound(softmax_exchange_kernel, (n_rows * pieces,), BLOCK_SIZE=block,
                                 PIECES=triton.next_power_of_2(pieces), ACC=acc,
-                                num_warps=t.exchange_warps,
-                                **({"SPLIT": True} if t.exchange_per_sm else {}))
+                                num_warps=t.exchange_warps)
             self.exchange = ((n_rows, pieces, 2), stats_dtype(x))
             self.tail = (n_rows, n_cols, n_cols, pieces)
         elif variant == "rows":

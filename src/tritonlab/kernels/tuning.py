@@ -73,8 +73,8 @@ def persistent_programs(per_sm, simulator, n_rows, device):
 
 def exchange_groups(per_sm, simulator, pieces, n_rows, device):
     """Groups of an exchange kernel whose groups of `pieces` programs (one per piece of a row)
-    walk rows: about `per_sm` programs per SM in all on a GPU, `simulator` groups where there
-    are no SMs, at least one and never more than rows."""
+    walk rows (RMSNorm's exchange backward): about `per_sm` programs per SM in all on a GPU,
+    `simulator` groups where there are no SMs, at least one and never more than rows."""
     return max(1, min(n_rows, per_sm * device.sms // pieces if device.on_gpu else simulator))
 
 
@@ -127,11 +127,6 @@ class RMSNormTuning:
     fwd_exchange: tuple = ()
     exchange_block: int = 8192
     exchange_warps: int = 8
-    # > 0: the exchange forward's groups of pieces walk rows with split meetings, the next
-    # row's load in flight while a piece waits, about this many programs per SM
-    # (simulator_programs groups on the simulator); 0: a program per piece of every row. Off
-    # until benchmarks/probes/exchange_split.py measures it (docs/decisions.md#softmax-exchange)
-    exchange_per_sm: int = 0
     # The same for the backward's wide rows (x and dy read once, in pieces of `block` columns
     # that meet in memory every `rows` rows): (element size, block, rows, widest such row)
     # entries, the first that fits taking the row, bwd_exchange_warps per program, about
@@ -246,16 +241,6 @@ class SoftmaxTuning:
     # memory (docs/decisions.md#softmax-exchange)
     exchange_block: int
     exchange_warps: int
-    # the rows past max_row_block that take the exchange: those of these element sizes, in no
-    # more pieces than may wait for each other (16-bit rows lost to the online kernel with a
-    # program per piece of every row); exchange_per_sm > 0: the exchange's groups of pieces walk
-    # rows with split meetings, the next row's load in flight while a piece waits, about
-    # exchange_per_sm programs per SM (simulator_exchange_groups groups on the simulator).
-    # Off until benchmarks/probes/exchange_split.py measures it (docs/decisions.md#softmax-
-    # exchange)
-    exchange_items: tuple = (4,)
-    exchange_per_sm: int = 0
-    simulator_exchange_groups: int = 3
     # variant="loop": persistent programs, loop_per_sm per SM (simulator_loop_programs where
     # there are none), stepping through whole rows in a loop software-pipelined over
     # loop_stages rows; `loop` makes it the default of the rows that take the one-row kernel.
