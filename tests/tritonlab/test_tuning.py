@@ -156,6 +156,14 @@ def test_softmax_reads_its_tuning(monkeypatch):
     assert sm._plan(100, x, None, None, None, backward=True)[:2] == ("rows", 128)
     assert sm._plan(200, x, None, None, None, backward=True) == ("online", 16, 1)
     assert sm._plan(200, x, "exchange", None, None, backward=True) == ("online", 16, 1)
+    # 16-bit rows from exchange_rows' narrowest (Hopper's: from 262144 columns)
+    wide16 = dataclasses.replace(small, exchange_rows=((4, 0), (2, 150)))
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: wide16)
+    assert sm._plan(200, x.half(), None, None, None) == ("exchange", 32, 1)
+    assert sm._plan(149, x.half(), None, None, None) == ("online", 32, 1)
+    assert rel_err(sm.softmax(x.bfloat16(), variant="exchange", block_size=32),
+                   torch.softmax(x.bfloat16().double(), -1)) < 8e-3
+    assert tuning.TUNINGS["softmax"][9].exchange_rows == ((4, 0), (2, 262144))
     # the online block of fp32 rows where the exchange would need too many programs
     monkeypatch.setattr(sm._exchange, "max_pieces", lambda x: 4)
     assert sm._plan(200, x, None, None, None) == ("online", 64, 1)

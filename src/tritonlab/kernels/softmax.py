@@ -8,7 +8,8 @@ Six kernels, one pattern each:
   * `softmax_exchange_kernel` (variant="exchange"): long rows read once, cut into pieces of
     8192 columns, one program each, that keep their piece in registers and combine their
     maxima and sums through memory (kernels/_exchange.py) before writing (read MN, write MN);
-    the default for fp32 rows longer than 32768 (docs/decisions.md#softmax-exchange);
+    the default for fp32 rows longer than 32768 and 16-bit rows from 262144
+    (docs/decisions.md#softmax-exchange);
   * variant="split" (`softmax_split_stats_kernel`, `softmax_split_write_kernel`): long rows
     cut into chunks, more than one program per row so that a few rows still fill the GPU: each
     chunk's online max and sum, then a second kernel that combines its row's and writes its
@@ -38,7 +39,7 @@ from . import _exchange, _native, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
 from ._launch import Bound, PlanCache
-from .tuning import device_of, fit_stages, stages_kw, tuning_for
+from .tuning import device_of, fit_stages, stages_kw, takes_row, tuning_for
 
 
 @triton.jit
@@ -294,9 +295,9 @@ def _plan(n_cols, x, variant, block_size, rows_per_program, backward=False):
 
 def _exchanges(n_cols, x, t, backward):
     """Whether a forward over rows too long for one program reads them once, by the exchange:
-    fp32 rows, in no more pieces than may wait for each other (docs/decisions.md#softmax-
-    exchange: 16-bit rows are faster online)."""
-    return (not backward and x.dtype == torch.float32
+    the tuning's rows (fp32, and 16-bit rows from 262144 columns on Hopper), in no more pieces
+    than may wait for each other (docs/decisions.md#softmax-exchange)."""
+    return (not backward and takes_row(t.exchange_rows, x.element_size(), n_cols)
             and triton.cdiv(n_cols, t.exchange_block) <= _exchange.max_pieces(x))
 
 
@@ -532,8 +533,8 @@ def softmax(x, dim=-1, variant=None, block_size=None, rows_per_program=None):
     kernel (for teaching and tests; the backward takes the same variant, the online one for
     "split" and "exchange", the whole-row one for "loop"); by default rows up to 32768
     elements use one program per row (several rows per program below 1024), longer fp32 rows
-    the exchange (pieces of 8192 columns that meet in memory), other long rows the online
-    kernel."""
+    and 16-bit rows from 262144 elements the exchange (pieces of 8192 columns that meet in
+    memory), other long rows the online kernel."""
     y = _native_softmax((dim, variant, block_size, rows_per_program), x)
     if y is not None:
         return y

@@ -71,6 +71,12 @@ def persistent_programs(per_sm, simulator, n_rows, device):
     return max(1, min(n_rows, per_sm * device.sms if device.on_gpu else simulator))
 
 
+def takes_row(pairs, element_size, n_cols):
+    """Whether a row of n_cols elements of element_size bytes is one of `pairs`' rows:
+    (element size, narrowest row) pairs."""
+    return any(size == element_size and n_cols >= narrowest for size, narrowest in pairs)
+
+
 def exchange_groups(per_sm, simulator, pieces, n_rows, device):
     """Groups of an exchange kernel whose groups of `pieces` programs (one per piece of a row)
     walk rows (RMSNorm's exchange backward): about `per_sm` programs per SM in all on a GPU,
@@ -150,8 +156,7 @@ class RMSNormTuning:
 
     def fwd_exchanges(self, element_size, n_cols):
         """Whether wide rows of n_cols elements of this size take the exchange forward."""
-        return any(size == element_size and n_cols >= narrowest
-                   for size, narrowest in self.fwd_exchange)
+        return takes_row(self.fwd_exchange, element_size, n_cols)
 
     def bwd_exchange_tile(self, element_size, n_cols):
         """(block, rows per step, split) of the exchange backward for wide rows of n_cols
@@ -241,6 +246,9 @@ class SoftmaxTuning:
     # memory (docs/decisions.md#softmax-exchange)
     exchange_block: int
     exchange_warps: int
+    # the rows past max_row_block that take the exchange: (element size, narrowest row) pairs
+    # (in no more pieces than may wait for each other); others go online
+    exchange_rows: tuple = ((4, 0),)
     # variant="loop": persistent programs, loop_per_sm per SM (simulator_loop_programs where
     # there are none), stepping through whole rows in a loop software-pipelined over
     # loop_stages rows; `loop` makes it the default of the rows that take the one-row kernel.
@@ -474,7 +482,12 @@ TUNINGS = {
         online_block=8192, online_block_fp32=16384, online_warps=16, online_bwd_block=8192,
         online_bwd_warps=16,
         split_block=4096, split_warps=8, split_programs_per_sm=8, exchange_block=8192,
-        exchange_warps=8)},
+        exchange_warps=8,
+        # fp32 rows (H200, 2026-12-02) and 16-bit rows from 262144 columns (H100, 2026-12-07:
+        # 1.07x the online kernel in do_bench, 1.13x in graph time; a tie on the H200 of
+        # 2026-12-02, before the exchange's write lost its division;
+        # docs/decisions.md#exchange-split-forward)
+        exchange_rows=((4, 0), (2, 262144)))},
     "rowsum": {9: RowSumTuning(
         block=2048, short_cols=1024, short_rows=2, bytes_per_warp=512, short_bytes_per_warp=1024,
         min_warps=4, max_warps=16)},
