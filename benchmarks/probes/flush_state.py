@@ -1,0 +1,52 @@
+"""Probe: why the exchange kernels lose 10-24 us in do_bench that they do not lose in CUDA-graph
+replays (docs/decisions.md#exchange-split-forward). Times each call between CUDA events, as
+do_bench does, with the L2 in three states before it: as the previous call left it (no flush),
+full of dirty lines (do_bench's flush: zeroing a 256 MB buffer) and full of clean lines (a
+read of that buffer), for the exchange forwards (softmax and RMSNorm, fp32 1024x65536), the
+online softmax and a copy of the same bytes; median of 50 calls each.
+Decides nothing yet: it tells a cost of the dirty L2 from one of the exchange."""
+import os
+
+from _common import save_rows, torch
+from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels import softmax as sm
+
+
+def timed(fn, before, calls=50):
+    """Median us of `calls` calls of fn, each after before() and between two CUDA events."""
+    fn()
+    torch.cuda.synchronize()
+    pairs = []
+    for _ in range(calls):
+        before()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return sorted(s.elapsed_time(e) for s, e in pairs)[calls // 2] * 1e3
+
+
+def main():
+    buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    states = {"no flush": lambda: None, "dirty (zero_)": buf.zero_,
+              "clean (read)": lambda: buf.view(torch.int32).sum()}
+    x = torch.randn(1024, 65536, device="cuda")
+    g = torch.randn(65536, device="cuda")
+    src, dst = torch.empty_like(x), torch.empty_like(x)
+    impls = {"softmax exchange (default)": lambda: sm.softmax(x),
+             "softmax online": lambda: sm.softmax(x, variant="online"),
+             "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),
+             "copy": lambda: dst.copy_(src)}
+    rows = []
+    print(f"{'fp32 1024x65536':<28}" + "".join(f"{s:>16}" for s in states), flush=True)
+    for name, fn in impls.items():
+        us = {s: timed(fn, before) for s, before in states.items()}
+        rows.append({"impl": name, **us})
+        print(f"{name:<28}" + "".join(f"{v:16.1f}" for v in us.values()), flush=True)
+    save_rows(os.environ.get("OUT", "out"), "flush_state.json", rows)
+
+
+if __name__ == "__main__":
+    main()
