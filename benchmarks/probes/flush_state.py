@@ -1,8 +1,9 @@
 """Probe: why the exchange kernels lose 10-24 us in do_bench that they do not lose in CUDA-graph
 replays (docs/decisions.md#exchange-split-forward). Times each call between CUDA events, as
-do_bench does, with the L2 in three states before it: as the previous call left it (no flush),
-full of dirty lines (do_bench's flush: zeroing a 256 MB buffer) and full of clean lines (a
-read of that buffer), for the exchange forwards (softmax and RMSNorm, fp32 1024x65536), the
+do_bench does, with the L2 and the GPU in six states before it: as the previous call left them
+(no flush), the L2 full of dirty lines (do_bench's flush: zeroing a 256 MB buffer) or of clean
+ones (a read of 256 MB, or of 1 GB: more pages), a read of 4 MB (within the L2) and a kernel
+that touches no memory (torch.cuda._sleep), for the exchange forwards (softmax and RMSNorm, fp32 1024x65536), the
 online softmax and a copy of the same bytes; median of 50 calls each.
 Decides nothing yet: it tells a cost of the dirty L2 from one of the exchange."""
 import os
@@ -29,9 +30,13 @@ def timed(fn, before, calls=50):
 
 
 def main():
-    buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    states = {"no flush": lambda: None, "dirty (zero_)": buf.zero_,
-              "clean (read)": lambda: buf.view(torch.int32).sum()}
+    buf = torch.empty(1 << 30, dtype=torch.int8, device="cuda")
+    mb256, mb4 = buf[:256 << 20].view(torch.int32), buf[:4 << 20].view(torch.int32)
+    # the L2 (50 MB) left dirty or clean; a read that fits in it (no DRAM pages touched
+    # beyond 4 MB); a read over 1 GB (more pages than 256 MB); a kernel that touches no memory
+    states = {"no flush": lambda: None, "dirty 256M": mb256.zero_,
+              "clean 256M": lambda: mb256.sum(), "clean 1G": lambda: buf.view(torch.int32).sum(),
+              "read 4M": lambda: mb4.sum(), "sleep": lambda: torch.cuda._sleep(100_000)}
     x = torch.randn(1024, 65536, device="cuda")
     g = torch.randn(65536, device="cuda")
     src, dst = torch.empty_like(x), torch.empty_like(x)
@@ -40,11 +45,11 @@ def main():
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),
              "copy": lambda: dst.copy_(src)}
     rows = []
-    print(f"{'fp32 1024x65536':<28}" + "".join(f"{s:>16}" for s in states), flush=True)
+    print(f"{'fp32 1024x65536':<28}" + "".join(f"{s:>12}" for s in states), flush=True)
     for name, fn in impls.items():
         us = {s: timed(fn, before) for s, before in states.items()}
         rows.append({"impl": name, **us})
-        print(f"{name:<28}" + "".join(f"{v:16.1f}" for v in us.values()), flush=True)
+        print(f"{name:<28}" + "".join(f"{v:12.1f}" for v in us.values()), flush=True)
     save_rows(os.environ.get("OUT", "out"), "flush_state.json", rows)
 
 
