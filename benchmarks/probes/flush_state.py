@@ -9,6 +9,7 @@ Decides nothing yet: it tells a cost of the dirty L2 from one of the exchange.""
 import os
 
 from _common import save_rows, torch
+from softmax_exchange import exchange
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
 
@@ -40,7 +41,11 @@ def main():
     x = torch.randn(1024, 65536, device="cuda")
     g = torch.randn(65536, device="cuda")
     src, dst = torch.empty_like(x), torch.empty_like(x)
-    impls = {"softmax exchange (default)": lambda: sm.softmax(x),
+    y = torch.empty_like(x)
+    # the exchange in more and fewer pieces a row (programs of the grid: 1024 per piece)
+    pieces = {f"softmax exchange {b} w{w}": exchange(x, y, b, w)
+              for b, w in ((4096, 4), (16384, 16), (32768, 16))}
+    impls = {**pieces, "softmax exchange (default)": lambda: sm.softmax(x),
              "softmax online": lambda: sm.softmax(x, variant="online"),
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),
              "copy": lambda: dst.copy_(src)}
