@@ -4,8 +4,9 @@ do_bench does, with the L2 and the GPU in eight states before it: as the previou
 (no flush), the L2 full of dirty lines (do_bench's flush: zeroing a 256 MB buffer) or of clean
 ones (a read of 256 MB, or of 1 GB: more pages), a read of 4 MB (within the L2) and a kernel
 that touches no memory (torch.cuda._sleep), and the zeroing or the 4 MB read followed by
-that sleep (about 60 us: time for the memory system to drain), for the exchange forwards (softmax and RMSNorm,
-fp32 1024x65536), the online softmax and a copy of the same bytes; median of 50 calls each.
+that sleep (about 60 us: time for the memory system to drain), for the exchange forwards
+(softmax and RMSNorm, fp32 1024x65536), the online softmax and a copy of the same bytes;
+median of 50 calls each.
 Decides nothing yet: it tells a cost of the dirty L2 from one of the exchange."""
 import os
 
