@@ -7,7 +7,6 @@ that touches no memory (torch.cuda._sleep), and the zeroing or the 4 MB read fol
 that sleep (about 60 us: time for the memory system to drain), for the exchange forwards
 (softmax and RMSNorm, fp32 1024x65536), the online softmax and a copy of the same bytes;
 median of 50 calls each.
-and the exchange with TOUCH (its counters brought into L2 at the start of each program).
 Decides nothing yet: it tells a cost of the dirty L2 from one of the exchange."""
 import os
 
@@ -49,8 +48,8 @@ def main():
     src, dst = torch.empty_like(x), torch.empty_like(x)
     y = torch.empty_like(x)
     # the exchange in more and fewer pieces a row (programs of the grid: 1024 per piece)
-    pieces = {"softmax exchange 8192 w8 TOUCH": exchange(x, y, 8192, 8, TOUCH=True),
-              "softmax exchange 8192 w8": exchange(x, y, 8192, 8)}
+    pieces = {f"softmax exchange {b} w{w}": exchange(x, y, b, w)
+              for b, w in ((16384, 16),)}
     impls = {**pieces, "softmax exchange (default)": lambda: sm.softmax(x),
              "softmax online": lambda: sm.softmax(x, variant="online"),
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),

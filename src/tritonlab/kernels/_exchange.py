@@ -32,14 +32,6 @@ def arrive_and_wait(count_ptr, programs):
 
 
 @triton.jit
-def touch(count_ptr, left_ptr):
-    """Bring a meeting's two counters into L2 before the meeting (relaxed adds of 0: no effect
-    on the counts), so that its atomics do not wait on DRAM behind the program's own loads."""
-    tl.atomic_add(count_ptr, 0, sem="relaxed")
-    tl.atomic_add(left_ptr, 0, sem="relaxed")
-
-
-@triton.jit
 def arrive(count_ptr):
     """Count this program in at `count_ptr` without waiting (the first half of a split
     meeting): what each stored before it arrives is visible to those that see the count."""

@@ -188,16 +188,13 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 @triton.jit
 def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
                             pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
-                            ACC: tl.constexpr, DIV: tl.constexpr = False,
-                            TOUCH: tl.constexpr = False):
+                            ACC: tl.constexpr, DIV: tl.constexpr = False):
     # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
     # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
     # maxima and sums, then write their piece (read MN, write MN). A 1-D grid, a row's
     # programs consecutive.
     pid = tl.program_id(0)
     p, row = pid % pieces, (pid // pieces).to(tl.int64)
-    if TOUCH:  # the counters into L2 while the piece loads (benchmarks/probes/flush_state.py)
-        _exchange.touch(sync_ptr + row, sync_ptr + n_rows + row)
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
