@@ -7,7 +7,8 @@ that touches no memory (torch.cuda._sleep), and the zeroing or the 4 MB read fol
 that sleep (about 60 us: time for the memory system to drain), for the exchange forwards
 (softmax and RMSNorm, fp32 1024x65536), the online softmax and a copy of the same bytes;
 median of 50 calls each.
-Decides nothing yet: it tells a cost of the dirty L2 from one of the exchange."""
+Found (H100, 2026-12-07, docs/decisions.md#exchange-split-forward): a cost of 8-19 us that the
+exchange alone pays after any kernel that touched memory, a sleep between them or not."""
 import os
 
 from _common import save_rows, torch
@@ -47,19 +48,17 @@ def main():
     g = torch.randn(65536, device="cuda")
     src, dst = torch.empty_like(x), torch.empty_like(x)
     y = torch.empty_like(x)
-    # the exchange in more and fewer pieces a row (programs of the grid: 1024 per piece)
-    pieces = {f"softmax exchange {b} w{w}": exchange(x, y, b, w)
-              for b, w in ((16384, 16),)}
-    impls = {**pieces, "softmax exchange (default)": lambda: sm.softmax(x),
+    impls = {"softmax exchange 16384 w16 (4 pieces)": exchange(x, y, 16384, 16),
+             "softmax exchange (default)": lambda: sm.softmax(x),
              "softmax online": lambda: sm.softmax(x, variant="online"),
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),
              "copy": lambda: dst.copy_(src)}
     rows = []
-    print(f"{'fp32 1024x65536':<28}" + "".join(f"{s:>12}" for s in states), flush=True)
+    print(f"{'fp32 1024x65536':<38}" + "".join(f"{s:>12}" for s in states), flush=True)
     for name, fn in impls.items():
         us = {s: timed(fn, before) for s, before in states.items()}
         rows.append({"impl": name, **us})
-        print(f"{name:<28}" + "".join(f"{v:12.1f}" for v in us.values()), flush=True)
+        print(f"{name:<38}" + "".join(f"{v:12.1f}" for v in us.values()), flush=True)
     save_rows(os.environ.get("OUT", "out"), "flush_state.json", rows)
 
 
