@@ -10,11 +10,15 @@ median of 50 calls each.
 Found (H100, 2026-12-07, docs/decisions.md#exchange-split-forward): a cost of 8-19 us that the
 exchange alone pays after any kernel that touched memory, a sleep between them or not."""
 import os
+import sys
 
-from _common import save_rows, torch
+from _common import ROOT, save_rows, torch
 from softmax_exchange import exchange
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 
 def timed(fn, before, calls=50):
@@ -46,13 +50,12 @@ def main():
               "4M+sleep": lambda: (mb4.sum(), torch.cuda._sleep(100_000))}
     x = torch.randn(1024, 65536, device="cuda")
     g = torch.randn(65536, device="cuda")
-    src, dst = torch.empty_like(x), torch.empty_like(x)
     y = torch.empty_like(x)
     impls = {"softmax exchange 16384 w16 (4 pieces)": exchange(x, y, 16384, 16),
              "softmax exchange (default)": lambda: sm.softmax(x),
              "softmax online": lambda: sm.softmax(x, variant="online"),
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),
-             "copy": lambda: dst.copy_(src)}
+             "copy": same_bytes_copy(x, 2 * x.numel() * x.element_size())}
     rows = []
     print(f"{'fp32 1024x65536':<38}" + "".join(f"{s:>12}" for s in states), flush=True)
     for name, fn in impls.items():
