@@ -51,7 +51,10 @@ def main():
     x = torch.randn(1024, 65536, device="cuda")
     g = torch.randn(65536, device="cuda")
     y = torch.empty_like(x)
-    impls = {"softmax exchange 16384 w16 (4 pieces)": exchange(x, y, 16384, 16),
+    impls = {"exchange, plain loads and stores": exchange(x, y, 8192, 8, EVICT="", STORE=""),
+             "exchange, plain loads": exchange(x, y, 8192, 8, EVICT=""),
+             "exchange, plain stores": exchange(x, y, 8192, 8, STORE=""),
+             "softmax exchange 16384 w16 (4 pieces)": exchange(x, y, 16384, 16),
              "softmax exchange (default)": lambda: sm.softmax(x),
              "softmax online": lambda: sm.softmax(x, variant="online"),
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),

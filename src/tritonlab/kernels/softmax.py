@@ -188,7 +188,8 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 @triton.jit
 def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
                             pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
-                            ACC: tl.constexpr, DIV: tl.constexpr = False):
+                            ACC: tl.constexpr, DIV: tl.constexpr = False,
+                            EVICT: tl.constexpr = "evict_first", STORE: tl.constexpr = ".cs"):
     # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
     # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
     # maxima and sums, then write their piece (read MN, write MN). A 1-D grid, a row's
@@ -198,7 +199,7 @@ def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, r
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
-                eviction_policy="evict_first").to(ACC)  # read N, once
+                eviction_policy=EVICT).to(ACC)  # read N, once
     m = tl.max(x, axis=0)
     # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
     # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
@@ -219,7 +220,7 @@ def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, r
     # one reciprocal per row, as the other kernels (docs/decisions.md#softmax-sfu); DIV: a
     # division per element, as before 2026-12-07 (for benchmarks/probes/softmax_exchange.py)
     y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
-    tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=".cs")  # write N
+    tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=STORE)  # write N
     _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
 
 
