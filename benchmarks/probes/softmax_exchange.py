@@ -6,8 +6,8 @@ the second from L2), Liger-Kernel where it imports and torch.softmax, at 4096x16
 (whole rows in registers) up to 65536 columns, and a copy of the same bytes; each checked
 against a float64 softmax first, then timed by CUDA-graph replays (the GPU's time) and by the
 median of three do_bench medians (L2 flushed before each call), interleaved. `--shapes`,
-`--configs` and `--div` (the write's division per element, as before 2026-12-07) narrow or
-widen it.
+`--configs`, `--div` (the write's division per element, as before 2026-12-07) and `--hints`
+(its load's evict_first and store's .cs off) narrow or widen it.
 Decides: docs/decisions.md#softmax-exchange (which rows take the exchange, its block and
 warps)."""
 import argparse
@@ -39,6 +39,11 @@ def exchange(x, y, block, warps, **kw):
         PIECES=triton.next_power_of_2(pieces), ACC=sm.tl.float32, num_warps=warps, **kw)
 
 
+# the exchange's cache hints turned off (--hints, benchmarks/probes/flush_state.py)
+HINTS = {"plain": {"EVICT": "", "STORE": ""}, "plain load": {"EVICT": ""},
+         "plain store": {"STORE": ""}}
+
+
 def whole_row(x, y, warps):
     n_rows, n_cols = x.shape
     return lambda: sm.softmax_kernel[(n_rows,)](x, y, n_cols, n_cols, n_cols,
@@ -54,6 +59,8 @@ def main(argv=None):
                         "every block 4096-32768 with 4-32 warps)")
     parser.add_argument("--div", action="store_true", help="also the exchange with a division "
                         "per element (DIV=True, before 2026-12-07) at each config")
+    parser.add_argument("--hints", action="store_true", help="also the exchange with plain loads "
+                        "and stores, and with each of its two cache hints alone, at each config")
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = parser.parse_args(argv or [])
     configs = ([tuple(map(int, c.split(":"))) for c in args.configs.split(",")] if args.configs
@@ -82,6 +89,10 @@ def main(argv=None):
                 if args.div:
                     impls.append((f"exchange {block} w{warps} div",
                                   exchange(x, y, block, warps, DIV=True), check))
+                if args.hints:  # the load's evict_first and the store's .cs, off in turn
+                    for tag, kw in HINTS.items():
+                        impls.append((f"exchange {block} w{warps} {tag}",
+                                      exchange(x, y, block, warps, **kw), check))
             rows = interleaved(impls)
             copy = next(r for r in rows if r[0] == "copy")
             rows.sort(key=lambda r: r[4])
