@@ -87,6 +87,12 @@ def main():
     impls = {"exchange 8192 w8": exchange(x, y, 8192, 8),
              **{f"exchange 8192 w8 {tag}": exchange(x, y, 8192, 8, **kw)
                 for tag, kw in HINTS.items()},
+             # what the meeting costs (a wrong result): statistics stored and read back
+             # without the wait, then no exchange at all
+             "exchange 8192 w8 no wait": exchange(x, y, 8192, 8, MEET=1),
+             "exchange 8192 w8 no exchange": exchange(x, y, 8192, 8, MEET=0),
+             "exchange 8192 w8 plain no exchange": exchange(x, y, 8192, 8, MEET=0, EVICT="",
+                                                            STORE=""),
              "softmax exchange (default)": lambda: sm.softmax(x),
              "softmax online": lambda: sm.softmax(x, variant="online"),
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),

@@ -189,11 +189,14 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
                             pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
                             ACC: tl.constexpr, DIV: tl.constexpr = False,
-                            EVICT: tl.constexpr = "evict_first", STORE: tl.constexpr = ".cs"):
+                            EVICT: tl.constexpr = "evict_first", STORE: tl.constexpr = ".cs",
+                            MEET: tl.constexpr = 2):
     # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
     # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
     # maxima and sums, then write their piece (read MN, write MN). A 1-D grid, a row's
-    # programs consecutive.
+    # programs consecutive. EVICT, STORE: the read's and the write's cache hints; MEET below 2
+    # (probes only, a wrong result: benchmarks/probes/flush_state.py): 1 the statistics stored
+    # and read back without the wait, 0 no exchange at all, each piece its own softmax
     pid = tl.program_id(0)
     p, row = pid % pieces, (pid // pieces).to(tl.int64)
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -205,23 +208,27 @@ def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, r
     # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
     # exp per element, is 20 % slower: docs/decisions.md#softmax-sfu)
     s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
-    slot = stats_ptr + (row * pieces + p) * 2
-    tl.store(slot, m)
-    tl.store(slot + 1, s)
-    _exchange.arrive_and_wait(sync_ptr + row, pieces)
-    j = tl.arange(0, PIECES)
-    mine = stats_ptr + (row * pieces + j) * 2
-    # the others' statistics, from L2 (.cg: not an L1 line older than their stores)
-    mj = tl.load(mine, mask=j < pieces, other=float("-inf"), cache_modifier=".cg")
-    sj = tl.load(mine + 1, mask=j < pieces, other=0.0, cache_modifier=".cg")
-    m_row = tl.max(mj, axis=0)
-    empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
-    s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
+    m_row, s_row = m, s
+    if MEET > 0:
+        slot = stats_ptr + (row * pieces + p) * 2
+        tl.store(slot, m)
+        tl.store(slot + 1, s)
+        if MEET > 1:
+            _exchange.arrive_and_wait(sync_ptr + row, pieces)
+        j = tl.arange(0, PIECES)
+        mine = stats_ptr + (row * pieces + j) * 2
+        # the others' statistics, from L2 (.cg: not an L1 line older than their stores)
+        mj = tl.load(mine, mask=j < pieces, other=float("-inf"), cache_modifier=".cg")
+        sj = tl.load(mine + 1, mask=j < pieces, other=0.0, cache_modifier=".cg")
+        m_row = tl.max(mj, axis=0)
+        empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
+        s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
     # one reciprocal per row, as the other kernels (docs/decisions.md#softmax-sfu); DIV: a
     # division per element, as before 2026-12-07 (for benchmarks/probes/softmax_exchange.py)
     y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
     tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=STORE)  # write N
-    _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+    if MEET > 1:
+        _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
 
 
 @triton.jit
