@@ -20,12 +20,14 @@ together). Timed against today's default (sm.softmax), the exchange, the online 
 copy of the same bytes, CUDA-graph replays and do_bench (L2 flushed), interleaved.
 """
 import argparse
+import itertools
 import os
 import sys
 
 from _common import ROOT, dtype_name, interleaved, save_rows, softmax_check, tl, torch, triton
 from softmax_exchange import exchange
 from tritonlab.kernels import _exchange
+from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -89,17 +91,68 @@ def pipelined_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols,
         _exchange.leave(sync_ptr + r, sync_ptr + n_rows + r, pieces)
 
 
-def pipelined(x, y, block, warps, stages, per_sm):
-    """A launch of the pipelined exchange (its counters left zero, as the library's)."""
+@triton.jit
+def pipelined_rms_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, stats_ptr, sync_ptr, n_rows, n_cols, eps,
+                         pieces, groups, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
+                         ACC: tl.constexpr, STAGES: tl.constexpr):
+    # the RMSNorm forward's exchange (rmsnorm_fwd_exchange_kernel) in the same loop
+    pid = tl.program_id(0)
+    p, grp = pid % pieces, pid // pieces
+    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
+    j = tl.arange(0, PIECES)
+    for r in tl.range(grp, n_rows, groups, num_stages=STAGES):
+        row = r.to(tl.int64)
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(ACC)
+        tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
+        one = _cta_barrier(1)
+        tl.atomic_add(sync_ptr + r, one, sem="release")
+        _wait_at_least(sync_ptr + r, pieces)
+        squares = _load_relaxed(stats_ptr + row * pieces + tl.minimum(j, pieces - 1))
+        total = tl.sum(tl.where(j < pieces, squares, 0.0), axis=0)
+        rstd = 1.0 / tl.sqrt(total / n_cols + eps)
+        tl.store(rstd_ptr + row, rstd, mask=p == 0)
+        tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
+        _exchange.leave(sync_ptr + r, sync_ptr + n_rows + r, pieces)
+
+
+def launch(kernel, x, block, warps, stages, per_sm, args, n_stats):
+    """A launch of a pipelined exchange over x (its counters left zero, as the library's):
+    kernel(*args, stats, sync, n_rows, n_cols, *extra, pieces, groups)."""
     n_rows, n_cols = x.shape
     pieces = triton.cdiv(n_cols, block)
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     groups = max(1, min(n_rows, sms * per_sm // pieces))
-    stats = torch.empty(n_rows, pieces, 2, device=x.device)
+    stats = torch.empty(n_rows, pieces, n_stats, device=x.device)
     sync = torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32)
-    return lambda: pipelined_exchange_kernel[(groups * pieces,)](
-        x, y, stats, sync, n_rows, n_cols, pieces, groups, BLOCK_SIZE=block,
+    head, tail = args
+    return lambda: kernel[(groups * pieces,)](
+        *head, stats, sync, n_rows, n_cols, *tail, pieces, groups, BLOCK_SIZE=block,
         PIECES=triton.next_power_of_2(pieces), ACC=tl.float32, STAGES=stages, num_warps=warps)
+
+
+def pipelined(x, y, block, warps, stages, per_sm):
+    return launch(pipelined_exchange_kernel, x, block, warps, stages, per_sm, ((x, y), ()), 2)
+
+
+def pipelined_rms(x, g, y, rstd, block, warps, stages, per_sm):
+    return launch(pipelined_rms_kernel, x, block, warps, stages, per_sm,
+                  ((x, g, y, rstd), (1e-6,)), 1)
+
+
+def rms_check(x, g, y):
+    """check(): y's relative max error against a float64 RMSNorm of x, as text."""
+    xd = x.double()
+    want = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * g.double()
+    tol = 1e-5 if x.dtype == torch.float32 else 2e-2
+
+    def check():
+        err = ((y.double() - want).abs().max() / want.abs().max()).item()
+        assert err < tol, err
+        return f"{err:.1e}"
+    return check
 
 
 def main(argv=None):
@@ -107,36 +160,45 @@ def main(argv=None):
     parser.add_argument("--shapes", default="1024x65536,256x262144,4096x16384")
     parser.add_argument("--configs", default="8192:8:2:2,8192:8:3:2,4096:4:3:4,4096:8:3:3,"
                         "8192:16:2:2,2048:4:3:6")
+    parser.add_argument("--ops", default="softmax,rmsnorm")
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = parser.parse_args(argv or [])
     configs = [tuple(map(int, c.split(":"))) for c in args.configs.split(",")]
     results = []
-    for M, N in (tuple(map(int, s.split("x"))) for s in args.shapes.split(",")):
-        for dtype in (torch.float32, torch.bfloat16):
-            x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
-            y = torch.empty_like(x)
+    shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
+    for (M, N), dtype, op in itertools.product(shapes, (torch.float32, torch.bfloat16),
+                                               args.ops.split(",")):
+        x = torch.randn(M, N, device="cuda", dtype=dtype) * 3
+        y = torch.empty_like(x)
+        copy = ("copy", same_bytes_copy(x, 2 * x.numel() * x.element_size()), None)
+        if op == "softmax":
             check = softmax_check(x, y)
             impls = [("default (sm.softmax)", lambda: sm.softmax(x), None),
                      ("online", lambda: sm.softmax(x, variant="online"), None),
-                     ("exchange 8192 w8", exchange(x, y, 8192, 8), check),
-                     ("copy", same_bytes_copy(x, 2 * x.numel() * x.element_size()), None)]
-            for block, warps, stages, per_sm in configs:
-                if block > N:
-                    continue
-                impls.append((f"pipelined {block} w{warps} s{stages} {per_sm}/SM",
-                              pipelined(x, y, block, warps, stages, per_sm), check))
-            rows = interleaved(impls)
-            copy = next(r for r in rows if r[0] == "copy")
-            rows.sort(key=lambda r: r[4])
-            name = f"{M}x{N} {dtype_name(dtype)}"
-            print(f"== softmax {name}: graph us, do_bench us, of the copy graph / do_bench",
-                  flush=True)
-            for label, _, err, graph, cold in rows:
-                print(f"  {label:<30} {graph:8.1f} {cold:8.1f}  {copy[3] / graph:5.2f} "
-                      f"{copy[4] / cold:5.2f}  {err}", flush=True)
-                results.append({"shape": f"{M}x{N}", "dtype": dtype_name(dtype), "label": label,
-                                "graph_us": graph, "do_bench_us": cold})
-            torch.cuda.empty_cache()
+                     ("exchange 8192 w8", exchange(x, y, 8192, 8), check), copy]
+        else:
+            g = torch.randn(N, device="cuda", dtype=dtype)
+            rstd = torch.empty(M, device="cuda")
+            check = rms_check(x, g, y)
+            impls = [("default (rn.rmsnorm)", lambda: rn.rmsnorm(x, g), None), copy]
+        for block, warps, stages, per_sm in configs:
+            if block > N:
+                continue
+            fn = (pipelined(x, y, block, warps, stages, per_sm) if op == "softmax" else
+                  pipelined_rms(x, g, y, rstd, block, warps, stages, per_sm))
+            impls.append((f"pipelined {block} w{warps} s{stages} {per_sm}/SM", fn, check))
+        rows = interleaved(impls)
+        copy = next(r for r in rows if r[0] == "copy")
+        rows.sort(key=lambda r: r[4])
+        name = f"{M}x{N} {dtype_name(dtype)}"
+        print(f"== {op} {name}: graph us, do_bench us, of the copy graph / do_bench",
+              flush=True)
+        for label, _, err, graph, cold in rows:
+            print(f"  {label:<30} {graph:8.1f} {cold:8.1f}  {copy[3] / graph:5.2f} "
+                  f"{copy[4] / cold:5.2f}  {err}", flush=True)
+            results.append({"op": op, "shape": f"{M}x{N}", "dtype": dtype_name(dtype),
+                            "label": label, "graph_us": graph, "do_bench_us": cold})
+        torch.cuda.empty_cache()
     save_rows(args.out, "exchange_pipelined.json", results)
 
 
