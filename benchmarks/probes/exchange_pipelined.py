@@ -1,25 +1,31 @@
-"""Probe: a softmax exchange whose next rows' loads stay in flight while a row's pieces meet.
+"""Probe: exchange kernels whose next rows' loads stay in flight while a row's pieces meet.
 
-The exchange (kernels/softmax.py's `softmax_exchange_kernel`, variant="exchange") keeps no load
-in flight while its programs wait for their row-mates, and runs 8-10 % below a copy of the same
-bytes whenever the L2 holds lines of another kernel (benchmarks/probes/flush_state.py,
-docs/decisions.md#exchange-split-forward). Here `groups` groups of a row's `pieces` programs
-walk rows g, g + groups, ... in a loop that Triton software-pipelines (`tl.range(...,
+The exchange kernels (softmax's `softmax_exchange_kernel`, RMSNorm's forward and backward ones)
+keep no load in flight while their programs wait for their row-mates, and run 8-10 % below a
+copy of the same bytes whenever the L2 holds lines of another kernel
+(benchmarks/probes/flush_state.py, docs/decisions.md#exchange-split-forward). Here groups of a
+row's pieces walk rows in a loop that Triton software-pipelines (`tl.range(...,
 num_stages=STAGES)`): the next rows' pieces are copied into shared memory while this row's
 pieces meet. Triton's pipeliner leaves alone a loop that holds another loop or a
-`tl.debug_barrier`, so the wait is one PTX statement (`_wait_at_least`: a spin on an acquire
-load) and the CTA barrier before the arrival is `bar.sync` in inline PTX. The statistics are
-read after the wait by inline PTX too: the pipeliner would issue a `tl.load` of them stages
-early, before the wait. GPU only (inline PTX); checked against a float64 softmax before it is timed.
+`tl.debug_barrier`, so the meeting is in inline PTX (`_exchange.arrive_and_wait(..., PTX=True)`:
+bar.sync, the release add, then a spin on an acquire load in one PTX statement) and the
+others' statistics are read by PTX loads after it (`_exchange.read_after`): the pipeliner would
+issue a `tl.load` of them stages early, before the wait. GPU only; each variant is checked
+(against a float64 softmax or RMSNorm, or today's backward) before it is timed.
 
-    python benchmarks/probes/exchange_pipelined.py [--shapes 1024x65536,...] [--configs B:W:S:P,...]
+    python benchmarks/probes/exchange_pipelined.py [--shapes 1024x65536,...] [--ops ...] \
+        [--configs B:W:S:P,...] [--bwd-configs S:P,...]
 
-Configs: block (columns a piece), warps, stages, programs per SM (the groups: as many as
-fit at that many programs per SM, a group's pieces consecutive in the grid so that they start
-together). Timed against today's default (sm.softmax), the exchange, the online kernel and a
-copy of the same bytes, CUDA-graph replays and do_bench (L2 flushed), interleaved.
+Forward configs (softmax and rmsnorm, kernels of this probe): block (columns a piece), warps,
+stages, programs per SM (the groups: as many as fit at that many programs per SM, a group's
+pieces consecutive in the grid so that they start together). Backward configs (rmsnorm-bwd:
+the library's exchange backward, RMSNormTuning.bwd_exchange_stages, every entry without split
+meetings): stages, programs per SM. Timed against today's default, the exchange, the online
+kernel and a copy of the same bytes, CUDA-graph replays and do_bench (L2 flushed),
+interleaved.
 """
 import argparse
+import dataclasses
 import itertools
 import os
 import sys
@@ -29,32 +35,10 @@ from softmax_exchange import exchange
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
+from tritonlab.kernels.tuning import tuning_for
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
-
-
-@triton.jit
-def _wait_at_least(count_ptr, target):
-    # every thread spins on an acquire load until *count_ptr >= target; returns the count
-    return tl.inline_asm_elementwise(
-        "{\n.reg .pred p;\nWAIT${:uid}:\nld.acquire.gpu.global.b32 $0, [$1];\n"
-        "setp.lt.s32 p, $0, $2;\n@p bra WAIT${:uid};\n}",
-        "=r,l,r", [count_ptr, target], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _load_relaxed(ptrs):
-    # fp32 loads from L2 (ld.relaxed.gpu: after the acquire above in program order)
-    return tl.inline_asm_elementwise("ld.relaxed.gpu.global.f32 $0, [$1];", "=f,l", [ptrs],
-                                     dtype=tl.float32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _cta_barrier(v):
-    # bar.sync 0 (what tl.debug_barrier emits, which would stop the pipelining), v passed on
-    return tl.inline_asm_elementwise("bar.sync 0;\nmov.b32 $0, $1;", "=r,r", [v],
-                                     dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -75,14 +59,12 @@ def pipelined_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols,
         slot = stats_ptr + (row * pieces + p) * 2
         tl.store(slot, m)
         tl.store(slot + 1, s)
-        one = _cta_barrier(1)  # every thread's statistics stored before the arrival
-        tl.atomic_add(sync_ptr + r, one, sem="release")
-        _wait_at_least(sync_ptr + r, pieces)
+        _exchange.arrive_and_wait(sync_ptr + r, pieces, PTX=True)
         # the others' statistics, read by inline PTX too: a tl.load here would be one the
         # pipeliner issues stages early, before the wait
-        mine = stats_ptr + (row * pieces + tl.minimum(j, pieces - 1)) * 2
-        mj = tl.where(j < pieces, _load_relaxed(mine), float("-inf"))
-        sj = tl.where(j < pieces, _load_relaxed(mine + 1), 0.0)
+        mine = (row * pieces + j) * 2
+        mj = _exchange.read_after(stats_ptr, mine, j < pieces, float("-inf"), PTX=True)
+        sj = _exchange.read_after(stats_ptr, mine + 1, j < pieces, 0.0, PTX=True)
         m_row = tl.max(mj, axis=0)
         empty = (mj == float("-inf")) & (sj == 0.0)
         s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
@@ -107,11 +89,9 @@ def pipelined_rms_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, stats_ptr, sync_ptr, n_r
         x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
                     eviction_policy="evict_first").to(ACC)
         tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
-        one = _cta_barrier(1)
-        tl.atomic_add(sync_ptr + r, one, sem="release")
-        _wait_at_least(sync_ptr + r, pieces)
-        squares = _load_relaxed(stats_ptr + row * pieces + tl.minimum(j, pieces - 1))
-        total = tl.sum(tl.where(j < pieces, squares, 0.0), axis=0)
+        _exchange.arrive_and_wait(sync_ptr + r, pieces, PTX=True)
+        squares = _exchange.read_after(stats_ptr, row * pieces + j, j < pieces, 0.0, PTX=True)
+        total = tl.sum(squares, axis=0)
         rstd = 1.0 / tl.sqrt(total / n_cols + eps)
         tl.store(rstd_ptr + row, rstd, mask=p == 0)
         tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
@@ -142,6 +122,32 @@ def pipelined_rms(x, g, y, rstd, block, warps, stages, per_sm):
                   ((x, g, y, rstd), (1e-6,)), 1)
 
 
+def bwd_variants(x, g, dy, rstd, configs):
+    """(label, fn, check) rows of RMSNorm's backward: today's plan, then the exchange backward
+    (every entry without split meetings) with its step loop pipelined over `stages` and
+    `per_sm` programs per SM, for each (stages, per_sm) of configs."""
+    t = tuning_for("rmsnorm", x.get_device())
+    today = rn._Plan(x, g)
+    want = today.backward(dy, x, g, rstd)
+    rows = [("default (rn backward)", lambda: today.backward(dy, x, g, rstd), None)]
+    unsplit = tuple(e[:4] for e in t.bwd_exchange)
+    for stages, per_sm in [(None, t.bwd_exchange_per_sm)] + configs:
+        plan = rn._Plan(x, g, tuning=dataclasses.replace(
+            t, bwd_exchange=unsplit, bwd_exchange_stages=stages, bwd_exchange_per_sm=per_sm))
+        if plan.bwd_exchange is None:
+            continue
+
+        def check(plan=plan):
+            dx, dg = plan.backward(dy, x, g, rstd)
+            tol = 1e-4 if x.dtype == torch.float32 else 2e-2
+            torch.testing.assert_close(dx, want[0], rtol=tol, atol=tol)
+            torch.testing.assert_close(dg, want[1], rtol=tol, atol=tol * x.shape[0] ** 0.5)
+            return "ok"
+        rows.append((f"exchange s{stages} {per_sm}/SM",
+                     lambda plan=plan: plan.backward(dy, x, g, rstd), check))
+    return rows
+
+
 def rms_check(x, g, y):
     """check(): y's relative max error against a float64 RMSNorm of x, as text."""
     xd = x.double()
@@ -160,10 +166,13 @@ def main(argv=None):
     parser.add_argument("--shapes", default="1024x65536,256x262144,4096x16384")
     parser.add_argument("--configs", default="8192:8:2:2,8192:8:3:2,4096:4:3:4,4096:8:3:3,"
                         "8192:16:2:2,2048:4:3:6")
-    parser.add_argument("--ops", default="softmax,rmsnorm")
+    parser.add_argument("--ops", default="softmax,rmsnorm,rmsnorm-bwd")
+    parser.add_argument("--bwd-configs", default="2:2,3:2,2:1,3:1",
+                        help="stages:per_sm,... of the pipelined exchange backward")
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = parser.parse_args(argv or [])
     configs = [tuple(map(int, c.split(":"))) for c in args.configs.split(",")]
+    bwd_configs = [tuple(map(int, c.split(":"))) for c in args.bwd_configs.split(",")]
     results = []
     shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     for (M, N), dtype, op in itertools.product(shapes, (torch.float32, torch.bfloat16),
@@ -176,12 +185,17 @@ def main(argv=None):
             impls = [("default (sm.softmax)", lambda: sm.softmax(x), None),
                      ("online", lambda: sm.softmax(x, variant="online"), None),
                      ("exchange 8192 w8", exchange(x, y, 8192, 8), check), copy]
-        else:
+        elif op == "rmsnorm":
             g = torch.randn(N, device="cuda", dtype=dtype)
             rstd = torch.empty(M, device="cuda")
             check = rms_check(x, g, y)
             impls = [("default (rn.rmsnorm)", lambda: rn.rmsnorm(x, g), None), copy]
-        for block, warps, stages, per_sm in configs:
+        else:  # the backward: x, dy read, dx written
+            g = torch.randn(N, device="cuda", dtype=dtype)
+            _, rstd = rn._forward(x, g, 1e-6)
+            impls = bwd_variants(x, g, torch.randn_like(x), rstd, bwd_configs)
+            impls.append(("copy", same_bytes_copy(x, 3 * x.numel() * x.element_size()), None))
+        for block, warps, stages, per_sm in configs if op != "rmsnorm-bwd" else ():
             if block > N:
                 continue
             fn = (pipelined(x, y, block, warps, stages, per_sm) if op == "softmax" else

@@ -107,9 +107,13 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monke
         # and with its meetings split around the next step's loads: one counter per group
         split = dataclasses.replace(small, bwd_exchange_split=True)
         dx_split, dw_split = rn._backward(x2, x, w, rstd, rows_per_program=4, tuning=split)
+        # and its step loop pipelined (bwd_exchange_stages; the meeting in PTX on a GPU only)
+        staged = dataclasses.replace(small, bwd_exchange_stages=2)
+        dx_staged, dw_staged = rn._backward(x2, x, w, rstd, rows_per_program=4, tuning=staged)
     counters = [k for k in kept if k.endswith("counters")]
     assert len(counters) == 2 and all(not kept[k].any() for k in counters)  # left zero
     assert torch.equal(dx_split, dx) and torch.equal(dw_split, dw)
+    assert torch.equal(dx_staged, dx) and torch.equal(dw_staged, dw)
     want = F.rms_norm(x.double(), (300,), w.double(), 1e-6)
     assert rel_err(y, want) < 1e-6
     xr, wr = x.double().requires_grad_(), w.double().requires_grad_()

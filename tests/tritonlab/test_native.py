@@ -170,6 +170,37 @@ def test_native_step_with_the_dg_sum_fused(shape, dtype, monkeypatch):
 
 @gpu
 @needs_cuda
+@pytest.mark.parametrize("shape,dtype", [((4, 40000), torch.float32),
+                                         ((3, 20000), torch.bfloat16),
+                                         ((1000, 16384), torch.bfloat16)])
+def test_native_step_with_the_exchange_backward_pipelined(shape, dtype, monkeypatch):
+    """RMSNormTuning.bwd_exchange_stages set: the exchange backward's step loop pipelined by
+    Triton, its meeting in inline PTX (_exchange.arrive_and_wait(PTX=True)): dx and dg bit
+    for bit the unpipelined kernel's, through the Python path and the native node, on steps
+    with another dy in between (a piece that read the others' shares before the meeting would
+    see the other step's)."""
+    import dataclasses
+
+    from tritonlab.kernels import tuning
+    _module()
+    x, g, dy = _inputs(shape, dtype, seed=3)
+    other = _inputs(shape, dtype, seed=4)[2]
+    _warm(x, g, dy)
+    want, want_other = _step(rn.rmsnorm, x, g, dy), _step(rn.rmsnorm, x, g, other)
+    staged = dataclasses.replace(tuning.tuning_for("rmsnorm", 0), bwd_exchange_stages=2)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: staged)
+    monkeypatch.setattr(rn, "_PLANS", rn.PlanCache())
+    _warm(x, g, dy)  # the Python path: the pipelined kernel compiles
+    plan = rn._plan(x, g)
+    assert plan.bwd_exchange is not None and plan.bwd.kw["PTX"] is True
+    for d, w in ((dy, want), (other, want_other), (dy, want)):
+        got = _step(rn.rmsnorm, x, g, d)
+        for a, b in zip(got[:3], w[:3]):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@gpu
+@needs_cuda
 def test_native_frozen_weight_twice_and_released_graph():
     """A frozen weight gets no gradient; retain_graph gives a second backward its own buffers;
     without it, a second backward says the graph was freed."""

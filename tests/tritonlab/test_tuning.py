@@ -267,6 +267,13 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     assert rn._Plan(x.detach(), g.detach(), tuning=entry).bwd.kw["SPLIT"] is True
     entry = dataclasses.replace(split, bwd_exchange=((8, 8, 2, 1 << 20, False),))
     assert "SPLIT" not in rn._Plan(x.detach(), g.detach(), tuning=entry).bwd.kw
+    # the step loop pipelined where meetings are not split, its meeting in PTX on a GPU only
+    piped = dataclasses.replace(entry, bwd_exchange_stages=3)
+    kw = rn._Plan(x.detach(), g.detach(), tuning=piped).bwd.kw
+    assert kw["STAGES"] == 3 and kw["PTX"] is x.is_cuda
+    kw = rn._Plan(x.detach(), g.detach(), tuning=dataclasses.replace(split,
+                                                                   bwd_exchange_stages=3)).bwd.kw
+    assert "STAGES" not in kw and kw["SPLIT"] is True
     monkeypatch.setattr(rn, "tuning_for", lambda kind, device: both)
     monkeypatch.setattr(rn, "_PLANS", _launch.PlanCache())
     plan = rn._plan(x.detach(), g.detach())

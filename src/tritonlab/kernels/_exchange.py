@@ -21,14 +21,61 @@ from ._checks import sm_count
 from ._launch import scratch
 
 
+# The meeting in inline PTX (PTX=True, GPU only): Triton's software pipeliner leaves alone a
+# loop that holds another loop or a tl.debug_barrier, so a row loop whose programs meet can
+# keep its next rows' loads in flight through the meeting only where the wait is one PTX
+# statement and the CTA barrier is bar.sync in PTX (benchmarks/probes/exchange_pipelined.py).
+
+
 @triton.jit
-def arrive_and_wait(count_ptr, programs):
+def _spin_until(count_ptr, target):
+    # every thread loads *count_ptr (acquire, from L2) until it is at least target
+    return tl.inline_asm_elementwise(
+        "{\n.reg .pred p;\nWAIT${:uid}:\nld.acquire.gpu.global.b32 $0, [$1];\n"
+        "setp.lt.s32 p, $0, $2;\n@p bra WAIT${:uid};\n}",
+        "=r,l,r", [count_ptr, target], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _cta_barrier(v):
+    # bar.sync 0, as tl.debug_barrier, then v
+    return tl.inline_asm_elementwise("bar.sync 0;\nmov.b32 $0, $1;", "=r,r", [v],
+                                     dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def arrive_and_wait(count_ptr, programs, PTX: tl.constexpr = False):
     """Count this program in at `count_ptr`, then wait until `programs` have: what each stored
-    before it arrives is visible to the others after they waited (release, then acquire)."""
-    tl.debug_barrier()  # every thread's stores issued before the program arrives
-    tl.atomic_add(count_ptr, 1, sem="release")
-    while tl.atomic_cas(count_ptr, programs, programs, sem="acquire") != programs:
-        pass
+    before it arrives is visible to the others after they waited (release, then acquire).
+    PTX: the barrier and the wait in inline PTX, so that an enclosing loop can be pipelined
+    (read what the others stored with `read_after`)."""
+    if PTX:
+        tl.atomic_add(count_ptr, _cta_barrier(1), sem="release")
+        _spin_until(count_ptr, programs)
+    else:
+        tl.debug_barrier()  # every thread's stores issued before the program arrives
+        tl.atomic_add(count_ptr, 1, sem="release")
+        while tl.atomic_cas(count_ptr, programs, programs, sem="acquire") != programs:
+            pass
+
+
+@triton.jit
+def read_after(base, index, mask, other, PTX: tl.constexpr = False):
+    """base[index] where mask, else other: what the others stored before a meeting, read
+    after it from L2 (.cg: not an L1 line older than their stores). PTX: by inline PTX loads
+    (fp32 or fp64), which the pipeliner cannot issue stages early, before the wait; base[0]
+    is read where mask is false."""
+    if PTX:
+        ptrs = base + tl.where(mask, index, 0)
+        if base.dtype.element_ty == tl.float64:
+            got = tl.inline_asm_elementwise("ld.relaxed.gpu.global.f64 $0, [$1];", "=d,l",
+                                            [ptrs], dtype=tl.float64, is_pure=False, pack=1)
+        else:
+            got = tl.inline_asm_elementwise("ld.relaxed.gpu.global.f32 $0, [$1];", "=f,l",
+                                            [ptrs], dtype=tl.float32, is_pure=False, pack=1)
+        return tl.where(mask, got, other)
+    else:
+        return tl.load(base + index, mask=mask, other=other, cache_modifier=".cg")
 
 
 @triton.jit

@@ -328,16 +328,16 @@ def _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS: tl.
 
 @triton.jit
 def _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols, col_mask, pieces,
-                          n_rows, n_cols, ROWS: tl.constexpr, PIECES: tl.constexpr):
+                          n_rows, n_cols, ROWS: tl.constexpr, PIECES: tl.constexpr,
+                          PTX: tl.constexpr = False):
     # after the meeting: every piece's share read back, this piece of dx written; returns the
     # step's contribution to dg
     rows = row0 + tl.arange(0, ROWS)
     row_mask = rows < n_rows
     j = tl.arange(0, PIECES)
-    # the others' shares, from L2 (.cg: not an L1 line older than their stores)
-    parts = tl.load(stats_ptr + rows[:, None] * pieces + j[None, :],
-                    mask=row_mask[:, None] & (j < pieces)[None, :], other=0.0,
-                    cache_modifier=".cg")
+    # the others' shares, from L2
+    parts = _exchange.read_after(stats_ptr, rows[:, None] * pieces + j[None, :],
+                                 row_mask[:, None] & (j < pieces)[None, :], 0.0, PTX)
     coef = rstd * rstd * rstd * tl.sum(parts, axis=1) / n_cols
     tl.store(dx_ptr + rows[:, None] * n_cols + cols[None, :],
              rstd[:, None] * dy * g[None, :] - coef[:, None] * x,
@@ -350,7 +350,8 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
                                 stats_ptr, sync_ptr, n_rows, n_cols, rows_per_group, pieces,
                                 BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
                                 ROWS: tl.constexpr, ACC: tl.constexpr,
-                                SPLIT: tl.constexpr = False):
+                                SPLIT: tl.constexpr = False, STAGES: tl.constexpr = None,
+                                PTX: tl.constexpr = False):
     # Wide rows, x and dy read once: `pieces` programs per group of rows (consecutive in a
     # 1-D grid), each owning BLOCK_SIZE columns of the group's rows, which it walks ROWS at a
     # time (rows_per_group a multiple of ROWS). Step by step, each stores its piece's share of
@@ -360,7 +361,9 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
     # The meeting: at the counter of the step's first row (arrive, wait, leave), or, SPLIT,
     # split in two around the next step's loads, which are then in flight while the piece
     # waits: one counter per group that only grows (step k's meeting is over at (k + 1) *
-    # pieces arrivals), left once at the end.
+    # pieces arrivals), left once at the end. Or (not SPLIT) the loop software-pipelined by
+    # Triton over STAGES steps, the next steps' loads in flight in shared memory through the
+    # meeting, which is then in inline PTX (PTX, GPU only: _exchange.arrive_and_wait).
     pid = tl.program_id(0)
     p, group = pid % pieces, pid // pieces
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -387,16 +390,16 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
             x, dy, rstd = x_next, dy_next, rstd_next
         _exchange.leave(count, sync_ptr + n_rows + group, pieces)
     else:
-        for start in range(0, rows_per_group, ROWS):
+        for start in tl.range(0, rows_per_group, ROWS, num_stages=STAGES):
             row0 = first + start
             valid = row0 < n_rows  # the same for every piece of the group: they meet together
             x, dy, rstd = _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, row0, cols, col_mask,
                                               n_rows, n_cols, ROWS, ACC)
             _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS)
             if valid:
-                _exchange.arrive_and_wait(sync_ptr + row0, pieces)
+                _exchange.arrive_and_wait(sync_ptr + row0, pieces, PTX)
             dg += _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols,
-                                        col_mask, pieces, n_rows, n_cols, ROWS, PIECES)
+                                        col_mask, pieces, n_rows, n_cols, ROWS, PIECES, PTX)
             if valid:
                 _exchange.leave(sync_ptr + row0, sync_ptr + n_rows + row0, pieces)
     tl.store(dg_partial_ptr + group.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
@@ -501,9 +504,13 @@ class _Plan:
             rows = triton.cdiv(rows_per_program or triton.cdiv(n_rows, groups),
                                step) * step
             grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
+            # split meetings, or the step loop pipelined with the meeting in PTX (on a GPU)
+            pipelined = ({"STAGES": t.bwd_exchange_stages, "PTX": x.is_cuda}
+                         if t.bwd_exchange_stages and not split else {})
             self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
-                             num_warps=t.bwd_exchange_warps, **({"SPLIT": True} if split else {}))
+                             num_warps=t.bwd_exchange_warps, **({"SPLIT": True} if split else {}),
+                             **pipelined)
             self.bwd_exchange = (n_rows, bwd_pieces)
             grid = (triton.cdiv(n_rows, rows),)  # the partial buffer: a row per group
         elif chunk or tile or n_cols > t.bwd_register_max:

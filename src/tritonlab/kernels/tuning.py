@@ -143,6 +143,10 @@ class RMSNormTuning:
     bwd_exchange_warps: int = 4
     bwd_exchange_per_sm: int = 2
     bwd_exchange_split: bool = False
+    # entries without split meetings: their step loop software-pipelined over this many
+    # stages, the meeting in inline PTX on a GPU (None: off, until
+    # benchmarks/probes/exchange_pipelined.py measures it)
+    bwd_exchange_stages: int | None = None
     # the whole-row backward's bwd_stages apply to rows of at most this many bytes
     bwd_stages_bytes: int = 1 << 30
     # The whole-row backward with dg's sum in the same launch (rmsnorm_bwd_fused_kernel): the
