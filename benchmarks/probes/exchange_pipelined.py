@@ -16,7 +16,8 @@ issue a `tl.load` of them stages early, before the wait. GPU only; each variant 
     python benchmarks/probes/exchange_pipelined.py [--shapes 1024x65536,...] [--ops ...] \
         [--configs B:W:S:P,...] [--bwd-configs S:P,...]
 
-Forward configs (softmax and rmsnorm, kernels of this probe): block (columns a piece), warps,
+Forward configs (softmax: the library's exchange kernel, SoftmaxTuning.exchange_stages and
+exchange_per_sm; rmsnorm: a kernel of this probe): block (columns a piece), warps,
 stages, programs per SM (the groups: as many as fit at that many programs per SM, a group's
 pieces consecutive in the grid so that they start together). Backward configs (rmsnorm-bwd:
 the library's exchange backward, RMSNormTuning.bwd_exchange_stages, every entry without split
@@ -39,38 +40,6 @@ from tritonlab.kernels.tuning import tuning_for
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
-
-
-@triton.jit
-def pipelined_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, pieces, groups,
-                              BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr, ACC: tl.constexpr,
-                              STAGES: tl.constexpr):
-    pid = tl.program_id(0)
-    p, g = pid % pieces, pid // pieces
-    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    j = tl.arange(0, PIECES)
-    for r in tl.range(g, n_rows, groups, num_stages=STAGES):
-        row = r.to(tl.int64)
-        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=float("-inf"),
-                    eviction_policy="evict_first").to(ACC)
-        m = tl.max(x, axis=0)
-        s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
-        slot = stats_ptr + (row * pieces + p) * 2
-        tl.store(slot, m)
-        tl.store(slot + 1, s)
-        _exchange.arrive_and_wait(sync_ptr + r, pieces, PTX=True)
-        # the others' statistics, read by inline PTX too: a tl.load here would be one the
-        # pipeliner issues stages early, before the wait
-        mine = (row * pieces + j) * 2
-        mj = _exchange.read_after(stats_ptr, mine, j < pieces, float("-inf"), PTX=True)
-        sj = _exchange.read_after(stats_ptr, mine + 1, j < pieces, 0.0, PTX=True)
-        m_row = tl.max(mj, axis=0)
-        empty = (mj == float("-inf")) & (sj == 0.0)
-        s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
-        y = tl.exp(x - m_row) * (1.0 / s_row)
-        tl.store(y_ptr + row * n_cols + cols, y, mask=mask, cache_modifier=".cs")
-        _exchange.leave(sync_ptr + r, sync_ptr + n_rows + r, pieces)
 
 
 @triton.jit
@@ -98,28 +67,33 @@ def pipelined_rms_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, stats_ptr, sync_ptr, n_r
         _exchange.leave(sync_ptr + r, sync_ptr + n_rows + r, pieces)
 
 
-def launch(kernel, x, block, warps, stages, per_sm, args, n_stats):
-    """A launch of a pipelined exchange over x (its counters left zero, as the library's):
-    kernel(*args, stats, sync, n_rows, n_cols, *extra, pieces, groups)."""
+def buffers(x, block, per_sm, n_stats):
+    """(pieces, groups, stats, counters) of a pipelined exchange over x: groups of a row's
+    pieces, about per_sm programs per SM in all; the counters zero (and left zero)."""
     n_rows, n_cols = x.shape
     pieces = triton.cdiv(n_cols, block)
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     groups = max(1, min(n_rows, sms * per_sm // pieces))
-    stats = torch.empty(n_rows, pieces, n_stats, device=x.device)
-    sync = torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32)
-    head, tail = args
-    return lambda: kernel[(groups * pieces,)](
-        *head, stats, sync, n_rows, n_cols, *tail, pieces, groups, BLOCK_SIZE=block,
-        PIECES=triton.next_power_of_2(pieces), ACC=tl.float32, STAGES=stages, num_warps=warps)
+    return (pieces, groups, torch.empty(n_rows, pieces, n_stats, device=x.device),
+            torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32))
 
 
 def pipelined(x, y, block, warps, stages, per_sm):
-    return launch(pipelined_exchange_kernel, x, block, warps, stages, per_sm, ((x, y), ()), 2)
+    """The library's softmax exchange kernel with groups walking rows, pipelined
+    (SoftmaxTuning.exchange_stages, exchange_per_sm)."""
+    pieces, groups, stats, sync = buffers(x, block, per_sm, 2)
+    return lambda: sm.softmax_exchange_kernel[(groups * pieces,)](
+        x, y, stats, sync, *x.shape, x.shape[1], pieces, groups, BLOCK_SIZE=block,
+        PIECES=triton.next_power_of_2(pieces), ACC=tl.float32, STAGES=stages, PTX=True,
+        num_warps=warps)
 
 
 def pipelined_rms(x, g, y, rstd, block, warps, stages, per_sm):
-    return launch(pipelined_rms_kernel, x, block, warps, stages, per_sm,
-                  ((x, g, y, rstd), (1e-6,)), 1)
+    """This probe's RMSNorm forward exchange, pipelined."""
+    pieces, groups, stats, sync = buffers(x, block, per_sm, 1)
+    return lambda: pipelined_rms_kernel[(groups * pieces,)](
+        x, g, y, rstd, stats, sync, *x.shape, 1e-6, pieces, groups, BLOCK_SIZE=block,
+        PIECES=triton.next_power_of_2(pieces), ACC=tl.float32, STAGES=stages, num_warps=warps)
 
 
 def bwd_variants(x, g, dy, rstd, configs):

@@ -35,7 +35,7 @@ def exchange(x, y, block, warps, **kw):
     stats = torch.empty(n_rows, pieces, 2, device=x.device)
     sync = torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32)
     return lambda: sm.softmax_exchange_kernel[(n_rows * pieces,)](
-        x, y, stats, sync, n_rows, n_cols, n_cols, pieces, BLOCK_SIZE=block,
+        x, y, stats, sync, n_rows, n_cols, n_cols, pieces, n_rows, BLOCK_SIZE=block,
         PIECES=triton.next_power_of_2(pieces), ACC=sm.tl.float32, num_warps=warps, **kw)
 
 

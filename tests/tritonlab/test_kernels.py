@@ -288,20 +288,24 @@ def test_matmul_reads_transposed_inputs_in_place(monkeypatch):
 
 def test_softmax_exchange_leaves_its_counters_zero_and_refuses_too_many_pieces():
     """The exchange kernel's programs meet at per-row counters: after a launch every counter
-    is 0 again (the next launch reuses the buffer), whatever the rows' lengths; a row cut into
-    more programs than may be resident at once is refused with the way out."""
-    for n_rows, n_cols, block in ((3, 700, 128), (2, 64, 64), (4, 5, 2)):
+    is 0 again (the next launch reuses the buffer), whatever the rows' lengths, with a row per
+    group of programs or groups walking rows in a pipelined loop (STAGES; on a GPU with the
+    meeting in PTX); a row cut into more programs than may be resident at once is refused
+    with the way out."""
+    for n_rows, n_cols, block in ((3, 700, 128), (2, 64, 64), (4, 5, 2), (5, 300, 128)):
         x = rand(n_rows, n_cols, scale=4)
-        y = torch.empty_like(x)
         pieces = -(-n_cols // block)
         stats = torch.full((n_rows, pieces, 2), float("nan"), device=DEV)
         sync = torch.zeros(2 * n_rows, dtype=torch.int32, device=DEV)
-        for _ in range(2):
-            sm.softmax_exchange_kernel[(n_rows * pieces,)](
-                x, y, stats, sync, n_rows, n_cols, n_cols, pieces, BLOCK_SIZE=block,
-                PIECES=backend.triton.next_power_of_2(pieces), ACC=backend.tl.float32)
-            assert rel_err(y, ref.softmax(x)) < 2e-6
-            assert not sync.any()
+        for groups, kw in ((n_rows, {}), (2, {"STAGES": 2, "PTX": DEV == "cuda"})):
+            for _ in range(2):
+                y = torch.empty_like(x)
+                sm.softmax_exchange_kernel[(groups * pieces,)](
+                    x, y, stats, sync, n_rows, n_cols, n_cols, pieces, groups,
+                    BLOCK_SIZE=block, PIECES=backend.triton.next_power_of_2(pieces),
+                    ACC=backend.tl.float32, **kw)
+                assert rel_err(y, ref.softmax(x)) < 2e-6
+                assert not sync.any()
     x = rand(2, 16)
     too_many = (sm._exchange.max_pieces(x) + 1) * 16
     with pytest.raises(ValueError, match="resident at once.*larger block_size"):

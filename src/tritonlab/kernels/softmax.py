@@ -39,7 +39,7 @@ from . import _exchange, _native, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
 from ._launch import Bound, PlanCache
-from .tuning import device_of, fit_stages, stages_kw, takes_row, tuning_for
+from .tuning import device_of, exchange_groups, fit_stages, stages_kw, takes_row, tuning_for
 
 
 @triton.jit
@@ -187,48 +187,55 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 
 @triton.jit
 def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
-                            pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
+                            pieces, groups, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
                             ACC: tl.constexpr, DIV: tl.constexpr = False,
                             EVICT: tl.constexpr = "evict_first", STORE: tl.constexpr = ".cs",
-                            MEET: tl.constexpr = 2):
+                            MEET: tl.constexpr = 2, STAGES: tl.constexpr = None,
+                            PTX: tl.constexpr = False):
     # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
     # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
-    # maxima and sums, then write their piece (read MN, write MN). A 1-D grid, a row's
-    # programs consecutive. EVICT, STORE: the read's and the write's cache hints; MEET below 2
-    # (probes only, a wrong result: benchmarks/probes/flush_state.py): 1 the statistics stored
-    # and read back without the wait, 0 no exchange at all, each piece its own softmax
+    # maxima and sums, then write their piece (read MN, write MN). A 1-D grid of `groups`
+    # groups of `pieces` programs, a group's consecutive; group g takes rows g, g + groups, ...
+    # (groups == rows: a row each), in a loop software-pipelined by Triton over STAGES rows
+    # where set, the next rows' pieces in flight in shared memory while this row's meet
+    # (PTX: the meeting in inline PTX, which that needs; GPU only). EVICT, STORE: the read's
+    # and the write's cache hints; MEET below 2 (probes only, a wrong result:
+    # benchmarks/probes/flush_state.py): 1 the statistics stored and read back without the
+    # wait, 0 no exchange at all, each piece its own softmax
     pid = tl.program_id(0)
-    p, row = pid % pieces, (pid // pieces).to(tl.int64)
+    p, group = pid % pieces, pid // pieces
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
-                eviction_policy=EVICT).to(ACC)  # read N, once
-    m = tl.max(x, axis=0)
-    # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
-    # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
-    # exp per element, is 20 % slower: docs/decisions.md#softmax-sfu)
-    s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
-    m_row, s_row = m, s
-    if MEET > 0:
-        slot = stats_ptr + (row * pieces + p) * 2
-        tl.store(slot, m)
-        tl.store(slot + 1, s)
+    j = tl.arange(0, PIECES)
+    for r in tl.range(group, n_rows, groups, num_stages=STAGES):
+        row = r.to(tl.int64)
+        x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
+                    eviction_policy=EVICT).to(ACC)  # read N, once
+        m = tl.max(x, axis=0)
+        # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum
+        # NaN, which sticks where max.f32 dropped it from m. (Keeping these exps for the
+        # output, one exp per element, is 20 % slower: docs/decisions.md#softmax-sfu)
+        s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
+        m_row, s_row = m, s
+        if MEET > 0:
+            slot = stats_ptr + (row * pieces + p) * 2
+            tl.store(slot, m)
+            tl.store(slot + 1, s)
+            if MEET > 1:
+                _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX)
+            # the others' statistics, from L2
+            mine = (row * pieces + j) * 2
+            mj = _exchange.read_after(stats_ptr, mine, j < pieces, float("-inf"), PTX)
+            sj = _exchange.read_after(stats_ptr, mine + 1, j < pieces, 0.0, PTX)
+            m_row = tl.max(mj, axis=0)
+            empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
+            s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
+        # one reciprocal per row, as the other kernels (docs/decisions.md#softmax-sfu); DIV:
+        # a division per element, as before 2026-12-07 (benchmarks/probes/softmax_exchange.py)
+        y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
+        tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=STORE)  # write N
         if MEET > 1:
-            _exchange.arrive_and_wait(sync_ptr + row, pieces)
-        j = tl.arange(0, PIECES)
-        mine = stats_ptr + (row * pieces + j) * 2
-        # the others' statistics, from L2 (.cg: not an L1 line older than their stores)
-        mj = tl.load(mine, mask=j < pieces, other=float("-inf"), cache_modifier=".cg")
-        sj = tl.load(mine + 1, mask=j < pieces, other=0.0, cache_modifier=".cg")
-        m_row = tl.max(mj, axis=0)
-        empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
-        s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
-    # one reciprocal per row, as the other kernels (docs/decisions.md#softmax-sfu); DIV: a
-    # division per element, as before 2026-12-07 (for benchmarks/probes/softmax_exchange.py)
-    y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
-    tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=STORE)  # write N
-    if MEET > 1:
-        _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+            _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
 
 
 @triton.jit
@@ -406,11 +413,19 @@ class _Launch:
                     f"programs of {block}, more than the {limit} that are sure to be resident "
                     f"at once (they wait for each other); pass a larger block_size or another "
                     f"variant")
-            self.kernel = Bound(softmax_exchange_kernel, (n_rows * pieces,), BLOCK_SIZE=block,
+            # a row per group, or groups walking rows in a pipelined loop (exchange_stages;
+            # about exchange_per_sm programs per SM, the meeting in PTX on a GPU)
+            piped = {}
+            groups = n_rows
+            if t.exchange_stages:
+                groups = exchange_groups(t.exchange_per_sm, t.simulator_loop_programs, pieces,
+                                         n_rows, device_of(x.get_device()))
+                piped = {"STAGES": t.exchange_stages, "PTX": x.is_cuda}
+            self.kernel = Bound(softmax_exchange_kernel, (groups * pieces,), BLOCK_SIZE=block,
                                 PIECES=triton.next_power_of_2(pieces), ACC=acc,
-                                num_warps=t.exchange_warps)
+                                num_warps=t.exchange_warps, **piped)
             self.exchange = ((n_rows, pieces, 2), stats_dtype(x))
-            self.tail = (n_rows, n_cols, n_cols, pieces)
+            self.tail = (n_rows, n_cols, n_cols, pieces, groups)
         elif variant == "rows":
             self.kernel = Bound(softmax_rows_kernel, (triton.cdiv(n_rows, rows),),
                                 BLOCK_SIZE=block, ROWS=rows, ACC=acc,

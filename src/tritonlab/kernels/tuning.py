@@ -253,6 +253,12 @@ class SoftmaxTuning:
     # the rows past max_row_block that take the exchange: (element size, narrowest row) pairs
     # (in no more pieces than may wait for each other); others go online
     exchange_rows: tuple = ((4, 0),)
+    # the exchange's groups walking rows in a loop software-pipelined over exchange_stages
+    # rows (the next rows' pieces in flight while a row's meet; the meeting in inline PTX on a
+    # GPU), about exchange_per_sm programs per SM; None: a row per group, as before
+    # (benchmarks/probes/exchange_pipelined.py)
+    exchange_stages: int | None = None
+    exchange_per_sm: int = 2
     # variant="loop": persistent programs, loop_per_sm per SM (simulator_loop_programs where
     # there are none), stepping through whole rows in a loop software-pipelined over
     # loop_stages rows; `loop` makes it the default of the rows that take the one-row kernel.
