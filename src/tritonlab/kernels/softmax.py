@@ -186,6 +186,43 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 
 
 @triton.jit
+def _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows, row_stride,
+                  pieces, PIECES: tl.constexpr, ACC: tl.constexpr, DIV: tl.constexpr,
+                  EVICT: tl.constexpr, STORE: tl.constexpr, MEET: tl.constexpr,
+                  PTX: tl.constexpr):
+    # row r's piece p: read, its maximum and sum shared with the row's other pieces, written
+    row = r.to(tl.int64)
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
+                eviction_policy=EVICT).to(ACC)  # read N, once
+    m = tl.max(x, axis=0)
+    # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
+    # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
+    # exp per element, is 20 % slower: docs/decisions.md#softmax-sfu)
+    s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
+    m_row, s_row = m, s
+    if MEET > 0:
+        slot = stats_ptr + (row * pieces + p) * 2
+        tl.store(slot, m)
+        tl.store(slot + 1, s)
+        if MEET > 1:
+            _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX)
+        # the others' statistics, from L2
+        j = tl.arange(0, PIECES)
+        mine = (row * pieces + j) * 2
+        mj = _exchange.read_after(stats_ptr, mine, j < pieces, float("-inf"), PTX)
+        sj = _exchange.read_after(stats_ptr, mine + 1, j < pieces, 0.0, PTX)
+        m_row = tl.max(mj, axis=0)
+        empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
+        s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
+    # one reciprocal per row, as the other kernels (docs/decisions.md#softmax-sfu); DIV: a
+    # division per element, as before 2026-12-07 (for benchmarks/probes/softmax_exchange.py)
+    y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
+    tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=STORE)  # write N
+    if MEET > 1:
+        _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+
+
+@triton.jit
 def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, row_stride,
                             pieces, groups, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
                             ACC: tl.constexpr, DIV: tl.constexpr = False,
@@ -195,47 +232,26 @@ def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, r
     # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
     # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
     # maxima and sums, then write their piece (read MN, write MN). A 1-D grid of `groups`
-    # groups of `pieces` programs, a group's consecutive; group g takes rows g, g + groups, ...
-    # (groups == rows: a row each), in a loop software-pipelined by Triton over STAGES rows
-    # where set, the next rows' pieces in flight in shared memory while this row's meet
-    # (PTX: the meeting in inline PTX, which that needs; GPU only). EVICT, STORE: the read's
-    # and the write's cache hints; MEET below 2 (probes only, a wrong result:
+    # groups of `pieces` programs, a group's consecutive: a row each (STAGES None, groups ==
+    # rows), or group g takes rows g, g + groups, ... in a loop software-pipelined by Triton
+    # over STAGES rows, the next rows' pieces in flight in shared memory while this row's meet
+    # (PTX: the meeting in inline PTX, which that needs; GPU only;
+    # docs/decisions.md#exchange-pipelined). The loop is not the one-row form's: it costs
+    # registers (80 against 53-64 at 8 warps, sm_90). EVICT, STORE: the read's and the
+    # write's cache hints; MEET below 2 (probes only, a wrong result:
     # benchmarks/probes/flush_state.py): 1 the statistics stored and read back without the
     # wait, 0 no exchange at all, each piece its own softmax
     pid = tl.program_id(0)
     p, group = pid % pieces, pid // pieces
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
-    j = tl.arange(0, PIECES)
-    for r in tl.range(group, n_rows, groups, num_stages=STAGES):
-        row = r.to(tl.int64)
-        x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
-                    eviction_policy=EVICT).to(ACC)  # read N, once
-        m = tl.max(x, axis=0)
-        # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum
-        # NaN, which sticks where max.f32 dropped it from m. (Keeping these exps for the
-        # output, one exp per element, is 20 % slower: docs/decisions.md#softmax-sfu)
-        s = tl.sum(tl.where(x == float("-inf"), 0.0, tl.exp(x - m)), axis=0)
-        m_row, s_row = m, s
-        if MEET > 0:
-            slot = stats_ptr + (row * pieces + p) * 2
-            tl.store(slot, m)
-            tl.store(slot + 1, s)
-            if MEET > 1:
-                _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX)
-            # the others' statistics, from L2
-            mine = (row * pieces + j) * 2
-            mj = _exchange.read_after(stats_ptr, mine, j < pieces, float("-inf"), PTX)
-            sj = _exchange.read_after(stats_ptr, mine + 1, j < pieces, 0.0, PTX)
-            m_row = tl.max(mj, axis=0)
-            empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
-            s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
-        # one reciprocal per row, as the other kernels (docs/decisions.md#softmax-sfu); DIV:
-        # a division per element, as before 2026-12-07 (benchmarks/probes/softmax_exchange.py)
-        y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
-        tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=STORE)  # write N
-        if MEET > 1:
-            _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+    if STAGES is None:
+        _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, group, p, cols, mask, n_rows,
+                      row_stride, pieces, PIECES, ACC, DIV, EVICT, STORE, MEET, PTX)
+    else:
+        for r in tl.range(group, n_rows, groups, num_stages=STAGES):
+            _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows,
+                          row_stride, pieces, PIECES, ACC, DIV, EVICT, STORE, MEET, PTX)
 
 
 @triton.jit
