@@ -164,6 +164,21 @@ def test_softmax_reads_its_tuning(monkeypatch):
     assert rel_err(sm.softmax(x.bfloat16(), variant="exchange", block_size=32),
                    torch.softmax(x.bfloat16().double(), -1)) < 8e-3
     assert tuning.TUNINGS["softmax"][9].exchange_rows == ((4, 0), (2, 262144))
+    # exchange_stages: groups of a row's pieces walk rows in a pipelined loop (the meeting in
+    # PTX on a GPU only), the same bits as a row per group; off by default
+    assert tuning.TUNINGS["softmax"][9].exchange_stages is None
+    one_row = sm.softmax(x)
+    piped = dataclasses.replace(small, exchange_stages=2, simulator_loop_programs=2)
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: piped)
+    monkeypatch.setattr(sm, "_LAUNCHES", sm.PlanCache())  # plans are made once per signature
+    launch = sm._launch_for("softmax", -1, None, None, None, x)
+    assert launch.kernel.kw["STAGES"] == 2 and launch.kernel.kw["PTX"] is x.is_cuda
+    # groups of 7 pieces: 2 on the simulator (simulator_loop_programs), every row on a GPU
+    groups = launch.tail[-1]
+    assert launch.kernel.grid == (groups * 7,) and groups == (5 if x.is_cuda else 2)
+    assert torch.equal(sm.softmax(x), one_row)
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: small)
+    monkeypatch.setattr(sm, "_LAUNCHES", sm.PlanCache())
     # the online block of fp32 rows where the exchange would need too many programs
     monkeypatch.setattr(sm._exchange, "max_pieces", lambda x: 4)
     assert sm._plan(200, x, None, None, None) == ("online", 64, 1)
