@@ -74,6 +74,20 @@ def softmax_check(x, y):
     return check
 
 
+def against_copy(title, impls, **keys):
+    """`interleaved(impls)`, printed fastest first under `title` with each row's fraction of
+    the "copy" row's time (graph and do_bench); returns the rows as dicts (label, graph_us,
+    do_bench_us and `keys`) for the probe's JSON."""
+    rows = interleaved(impls)
+    copy = next(r for r in rows if r[0] == "copy")
+    rows.sort(key=lambda r: r[4])
+    print(f"== {title}: graph us, do_bench us, of the copy graph / do_bench", flush=True)
+    for label, _, err, graph, cold in rows:
+        print(f"  {label:<30} {graph:8.1f} {cold:8.1f}  {copy[3] / graph:5.2f} "
+              f"{copy[4] / cold:5.2f}  {err}", flush=True)
+    return [{**keys, "label": r[0], "graph_us": r[3], "do_bench_us": r[4]} for r in rows]
+
+
 def report(kind, name, rows, nbytes, best=6):
     """The `best` fastest of (us, label, err) rows, then the register-kernel rows among the
     rest; GB/s = nbytes / (us * 1e-6) / 1e9 = nbytes / us / 1e3."""

@@ -31,7 +31,8 @@ import itertools
 import os
 import sys
 
-from _common import ROOT, dtype_name, interleaved, save_rows, softmax_check, tl, torch, triton
+from _common import (ROOT, against_copy, dtype_name, save_rows, softmax_check, tl, torch,
+                     triton)
 from softmax_exchange import exchange
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import rmsnorm as rn
@@ -175,17 +176,8 @@ def main(argv=None):
             fn = (pipelined(x, y, block, warps, stages, per_sm) if op == "softmax" else
                   pipelined_rms(x, g, y, rstd, block, warps, stages, per_sm))
             impls.append((f"pipelined {block} w{warps} s{stages} {per_sm}/SM", fn, check))
-        rows = interleaved(impls)
-        copy = next(r for r in rows if r[0] == "copy")
-        rows.sort(key=lambda r: r[4])
-        name = f"{M}x{N} {dtype_name(dtype)}"
-        print(f"== {op} {name}: graph us, do_bench us, of the copy graph / do_bench",
-              flush=True)
-        for label, _, err, graph, cold in rows:
-            print(f"  {label:<30} {graph:8.1f} {cold:8.1f}  {copy[3] / graph:5.2f} "
-                  f"{copy[4] / cold:5.2f}  {err}", flush=True)
-            results.append({"op": op, "shape": f"{M}x{N}", "dtype": dtype_name(dtype),
-                            "label": label, "graph_us": graph, "do_bench_us": cold})
+        results += against_copy(f"{op} {M}x{N} {dtype_name(dtype)}", impls, op=op,
+                                shape=f"{M}x{N}", dtype=dtype_name(dtype))
         torch.cuda.empty_cache()
     save_rows(args.out, "exchange_pipelined.json", results)
 

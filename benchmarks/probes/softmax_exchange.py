@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from _common import ROOT, dtype_name, interleaved, save_rows, softmax_check, torch, triton
+from _common import ROOT, against_copy, dtype_name, save_rows, softmax_check, torch, triton
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import softmax as sm
 
@@ -93,17 +93,8 @@ def main(argv=None):
                     for tag, kw in HINTS.items():
                         impls.append((f"exchange {block} w{warps} {tag}",
                                       exchange(x, y, block, warps, **kw), check))
-            rows = interleaved(impls)
-            copy = next(r for r in rows if r[0] == "copy")
-            rows.sort(key=lambda r: r[4])
-            name = f"{M}x{N} {dtype_name(dtype)}"
-            print(f"== softmax {name}: graph us, do_bench us, of the copy graph / do_bench",
-                  flush=True)
-            for label, _, err, graph, cold in rows:
-                print(f"  {label:<24} {graph:8.1f} {cold:8.1f}  {copy[3] / graph:5.2f} "
-                      f"{copy[4] / cold:5.2f}  {err}", flush=True)
-                results.append({"shape": f"{M}x{N}", "dtype": dtype_name(dtype), "label": label,
-                                "graph_us": graph, "do_bench_us": cold})
+            results += against_copy(f"softmax {M}x{N} {dtype_name(dtype)}", impls,
+                                    shape=f"{M}x{N}", dtype=dtype_name(dtype))
             torch.cuda.empty_cache()
     save_rows(args.out, "softmax_exchange.json", results)
 

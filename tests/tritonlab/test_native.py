@@ -129,6 +129,25 @@ def test_native_step_matches_the_registered_op(shape, dtype, layout):
     torch.testing.assert_close(y1.float(), ref, rtol=2e-2, atol=2e-2)
 
 
+def _retuned(monkeypatch, shape, dtype, seed, **changes):
+    """(x, g, dy, other dy, the steps on dy and on other): the steps with the device's
+    RMSNorm tuning, then that tuning with `changes` in place of it (plans made anew) and a
+    first step through the Python path, which compiles the kernels it chose."""
+    import dataclasses
+
+    from tritonlab.kernels import tuning
+    _module()
+    x, g, dy = _inputs(shape, dtype, seed=seed)
+    other = _inputs(shape, dtype, seed=seed + 1)[2]
+    _warm(x, g, dy)
+    want, want_other = _step(rn.rmsnorm, x, g, dy), _step(rn.rmsnorm, x, g, other)
+    changed = dataclasses.replace(tuning.tuning_for("rmsnorm", 0), **changes)
+    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: changed)
+    monkeypatch.setattr(rn, "_PLANS", rn.PlanCache())
+    _warm(x, g, dy)
+    return x, g, dy, other, want, want_other
+
+
 @gpu
 @needs_cuda
 @pytest.mark.parametrize("shape,dtype", [((512, 1024), torch.bfloat16),
@@ -139,18 +158,7 @@ def test_native_step_with_the_dg_sum_fused(shape, dtype, monkeypatch):
     (tl.sum's order follows the warps) and the same bits on every step; steps with another dy
     in between (a reducer that read its partial rows too early would see the other step's);
     a frozen weight through the same native node."""
-    import dataclasses
-
-    from tritonlab.kernels import tuning
-    _module()
-    x, g, dy = _inputs(shape, dtype, seed=7)
-    other = _inputs(shape, dtype, seed=8)[2]
-    _warm(x, g, dy)
-    want, want_other = _step(rn.rmsnorm, x, g, dy), _step(rn.rmsnorm, x, g, other)
-    fused = dataclasses.replace(tuning.tuning_for("rmsnorm", 0), bwd_fuse_dg=16)
-    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: fused)
-    monkeypatch.setattr(rn, "_PLANS", rn.PlanCache())
-    _warm(x, g, dy)  # the Python path: the fused kernel compiles
+    x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 7, bwd_fuse_dg=16)
     assert rn._plan(x, g).bwd_fused is not None
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
     first = None
@@ -179,18 +187,8 @@ def test_native_step_with_the_exchange_backward_pipelined(shape, dtype, monkeypa
     for bit the unpipelined kernel's, through the Python path and the native node, on steps
     with another dy in between (a piece that read the others' shares before the meeting would
     see the other step's)."""
-    import dataclasses
-
-    from tritonlab.kernels import tuning
-    _module()
-    x, g, dy = _inputs(shape, dtype, seed=3)
-    other = _inputs(shape, dtype, seed=4)[2]
-    _warm(x, g, dy)
-    want, want_other = _step(rn.rmsnorm, x, g, dy), _step(rn.rmsnorm, x, g, other)
-    staged = dataclasses.replace(tuning.tuning_for("rmsnorm", 0), bwd_exchange_stages=2)
-    monkeypatch.setattr(rn, "tuning_for", lambda kind, device: staged)
-    monkeypatch.setattr(rn, "_PLANS", rn.PlanCache())
-    _warm(x, g, dy)  # the Python path: the pipelined kernel compiles
+    x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 3,
+                                                 bwd_exchange_stages=2)
     plan = rn._plan(x, g)
     assert plan.bwd_exchange is not None and plan.bwd.kw["PTX"] is True
     for d, w in ((dy, want), (other, want_other), (dy, want)):
