@@ -1,17 +1,19 @@
 """Probe: why the exchange kernels lose 10-24 us in do_bench that they do not lose in CUDA-graph
 replays (docs/decisions.md#exchange-split-forward). Times each call between CUDA events, as
-do_bench does, with the L2 and the GPU in fourteen states before it: as the previous call left them
-(no flush), the L2 full of dirty lines (do_bench's flush: zeroing a 256 MB buffer) or of clean
-ones (a read of 256 MB, or of 1 GB: more pages), a read of 4 MB (within the L2) and a kernel
-that touches no memory (torch.cuda._sleep), and the zeroing or the 4 MB read followed by
+do_bench does, with the L2 and the GPU in fourteen states before it: as the previous call
+left them (no flush), the L2 full of dirty lines (do_bench's flush: zeroing a 256 MB buffer)
+or of clean ones (a read of 256 MB, or of 1 GB: more pages), a read of 4 MB (within the L2),
+a kernel that touches no memory (torch.cuda._sleep), the zeroing or the 4 MB read followed by
 that sleep (about 60 us: time for the memory system to drain), a kernel on every SM that
 touches no memory, and Triton reads of 4 and 32 MB leaving their L2 lines with one eviction
-policy (plain, evict_first, evict_last), for the exchange forwards
-(softmax and RMSNorm, fp32 1024x65536; softmax's with its load's evict_first and its store's
-.cs on and off), the online softmax and a copy of the same bytes;
+policy (plain, evict_first, evict_last). For the exchange forwards (softmax and RMSNorm, fp32
+1024x65536; softmax's with its load's evict_first and its store's .cs on and off, and
+without its meeting: MEET, a wrong result), the online softmax and a copy of the same bytes;
 median of 50 calls each.
-Found (H100, 2026-12-07, docs/decisions.md#exchange-split-forward): a cost of 8-19 us that the
-exchange alone pays after any kernel that touched memory, a sleep between them or not."""
+Found (H100, 2026-12-07, sessions 44-45, docs/decisions.md#exchange-split-forward): with its
+hints the exchange reaches 0.97 of the copy only while the L2 holds evict-first lines (its
+own previous call's, or a read marked evict_first); behind any other kernel's lines, do_bench's
+flush included, it runs at 0.88-0.89; without the hints at 0.90-0.91 whatever the L2 holds."""
 import os
 import sys
 
