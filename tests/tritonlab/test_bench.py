@@ -327,8 +327,8 @@ def test_launch_overhead_ops_table_runs(tmp_path):
     assert names == ["add", "gelu", "silu", "softmax", "row_sum", "rmsnorm", "matmul+relu",
                      "attention"]
     for row in rows:
+        # (how the ratio column is made, the median of paired windows' ratios, is checked with
+        # a fake clock in test_launch_overhead_pairs_its_windows: real timings on a busy CI
+        # machine put it 55 % from the ratio of the medians once)
         numbers = [float(v) for v in row.split()[-6:]]
         assert all(v > 0 for v in numbers)
-        for ours, theirs, ratio in (numbers[:3], numbers[3:]):
-            # the median of the paired windows' ratios, near the ratio of the medians
-            assert ratio == pytest.approx(ours / theirs, rel=0.5)
