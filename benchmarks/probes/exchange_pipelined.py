@@ -37,7 +37,7 @@ from softmax_exchange import exchange
 from tritonlab.kernels import _exchange
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
-from tritonlab.kernels.tuning import tuning_for
+from tritonlab.kernels.tuning import device_of, exchange_groups, tuning_for
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
@@ -73,8 +73,7 @@ def buffers(x, block, per_sm, n_stats):
     pieces, about per_sm programs per SM in all; the counters zero (and left zero)."""
     n_rows, n_cols = x.shape
     pieces = triton.cdiv(n_cols, block)
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    groups = max(1, min(n_rows, sms * per_sm // pieces))
+    groups = exchange_groups(per_sm, 1, pieces, n_rows, device_of(x.get_device()))
     return (pieces, groups, torch.empty(n_rows, pieces, n_stats, device=x.device),
             torch.zeros(2 * n_rows, device=x.device, dtype=torch.int32))
 

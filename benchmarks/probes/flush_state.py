@@ -20,6 +20,7 @@ import sys
 from _common import ROOT, save_rows, tl, torch, triton
 from softmax_exchange import HINTS, exchange
 from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels._checks import sm_count
 from tritonlab.kernels import softmax as sm
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -77,7 +78,7 @@ def main():
               "dirty+sleep": lambda: (mb256.zero_(), torch.cuda._sleep(100_000)),
               "4M+sleep": lambda: (mb4.sum(), torch.cuda._sleep(100_000)),
               # every SM runs a kernel that touches no memory (sleep runs on one)
-              "idle SMs": lambda: _idle_kernel[(132 * 16,)](out),
+              "idle SMs": lambda: _idle_kernel[(sm_count(0) * 16,)](out),
               # the L2 holding 4 or 32 MB of lines of one eviction policy
               "4M plain": read(mb4, out, ""), "4M ef": read(mb4, out, "evict_first"),
               "4M el": read(mb4, out, "evict_last"), "32M plain": read(mb32, out, ""),
