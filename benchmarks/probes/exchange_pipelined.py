@@ -17,7 +17,8 @@ issue a `tl.load` of them stages early, before the wait. GPU only; each variant 
         [--configs B:W:S:P,...] [--bwd-configs S:P,...]
 
 Forward configs (softmax: the library's exchange kernel, SoftmaxTuning.exchange_stages and
-exchange_per_sm; rmsnorm: a kernel of this probe): block (columns a piece), warps,
+exchange_per_sm; rmsnorm: the library's exchange forward, RMSNormTuning.fwd_exchange_stages
+and fwd_exchange_per_sm, at every row width given): block (columns a piece), warps,
 stages, programs per SM (the groups: as many as fit at that many programs per SM, a group's
 pieces consecutive in the grid so that they start together). Backward configs (rmsnorm-bwd:
 the library's exchange backward, RMSNormTuning.bwd_exchange_stages, every entry without split
@@ -34,38 +35,12 @@ import sys
 from _common import (ROOT, against_copy, dtype_name, save_rows, softmax_check, tl, torch,
                      triton)
 from softmax_exchange import exchange
-from tritonlab.kernels import _exchange
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
 from tritonlab.kernels.tuning import device_of, exchange_groups, tuning_for
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
-
-
-@triton.jit
-def pipelined_rms_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, stats_ptr, sync_ptr, n_rows, n_cols, eps,
-                         pieces, groups, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
-                         ACC: tl.constexpr, STAGES: tl.constexpr):
-    # the RMSNorm forward's exchange (rmsnorm_fwd_exchange_kernel) in the same loop
-    pid = tl.program_id(0)
-    p, grp = pid % pieces, pid // pieces
-    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
-    j = tl.arange(0, PIECES)
-    for r in tl.range(grp, n_rows, groups, num_stages=STAGES):
-        row = r.to(tl.int64)
-        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
-                    eviction_policy="evict_first").to(ACC)
-        tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
-        _exchange.arrive_and_wait(sync_ptr + r, pieces, PTX=True)
-        squares = _exchange.read_after(stats_ptr, row * pieces + j, j < pieces, 0.0, PTX=True)
-        total = tl.sum(squares, axis=0)
-        rstd = 1.0 / tl.sqrt(total / n_cols + eps)
-        tl.store(rstd_ptr + row, rstd, mask=p == 0)
-        tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
-        _exchange.leave(sync_ptr + r, sync_ptr + n_rows + r, pieces)
 
 
 def buffers(x, block, per_sm, n_stats):
@@ -88,12 +63,15 @@ def pipelined(x, y, block, warps, stages, per_sm):
         num_warps=warps)
 
 
-def pipelined_rms(x, g, y, rstd, block, warps, stages, per_sm):
-    """This probe's RMSNorm forward exchange, pipelined."""
-    pieces, groups, stats, sync = buffers(x, block, per_sm, 1)
-    return lambda: pipelined_rms_kernel[(groups * pieces,)](
-        x, g, y, rstd, stats, sync, *x.shape, 1e-6, pieces, groups, BLOCK_SIZE=block,
-        PIECES=triton.next_power_of_2(pieces), ACC=tl.float32, STAGES=stages, num_warps=warps)
+def pipelined_rms(x, g, block, warps, stages, per_sm):
+    """The library's RMSNorm exchange forward with groups walking rows, pipelined
+    (RMSNormTuning.fwd_exchange_stages, fwd_exchange_per_sm), for rows of any width here."""
+    t = tuning_for("rmsnorm", x.get_device())
+    plan = rn._Plan(x, g, tuning=dataclasses.replace(
+        t, fwd_register_max=0, fwd_exchange=((x.element_size(), 0),), exchange_block=block,
+        exchange_warps=warps, fwd_exchange_stages=stages, fwd_exchange_per_sm=per_sm))
+    assert plan.exchange is not None and plan.fwd.kw["STAGES"] == stages
+    return lambda: plan.forward(x, g, 1e-6)
 
 
 def bwd_variants(x, g, dy, rstd, configs):
@@ -122,14 +100,15 @@ def bwd_variants(x, g, dy, rstd, configs):
     return rows
 
 
-def rms_check(x, g, y):
-    """check(): y's relative max error against a float64 RMSNorm of x, as text."""
+def rms_check(x, g, run):
+    """check(): the relative max error of run()'s y against a float64 RMSNorm of x, as
+    text."""
     xd = x.double()
     want = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * g.double()
     tol = 1e-5 if x.dtype == torch.float32 else 2e-2
 
     def check():
-        err = ((y.double() - want).abs().max() / want.abs().max()).item()
+        err = ((run().double() - want).abs().max() / want.abs().max()).item()
         assert err < tol, err
         return f"{err:.1e}"
     return check
@@ -161,8 +140,6 @@ def main(argv=None):
                      ("exchange 8192 w8", exchange(x, y, 8192, 8), check), copy]
         elif op == "rmsnorm":
             g = torch.randn(N, device="cuda", dtype=dtype)
-            rstd = torch.empty(M, device="cuda")
-            check = rms_check(x, g, y)
             impls = [("default (rn.rmsnorm)", lambda: rn.rmsnorm(x, g), None), copy]
         else:  # the backward: x, dy read, dx written
             g = torch.randn(N, device="cuda", dtype=dtype)
@@ -172,9 +149,12 @@ def main(argv=None):
         for block, warps, stages, per_sm in configs if op != "rmsnorm-bwd" else ():
             if block > N:
                 continue
-            fn = (pipelined(x, y, block, warps, stages, per_sm) if op == "softmax" else
-                  pipelined_rms(x, g, y, rstd, block, warps, stages, per_sm))
-            impls.append((f"pipelined {block} w{warps} s{stages} {per_sm}/SM", fn, check))
+            if op == "softmax":
+                fn, ok = pipelined(x, y, block, warps, stages, per_sm), check
+            else:
+                fn = pipelined_rms(x, g, block, warps, stages, per_sm)
+                ok = rms_check(x, g, lambda fn=fn: fn()[0])
+            impls.append((f"pipelined {block} w{warps} s{stages} {per_sm}/SM", fn, ok))
         results += against_copy(f"{op} {M}x{N} {dtype_name(dtype)}", impls, op=op,
                                 shape=f"{M}x{N}", dtype=dtype_name(dtype))
         torch.cuda.empty_cache()

@@ -101,6 +101,9 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monke
     with minitriton.configure(**ALL_CHECKS):
         y, rstd = rn._forward(x, w, 1e-6, tuning=small)
         y2, _ = rn._forward(x2, w, 1e-6, tuning=small)  # the counters reused
+        # groups of rows in the forward's pipelined loop (the meeting in PTX on a GPU only)
+        y_staged, rstd_staged = rn._forward(x, w, 1e-6, tuning=dataclasses.replace(
+            small, fwd_exchange_stages=2, simulator_programs=2))
         # the exchange backward: groups of 4 rows in steps of 2 (the last group one row of 4),
         # 3 pieces each
         dx, dw = rn._backward(x2, x, w, rstd, rows_per_program=4, tuning=small)
@@ -114,6 +117,7 @@ def test_rmsnorm_exchange_and_persistent_forwards_report_nothing(executor, monke
     assert len(counters) == 2 and all(not kept[k].any() for k in counters)  # left zero
     assert torch.equal(dx_split, dx) and torch.equal(dw_split, dw)
     assert torch.equal(dx_staged, dx) and torch.equal(dw_staged, dw)
+    assert torch.equal(y_staged, y) and torch.equal(rstd_staged, rstd)
     want = F.rms_norm(x.double(), (300,), w.double(), 1e-6)
     assert rel_err(y, want) < 1e-6
     xr, wr = x.double().requires_grad_(), w.double().requires_grad_()

@@ -180,17 +180,22 @@ def test_native_step_with_the_dg_sum_fused(shape, dtype, monkeypatch):
 @needs_cuda
 @pytest.mark.parametrize("shape,dtype", [((4, 40000), torch.float32),
                                          ((3, 20000), torch.bfloat16),
+                                         ((2, 140000), torch.bfloat16),
                                          ((1000, 16384), torch.bfloat16)])
-def test_native_step_with_the_exchange_backward_pipelined(shape, dtype, monkeypatch):
-    """RMSNormTuning.bwd_exchange_stages set: the exchange backward's step loop pipelined by
-    Triton, its meeting in inline PTX (_exchange.arrive_and_wait(PTX=True)): dx and dg bit
-    for bit the unpipelined kernel's, through the Python path and the native node, on steps
-    with another dy in between (a piece that read the others' shares before the meeting would
-    see the other step's)."""
+def test_native_step_with_the_exchanges_pipelined(shape, dtype, monkeypatch):
+    """RMSNormTuning.fwd_exchange_stages and bwd_exchange_stages set: the exchange kernels'
+    row loops pipelined by Triton, their meetings in inline PTX
+    (_exchange.arrive_and_wait(PTX=True)): y, dx and dg bit for bit the unpipelined kernels',
+    through the Python path and the native node, on steps with another dy in between (a piece
+    that read the others' shares before the meeting would see the other step's)."""
     x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 3,
-                                                 bwd_exchange_stages=2)
+                                                 fwd_exchange_stages=2, bwd_exchange_stages=2)
     plan = rn._plan(x, g)
-    assert plan.bwd_exchange is not None and plan.bwd.kw["PTX"] is True
+    # the backward pipelined where its meetings are not split (Hopper's bf16 past 65536)
+    assert plan.bwd_exchange is not None
+    assert plan.bwd.kw.get("SPLIT") or plan.bwd.kw["PTX"] is True
+    if shape[1] > 32768:  # Hopper's exchange forward: fp32 rows past 32768, bf16 from 131072
+        assert plan.exchange is not None and plan.fwd.kw["PTX"] is True
     for d, w in ((dy, want), (other, want_other), (dy, want)):
         got = _step(rn.rmsnorm, x, g, d)
         for a, b in zip(got[:3], w[:3]):

@@ -256,6 +256,20 @@ def test_row_loop_stages_and_persistent_rows_follow_the_tuning(monkeypatch):
     assert rn.rmsnorm_fwd_exchange_kernel in launched
     plan = rn._plan(x.detach(), g.detach())
     assert plan.exchange == (4, 3) and plan.fwd.grid == (12,)
+    assert plan.fwd_tail == (4, 3, 4) and "STAGES" not in plan.fwd.kw  # a row per group
+    # fwd_exchange_stages: groups walk rows in a pipelined loop (the meeting in PTX on a GPU
+    # only), the same bits; off by default
+    assert all(t.fwd_exchange_stages is None for t in tuning.TUNINGS["rmsnorm"].values())
+    one_row = rn._forward(x.detach(), g.detach(), 1e-6, tuning=exchange)
+    piped = dataclasses.replace(exchange, fwd_exchange_stages=2, fwd_exchange_per_sm=1,
+                                simulator_programs=2)
+    staged_plan = rn._Plan(x.detach(), g.detach(), tuning=piped)
+    assert staged_plan.fwd.kw["STAGES"] == 2 and staged_plan.fwd.kw["PTX"] is x.is_cuda
+    # groups of 3 pieces: 2 on the simulator (simulator_programs), every row on a GPU
+    groups = staged_plan.fwd_tail[-1]
+    assert staged_plan.fwd.grid == (groups * 3,) and groups == (4 if x.is_cuda else 2)
+    for a, b in zip(rn._forward(x.detach(), g.detach(), 1e-6, tuning=piped), one_row):
+        assert torch.equal(a, b)
     # no refusal for the exchange: the native node makes its buffers (test_native). On a GPU
     # the launches above ran through Triton's launcher, so the plan is made (or refused for a
     # reason of the machine's, never the exchange); on the simulator none did: no plan yet

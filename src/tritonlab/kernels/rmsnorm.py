@@ -228,30 +228,58 @@ def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: t
 
 
 @triton.jit
-def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stats_ptr, sync_ptr,
-                                n_rows, pieces, BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
-                                ACC: tl.constexpr):
-    # Wide rows read once: `pieces` programs per row (consecutive in a 1-D grid), each keeping
-    # its BLOCK_SIZE columns in registers, store their sums of squares and meet in memory
-    # (kernels/_exchange.py, as softmax_exchange_kernel), then each writes its piece of y;
-    # the row's first program writes its statistic.
-    pid = tl.program_id(0)
-    p, row = pid % pieces, (pid // pieces).to(tl.int64)
-    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
+def _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces, ACC: tl.constexpr):
+    # row r's piece p of the exchange forward: read, its sum of squares stored for the others
+    row = r.to(tl.int64)
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
                 eviction_policy="evict_first").to(ACC)  # read N, once
     tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
-    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # in flight while waiting
-    _exchange.arrive_and_wait(sync_ptr + row, pieces)
+    return x
+
+
+@triton.jit
+def _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows,
+                         n_cols, eps, pieces, PIECES: tl.constexpr, PTX: tl.constexpr):
+    # the meeting, then row r's rstd (its first piece) and piece p of y
+    row = r.to(tl.int64)
+    _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX)
     j = tl.arange(0, PIECES)
-    # the others' sums, from L2 (.cg: not an L1 line older than their stores)
-    squares = tl.load(stats_ptr + row * pieces + j, mask=j < pieces, other=0.0,
-                      cache_modifier=".cg")
+    # the others' sums, from L2 (not an L1 line older than their stores)
+    squares = _exchange.read_after(stats_ptr, row * pieces + j, j < pieces, 0.0, PTX)
     rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
     tl.store(rstd_ptr + row, rstd, mask=p == 0)
     tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
     _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+
+
+@triton.jit
+def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stats_ptr, sync_ptr,
+                                n_rows, pieces, groups, BLOCK_SIZE: tl.constexpr,
+                                PIECES: tl.constexpr, ACC: tl.constexpr,
+                                STAGES: tl.constexpr = None, PTX: tl.constexpr = False):
+    # Wide rows read once: `pieces` programs per row (consecutive in a 1-D grid), each keeping
+    # its BLOCK_SIZE columns in registers, store their sums of squares and meet in memory
+    # (kernels/_exchange.py, as softmax_exchange_kernel), then each writes its piece of y;
+    # the row's first program writes its statistic. A 1-D grid of `groups` groups of `pieces`
+    # programs: a row each (STAGES None, groups == rows), or group g takes rows g, g + groups,
+    # ... in a loop Triton software-pipelines over STAGES rows, the next rows' pieces in
+    # flight in shared memory while this row's meet (PTX: the meeting in inline PTX, which
+    # that needs; GPU only; docs/decisions.md#exchange-pipelined)
+    pid = tl.program_id(0)
+    p, group = pid % pieces, pid // pieces
+    cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    if STAGES is None:
+        x = _fwd_exchange_share(x_ptr, stats_ptr, group, p, cols, mask, n_cols, pieces, ACC)
+        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # in flight while waiting
+        _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, group, p, cols, mask,
+                             n_rows, n_cols, eps, pieces, PIECES, PTX)
+    else:
+        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
+        for r in tl.range(group, n_rows, groups, num_stages=STAGES):
+            x = _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces, ACC)
+            _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, r, p, cols, mask,
+                                 n_rows, n_cols, eps, pieces, PIECES, PTX)
 
 
 @triton.jit
@@ -460,7 +488,9 @@ class _Plan:
         self.rstd_dtype = stats_dtype(x)
         self.fwd = self.dot = self.bwd = self.dg_sum = None
         self.bwd_fused = None  # the whole-row backward with dg's sum: (Bound, reducers)
-        self.fwd_tail = ()  # the forward's arguments after eps (the persistent one's rows)
+        # the forward's arguments after eps: the persistent one's rows; the exchange's rows,
+        # pieces and groups (after its statistics and counters)
+        self.fwd_tail = ()
         self.exchange = None  # the exchange forward's (rows, pieces)
         self.bwd_exchange = None  # the exchange backward's (rows, pieces)
         # the native module's plan (`native_plan`): None until made, False where it cannot
@@ -473,10 +503,18 @@ class _Plan:
         pieces = triton.cdiv(n_cols, t.exchange_block)
         if (not chunk and n_cols > t.fwd_register_max and t.fwd_exchanges(item, n_cols)
                 and 2 <= pieces <= _exchange.max_pieces(x)):
-            self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (n_rows * pieces,),
+            # a row per group, or groups walking rows in a pipelined loop (fwd_exchange_stages;
+            # about fwd_exchange_per_sm programs per SM, the meeting in PTX on a GPU)
+            groups, piped = n_rows, {}
+            if t.fwd_exchange_stages:
+                groups = exchange_groups(t.fwd_exchange_per_sm, t.simulator_programs, pieces,
+                                         n_rows, device)
+                piped = {"STAGES": t.fwd_exchange_stages, "PTX": x.is_cuda}
+            self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (groups * pieces,),
                              BLOCK_SIZE=t.exchange_block, PIECES=triton.next_power_of_2(pieces),
-                             ACC=acc, num_warps=t.exchange_warps)
+                             ACC=acc, num_warps=t.exchange_warps, **piped)
             self.exchange = (n_rows, pieces)
+            self.fwd_tail = (n_rows, pieces, groups)
         elif chunk or n_cols > t.fwd_register_max:
             fwd_chunk = chunk or t.wide_fwd_chunk
             self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=fwd_chunk, ACC=acc,
@@ -570,7 +608,7 @@ class _Plan:
         s = {name: _native.Slot(i) for name, i in mod.slots()}
         (n_rows, n_cols), parts = self.rows2d, self.partial_shape[0]
         exchange = (s["stats"], s["counters"])  # the module's buffers for exchange kernels
-        fwd_tail = self.fwd_tail if self.exchange is None else (*exchange, *self.exchange)
+        fwd_tail = self.fwd_tail if self.exchange is None else (*exchange, *self.fwd_tail)
         fwd = _native.launch(self.fwd, (s["x"], s["g"], s["y"], s["rstd"], n_cols,
                                         _native.SCALAR, *fwd_tail))
         fused, dg_sum = [], None
@@ -617,7 +655,7 @@ class _Plan:
         rstd = torch.empty(n_rows, dtype=self.rstd_dtype, device=x2.device)
         if self.exchange is not None:  # wide rows read once: statistics meet in memory
             _exchange.launch(self.fwd, "rmsnorm", self.exchange, rstd.dtype, x2.device,
-                             (x2, g, self.rows(y), rstd, n_cols, float(eps)), self.exchange)
+                             (x2, g, self.rows(y), rstd, n_cols, float(eps)), self.fwd_tail)
         elif self.fwd is not None:
             # one specialisation: eps always a float
             self.fwd(x2, g, self.rows(y), rstd, n_cols, float(eps), *self.fwd_tail)

@@ -79,7 +79,7 @@ def takes_row(pairs, element_size, n_cols):
 
 def exchange_groups(per_sm, simulator, pieces, n_rows, device):
     """Groups of an exchange kernel whose groups of `pieces` programs (one per piece of a row)
-    walk rows (RMSNorm's exchange backward): about `per_sm` programs per SM in all on a GPU,
+    walk rows (RMSNorm's exchange backward, the pipelined exchange forwards): about `per_sm` programs per SM in all on a GPU,
     `simulator` groups where there are no SMs, at least one and never more than rows."""
     return max(1, min(n_rows, per_sm * device.sms // pieces if device.on_gpu else simulator))
 
@@ -133,6 +133,12 @@ class RMSNormTuning:
     fwd_exchange: tuple = ()
     exchange_block: int = 8192
     exchange_warps: int = 8
+    # the exchange forward's groups walking rows in a loop software-pipelined over
+    # fwd_exchange_stages rows (the meeting in inline PTX on a GPU), about fwd_exchange_per_sm
+    # programs per SM; None: a row per group (docs/decisions.md#exchange-pipelined; off until
+    # benchmarks/probes/exchange_pipelined.py measures it)
+    fwd_exchange_stages: int | None = None
+    fwd_exchange_per_sm: int = 2
     # The same for the backward's wide rows (x and dy read once, in pieces of `block` columns
     # that meet in memory every `rows` rows): (element size, block, rows, widest such row)
     # entries, the first that fits taking the row, bwd_exchange_warps per program, about
