@@ -21,6 +21,11 @@
 #             rms_wide_rows_fwd", issue 37's candidates built and off)
 #   pytest    the README's test command on the GPU (make test), ARGS appended to pytest, K its
 #             -k expression (spaces kept: K="one_pass or default")
+#   owed37    issue 37's owed exchange work in one call (docs/decisions.md#exchange-pipelined):
+#             the exchange kernels' GPU tests (default and pipelined), flush_state.py (the L2
+#             states, pipelined rows among them), then exchange_pipelined.py (SHAPES, CONFIGS,
+#             BWD_CONFIGS: its --shapes, --configs, --bwd-configs); TRITONLAB_NATIVE=0 skips
+#             the native tests' module build
 
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -87,6 +92,15 @@ probes)
 pytest)
     step pytest "${LIM:-560}" python3 -m pytest -q -p no:cacheprovider ${ARGS:-} \
         ${K:+-k "$K"} ;;
+owed37)
+    k="exchange or pipelined or reads_its_tuning or row_loop_stages or wide_row"
+    step tests37 "${LIM:-200}" python3 -m pytest -q -p no:cacheprovider \
+        tests/tritonlab/test_native.py tests/tritonlab/test_kernels.py \
+        tests/tritonlab/test_tuning.py -k "$k or rmsnorm_forward_and_backward"
+    OUT=$OUT TAILN=30 step flush 120 python3 benchmarks/probes/flush_state.py
+    OUT=$OUT TAILN=120 step pipelined "$((540 - (SECONDS - t0)))" python3 \
+        benchmarks/probes/exchange_pipelined.py ${SHAPES:+--shapes "$SHAPES"} \
+        ${CONFIGS:+--configs "$CONFIGS"} ${BWD_CONFIGS:+--bwd-configs "$BWD_CONFIGS"} ;;
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac

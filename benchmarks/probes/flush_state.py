@@ -8,8 +8,9 @@ that sleep (about 60 us: time for the memory system to drain), a kernel on every
 touches no memory, and Triton reads of 4 and 32 MB leaving their L2 lines with one eviction
 policy (plain, evict_first, evict_last). For the exchange forwards (softmax and RMSNorm, fp32
 1024x65536; softmax's with its load's evict_first and its store's .cs on and off, and
-without its meeting: MEET, a wrong result), the online softmax and a copy of the same bytes;
-median of 50 calls each.
+without its meeting: MEET, a wrong result; and pipelined, benchmarks/probes/
+exchange_pipelined.py's), the online softmax and a copy of the same bytes; median of 50 calls
+each.
 Found (H100, 2026-12-07, sessions 44-45, docs/decisions.md#exchange-split-forward): with its
 hints the exchange reaches 0.97 of the copy only while the L2 holds evict-first lines (its
 own previous call's, or a read marked evict_first); behind any other kernel's lines, do_bench's
@@ -18,6 +19,7 @@ import os
 import sys
 
 from _common import ROOT, save_rows, tl, torch, triton
+from exchange_pipelined import pipelined, pipelined_rms
 from softmax_exchange import HINTS, exchange
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels._checks import sm_count
@@ -99,6 +101,11 @@ def main():
              "softmax exchange (default)": lambda: sm.softmax(x),
              "softmax online": lambda: sm.softmax(x, variant="online"),
              "rmsnorm exchange (default)": lambda: rn.rmsnorm(x, g),
+             # groups walking rows in a pipelined loop (docs/decisions.md#exchange-pipelined):
+             # does keeping the next rows in flight through the meeting undo the L2's say?
+             **{f"softmax pipelined s{s} {p}/SM": pipelined(x, y, 8192, 8, s, p)
+                for s, p in ((2, 2), (3, 2))},
+             "rmsnorm pipelined s2 2/SM": pipelined_rms(x, g, 8192, 8, 2, 2),
              "copy": same_bytes_copy(x, 2 * x.numel() * x.element_size())}
     rows = []
     print(f"{'fp32 1024x65536':<30}" + "".join(f"{s[:9]:>10}" for s in states), flush=True)
