@@ -21,7 +21,8 @@ test-minitriton: wheels
 # Real Triton's compiler on the CPU (no GPU): every configuration the Hopper autotuners may try
 # (16-bit, none spilling over 512 B a thread: docs/attention.md#tiles-and-tuning) and
 # benchmarks/kernels.py's launches, compiled for sm_90 (docs/gpu.md "Before the GPU"), and no
-# pointer-backward loop waiting after every wgmma (probes/sass_loops.py). Triton's
+# pointer-backward loop waiting after every wgmma (probes/sass_loops.py), no pipelined exchange
+# whose meeting's steps the compiler reordered (probes/meeting_order.py). Triton's
 # Linux wheel goes to TRITON_CPU; where it cannot be installed (no network) the check is skipped.
 TRITON_CPU = .triton-cpu
 compile-check:
@@ -31,4 +32,5 @@ compile-check:
 	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --configs --dtypes fp16,bf16 --max-spill 512 --quiet && \
 	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --tuned --shapes --quiet && \
 	$$PY benchmarks/probes/sass_loops.py --triton $(TRITON_CPU) --dims 16,128 --dtypes bf16 --check \
-	    --quiet
+	    --quiet && \
+	$$PY benchmarks/probes/meeting_order.py --triton $(TRITON_CPU) --check --quiet

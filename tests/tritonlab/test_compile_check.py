@@ -67,3 +67,25 @@ def test_configs_records_every_autotune_configuration_of_hopper(tmp_path):
         # every dtype (fp16, bf16 and, for the pointer kernel, fp32)
         first = {r["signature"][next(iter(r["signature"]))] for r in got}  # a's type
         assert len({compile_check.element_type(t) for t in first}) == types, first
+
+
+def test_meeting_order_reads_the_steps_of_each_meeting_in_the_ptx():
+    """benchmarks/probes/meeting_order.py's reading of a compiled exchange kernel's PTX (the
+    compiling itself needs Triton: `make compile-check`): the "// meet:" steps in text order,
+    an asm per element counted once, right only as whole meetings in order."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "probes"))
+    import meeting_order
+    ptx = ("ld.global\n// meet:publish\nst.global\n// meet:publish\n// meet:wait\nbar.sync 0\n"
+           "// meet:read\n// meet:read\nst.global.cs\n// meet:leave\n")
+    steps = meeting_order.order(ptx)
+    assert steps == ["publish", "wait", "read", "leave"]
+    assert meeting_order.in_order(steps) and meeting_order.in_order(steps * 2)
+    # what the pipeliner had made of it: the reads before the wait; no meeting at all
+    assert not meeting_order.in_order(["publish", "read", "wait", "leave"])
+    assert not meeting_order.in_order([]) and not meeting_order.in_order(steps[:3])
+    # the launches: both forwards at each config, the backward at Hopper's unsplit entries
+    jobs = meeting_order.jobs(str(ROOT), "unused", ["fp32", "bf16"], [2])
+    kinds = {(j[2], j[3]) for j in jobs}
+    assert kinds == {(k, d) for k in ("softmax", "rmsnorm fwd", "rmsnorm bwd")
+                     for d in ("fp32", "bf16")}
+    assert sum(j[2] == "softmax" for j in jobs) == 2 * len(meeting_order.FORWARD)

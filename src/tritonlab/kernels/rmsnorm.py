@@ -228,28 +228,29 @@ def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: t
 
 
 @triton.jit
-def _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces, ACC: tl.constexpr):
-    # row r's piece p of the exchange forward: read, its sum of squares stored for the others
+def _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces, ACC: tl.constexpr,
+                        PTX: tl.constexpr):
+    # row r's piece p of the exchange forward: read, its sum of squares stored for the others;
+    # returns x and the store's token (kernels/_exchange.py)
     row = r.to(tl.int64)
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
                 eviction_policy="evict_first").to(ACC)  # read N, once
-    tl.store(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0))
-    return x
+    return x, _exchange.publish(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0), PTX=PTX)
 
 
 @triton.jit
 def _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows,
-                         n_cols, eps, pieces, PIECES: tl.constexpr, PTX: tl.constexpr):
+                         n_cols, eps, pieces, shared, PIECES: tl.constexpr, PTX: tl.constexpr):
     # the meeting, then row r's rstd (its first piece) and piece p of y
     row = r.to(tl.int64)
-    _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX)
+    seen = _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX, shared)
     j = tl.arange(0, PIECES)
     # the others' sums, from L2 (not an L1 line older than their stores)
-    squares = _exchange.read_after(stats_ptr, row * pieces + j, j < pieces, 0.0, PTX)
+    squares = _exchange.read_after(stats_ptr, row * pieces + j, j < pieces, 0.0, PTX, seen)
     rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
     tl.store(rstd_ptr + row, rstd, mask=p == 0)
     tl.store(y_ptr + row * n_cols + cols, x * rstd * g, mask=mask, cache_modifier=".cs")
-    _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+    _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces, PTX, seen)
 
 
 @triton.jit
@@ -270,16 +271,18 @@ def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stat
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     if STAGES is None:
-        x = _fwd_exchange_share(x_ptr, stats_ptr, group, p, cols, mask, n_cols, pieces, ACC)
+        x, shared = _fwd_exchange_share(x_ptr, stats_ptr, group, p, cols, mask, n_cols, pieces,
+                                        ACC, PTX)
         g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # in flight while waiting
         _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, group, p, cols, mask,
-                             n_rows, n_cols, eps, pieces, PIECES, PTX)
+                             n_rows, n_cols, eps, pieces, shared, PIECES, PTX)
     else:
         g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
         for r in tl.range(group, n_rows, groups, num_stages=STAGES):
-            x = _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces, ACC)
+            x, shared = _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces,
+                                            ACC, PTX)
             _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, r, p, cols, mask,
-                                 n_rows, n_cols, eps, pieces, PIECES, PTX)
+                                 n_rows, n_cols, eps, pieces, shared, PIECES, PTX)
 
 
 @triton.jit
@@ -347,17 +350,19 @@ def _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, row0, cols, col_mask, n_rows, n
 
 
 @triton.jit
-def _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS: tl.constexpr):
-    # this piece's share of sum(dy * g * x) for each of the step's rows, stored for the others
+def _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS: tl.constexpr,
+                         PTX: tl.constexpr = False):
+    # this piece's share of sum(dy * g * x) for each of the step's rows, stored for the
+    # others; returns the stores' token (kernels/_exchange.py)
     rows = row0 + tl.arange(0, ROWS)
-    tl.store(stats_ptr + rows * pieces + p, tl.sum(dy * g[None, :] * x, axis=1),
-             mask=rows < n_rows)
+    return _exchange.publish(stats_ptr + rows * pieces + p, tl.sum(dy * g[None, :] * x, axis=1),
+                             rows < n_rows, PTX)
 
 
 @triton.jit
 def _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols, col_mask, pieces,
                           n_rows, n_cols, ROWS: tl.constexpr, PIECES: tl.constexpr,
-                          PTX: tl.constexpr = False):
+                          PTX: tl.constexpr = False, seen=0):
     # after the meeting: every piece's share read back, this piece of dx written; returns the
     # step's contribution to dg
     rows = row0 + tl.arange(0, ROWS)
@@ -365,7 +370,7 @@ def _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols, col_mas
     j = tl.arange(0, PIECES)
     # the others' shares, from L2
     parts = _exchange.read_after(stats_ptr, rows[:, None] * pieces + j[None, :],
-                                 row_mask[:, None] & (j < pieces)[None, :], 0.0, PTX)
+                                 row_mask[:, None] & (j < pieces)[None, :], 0.0, PTX, seen)
     coef = rstd * rstd * rstd * tl.sum(parts, axis=1) / n_cols
     tl.store(dx_ptr + rows[:, None] * n_cols + cols[None, :],
              rstd[:, None] * dy * g[None, :] - coef[:, None] * x,
@@ -423,13 +428,18 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
             valid = row0 < n_rows  # the same for every piece of the group: they meet together
             x, dy, rstd = _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, row0, cols, col_mask,
                                               n_rows, n_cols, ROWS, ACC)
-            _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS)
+            shared = _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS,
+                                          PTX)
+            # (PTX: each step of the meeting takes the one before's token; a step past the
+            # last row has no meeting and no rows)
+            seen = pieces + shared
             if valid:
-                _exchange.arrive_and_wait(sync_ptr + row0, pieces, PTX)
+                seen = _exchange.arrive_and_wait(sync_ptr + row0, pieces, PTX, shared)
             dg += _exchange_step_finish(x, dy, g, rstd, dx_ptr, stats_ptr, row0, cols,
-                                        col_mask, pieces, n_rows, n_cols, ROWS, PIECES, PTX)
+                                        col_mask, pieces, n_rows, n_cols, ROWS, PIECES, PTX,
+                                        seen)
             if valid:
-                _exchange.leave(sync_ptr + row0, sync_ptr + n_rows + row0, pieces)
+                _exchange.leave(sync_ptr + row0, sync_ptr + n_rows + row0, pieces, PTX, seen)
     tl.store(dg_partial_ptr + group.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
 
 

@@ -202,15 +202,16 @@ def _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows, r
     m_row, s_row = m, s
     if MEET > 0:
         slot = stats_ptr + (row * pieces + p) * 2
-        tl.store(slot, m)
-        tl.store(slot + 1, s)
+        # (PTX: each step of the meeting takes the one before's token, kernels/_exchange.py)
+        shared = (_exchange.publish(slot, m, PTX=PTX) + _exchange.publish(slot + 1, s, PTX=PTX))
+        seen = shared
         if MEET > 1:
-            _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX)
+            seen = _exchange.arrive_and_wait(sync_ptr + row, pieces, PTX, shared)
         # the others' statistics, from L2
         j = tl.arange(0, PIECES)
         mine = (row * pieces + j) * 2
-        mj = _exchange.read_after(stats_ptr, mine, j < pieces, float("-inf"), PTX)
-        sj = _exchange.read_after(stats_ptr, mine + 1, j < pieces, 0.0, PTX)
+        mj = _exchange.read_after(stats_ptr, mine, j < pieces, float("-inf"), PTX, seen)
+        sj = _exchange.read_after(stats_ptr, mine + 1, j < pieces, 0.0, PTX, seen)
         m_row = tl.max(mj, axis=0)
         empty = (mj == float("-inf")) & (sj == 0.0)  # as in softmax_split_write_kernel
         s_row = tl.sum(tl.where(empty, 0.0, sj * tl.exp(mj - m_row)), axis=0)
@@ -219,7 +220,7 @@ def _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows, r
     y = tl.exp(x - m_row) / s_row if DIV else tl.exp(x - m_row) * (1.0 / s_row)
     tl.store(y_ptr + row * row_stride + cols, y, mask=mask, cache_modifier=STORE)  # write N
     if MEET > 1:
-        _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces)
+        _exchange.leave(sync_ptr + row, sync_ptr + n_rows + row, pieces, PTX, seen)
 
 
 @triton.jit
