@@ -104,8 +104,8 @@ def main():
              # groups walking rows in a pipelined loop (docs/decisions.md#exchange-pipelined):
              # does keeping the next rows in flight through the meeting undo the L2's say?
              **{f"softmax pipelined s{s} {p}/SM": pipelined(x, y, 8192, 8, s, p)
-                for s, p in ((2, 2), (3, 2))},
-             "rmsnorm pipelined s2 2/SM": pipelined_rms(x, g, 8192, 8, 2, 2),
+                for s, p in ((3, 2), (4, 1))},
+             "rmsnorm pipelined s3 2/SM": pipelined_rms(x, g, 8192, 8, 3, 2),
              "copy": same_bytes_copy(x, 2 * x.numel() * x.element_size())}
     rows = []
     print(f"{'fp32 1024x65536':<30}" + "".join(f"{s[:9]:>10}" for s in states), flush=True)

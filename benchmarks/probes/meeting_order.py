@@ -3,8 +3,10 @@ and RMSNorm's exchange forwards and RMSNorm's exchange backward with their row l
 software-pipelined (STAGES) and the meeting in inline PTX (PTX; kernels/_exchange.py),
 compiled by real Triton for sm_90 at the configurations benchmarks/probes/exchange_pipelined.py
 times, and for each launch the order of the meeting's steps in its PTX, whether the loop's
-loads are in flight through the meeting (cp.async), its registers, spilled stack and shared
-memory.
+loads are copied ahead (cp.async) and how many rows' copies are still in flight while a
+program waits at its meeting (`cp.async.wait_group N` before the wait: Triton issues the next
+row's copy at the end of the loop's body, so 2 stages keep none in flight there and 3 keep
+one), its registers, spilled stack and shared memory.
 
 Each step of a PTX meeting carries a "// meet:" comment (publish, wait, read, leave). A right
 kernel runs them in that order, row after row. Found with it (2026-12-07, session 46): Triton's
@@ -44,6 +46,15 @@ def order(ptx):
         if not seen or seen[-1] != step:
             seen.append(step)
     return seen
+
+
+def in_flight(ptx):
+    """Groups of cp.async copies (the loop's next rows) left in flight while a program
+    waits at its meeting: N of the last `cp.async.wait_group N` before the wait (None: no
+    copy waited for before it)."""
+    before = ptx.split("// meet:wait", 1)[0]
+    waits = re.findall(r"cp\.async\.wait_group\s+(\d+);", before)
+    return int(waits[-1]) if waits else None
 
 
 def in_order(steps):
@@ -109,7 +120,7 @@ def compile_one(job):
     ptx = compiled.asm["ptx"]
     return {**row, **_resources(compiled, str(cuobjdump)), "order": order(ptx),
             "cp_async": ptx.count("cp.async.cg.shared.global") + ptx.count(
-                "cp.async.ca.shared.global")}
+                "cp.async.ca.shared.global"), "in_flight": in_flight(ptx)}
 
 
 def jobs(src, triton_dir, dtypes, stages):
@@ -156,7 +167,8 @@ def main(argv=None):
             print(f"{head} ERROR {r['error'][:100]}")
             continue
         print(f"{head} regs {r['registers']:3} stack {r['stack']:4} shared {r['shared']:6} "
-              f"cp.async {r['cp_async']:3}  {' '.join(r['order'])}"
+              f"cp.async {r['cp_async']:3} in flight at the wait {r['in_flight']}  "
+              f"{' '.join(r['order'])}"
               f"{'' if r not in wrong else '  OUT OF ORDER'}")
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1))

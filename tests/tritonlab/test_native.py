@@ -189,7 +189,7 @@ def test_native_step_with_the_exchanges_pipelined(shape, dtype, monkeypatch):
     through the Python path and the native node, on steps with another dy in between (a piece
     that read the others' shares before the meeting would see the other step's)."""
     x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 3,
-                                                 fwd_exchange_stages=2, bwd_exchange_stages=2)
+                                                 fwd_exchange_stages=3, bwd_exchange_stages=3)
     plan = rn._plan(x, g)
     # the backward pipelined where its meetings are not split (Hopper's bf16 past 65536)
     assert plan.bwd_exchange is not None
