@@ -9,7 +9,7 @@ row's copy at the end of the loop's body, so 2 stages keep none in flight there 
 one), its registers, spilled stack and shared memory.
 
 Each step of a PTX meeting carries a "// meet:" comment (publish, wait, read, leave). A right
-kernel runs them in that order, row after row. Found with it (2026-12-07, session 46): Triton's
+kernel runs them in that order, row after row, with one wait and one leave a meeting. Found with it (2026-12-07, session 46): Triton's
 pipeliner orders a loop's operations by their SSA operands alone, and had put the arrival and
 the wait after the reads of the others' statistics and the output's stores (a race on the GPU
 that no simulator run shows); the steps now take each other's tokens
@@ -57,10 +57,15 @@ def in_flight(ptx):
     return int(waits[-1]) if waits else None
 
 
-def in_order(steps):
-    """Whether `steps` are whole meetings, each publish, wait, read, leave."""
-    return bool(steps) and len(steps) % 4 == 0 and all(
+def in_order(steps, ptx=None):
+    """Whether `steps` are whole meetings, each publish, wait, read, leave; with the `ptx`
+    they came from, also one wait and one leave a meeting (an asm per element of a tensor
+    token would count a program in more than once)."""
+    whole = bool(steps) and len(steps) % 4 == 0 and all(
         steps[i:i + 4] == list(STEPS) for i in range(0, len(steps), 4))
+    once = ptx is None or all(ptx.count(f"// meet:{step}\n") == len(steps) // 4
+                              for step in ("wait", "leave"))
+    return whole and once
 
 
 def _import(src, triton_dir):
@@ -119,6 +124,7 @@ def compile_one(job):
     cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     ptx = compiled.asm["ptx"]
     return {**row, **_resources(compiled, str(cuobjdump)), "order": order(ptx),
+            "in_order": in_order(order(ptx), ptx),
             "cp_async": ptx.count("cp.async.cg.shared.global") + ptx.count(
                 "cp.async.ca.shared.global"), "in_flight": in_flight(ptx)}
 
@@ -157,7 +163,7 @@ def main(argv=None):
     todo = jobs(a.src, a.triton, a.dtypes.split(","), [int(s) for s in a.stages.split(",")])
     with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         rows = list(pool.map(compile_one, todo))
-    wrong = [r for r in rows if "error" not in r and not in_order(r["order"])]
+    wrong = [r for r in rows if "error" not in r and not r["in_order"]]
     for r in rows:
         if a.quiet and "error" not in r and r not in wrong:
             continue

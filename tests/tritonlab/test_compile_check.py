@@ -83,6 +83,10 @@ def test_meeting_order_reads_the_steps_of_each_meeting_in_the_ptx():
     # what the pipeliner had made of it: the reads before the wait; no meeting at all
     assert not meeting_order.in_order(["publish", "read", "wait", "leave"])
     assert not meeting_order.in_order([]) and not meeting_order.in_order(steps[:3])
+    # one wait and one leave a meeting: a tensor token's asm per element counts in twice
+    assert meeting_order.in_order(steps, ptx)
+    assert not meeting_order.in_order(steps, ptx.replace("// meet:wait\n",
+                                                         "// meet:wait\n// meet:wait\n"))
     # the launches: both forwards at each config, the backward at Hopper's unsplit entries
     jobs = meeting_order.jobs(str(ROOT), "unused", ["fp32", "bf16"], [2])
     kinds = {(j[2], j[3]) for j in jobs}

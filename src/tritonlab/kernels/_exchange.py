@@ -36,15 +36,15 @@ from ._launch import scratch
 
 @triton.jit
 def _publish_ptx(ptr, value, keep):
-    # every thread stores value where keep (the same value where the layout repeats it); the
-    # value goes in as its bits (the asm's operands broadcast as a binary op's: no pointer
-    # beside a float)
-    if value.dtype == tl.float64:
+    # every thread stores value where keep (the same value where the layout repeats it), as
+    # the pointer's type (fp32 or fp64, as read_after reads it); the value goes in as its bits
+    # (the asm's operands broadcast as a binary op's: no pointer beside a float)
+    if ptr.dtype.element_ty == tl.float64:
         return tl.inline_asm_elementwise(
             "{\n.reg .pred p;\n// meet:publish\nsetp.ne.s32 p, $3, 0;\n"
             "@p st.global.b64 [$1], $2;\nmov.b32 $0, 0;\n}",
-            "=r,l,l,r", [ptr, value.to(tl.int64, bitcast=True), keep], dtype=tl.int32,
-            is_pure=False, pack=1)
+            "=r,l,l,r", [ptr, value.to(tl.float64).to(tl.int64, bitcast=True), keep],
+            dtype=tl.int32, is_pure=False, pack=1)
     else:
         return tl.inline_asm_elementwise(
             "{\n.reg .pred p;\n// meet:publish\nsetp.ne.s32 p, $3, 0;\n"
@@ -57,10 +57,12 @@ def _publish_ptx(ptr, value, keep):
 def publish(ptr, value, mask=None, PTX: tl.constexpr = False):
     """*ptr = value (where mask): what this program shares with its row-mates before it
     arrives. Returns a token for `arrive_and_wait`'s `after` (0, a scalar). PTX: inline-PTX
-    stores, which the token keeps before the arrival."""
+    stores, which the token keeps before the arrival; a scalar or a 1-D value (a token per
+    element would have the meeting's asm run once per element)."""
     if PTX:
         keep = 1 if mask is None else mask.to(tl.int32)
         tokens = _publish_ptx(ptr, value, keep)
+        tl.static_assert(len(tokens.shape) <= 1, "publish: a scalar or a 1-D value")
         if len(tokens.shape) > 0:  # a tensor's stores: one token for all of them
             tokens = tl.max(tokens, axis=0)
         return tokens
@@ -75,14 +77,15 @@ def publish(ptr, value, mask=None, PTX: tl.constexpr = False):
 @triton.jit
 def _arrive_and_wait_ptx(count_ptr, programs, after):
     # bar.sync (every thread's stores issued), thread 0 counts the program in (release), then
-    # every thread spins on an acquire load until `programs` have; returns the count seen.
+    # every thread spins on an acquire load until `programs` have; returns the count seen
+    # (loaded into a register of the asm's own: the output may share the input's register).
     # `after` is an operand only: it keeps this after what produced it
     return tl.inline_asm_elementwise(
-        "{\n.reg .pred p, q;\n.reg .b32 t;\n// meet:wait\nbar.sync 0;\n"
+        "{\n.reg .pred p, q;\n.reg .b32 t, c;\n// meet:wait\nbar.sync 0;\n"
         "mov.u32 t, %tid.x;\nsetp.eq.u32 q, t, 0;\nmov.u32 t, 1;\n"
         "@q red.release.gpu.global.add.u32 [$1], t;\n"
-        "WAIT${:uid}:\nld.acquire.gpu.global.b32 $0, [$1];\nsetp.lt.s32 p, $0, $2;\n"
-        "@p bra WAIT${:uid};\n}",
+        "WAIT${:uid}:\nld.acquire.gpu.global.b32 c, [$1];\nsetp.lt.s32 p, c, $2;\n"
+        "@p bra WAIT${:uid};\nmov.b32 $0, c;\n}",
         "=r,l,r,r", [count_ptr, programs, after], dtype=tl.int32, is_pure=False, pack=1)
 
 
@@ -107,18 +110,22 @@ def arrive_and_wait(count_ptr, programs, PTX: tl.constexpr = False, after=0):
 def read_after(base, index, mask, other, PTX: tl.constexpr = False, after=0):
     """base[index] where mask, else other: what the others stored before a meeting, read
     after it from L2 (.cg: not an L1 line older than their stores). PTX: by inline PTX loads
-    (fp32 or fp64) that take `after` (`arrive_and_wait`'s token) as an operand, so that the
-    pipeliner keeps them after the wait; base[0] is read where mask is false."""
+    (fp32 or fp64, predicated by mask) that take `after` (`arrive_and_wait`'s token) as an
+    operand, so that the pipeliner keeps them after the wait."""
     if PTX:
-        ptrs = base + tl.where(mask, index, 0)
+        keep = mask.to(tl.int32)
         if base.dtype.element_ty == tl.float64:
             got = tl.inline_asm_elementwise(
-                "// meet:read\nld.relaxed.gpu.global.f64 $0, [$1];", "=d,l,r",
-                [ptrs, after], dtype=tl.float64, is_pure=False, pack=1)
+                "{\n.reg .pred p;\n// meet:read\nsetp.ne.s32 p, $2, 0;\n"
+                "mov.f64 $0, 0d0000000000000000;\n@p ld.relaxed.gpu.global.f64 $0, [$1];\n}",
+                "=d,l,r,r", [base + index, keep, after], dtype=tl.float64, is_pure=False,
+                pack=1)
         else:
             got = tl.inline_asm_elementwise(
-                "// meet:read\nld.relaxed.gpu.global.f32 $0, [$1];", "=f,l,r",
-                [ptrs, after], dtype=tl.float32, is_pure=False, pack=1)
+                "{\n.reg .pred p;\n// meet:read\nsetp.ne.s32 p, $2, 0;\n"
+                "mov.f32 $0, 0f00000000;\n@p ld.relaxed.gpu.global.f32 $0, [$1];\n}",
+                "=f,l,r,r", [base + index, keep, after], dtype=tl.float32, is_pure=False,
+                pack=1)
         return tl.where(mask, got, other)
     else:
         return tl.load(base + index, mask=mask, other=other, cache_modifier=".cg")
