@@ -3,17 +3,18 @@ and RMSNorm's exchange forwards and RMSNorm's exchange backward with their row l
 software-pipelined (STAGES) and the meeting in inline PTX (PTX; kernels/_exchange.py),
 compiled by real Triton for sm_90 at the configurations benchmarks/probes/exchange_pipelined.py
 times, and for each launch the order of the meeting's steps in its PTX, whether the loop's
-loads are copied ahead (cp.async) and how many rows' copies are still in flight while a
-program waits at its meeting (`cp.async.wait_group N` before the wait: Triton issues the next
-row's copy at the end of the loop's body, so 2 stages keep none in flight there and 3 keep
-one), its registers, spilled stack and shared memory.
+loads are copied ahead (cp.async) and how many groups of copies are still in flight while a
+program waits at its meeting (N of the `cp.async.wait_group N` before the wait; a group is a
+row's x in the forwards, one of a step's x, dy and rstd in the backward: Triton issues the
+next copies at the end of the loop's body, so 2 stages keep none in flight there, 3 one row
+or step), its registers, spilled stack and shared memory.
 
 Each step of a PTX meeting carries a "// meet:" comment (publish, wait, read, leave). A right
-kernel runs them in that order, row after row, with one wait and one leave a meeting. Found with it (2026-12-07, session 46): Triton's
-pipeliner orders a loop's operations by their SSA operands alone, and had put the arrival and
-the wait after the reads of the others' statistics and the output's stores (a race on the GPU
-that no simulator run shows); the steps now take each other's tokens
-(docs/decisions.md#exchange-pipelined).
+kernel runs them in that order, row after row, with one wait and one leave a meeting. Found
+with it (2026-12-07, session 46): Triton's pipeliner orders a loop's operations by their SSA
+operands alone, and had put the arrival and the wait after the reads of the others'
+statistics and the output's stores (a race on the GPU that no simulator run shows); the steps
+now take each other's tokens (docs/decisions.md#exchange-pipelined).
 
     python benchmarks/probes/meeting_order.py --triton DIR [--src CHECKOUT] [--dtypes fp32,bf16]
         [--stages 2,3] [--check] [--quiet] [--out FILE.json]

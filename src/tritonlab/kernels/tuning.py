@@ -79,8 +79,9 @@ def takes_row(pairs, element_size, n_cols):
 
 def exchange_groups(per_sm, simulator, pieces, n_rows, device):
     """Groups of an exchange kernel whose groups of `pieces` programs (one per piece of a row)
-    walk rows (RMSNorm's exchange backward, the pipelined exchange forwards): about `per_sm` programs per SM in all on a GPU,
-    `simulator` groups where there are no SMs, at least one and never more than rows."""
+    walk rows (RMSNorm's exchange backward, the pipelined exchange forwards): about `per_sm`
+    programs per SM in all on a GPU, `simulator` groups where there are no SMs, at least one
+    and never more than rows."""
     return max(1, min(n_rows, per_sm * device.sms // pieces if device.on_gpu else simulator))
 
 
