@@ -83,10 +83,11 @@ def test_hopper_rules_give_the_measured_choices():
     # the backward's wide rows (H100 2026-12-06): the exchange from 16384 columns, its pieces
     # widening with the row in fp32, split meetings for bf16 rows past 65536
     assert t.bwd_register_max == 8192
+    # (session 46: bf16 rows up to 65536 with the step loop pipelined over 3 stages)
     assert [t.bwd_exchange_tile(4, n) for n in (16384, 65536, 262144)] == [
-        (2048, 4, False), (4096, 2, False), (8192, 1, False)]
+        (2048, 4, False, None), (4096, 2, False, None), (8192, 1, False, None)]
     assert [t.bwd_exchange_tile(2, n) for n in (16384, 65536, 262144)] == [
-        (4096, 2, False), (4096, 2, False), (2048, 4, True)]
+        (4096, 2, False, 3), (4096, 2, False, 3), (2048, 4, True, None)]
     assert t.bwd_exchange_tile(8, 16384) is None  # fp64: the tiled backward
     x, g = rand(2, 16384), rand(16384)  # on the backend's device: the plans check it
     assert rn._Plan(x, g, tuning=t).bwd.kernel is rn.rmsnorm_bwd_exchange_kernel

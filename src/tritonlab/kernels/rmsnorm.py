@@ -542,7 +542,7 @@ class _Plan:
                              num_warps=num_warps_for(block))
         exchange_tile = (None if chunk or tile or n_cols <= t.bwd_register_max
                          else t.bwd_exchange_tile(item, n_cols))
-        bwd_block, step, split = exchange_tile or (n_cols, 1, False)
+        bwd_block, step, split, bwd_stages = exchange_tile or (n_cols, 1, False, None)
         bwd_pieces = triton.cdiv(n_cols, bwd_block)
         if exchange_tile and 2 <= bwd_pieces <= _exchange.max_pieces(x):
             # groups of rows, each with a program per piece: bwd_exchange_per_sm programs
@@ -553,8 +553,7 @@ class _Plan:
                                step) * step
             grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
             # split meetings, or the step loop pipelined with the meeting in PTX (on a GPU)
-            pipelined = ({"STAGES": t.bwd_exchange_stages, "PTX": x.is_cuda}
-                         if t.bwd_exchange_stages and not split else {})
+            pipelined = {"STAGES": bwd_stages, "PTX": x.is_cuda} if bwd_stages else {}
             self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
                              num_warps=t.bwd_exchange_warps, **({"SPLIT": True} if split else {}),

@@ -145,14 +145,15 @@ class RMSNormTuning:
     # entries, the first that fits taking the row, bwd_exchange_warps per program, about
     # bwd_exchange_per_sm programs per SM in all (groups of rows, a program per piece each);
     # an entry's optional fifth item says whether its meetings split around the next step's
-    # loads (SPLIT), in place of bwd_exchange_split
+    # loads (SPLIT), in place of bwd_exchange_split, its sixth its stages, in place of
+    # bwd_exchange_stages
     bwd_exchange: tuple = ()
     bwd_exchange_warps: int = 4
     bwd_exchange_per_sm: int = 2
     bwd_exchange_split: bool = False
-    # entries without split meetings: their step loop software-pipelined over this many
-    # stages, the meeting in inline PTX on a GPU (None: off, until
-    # benchmarks/probes/exchange_pipelined.py measures it)
+    # entries without split meetings and stages of their own: their step loop software-
+    # pipelined over this many stages, the meeting in inline PTX on a GPU (None: off)
+    # (docs/decisions.md#exchange-pipelined)
     bwd_exchange_stages: int | None = None
     # the whole-row backward's bwd_stages apply to rows of at most this many bytes
     bwd_stages_bytes: int = 1 << 30
@@ -170,11 +171,14 @@ class RMSNormTuning:
         return takes_row(self.fwd_exchange, element_size, n_cols)
 
     def bwd_exchange_tile(self, element_size, n_cols):
-        """(block, rows per step, split) of the exchange backward for wide rows of n_cols
-        elements of this size, or None where they take the tiled backward."""
-        for size, block, rows, widest, *split in self.bwd_exchange:
+        """(block, rows per step, split, stages) of the exchange backward for wide rows of
+        n_cols elements of this size, or None where they take the tiled backward; stages (the
+        step loop pipelined) None where meetings split."""
+        for size, block, rows, widest, *extra in self.bwd_exchange:
             if size == element_size and n_cols <= widest:
-                return block, rows, split[0] if split else self.bwd_exchange_split
+                split = extra[0] if extra else self.bwd_exchange_split
+                stages = extra[1] if len(extra) > 1 else self.bwd_exchange_stages
+                return block, rows, split, None if split else stages
         return None
 
     def fwd_loop_programs(self, n_rows, device):
@@ -484,8 +488,10 @@ TUNINGS = {
         # split meetings; the wide kernels' loops in 3 stages, the whole-row backward's in 3
         # stages for rows of at most 2 KiB
         fwd_exchange=((4, 0), (2, 131072)),
+        # (2026-12-07, session 46: bf16 rows up to 65536 with their step loop pipelined over 3
+        # stages, docs/decisions.md#exchange-pipelined)
         bwd_exchange=((4, 2048, 4, 16384), (4, 4096, 2, 65536), (4, 8192, 1, 1 << 31),
-                      (2, 4096, 2, 65536), (2, 2048, 4, 1 << 31, True)),
+                      (2, 4096, 2, 65536, False, 3), (2, 2048, 4, 1 << 31, True)),
         wide_stages=3, bwd_stages=3, bwd_stages_bytes=2048)},
     "matmul": {9: MatmulTuning(
         configs=((64, 64, 32, 4, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4),
