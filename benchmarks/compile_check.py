@@ -216,6 +216,40 @@ def _resources(compiled, cuobjdump):
             "shared": compiled.metadata.shared}
 
 
+def probe_options(parser, check, quiet):
+    """The options of the probes that compile launches for sm_90 on a CPU
+    (probes/sass_loops.py, probes/meeting_order.py): the folder holding real Triton, the
+    checkout whose kernels compile, processes, a JSON of the rows, --check (exit 1 also where
+    `check`) and --quiet (print only `quiet`, and the summary)."""
+    parser.add_argument("--triton", required=True, help="folder holding real Triton")
+    parser.add_argument("--src", default=str(ROOT), help="the checkout whose kernels compile")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--out", help="write the rows here (JSON)")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 also where {check}: "
+                        "`make compile-check` runs it")
+    parser.add_argument("--quiet", action="store_true", help=f"print only {quiet}, and the "
+                        "summary")
+
+
+def compile_in_pool(fn, jobs, processes):
+    """fn over jobs in `processes` spawned processes (each imports real Triton afresh)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(fn, jobs))
+
+
+def print_rows(rows, flagged, quiet, out, head, body):
+    """Each row a line: head(row), then its compiler's error or body(row); --quiet: only the
+    rows not compiled or `flagged`. `out`: the rows as JSON there."""
+    for r in rows:
+        if quiet and "error" not in r and r not in flagged:
+            continue
+        print(f"{head(r)} ERROR {r['error'][:100]}" if "error" in r else f"{head(r)} {body(r)}")
+    if out:
+        Path(out).write_text(json.dumps(rows, indent=1))
+
+
 def compile_all(records, cc):
     """Each record compiled by real Triton (imported here: TRITONLAB_BACKEND=triton)."""
     import importlib

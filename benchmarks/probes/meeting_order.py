@@ -25,15 +25,14 @@ compile or its meeting is out of order."""
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
 import os
 import re
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import compile_check  # noqa: E402 - the sm_90 compile helpers, shared
 STEPS = ("publish", "wait", "read", "leave")
 # (block, warps) of the forwards, as exchange_pipelined.py's default configs
 FORWARD = ((8192, 8), (4096, 4), (4096, 8), (8192, 16), (2048, 4))
@@ -150,35 +149,22 @@ def jobs(src, triton_dir, dtypes, stages):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--triton", required=True, help="folder holding real Triton")
-    p.add_argument("--src", default=str(ROOT), help="the checkout whose kernels compile")
+    compile_check.probe_options(p, "a launch's meeting is out of order (or it did not compile)",
+                                "the launches not compiled or out of order")
     p.add_argument("--dtypes", default="fp32,bf16")
     p.add_argument("--stages", default="2,3")
-    p.add_argument("--jobs", type=int, default=os.cpu_count())
-    p.add_argument("--out", help="write the rows here (JSON)")
-    p.add_argument("--check", action="store_true", help="exit 1 where a launch did not "
-                   "compile or its meeting is out of order: `make compile-check` runs it")
-    p.add_argument("--quiet", action="store_true", help="print only the launches not "
-                   "compiled or out of order, and the summary")
     a = p.parse_args(argv)
     todo = jobs(a.src, a.triton, a.dtypes.split(","), [int(s) for s in a.stages.split(",")])
-    with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        rows = list(pool.map(compile_one, todo))
+    rows = compile_check.compile_in_pool(compile_one, todo, a.jobs)
     wrong = [r for r in rows if "error" not in r and not r["in_order"]]
-    for r in rows:
-        if a.quiet and "error" not in r and r not in wrong:
-            continue
-        head = (f"{r['kernel']:11} {r['dtype']} s{r['stages']} {r['block']:5} w{r['warps']:<2}"
-                f"{' rows ' + str(r['rows']) if r['kernel'] == 'rmsnorm bwd' else ''}")
-        if "error" in r:
-            print(f"{head} ERROR {r['error'][:100]}")
-            continue
-        print(f"{head} regs {r['registers']:3} stack {r['stack']:4} shared {r['shared']:6} "
-              f"cp.async {r['cp_async']:3} in flight at the wait {r['in_flight']}  "
-              f"{' '.join(r['order'])}"
-              f"{'' if r not in wrong else '  OUT OF ORDER'}")
-    if a.out:
-        Path(a.out).write_text(json.dumps(rows, indent=1))
+    compile_check.print_rows(
+        rows, wrong, a.quiet, a.out,
+        lambda r: (f"{r['kernel']:11} {r['dtype']} s{r['stages']} {r['block']:5} "
+                   f"w{r['warps']:<2}"
+                   f"{' rows ' + str(r['rows']) if r['kernel'] == 'rmsnorm bwd' else ''}"),
+        lambda r: (f"regs {r['registers']:3} stack {r['stack']:4} shared {r['shared']:6} "
+                   f"cp.async {r['cp_async']:3} in flight at the wait {r['in_flight']}  "
+                   f"{' '.join(r['order'])}{'' if r not in wrong else '  OUT OF ORDER'}"))
     print(f"{len(rows)} pipelined exchange launches, {sum('error' in r for r in rows)} not "
           f"compiled, {len(wrong)} with the meeting out of order, "
           f"{sum(r.get('cp_async') == 0 for r in rows)} not pipelined")

@@ -22,17 +22,16 @@ on 4 warps, causal."""
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
 import os
 import re
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import compile_check  # noqa: E402 - the sm_90 compile helpers, shared
 # "dkdv_atomic": the one-pass backward's dK/dV kernel adding dQ (DQ_MODE 1 by atomics, or 3
 # by TMA reductions with --tma), at its own configs
 KERNELS = {"dkdv": "attn_bwd_dkdv_kernel", "dq": "attn_bwd_dq_kernel",
@@ -155,8 +154,8 @@ def compile_one(job):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--triton", required=True, help="folder holding real Triton")
-    p.add_argument("--src", default=str(ROOT), help="the checkout whose kernels compile")
+    compile_check.probe_options(p, "a loop waits after every one of its wgmma (more than two)",
+                                "the launches not compiled or waiting after every wgmma")
     p.add_argument("--dims", default="16,32,64,128")
     p.add_argument("--dtypes", default="bf16,fp32")
     p.add_argument("--kernels", default="dkdv,dq", help="of dkdv, dq, dkdv_atomic, fwd (the pointer "
@@ -164,12 +163,6 @@ def main(argv=None):
     p.add_argument("--seq", type=int, default=32768)
     p.add_argument("--tma", action="store_true", help="their TMA form (LOAD_TMA: the tiles "
                    "through descriptors, the backward 'two-kernel-tma')")
-    p.add_argument("--jobs", type=int, default=os.cpu_count())
-    p.add_argument("--out", help="write the rows here (JSON)")
-    p.add_argument("--check", action="store_true", help="exit 1 also where a loop waits after "
-                   "every one of its wgmma (more than two): `make compile-check` runs it")
-    p.add_argument("--quiet", action="store_true", help="print only the launches not compiled "
-                   "or waiting after every wgmma, and the summary")
     a = p.parse_args(argv)
     if a.tma and "fwd" in a.kernels.split(","):
         p.error("--tma: the TMA forward is another kernel (attn_fwd_tma_kernel); leave fwd out")
@@ -183,21 +176,14 @@ def main(argv=None):
             for kernel in a.kernels.split(",")
             for config in tuning.configs(kernel, _block_d(d))]
     # fresh processes: each imports the kernels of --src, not this one's tritonlab
-    with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        rows = list(pool.map(compile_one, jobs))
+    rows = compile_check.compile_in_pool(compile_one, jobs, a.jobs)
     serial = [r for r in rows if any(m > 2 and w >= m for _, m, w in r.get("loops", ()))]
-    for r in rows:
-        if a.quiet and "error" not in r and r not in serial:
-            continue
-        head = (f"{r['kernel']:5} d={r['d']:<3} {r['dtype']} {'causal' if r['causal'] else 'full  '}"
-                f" {'x'.join(map(str, r['config'])):12}")
-        if "error" in r:
-            print(f"{head} ERROR {r['error'][:100]}")
-            continue
-        spans = "  ".join(f"[{n} ins, {m} wgmma, {w} waits]" for n, m, w in r["loops"])
-        print(f"{head} regs {r['registers']:3} stack {r['stack']:4}  {spans}")
-    if a.out:
-        Path(a.out).write_text(json.dumps(rows, indent=1))
+    compile_check.print_rows(
+        rows, serial, a.quiet, a.out,
+        lambda r: (f"{r['kernel']:5} d={r['d']:<3} {r['dtype']} "
+                   f"{'causal' if r['causal'] else 'full  '} {'x'.join(map(str, r['config'])):12}"),
+        lambda r: f"regs {r['registers']:3} stack {r['stack']:4}  " + "  ".join(
+            f"[{n} ins, {m} wgmma, {w} waits]" for n, m, w in r["loops"]))
     print(f"{len(rows)} launches, {sum('error' in r for r in rows)} not compiled, {len(serial)} "
           f"with a loop waiting after every wgmma")
     return 1 if any("error" in r for r in rows) or (a.check and serial) else 0
