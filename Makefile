@@ -31,6 +31,7 @@ compile-check:
 	    echo "compile-check: Triton's wheel could not be installed; skipped" >&2; exit 0; fi && \
 	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --configs --dtypes fp16,bf16 --max-spill 512 --quiet && \
 	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --tuned --shapes --quiet && \
+	$$PY benchmarks/compile_check.py --triton $(TRITON_CPU) --tuned --shapes --pdl --quiet && \
 	$$PY benchmarks/probes/sass_loops.py --triton $(TRITON_CPU) --dims 16,128 --dtypes bf16 --check \
 	    --quiet && \
 	$$PY benchmarks/probes/meeting_order.py --triton $(TRITON_CPU) --check --quiet

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,7 +76,7 @@ def launch(kernel, grid, args, kwargs):
                "signature": spec.signature,
                "constants": {k: value(v) for k, v in spec.constants.items()},
                "divisible": divisible,
-               "options": {k: options[k] for k in ("num_warps", "num_stages")
+               "options": {k: options[k] for k in ("num_warps", "num_stages", "launch_pdl")
                            if options.get(k) is not None}}
         key = json.dumps(rec, sort_keys=True)
         seen.setdefault(key, rec)
@@ -92,6 +93,14 @@ if cc is not None:  # plan with the GPU's tunings
     real = tuning.tuning_for_capability
     tuning.tuning_for.cache_clear()
     tuning.tuning_for_capability = lambda kind, capability: real(kind, (cc, 0))
+if os.environ.get("COMPILE_CHECK_PDL"):  # RMSNorm's launches with programmatic dependent launch
+    import dataclasses
+    from tritonlab.kernels import tuning
+    unset = tuning.tuning_for_capability
+    tuning.tuning_for.cache_clear()
+    tuning.tuning_for_capability = lambda kind, capability: (
+        dataclasses.replace(unset(kind, capability), pdl=True) if kind == "rmsnorm"
+        else unset(kind, capability))
 
 if dry == "configs":  # every configuration the GPU's autotuners may try, tiny inputs
     import dataclasses
@@ -186,14 +195,17 @@ sys.exit(0 if code in (0, 5) else int(code))
 SHAPES = [(8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536), (256, 262144)]
 
 
-def record(pytest_args, out, cc, tuned, shapes=None, configs=None):
+def record(pytest_args, out, cc, tuned, shapes=None, configs=None, pdl=False):
     """Phase 1 in a child process: `pytest_args` run on the simulator, or (`shapes`) kernels.py's
     ops at those shapes, or (`configs`: dtype names, e.g. ["fp16", "bf16"]) every autotune
-    configuration; the launches written to `out` (JSON)."""
+    configuration; the launches written to `out` (JSON). `pdl`: RMSNorm's tuning with
+    programmatic dependent launch on."""
     env = {**os.environ, "TRITONLAB_BACKEND": "sim",
            "PYTHONPATH": os.pathsep.join(PATHS + [os.environ.get("PYTHONPATH", "")])}
     if tuned:
         env["COMPILE_CHECK_CC"] = str(cc)
+    if pdl:
+        env["COMPILE_CHECK_PDL"] = "1"
     if shapes:
         env["COMPILE_CHECK_DRY"], env["COMPILE_CHECK_SHAPES"] = "shapes", json.dumps(shapes)
     if configs:
@@ -295,10 +307,32 @@ def compile_all(records, cc):
                          attrs=attrs)
             compiled = triton.compile(src, target=target, options=rec["options"])
             row.update(_resources(compiled, cuobjdump))
+            early = access_before_wait(compiled.asm["ptx"])
+            if early:
+                row["error"] = (f"PDL: {early} before griddepcontrol.wait (a launch that may "
+                                f"start before the one ahead of it ends reads or writes "
+                                f"memory before waiting for it)")
         except Exception as e:  # noqa: BLE001 - the compiler's error is the finding
             row["error"] = f"{type(e).__name__}: {str(e).strip()[-600:]}"
         results.append(row)
     return results
+
+
+# PTX instructions that touch global memory (or shared memory filled from it)
+MEMORY = re.compile(r"^\s*(?:@!?%?\w+\s+)?((?:ld|st|atom|red|cp\.async|prefetch)\.[\w.:]*)",
+                    re.M)
+
+
+def access_before_wait(ptx):
+    """The first memory instruction of `ptx` that comes before its griddepcontrol.wait, or
+    None (no such instruction, or no wait: a launch without programmatic dependent launch).
+    Parameter loads (ld.param) are not memory another kernel writes."""
+    if "griddepcontrol.wait" not in ptx:
+        return None
+    for m in MEMORY.finditer(ptx.split("griddepcontrol.wait", 1)[0]):
+        if not m.group(1).startswith(("ld.param", "ld.shared", "st.shared")):
+            return m.group(1)
+    return None
 
 
 def element_type(type_string):
@@ -340,6 +374,10 @@ def main(argv=None):
                    help="in place of tests: every configuration the GPU's autotuners may try "
                         "(attention's and matmul's tunings for --cc, --dtypes; head dims 64 "
                         "and 128, causal and not), planned and recorded, not run")
+    p.add_argument("--pdl", action="store_true",
+                   help="with --tuned: RMSNormTuning.pdl on (programmatic dependent launch); "
+                        "every launch whose PTX has griddepcontrol.wait is also checked to "
+                        "touch no memory before it")
     p.add_argument("--dtypes", default="fp16,bf16,fp32",
                    help="--configs: the input dtypes (default fp16,bf16,fp32)")
     p.add_argument("--max-spill", type=int, metavar="BYTES",
@@ -367,7 +405,7 @@ def main(argv=None):
         if not args.records:
             record(rest, recorded, args.cc, args.tuned or args.configs,
                    SHAPES if args.shapes else None,
-                   args.dtypes.split(",") if args.configs else None)
+                   args.dtypes.split(",") if args.configs else None, args.pdl)
             if not Path(recorded).exists():
                 print("compile_check: the simulator's run recorded nothing (its error is "
                       "above)", file=sys.stderr)

@@ -69,6 +69,24 @@ def test_configs_records_every_autotune_configuration_of_hopper(tmp_path):
         assert len({compile_check.element_type(t) for t in first}) == types, first
 
 
+def test_a_dependent_launch_touches_no_memory_before_its_wait():
+    """compile_check's PDL check (`--pdl`): in PTX that has griddepcontrol.wait, the first
+    global access before it is named (a predicated one too); parameter and shared-memory
+    accesses, and PTX without the wait, pass."""
+    early = compile_check.access_before_wait
+    ok = ("ld.param.u64 %rd1, [k_param_0];\nst.shared.u32 [%r1], %r2;\n"
+          "griddepcontrol.wait; // dummy %r3\ngriddepcontrol.launch_dependents;\n"
+          "@%p1 ld.global.b32 { %r4 }, [ %rd1 + 0 ];\n")
+    assert early(ok) is None
+    assert early(ok.replace("griddepcontrol.wait; // dummy %r3\n", "")) is None
+    assert early("\t@!%p2 ld.global.v4.b32 {%r1}, [%rd2];\ngriddepcontrol.wait;\n") == \
+        "ld.global.v4.b32"
+    assert early("cp.async.cg.shared.global [%r1], [%rd1], 16;\ngriddepcontrol.wait;\n") == \
+        "cp.async.cg.shared.global"
+    assert early("red.release.gpu.global.add.u32 [%rd1], 1;\ngriddepcontrol.wait;\n") == \
+        "red.release.gpu.global.add.u32"
+
+
 def test_meeting_order_reads_the_steps_of_each_meeting_in_the_ptx():
     """benchmarks/probes/meeting_order.py's reading of a compiled exchange kernel's PTX (the
     compiling itself needs Triton: `make compile-check`): the "// meet:" steps in text order,

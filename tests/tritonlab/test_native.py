@@ -30,6 +30,9 @@ def test_launch_packs_parameters_as_triton_passes_them():
                         [k["slot"], k["i32"], k["i64"], k["f32"], k["scalar"], k["slot"]],
                         [1, -5, 1 << 40, struct.unpack("<I", struct.pack("<f", 2.5))[0], 0, 0])
     cells = launch.pack([0x1000, 0x2000], 0.25)
+    # launched with cuLaunchKernelEx and programmatic dependent launch only where asked
+    assert launch.pdl is False
+    assert mod.Launch("k", 0, [1, 1, 1], 32, 0, [], [], pdl=True).pdl is True
     f32 = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]  # noqa: E731
     assert cells == [0x2000, 2 ** 32 - 5, 1 << 40, f32(2.5), f32(0.25), 0x1000, 0, 0]
     with pytest.raises(IndexError, match="bad slot"):
@@ -209,6 +212,48 @@ def test_native_step_with_the_exchanges_pipelined(shape, dtype, monkeypatch):
         got = _step(rn.rmsnorm, x, g, d)
         for a, b in zip(got[:3], w[:3]):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("shape,dtype", [((8192, 4096), torch.bfloat16),  # kernels.py's rows
+                                         ((300, 1024), torch.float32),
+                                         ((4, 40000), torch.float32),  # the exchanges
+                                         ((2, 140000), torch.bfloat16)])
+def test_native_step_with_dependent_launches(shape, dtype, monkeypatch):
+    """RMSNormTuning.pdl set: every kernel of the step compiled with Triton's launch_pdl and
+    launched with programmatic dependent launch (the native node through cuLaunchKernelEx),
+    each waiting (griddepcontrol.wait) before it touches memory. y, dx and dg bit for bit the
+    step without it, on steps with another dy in between (a backward that read dy or rstd
+    before the kernel ahead of it finished would see the other step's), and in a CUDA graph
+    of the whole step replayed after another step ran."""
+    x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 11, pdl=True)
+    plan = rn._plan(x, g)
+    assert plan.fwd.kw["launch_pdl"] is True and plan.bwd.kw["PDL"] is True
+    assert _native.launch(plan.dg_sum, (_native.Slot(0), _native.Slot(1), 1, 1)).pdl is True
+    for d, w in ((dy, want), (other, want_other), (dy, want)):
+        got = _step(rn.rmsnorm, x, g, d)
+        assert got[3] == NAME, plan.native_why
+        for a, b in zip(got[:3], w[:3]):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    xs, gs = x.clone().requires_grad_(), g.clone().requires_grad_()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm the capture's allocations
+        rn.rmsnorm(xs, gs).backward(dy)
+    torch.cuda.current_stream().wait_stream(side)
+    xs.grad = gs.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = rn.rmsnorm(xs, gs)
+        y.backward(dy)
+    assert y.grad_fn.name() == NAME
+    _step(rn.rmsnorm, x, g, other)
+    xs.grad.zero_(), gs.grad.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    for a, b in zip((y, xs.grad, gs.grad), want[:3]):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 @gpu

@@ -140,6 +140,38 @@ def test_rmsnorm_reads_its_tuning(monkeypatch):
                              rn.rmsnorm_bwd_tiled_kernel, rn.rmsnorm_dg_sum_kernel}
 
 
+@pytest.mark.parametrize("shape,dtype,changes", [
+    ((6, 300), torch.float32, {}),  # the whole-row kernels
+    ((5, 40), torch.bfloat16, {"bwd_fuse_dg": 2}),  # the backward with dg's sum fused
+    ((3, 40), torch.float32, {"fwd_register_max": 16, "bwd_register_max": 16,
+                              "wide_chunk": 8, "wide_fwd_chunk": 8, "tile_m": 2,
+                              "tile_n": 8}),  # chunked forward, coefficient and tiles
+    ((4, 40), torch.bfloat16, {"fwd_register_max": 16, "bwd_register_max": 16,
+                               "fwd_exchange": ((2, 0),), "exchange_block": 16,
+                               "bwd_exchange": ((2, 16, 2, 1 << 31),)}),  # the exchanges
+])
+def test_rmsnorm_with_dependent_launches_gives_the_same_bits(shape, dtype, changes):
+    """RMSNormTuning.pdl (programmatic dependent launch, off by default): every kernel of the
+    plan launched with Triton's launch_pdl and its PDL constexpr (griddepcontrol.wait first,
+    no-ops on the simulator), y, rstd, dx and dg bit for bit the plan without it."""
+    assert tuning.TUNINGS["rmsnorm"][9].pdl is False
+    plain = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], **changes)
+    on = dataclasses.replace(plain, pdl=True)
+    x, g, dy = rand(*shape, dtype=dtype), rand(shape[1], dtype=dtype, seed=1), rand(
+        *shape, dtype=dtype, seed=2)
+    plan = rn._Plan(x, g, tuning=on)
+    bounds = [b for b in (plan.fwd, plan.dot, plan.bwd, plan.dg_sum,
+                          (plan.bwd_fused or (None,))[0]) if b is not None]
+    assert all(b.kw["PDL"] is True and b.kw["launch_pdl"] is True for b in bounds)
+    assert not any("PDL" in b.kw for b in (rn._Plan(x, g, tuning=plain).fwd,))
+    want = rn._forward(x, g, 1e-6, tuning=plain)
+    got = rn._forward(x, g, 1e-6, tuning=on)
+    want += rn._backward(dy, x, g, want[1], tuning=plain)
+    got += rn._backward(dy, x, g, got[1], tuning=on)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
 def test_softmax_reads_its_tuning(monkeypatch):
     small = dataclasses.replace(tuning.DEFAULTS["softmax"], max_row_block=64, online_block=32,
                                 online_block_fp32=64, online_bwd_block=16, exchange_block=32,

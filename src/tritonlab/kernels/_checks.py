@@ -43,6 +43,25 @@ def sm_count(device_index):
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+@functools.lru_cache(maxsize=None)
+def _pdl_capable(device_index, backend):
+    if device_index is None or device_index < 0:
+        return backend == "sim"  # minitriton: griddepcontrol's no-ops, launch_pdl taken
+    return backend == "triton" and torch.cuda.get_device_capability(device_index)[0] >= 9
+
+
+def pdl_kw(enabled, x, backend):
+    """A launch's keywords for programmatic dependent launch: the kernel's PDL constexpr
+    (`tl.extra.cuda.gdc_wait()` before it touches memory, then its dependents released) and
+    Triton's `launch_pdl` option, where `enabled` and the launch runs on a GPU of compute
+    capability 9 or newer (Hopper's griddepcontrol) or on the simulator (`backend`, the
+    backend's NAME); none at all elsewhere, so that the launch's key stays as it was
+    (docs/decisions.md#rmsnorm-pdl)."""
+    if enabled and _pdl_capable(x.get_device(), backend):
+        return {"PDL": True, "launch_pdl": True}
+    return {}
+
+
 def grid_1d(n, block):
     return ((n + block - 1) // block,)
 

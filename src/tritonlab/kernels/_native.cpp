@@ -47,9 +47,30 @@ using CUstream = void*;
 using CUcontext = void*;
 using CUdevice = int;
 
+// cuLaunchKernelEx's configuration, as cuda.h lays it out (CUDA 12 and 13): what a launch
+// with programmatic dependent launch passes (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_
+// SERIALIZATION, attribute 6, its value an int)
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization;
+  } value;
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+struct LaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
+  CUstream stream;
+  LaunchAttribute* attrs;
+  unsigned attr_count;
+};
+constexpr int kProgrammaticStreamSerialization = 6;
+
 struct Driver {
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*launch_ex)(const LaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*ctx_get)(CUcontext*) = nullptr;
   CUresult (*ctx_set)(CUcontext) = nullptr;
   CUresult (*device_get)(CUdevice*, int) = nullptr;
@@ -76,6 +97,7 @@ const Driver& driver() {
     bind(lib, "cuDevicePrimaryCtxRetain", d.retain, d.missing);
     bind(lib, "cuGetErrorName", d.error_name, d.missing);
     bind(lib, "cuStreamIsCapturing", d.is_capturing, d.missing);
+    bind(lib, "cuLaunchKernelEx", d.launch_ex, d.missing);  // CUDA 12.0 and newer
     return d;
   }();
   if (!d.missing.empty())
@@ -97,7 +119,9 @@ enum Kind : int { kSlot = 0, kI32 = 1, kI64 = 2, kF32 = 3, kScalar = 4 };
 
 // One Triton kernel launch with everything but its tensors fixed: `values[i]` is, for a
 // kSlot parameter, the index of its tensor in the call's table; for kI32/kI64 the integer;
-// for kF32 the float's bits; kScalar takes the call's float (RMSNorm's eps).
+// for kF32 the float's bits; kScalar takes the call's float (RMSNorm's eps). `pdl`: launched
+// as Triton launches a kernel compiled with launch_pdl (programmatic dependent launch: it may
+// start before the kernel ahead of it on the stream ends, and waits for it in its code).
 struct Launch {
   std::string kernel;
   uintptr_t function = 0;
@@ -105,11 +129,12 @@ struct Launch {
   unsigned threads = 0, shared = 0;
   std::vector<int> kinds;
   std::vector<int64_t> values;
+  bool pdl = false;
 
   Launch(std::string kernel, uintptr_t function, std::vector<unsigned> grid, unsigned threads,
-         unsigned shared, std::vector<int> kinds, std::vector<int64_t> values)
+         unsigned shared, std::vector<int> kinds, std::vector<int64_t> values, bool pdl)
       : kernel(std::move(kernel)), function(function), grid(std::move(grid)), threads(threads),
-        shared(shared), kinds(std::move(kinds)), values(std::move(values)) {
+        shared(shared), kinds(std::move(kinds)), values(std::move(values)), pdl(pdl) {
     if (this->grid.size() != 3) throw std::invalid_argument("Launch: grid must have 3 sizes");
     if (this->kinds.size() != this->values.size())
       throw std::invalid_argument("Launch: kinds and values differ in length");
@@ -165,6 +190,17 @@ struct Launch {
       check(d.ctx_set(ctx), "cuCtxSetCurrent", kernel);
     }
     if (grid[0] * grid[1] * grid[2] == 0) return;
+    if (pdl) {
+      LaunchAttribute attr{};
+      attr.id = kProgrammaticStreamSerialization;
+      attr.value.programmatic_stream_serialization = 1;
+      LaunchConfig config{grid[0], grid[1], grid[2], threads, 1, 1, shared,
+                          reinterpret_cast<CUstream>(stream), &attr, 1};
+      check(d.launch_ex(&config, reinterpret_cast<CUfunction>(function), params.data(),
+                        nullptr),
+            "cuLaunchKernelEx", kernel);
+      return;
+    }
     check(d.launch(reinterpret_cast<CUfunction>(function), grid[0], grid[1], grid[2], threads,
                    1, 1, shared, reinterpret_cast<CUstream>(stream), params.data(), nullptr),
           "cuLaunchKernel", kernel);
@@ -700,12 +736,13 @@ PYBIND11_MODULE(_tritonlab_native, m) {
   m.doc() = "tritonlab's native autograd nodes (kernels/_native.cpp)";
   py::class_<Launch>(m, "Launch")
       .def(py::init<std::string, uintptr_t, std::vector<unsigned>, unsigned, unsigned,
-                    std::vector<int>, std::vector<int64_t>>(),
+                    std::vector<int>, std::vector<int64_t>, bool>(),
            py::arg("kernel"), py::arg("function"), py::arg("grid"), py::arg("threads"),
-           py::arg("shared"), py::arg("kinds"), py::arg("values"))
+           py::arg("shared"), py::arg("kinds"), py::arg("values"), py::arg("pdl") = false)
       .def("pack", &Launch::pack, py::arg("slots"), py::arg("scalar") = 0.f,
            "The parameter cells (8 bytes each, scratch pointers last) a launch would pass")
-      .def_readonly("kernel", &Launch::kernel);
+      .def_readonly("kernel", &Launch::kernel)
+      .def_readonly("pdl", &Launch::pdl);
   py::class_<RMSNormPlan, std::shared_ptr<RMSNormPlan>>(m, "RMSNormPlan")
       .def(py::init([](Launch forward, std::vector<Launch> backward,
                        std::optional<Launch> dg_sum,

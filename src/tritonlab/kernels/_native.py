@@ -4,7 +4,8 @@ An RMSNorm training step on the H200 is host-bound: autograd runs a backward nod
 worker thread, where a Python node pays the GIL handoff and tens of microseconds for each torch
 call (docs/ops.md#host-cost). The native module makes the forward's outputs and a C++ autograd
 node whose backward allocates its buffers and launches the Triton kernels the Python plan
-compiled, through the driver's cuLaunchKernel, with no Python.
+compiled, through the driver's cuLaunchKernel (cuLaunchKernelEx for a kernel compiled with
+Triton's launch_pdl, launched as Triton launches it), with no Python.
 
 `module()` builds it on first use with the machine's C++ compiler against the installed torch
 (once per torch and Python version, cached under $TRITONLAB_CACHE_DIR or
@@ -12,7 +13,7 @@ compiled, through the driver's cuLaunchKernel, with no Python.
 a failed build (`why()` says which). `launch(bound, args)` describes one of a plan's `Bound`
 launches for the module, or says why that launch is not one it can make (before its first
 call through Triton, a Triton other than 3.6, Triton's global or profile scratch, clusters,
-cooperative or PDL launches, a profiler hook listening, argument types other than pointers,
+cooperative launches, a profiler hook listening, argument types other than pointers,
 integers and fp32). An exchange kernel's statistics and meeting counters (kernels/_exchange.py)
 are the module's own slots ("stats", "counters"): the statistics made per call, the counters
 kept per stream and thread as `_launch.scratch` keeps them.
@@ -163,8 +164,8 @@ def launch(bound, args):
     cooperative, pdl = runner.flags[:2]
     warps, ctas, shared = runner.packed
     _state["knobs"] = runner.knobs
-    if cooperative or pdl or ctas != 1:
-        return f"{name}: a cooperative, PDL or cluster launch"
+    if cooperative or ctas != 1:
+        return f"{name}: a cooperative or cluster launch"
     signature = list(runner.compiled.src.signature.values())
     every = list(args) + list(bound.tail)
     if len(signature) != len(every):
@@ -185,7 +186,7 @@ def launch(bound, args):
         else:
             return f"{name}: a parameter of type {ty} given {type(arg).__name__}"
     return mod.Launch(name, runner.function, list(bound.grid3), 32 * warps, shared, kinds,
-                      values)
+                      values, bool(pdl))
 
 
 def module_nowait():

@@ -35,15 +35,26 @@ import math
 
 import torch
 
-from ..backend import DEVICE, tl, triton
+from ..backend import DEVICE, NAME, tl, triton
 from . import _exchange, _native, ops
-from ._checks import FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, stats_dtype
+from ._checks import (FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, pdl_kw,
+                      stats_dtype)
 from ._launch import Bound, PlanCache, current_device, raw_stream, scratch
 from .tuning import device_of, exchange_groups, fit_stages, stages_kw, tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
 # BLOCK_N columns (4096 columns: 128 programs)
 DG_BLOCK_P, DG_BLOCK_N = 64, 32
+
+
+@triton.jit
+def _dependent_launch(PDL: tl.constexpr):
+    # PDL (programmatic dependent launch, kernels/_checks.py's pdl_kw): wait until the grids
+    # this launch follows have finished and their stores are visible, before any access to
+    # memory, then let the launch after this one place its programs while this one runs
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
 
 
 @triton.jit
@@ -57,7 +68,8 @@ def _fwd_row(x_ptr, g, y_ptr, rstd_ptr, row, cols, mask, n_cols, eps, ACC: tl.co
 
 @triton.jit
 def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr,
-                       ACC: tl.constexpr):
+                       ACC: tl.constexpr, PDL: tl.constexpr = False):
+    _dependent_launch(PDL)
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # read N (shared, cached)
@@ -68,12 +80,13 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, BLOCK_SIZE: t
 @triton.jit
 def rmsnorm_fwd_loop_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, n_rows,
                             BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
-                            STAGES: tl.constexpr = None):
+                            STAGES: tl.constexpr = None, PDL: tl.constexpr = False):
     # Persistent: a few programs per SM, each loading g once and stepping through rows
     # pid, pid + programs, ... with the loop software-pipelined over STAGES rows: Triton's
     # pipeliner issues the next rows' loads (cp.async into shared memory) while this row is
     # reduced and written, which it does for loads that feed no dot only in a loop given
     # num_stages itself (docs/decisions.md#row-loop-stages)
+    _dependent_launch(PDL)
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
@@ -126,9 +139,11 @@ def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_
 @triton.jit
 def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
                        rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
-                       PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None):
+                       PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None,
+                       PDL: tl.constexpr = False):
     # the whole-row backward: each program's rows, then its share of dg into its row of the
     # partial buffer (rmsnorm_dg_sum_kernel sums them)
+    _dependent_launch(PDL)
     pid = tl.program_id(0)
     dg = _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols,
                    rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES)
@@ -157,9 +172,10 @@ def _dg_sum_cols(partial_ptr, dg_ptr, n_partial, n_cols, cols, BLOCK_P: tl.const
 
 @triton.jit
 def rmsnorm_dg_sum_kernel(partial_ptr, dg_ptr, n_partial, n_cols, BLOCK_P: tl.constexpr,
-                          BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+                          BLOCK_N: tl.constexpr, ACC: tl.constexpr, PDL: tl.constexpr = False):
     # dg = the partial buffer's rows summed, stored in g's dtype: one launch where
     # partial.sum(0).to(g.dtype) took two (a reduction and, for 16-bit g, a cast)
+    _dependent_launch(PDL)
     _dg_sum_cols(partial_ptr, dg_ptr, n_partial, n_cols,
                  tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_P, BLOCK_N, ACC,
                  False)
@@ -170,7 +186,8 @@ def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_
                              sync_ptr, n_rows, n_cols, rows_per_program, reducers,
                              BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
                              BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
-                             PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None):
+                             PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None,
+                             PDL: tl.constexpr = False):
     # the whole-row backward with dg's sum in the same launch (RMSNormTuning.bwd_fuse_dg):
     # each program stores its partial row of dg and counts itself in at sync_ptr[0]; the
     # last `reducers` to arrive wait until all have, then sum dg's column blocks r, r +
@@ -182,6 +199,7 @@ def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_
     # keeps reducers to half the SMs; the GPU holds one or more programs per SM). The
     # ticket's release (after the CTA's barrier) and wait_for's acquire order the partial
     # rows before their sum, as in _exchange.arrive_and_wait
+    _dependent_launch(PDL)
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     dg = _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols,
@@ -202,12 +220,14 @@ def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_
 
 @triton.jit
 def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: tl.constexpr,
-                            ACC: tl.constexpr, STAGES: tl.constexpr = None):
+                            ACC: tl.constexpr, STAGES: tl.constexpr = None,
+                            PDL: tl.constexpr = False):
     # Rows too long for one block of registers: an in-program loop over chunks (lecture §7),
     # twice: the sum of squares, then y. The second pass finds the row in L2: the first
     # asks L2 to keep it, the second lets it go, y streams past (docs/decisions.md#softmax-
     # online-hints, where the same hints were measured). STAGES: both loops software-pipelined
     # (docs/decisions.md#row-loop-stages).
+    _dependent_launch(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, CHUNK)
     squares = tl.zeros([CHUNK], dtype=ACC)
@@ -257,7 +277,8 @@ def _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, r, p, cols,
 def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stats_ptr, sync_ptr,
                                 n_rows, pieces, groups, BLOCK_SIZE: tl.constexpr,
                                 PIECES: tl.constexpr, ACC: tl.constexpr,
-                                STAGES: tl.constexpr = None, PTX: tl.constexpr = False):
+                                STAGES: tl.constexpr = None, PTX: tl.constexpr = False,
+                                PDL: tl.constexpr = False):
     # Wide rows read once: `pieces` programs per row (consecutive in a 1-D grid), each keeping
     # its BLOCK_SIZE columns in registers, store their sums of squares and meet in memory
     # (kernels/_exchange.py, as softmax_exchange_kernel), then each writes its piece of y;
@@ -266,6 +287,7 @@ def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stat
     # ... in a loop Triton software-pipelines over STAGES rows, the next rows' pieces in
     # flight in shared memory while this row's meet (PTX: the meeting in inline PTX, which
     # that needs; GPU only; docs/decisions.md#exchange-pipelined)
+    _dependent_launch(PDL)
     pid = tl.program_id(0)
     p, group = pid % pieces, pid // pieces
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -287,9 +309,11 @@ def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stat
 
 @triton.jit
 def rmsnorm_bwd_dot_kernel(x_ptr, g_ptr, dy_ptr, rstd_ptr, coef_ptr, n_cols, CHUNK: tl.constexpr,
-                           ACC: tl.constexpr, STAGES: tl.constexpr = None):
+                           ACC: tl.constexpr, STAGES: tl.constexpr = None,
+                           PDL: tl.constexpr = False):
     # Wide rows, backward step 1, a program per row: coef = r^3 / N * sum(dy * g * x), the
     # coefficient of x in dx, with an in-program loop over chunks (lecture §7).
+    _dependent_launch(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, CHUNK)
     dots = tl.zeros([CHUNK], dtype=ACC)
@@ -308,11 +332,12 @@ def rmsnorm_bwd_dot_kernel(x_ptr, g_ptr, dy_ptr, rstd_ptr, coef_ptr, n_cols, CHU
 def rmsnorm_bwd_tiled_kernel(x_ptr, g_ptr, rstd_ptr, coef_ptr, dy_ptr, dx_ptr, dg_partial_ptr,
                              n_rows, n_cols, rows_per_program, BLOCK_M: tl.constexpr,
                              BLOCK_N: tl.constexpr, ACC: tl.constexpr,
-                             STAGES: tl.constexpr = None):
+                             STAGES: tl.constexpr = None, PDL: tl.constexpr = False):
     # Wide rows, backward step 2: program (i, j) owns columns j*BLOCK_N... and rows
     # i*rows_per_program... (a multiple of BLOCK_M), walks its rows in (BLOCK_M, BLOCK_N)
     # tiles writing dx = r * dy * g - coef * x, keeps dg for its columns in registers and
     # writes it once, into row i of the partial buffer (exercise 8c, in two dimensions).
+    _dependent_launch(PDL)
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
@@ -384,7 +409,7 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
                                 BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
                                 ROWS: tl.constexpr, ACC: tl.constexpr,
                                 SPLIT: tl.constexpr = False, STAGES: tl.constexpr = None,
-                                PTX: tl.constexpr = False):
+                                PTX: tl.constexpr = False, PDL: tl.constexpr = False):
     # Wide rows, x and dy read once: `pieces` programs per group of rows (consecutive in a
     # 1-D grid), each owning BLOCK_SIZE columns of the group's rows, which it walks ROWS at a
     # time (rows_per_group a multiple of ROWS). Step by step, each stores its piece's share of
@@ -397,6 +422,7 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
     # pieces arrivals), left once at the end. Or (not SPLIT) the loop software-pipelined by
     # Triton over STAGES steps, the next steps' loads in flight in shared memory through the
     # meeting, which is then in inline PTX (PTX, GPU only: _exchange.arrive_and_wait).
+    _dependent_launch(PDL)
     pid = tl.program_id(0)
     p, group = pid % pieces, pid // pieces
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -509,6 +535,7 @@ class _Plan:
         if not (n_rows and n_cols):
             return
         acc, t = compute_dtype(x, tl), tuning or tuning_for("rmsnorm", x.get_device())
+        pdl = pdl_kw(t.pdl, x, NAME)  # every launch, where on (docs/decisions.md#rmsnorm-pdl)
         device, item = device_of(x.get_device()), x.element_size()
         pieces = triton.cdiv(n_cols, t.exchange_block)
         if (not chunk and n_cols > t.fwd_register_max and t.fwd_exchanges(item, n_cols)
@@ -522,24 +549,24 @@ class _Plan:
                 piped = {"STAGES": t.fwd_exchange_stages, "PTX": x.is_cuda}
             self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (groups * pieces,),
                              BLOCK_SIZE=t.exchange_block, PIECES=triton.next_power_of_2(pieces),
-                             ACC=acc, num_warps=t.exchange_warps, **piped)
+                             ACC=acc, num_warps=t.exchange_warps, **piped, **pdl)
             self.exchange = (n_rows, pieces)
             self.fwd_tail = (n_rows, pieces, groups)
         elif chunk or n_cols > t.fwd_register_max:
             fwd_chunk = chunk or t.wide_fwd_chunk
             self.fwd = Bound(rmsnorm_fwd_wide_kernel, (n_rows,), CHUNK=fwd_chunk, ACC=acc,
                              num_warps=t.wide_warps,
-                             **stages_kw(t.wide_stages, fwd_chunk * item))
+                             **stages_kw(t.wide_stages, fwd_chunk * item), **pdl)
         elif t.fwd_loop:
             block = triton.next_power_of_2(n_cols)
             self.fwd = Bound(rmsnorm_fwd_loop_kernel, (t.fwd_loop_programs(n_rows, device),),
                              BLOCK_SIZE=block, ACC=acc, num_warps=num_warps_for(block),
-                             STAGES=fit_stages(t.fwd_loop_stages, block * item))
+                             STAGES=fit_stages(t.fwd_loop_stages, block * item), **pdl)
             self.fwd_tail = (n_rows,)
         else:
             block = triton.next_power_of_2(n_cols)
             self.fwd = Bound(rmsnorm_fwd_kernel, (n_rows,), BLOCK_SIZE=block, ACC=acc,
-                             num_warps=num_warps_for(block))
+                             num_warps=num_warps_for(block), **pdl)
         exchange_tile = (None if chunk or tile or n_cols <= t.bwd_register_max
                          else t.bwd_exchange_tile(item, n_cols))
         bwd_block, step, split, bwd_stages = exchange_tile or (n_cols, 1, False, None)
@@ -557,7 +584,7 @@ class _Plan:
             self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
                              num_warps=t.bwd_exchange_warps, **({"SPLIT": True} if split else {}),
-                             **pipelined)
+                             **pipelined, **pdl)
             self.bwd_exchange = (n_rows, bwd_pieces)
             grid = (triton.cdiv(n_rows, rows),)  # the partial buffer: a row per group
         elif chunk or tile or n_cols > t.bwd_register_max:
@@ -565,13 +592,13 @@ class _Plan:
             dot_chunk = chunk or t.wide_chunk
             self.dot = Bound(rmsnorm_bwd_dot_kernel, (n_rows,), CHUNK=dot_chunk, ACC=acc,
                              num_warps=t.wide_warps,
-                             **stages_kw(t.wide_stages, 2 * dot_chunk * item))
+                             **stages_kw(t.wide_stages, 2 * dot_chunk * item), **pdl)
             rows = (triton.cdiv(rows_per_program, block_m) * block_m if rows_per_program else
                     t.tiled_rows(n_rows, n_cols, block_m, block_n, item, device))
             grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_cols, block_n))
             self.bwd = Bound(rmsnorm_bwd_tiled_kernel, grid, BLOCK_M=block_m, BLOCK_N=block_n,
                              ACC=acc, num_warps=t.tile_warps,
-                             **stages_kw(t.wide_stages, 2 * block_m * block_n * item))
+                             **stages_kw(t.wide_stages, 2 * block_m * block_n * item), **pdl)
         else:
             rows = rows_per_program or triton.cdiv(n_rows, t.bwd_programs(n_rows, n_cols, device))
             grid = (triton.cdiv(n_rows, rows),)
@@ -581,7 +608,7 @@ class _Plan:
             prefetch = not stages and block * item <= t.bwd_prefetch_bytes
             kw = dict(BLOCK_SIZE=block, ACC=acc, PREFETCH=prefetch,
                       num_warps=t.bwd_warps(block, item, prefetch), **stages)
-            self.bwd = Bound(rmsnorm_bwd_kernel, grid, **kw)
+            self.bwd = Bound(rmsnorm_bwd_kernel, grid, **kw, **pdl)
             if t.bwd_fuse_dg < 0:
                 raise ValueError(f"RMSNormTuning.bwd_fuse_dg must be 0 (off) or the number of "
                                  f"programs that sum dg, not {t.bwd_fuse_dg}")
@@ -591,10 +618,10 @@ class _Plan:
                            max(1, device.sms // 2) if device.on_gpu else grid[0])
             if reducers:
                 self.bwd_fused = (Bound(rmsnorm_bwd_fused_kernel, grid, BLOCK_P=DG_BLOCK_P,
-                                        BLOCK_N=DG_BLOCK_N, **kw), reducers)
+                                        BLOCK_N=DG_BLOCK_N, **kw, **pdl), reducers)
         self.rows_per_program, self.partial_shape = rows, (grid[0], n_cols)
         self.dg_sum = Bound(rmsnorm_dg_sum_kernel, (triton.cdiv(n_cols, DG_BLOCK_N),),
-                            BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4)
+                            BLOCK_P=DG_BLOCK_P, BLOCK_N=DG_BLOCK_N, ACC=acc, num_warps=4, **pdl)
 
     def native_plan(self):
         """The native module's RMSNormPlan of these launches (kernels/_native.py), for the

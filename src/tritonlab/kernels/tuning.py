@@ -165,6 +165,13 @@ class RMSNormTuning:
     # benchmarks/probes/rms_bwd_fused_dg.py measures it
     # (docs/decisions.md#rmsnorm-backward-fused-dg)
     bwd_fuse_dg: int = 0
+    # Programmatic dependent launch (Hopper): every RMSNorm kernel launched with Triton's
+    # launch_pdl, waiting (griddepcontrol.wait) before it touches memory and releasing its
+    # dependents as it starts, so that a training step's next kernel (the backward after the
+    # forward, dg's sum after the backward) is launched and its programs placed while the
+    # one before drains; off until benchmarks/probes/rms_pdl.py measures it
+    # (docs/decisions.md#rmsnorm-pdl)
+    pdl: bool = False
 
     def fwd_exchanges(self, element_size, n_cols):
         """Whether wide rows of n_cols elements of this size take the exchange forward."""
