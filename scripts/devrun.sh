@@ -26,6 +26,9 @@
 #             states, pipelined rows among them), then exchange_pipelined.py (SHAPES, CONFIGS,
 #             BWD_CONFIGS: its --shapes, --configs, --bwd-configs); TRITONLAB_NATIVE=0 skips
 #             the native tests' module build
+#   owed47    session 47's call: the GPU tests of RMSNorm's dependent launches and pipelined
+#             exchanges (test_native.py), probes/rms_pdl.py, then kernels.py's RMSNorm
+#             forward+backward rows (REPEATS) in the time left
 
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -101,6 +104,13 @@ owed37)
     OUT=$OUT TAILN=120 step pipelined "$((540 - (SECONDS - t0)))" python3 \
         benchmarks/probes/exchange_pipelined.py ${SHAPES:+--shapes "$SHAPES"} \
         ${CONFIGS:+--configs "$CONFIGS"} ${BWD_CONFIGS:+--bwd-configs "$BWD_CONFIGS"} ;;
+owed47)
+    step tests47 "${LIM:-200}" python3 -m pytest -q -p no:cacheprovider \
+        tests/tritonlab/test_native.py -k "dependent or pipelined"
+    OUT=$OUT TAILN=40 step pdl 240 python3 benchmarks/probes/rms_pdl.py
+    step kernels "$((560 - (SECONDS - t0)))" python3 benchmarks/kernels.py \
+        --repeats "${REPEATS:-3}" --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" \
+        --out "$OUT/kernels" ;;
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac
