@@ -11,7 +11,10 @@ at benchmarks/kernels.py's shapes, both dtypes, as kernels.py times its rows: th
 step as `torch.autograd.grad(rmsnorm(x, g), (x, g), dy)` (the native node after a first
 step) against a copy of 5·MN bytes, and the forward alone against a copy of 2·MN; CUDA-graph
 replays and do_bench (L2 flushed), interleaved, three repeats. Each setting is checked first:
-y, dx and dg bit for bit the step without PDL.
+y, dx and dg bit for bit the step without PDL. A third step row, "off, autograd on one
+thread" (`torch.autograd.set_multithreading_enabled(False)`: the backward on the calling
+thread, no handoff to autograd's CUDA worker; a diagnosis, not a setting to benchmark with),
+says how much of the step's do_bench time beyond its graph time is the host's.
 Decides: RMSNormTuning.pdl (kernels/tuning.py; docs/decisions.md#rmsnorm-pdl; issue 37's
 forward+backward rows).
 
@@ -72,11 +75,18 @@ def main(shapes=SHAPES):
                     assert same, f"{label}: not the bits of the step without PDL"
                     return "same bits"
                 return check
+            def one_thread(use):  # a diagnosis (docs/benchmarking.md), not a setting
+                with torch.autograd.set_multithreading_enabled(False):
+                    return step(use)
             for kind, run, copy_bytes in (("step", step, 5), ("fwd", forward, 2)):
                 impls = []
                 for label, use in settings.items():
                     fn = (lambda use=use, run=run: run(use))
                     impls.append((label, fn, checked(kind, label, fn)))
+                if kind == "step":  # how much of do_bench's time is autograd's thread handoff
+                    fn = (lambda: one_thread(settings["off"]))
+                    impls.append(("off, autograd on one thread", fn,
+                                  checked(kind, "one thread", fn)))
                 src = torch.empty(copy_bytes * M * N // 2, device="cuda", dtype=dtype)
                 dst = torch.empty_like(src)
                 impls.append(("copy", lambda: dst.copy_(src), None))
