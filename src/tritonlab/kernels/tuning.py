@@ -169,7 +169,7 @@ class RMSNormTuning:
     # launch_pdl, waiting (griddepcontrol.wait) before it touches memory and releasing its
     # dependents as it starts, so that a training step's next kernel (the backward after the
     # forward, dg's sum after the backward) is launched and its programs placed while the
-    # one before drains; off until benchmarks/probes/rms_pdl.py measures it
+    # one before drains; off: benchmarks/probes/rms_pdl.py found no gain on an H100
     # (docs/decisions.md#rmsnorm-pdl)
     pdl: bool = False
 
