@@ -190,20 +190,22 @@ def test_rmsnorm_partial_dg_buffer(rows_per_program):
 @pytest.mark.parametrize("shape,rows", [((37, 100), 5), ((9, 256), 4), ((1, 64), 3), ((8, 33), 8)])
 def test_rmsnorm_backward_prefetch_is_the_same_computation(shape, rows, dtype):
     # the whole-row backward with the next row loaded ahead (PREFETCH, the default for short
-    # rows): the same bits as one row at a time, the last program's rows running past the end
+    # rows) or the next two (PREFETCH=2, RMSNormTuning.bwd_prefetch_rows): the same bits as
+    # one row at a time, the last program's rows running past the end
     M, N = shape
     x, g, dy = rand(M, N, dtype=dtype), rand(N, dtype=dtype, seed=1), rand(M, N, dtype=dtype,
                                                                           seed=2)
     _, rstd = rn.rmsnorm_forward(x, g)
     programs = -(-M // rows)
     outs = []
-    for prefetch in (False, True):
+    for prefetch in (False, True, 2):
         dx, partial = torch.empty_like(x), torch.empty(programs, N, device=DEV)
         rn.rmsnorm_bwd_kernel[(programs,)](x, g, rstd, dy, dx, partial, M, N, rows,
                                            BLOCK_SIZE=backend.triton.next_power_of_2(N),
                                            ACC=backend.tl.float32, PREFETCH=prefetch)
         outs.append((dx, partial))
-    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    for dx, partial in outs[1:]:
+        assert torch.equal(outs[0][0], dx) and torch.equal(outs[0][1], partial)
     _, dx_ref, _ = ref.rmsnorm_grads(x.double(), g.double(), dy.double())
     assert rel_err(outs[1][0], dx_ref) < TOLERANCES[dtype]
 

@@ -258,6 +258,32 @@ def test_native_step_with_dependent_launches(shape, dtype, monkeypatch):
 
 @gpu
 @needs_cuda
+@pytest.mark.parametrize("changes,exact", [({"bwd_l2_ahead": 4}, True),
+                                           ({"bwd_prefetch_rows": 2}, False),
+                                           ({"bwd_prefetch_rows": 2, "bwd_l2_ahead": 3}, False)])
+@pytest.mark.parametrize("shape,dtype", [((8192, 4096), torch.bfloat16),  # PREFETCH rows
+                                         ((300, 2048), torch.float32),
+                                         ((77, 3000), torch.float16)])
+def test_native_step_with_more_rows_in_flight(shape, dtype, changes, exact, monkeypatch):
+    """RMSNormTuning.bwd_l2_ahead (each step of the whole-row backward asks L2 for a later
+    row: inline PTX, GPU only) and bwd_prefetch_rows 2 (two rows ahead in registers, with
+    more warps): the native step's y, dx and dg as the default's, bit for bit where only the
+    L2 hint differs, within rounding where the warps do (tl.sum's order), on steps with
+    another dy in between."""
+    x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 13, **changes)
+    kw = rn._plan(x, g).bwd.kw
+    assert kw.get("L2_AHEAD", 0) == changes.get("bwd_l2_ahead", 0)
+    assert kw["PREFETCH"] == (2 if "bwd_prefetch_rows" in changes else True)
+    tol = {} if exact else {"rtol": 1e-2, "atol": 1e-2}
+    for d, w in ((dy, want), (other, want_other), (dy, want)):
+        got = _step(rn.rmsnorm, x, g, d)
+        assert got[3] == NAME, rn._plan(x, g).native_why
+        for a, b in zip(got[:3], w[:3]):
+            torch.testing.assert_close(a, b, **(tol or {"rtol": 0, "atol": 0}))
+
+
+@gpu
+@needs_cuda
 def test_native_frozen_weight_twice_and_released_graph():
     """A frozen weight gets no gradient; retain_graph gives a second backward its own buffers;
     without it, a second backward says the graph was freed."""

@@ -172,6 +172,29 @@ def test_rmsnorm_with_dependent_launches_gives_the_same_bits(shape, dtype, chang
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+def test_rmsnorm_backward_rows_ahead_from_the_tuning():
+    """RMSNormTuning.bwd_prefetch_rows 2: the whole-row backward's prefetch two rows ahead
+    with four times the warps (two: twice); bwd_l2_ahead asks L2 ahead on a GPU only (an
+    inline-PTX hint the simulator has no use for); other depths are refused. Off on Hopper."""
+    hopper = tuning.TUNINGS["rmsnorm"][9]
+    assert hopper.bwd_prefetch_rows == 1 and hopper.bwd_l2_ahead == 0
+    x, g = rand(64, 2048), rand(2048, seed=1)
+    one = dataclasses.replace(tuning.DEFAULTS["rmsnorm"], bwd_stages=None)
+    plan = rn._Plan(x, g, tuning=one)
+    assert plan.bwd.kw["PREFETCH"] is True and "L2_AHEAD" not in plan.bwd.kw
+    two = rn._Plan(x, g, tuning=dataclasses.replace(one, bwd_prefetch_rows=2, bwd_l2_ahead=4))
+    assert two.bwd.kw["PREFETCH"] == 2 and "L2_AHEAD" not in two.bwd.kw
+    assert two.bwd.kw["num_warps"] == 2 * plan.bwd.kw["num_warps"]
+    dy = rand(64, 2048, seed=2)
+    _, rstd = rn._forward(x, g, 1e-6)
+    want = rn._backward(dy, x, g, rstd, tuning=one)
+    got = rn._backward(dy, x, g, rstd, tuning=dataclasses.replace(one, bwd_prefetch_rows=2))
+    for a, b in zip(got, want):  # other warps: tl.sum's order, within rounding
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="bwd_prefetch_rows must be 1 or 2"):
+        rn._Plan(x, g, tuning=dataclasses.replace(one, bwd_prefetch_rows=3))
+
+
 def test_softmax_reads_its_tuning(monkeypatch):
     small = dataclasses.replace(tuning.DEFAULTS["softmax"], max_row_block=64, online_block=32,
                                 online_block_fp32=64, online_bwd_block=16, exchange_block=32,

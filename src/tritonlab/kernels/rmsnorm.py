@@ -97,33 +97,68 @@ def rmsnorm_fwd_loop_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, n_rows,
 
 
 @triton.jit
+def _row_ahead(x_ptr, dy_ptr, row, i, k, cols, col_mask, n_rows, n_cols, rows_per_program):
+    # x and dy of row + k, the program's i + k-th row (none past its last or the input's)
+    ahead = col_mask & (row + k < n_rows) & (i + k < rows_per_program)
+    return (tl.load(x_ptr + (row + k) * n_cols + cols, mask=ahead, other=0.0),
+            tl.load(dy_ptr + (row + k) * n_cols + cols, mask=ahead, other=0.0))
+
+
+@triton.jit
+def _l2_prefetch(base, n_cols, keep, LINE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    # a hint, GPU only: the 128-byte lines of base[0:n_cols] fetched into L2 now
+    # (prefetch.global.L2, no register, no wait), where keep; LINE elements a line
+    lines = tl.arange(0, BLOCK_SIZE // LINE) * LINE
+    tl.inline_asm_elementwise(
+        "{\n.reg .pred p;\nsetp.ne.s32 p, $2, 0;\n@p prefetch.global.L2 [$1];\n"
+        "mov.b32 $0, 0;\n}", "=r,l,r", [base + lines, (keep & (lines < n_cols)).to(tl.int32)],
+        dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
 def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_per_program,
               BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr, PREFETCH: tl.constexpr,
-              STAGES: tl.constexpr):
+              STAGES: tl.constexpr, L2_AHEAD: tl.constexpr = 0):
     # program pid's rows_per_program whole rows: dx written, this program's share of dg
     # returned (in registers). PREFETCH: the next row's x and dy are loaded before this row is
     # reduced and written, two rows in flight per program
-    # (docs/decisions.md#rmsnorm-backward-prefetch); STAGES: the row loop software-pipelined
-    # by Triton instead, STAGES - 1 rows' loads ahead in shared memory
-    # (docs/decisions.md#row-loop-stages)
+    # (docs/decisions.md#rmsnorm-backward-prefetch); PREFETCH=2: the next two rows', three
+    # in flight (docs/decisions.md#rmsnorm-backward-prefetch-depth); STAGES: the row loop
+    # software-pipelined by Triton instead, STAGES - 1 rows' loads ahead in shared memory
+    # (docs/decisions.md#row-loop-stages). L2_AHEAD (GPU only): each step also asks L2 for
+    # the x and dy of the row L2_AHEAD rows on (prefetch.global.L2: no registers held), so
+    # that the loads above find them there (docs/decisions.md#rmsnorm-backward-prefetch-depth)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
     g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
     dg = tl.zeros([BLOCK_SIZE], dtype=ACC)  # this program's share of dg, in registers
     first = pid.to(tl.int64) * rows_per_program
     if PREFETCH:
-        mask = col_mask & (first < n_rows)
-        x_next = tl.load(x_ptr + first * n_cols + cols, mask=mask, other=0.0)
-        dy_next = tl.load(dy_ptr + first * n_cols + cols, mask=mask, other=0.0)
+        x_next, dy_next = _row_ahead(x_ptr, dy_ptr, first, 0, 0, cols, col_mask, n_rows,
+                                     n_cols, rows_per_program)
+        if PREFETCH == 2:
+            x_after, dy_after = _row_ahead(x_ptr, dy_ptr, first, 0, 1, cols, col_mask, n_rows,
+                                           n_cols, rows_per_program)
     for i in tl.range(0, rows_per_program, num_stages=STAGES):
         row = first + i
         mask = col_mask & (row < n_rows)
-        if PREFETCH:
+        if L2_AHEAD:
+            later = (row + L2_AHEAD < n_rows) & (i + L2_AHEAD < rows_per_program)
+            _l2_prefetch(x_ptr + (row + L2_AHEAD) * n_cols, n_cols, later,
+                         1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+            _l2_prefetch(dy_ptr + (row + L2_AHEAD) * n_cols, n_cols, later,
+                         1024 // dy_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+        if PREFETCH == 2:
+            x = x_next.to(ACC)  # read N, two rows ahead
+            dy = dy_next.to(ACC)
+            x_next, dy_next = x_after, dy_after
+            x_after, dy_after = _row_ahead(x_ptr, dy_ptr, row, i, 2, cols, col_mask, n_rows,
+                                           n_cols, rows_per_program)
+        elif PREFETCH:
             x = x_next.to(ACC)  # read N, one row ahead
             dy = dy_next.to(ACC)
-            ahead = col_mask & (row + 1 < n_rows) & (i + 1 < rows_per_program)
-            x_next = tl.load(x_ptr + (row + 1) * n_cols + cols, mask=ahead, other=0.0)
-            dy_next = tl.load(dy_ptr + (row + 1) * n_cols + cols, mask=ahead, other=0.0)
+            x_next, dy_next = _row_ahead(x_ptr, dy_ptr, row, i, 1, cols, col_mask, n_rows,
+                                         n_cols, rows_per_program)
         else:
             x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
             dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
@@ -140,13 +175,13 @@ def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_
 def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
                        rows_per_program, BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
                        PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None,
-                       PDL: tl.constexpr = False):
+                       PDL: tl.constexpr = False, L2_AHEAD: tl.constexpr = 0):
     # the whole-row backward: each program's rows, then its share of dg into its row of the
     # partial buffer (rmsnorm_dg_sum_kernel sums them)
     _dependent_launch(PDL)
     pid = tl.program_id(0)
     dg = _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols,
-                   rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES)
+                   rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES, L2_AHEAD)
     cols = tl.arange(0, BLOCK_SIZE)
     tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=cols < n_cols)
 
@@ -187,7 +222,7 @@ def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_
                              BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr,
                              BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
                              PREFETCH: tl.constexpr = False, STAGES: tl.constexpr = None,
-                             PDL: tl.constexpr = False):
+                             PDL: tl.constexpr = False, L2_AHEAD: tl.constexpr = 0):
     # the whole-row backward with dg's sum in the same launch (RMSNormTuning.bwd_fuse_dg):
     # each program stores its partial row of dg and counts itself in at sync_ptr[0]; the
     # last `reducers` to arrive wait until all have, then sum dg's column blocks r, r +
@@ -203,7 +238,7 @@ def rmsnorm_bwd_fused_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     dg = _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols,
-                   rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES)
+                   rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES, L2_AHEAD)
     cols = tl.arange(0, BLOCK_SIZE)
     tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=cols < n_cols)
     tl.debug_barrier()  # every thread's partial stored before the program counts itself in
@@ -606,8 +641,14 @@ class _Plan:
             stages = (stages_kw(t.bwd_stages, 2 * block * item)  # x and dy
                       if block * item <= t.bwd_stages_bytes else {})
             prefetch = not stages and block * item <= t.bwd_prefetch_bytes
-            kw = dict(BLOCK_SIZE=block, ACC=acc, PREFETCH=prefetch,
-                      num_warps=t.bwd_warps(block, item, prefetch), **stages)
+            if t.bwd_prefetch_rows not in (1, 2):
+                raise ValueError(f"RMSNormTuning.bwd_prefetch_rows must be 1 or 2, not "
+                                 f"{t.bwd_prefetch_rows}")
+            # the next row (True, as before), or the next two; rows asked of L2 ahead (GPU)
+            ahead = prefetch and (t.bwd_prefetch_rows == 1 or t.bwd_prefetch_rows)
+            l2 = {"L2_AHEAD": t.bwd_l2_ahead} if t.bwd_l2_ahead and x.is_cuda else {}
+            kw = dict(BLOCK_SIZE=block, ACC=acc, PREFETCH=ahead,
+                      num_warps=t.bwd_warps(block, item, prefetch), **stages, **l2)
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, **kw, **pdl)
             if t.bwd_fuse_dg < 0:
                 raise ValueError(f"RMSNormTuning.bwd_fuse_dg must be 0 (off) or the number of "

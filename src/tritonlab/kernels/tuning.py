@@ -165,6 +165,14 @@ class RMSNormTuning:
     # benchmarks/probes/rms_bwd_fused_dg.py measures it
     # (docs/decisions.md#rmsnorm-backward-fused-dg)
     bwd_fuse_dg: int = 0
+    # how many rows ahead that prefetch loads: 1 (the next row, two in flight a program), or
+    # 2 (the next two, three in flight, 2 ** 2 times the warps); 1 until
+    # benchmarks/probes/rms_bwd_depth.py measures 2 (docs/decisions.md#rmsnorm-backward-
+    # prefetch-depth)
+    bwd_prefetch_rows: int = 1
+    # and, on a GPU, each of its steps asks L2 for the x and dy of the row this many rows on
+    # (prefetch.global.L2, no registers held); 0: off until rms_bwd_depth.py measures it
+    bwd_l2_ahead: int = 0
     # Programmatic dependent launch (Hopper): every RMSNorm kernel launched with Triton's
     # launch_pdl, waiting (griddepcontrol.wait) before it touches memory and releasing its
     # dependents as it starts, so that a training step's next kernel (the backward after the
@@ -205,9 +213,10 @@ class RMSNormTuning:
     def bwd_warps(self, block, element_size, prefetch=False):
         """Warps of the whole-row backward, which keeps x, dy, g and the dg accumulator of a row
         in registers: enough that they do not spill, no more (more warps cost time); twice as
-        many where it holds the next row's x and dy too."""
+        many where it holds the next row's x and dy too (`bwd_prefetch_rows` 2: four times)."""
         warps = block * element_size // self.bwd_bytes_per_warp
-        return min(self.bwd_max_warps, max(self.bwd_min_warps, warps) * (2 if prefetch else 1))
+        ahead = 2 ** self.bwd_prefetch_rows if prefetch else 1
+        return min(self.bwd_max_warps, max(self.bwd_min_warps, warps) * ahead)
 
     def tiled_rows(self, n_rows, n_cols, block_m, block_n, element_size, device):
         """Rows per program of the tiled backward (a multiple of block_m): enough programs for

@@ -1,0 +1,122 @@
+"""Probe: more of the whole-row RMSNorm backward's rows in flight.
+
+The whole-row backward (`rmsnorm_bwd_kernel`) is issue 37's step's loss: 0.91-0.92 of a copy
+of its 3·MN bytes in every L2 state on an H100 while the forward reaches the copy
+(docs/results/step-state-h100-2026-12-08-s47.txt). Its programs are persistent, a few per SM
+(dg summed in registers across their rows), and hold at most two rows of x and dy in flight
+(PREFETCH, in registers: at 8192x4096 bf16 its 2 programs of 8 warps take 128 registers a
+thread, the whole register file). Two ways to have more rows on their way:
+
+  * PREFETCH=2: the next two rows' loads in registers (three rows in flight a program), with
+    more warps to hold them (fewer programs per SM);
+  * L2_AHEAD=k: each step also asks L2 for the x and dy of the row k on (prefetch.global.L2,
+    one instruction a thread, no register held), so that the register loads find them in L2.
+
+At 8192x4096 and 32768x1024, bf16 and fp32, against today's launch (the plan's programs per
+SM, warps, PREFETCH or stages) and a copy of the same 3·MN bytes: the kernel and the dg sum,
+checked against today's (dx and dg bit for bit where the warps are today's: the same
+arithmetic; within rounding elsewhere, tl.sum's order following the warps), CUDA-graph
+replays and do_bench (L2 flushed), interleaved, three repeats.
+Decides: RMSNormTuning.bwd_prefetch_rows and bwd_l2_ahead
+(docs/decisions.md#rmsnorm-backward-prefetch-depth).
+
+    python benchmarks/probes/rms_bwd_depth.py [MxN ...]      ($OUT/rms_bwd_depth.json)
+"""
+import os
+
+from _common import against_copy, dtype_name, save_rows, shapes_from_argv, tl, torch, triton
+from tritonlab.kernels import rmsnorm as rn
+
+SHAPES = ((8192, 4096), (32768, 1024))
+AHEAD = (2, 3, 4, 6, 8)
+
+
+def launcher(x, g, rstd, dy, dx, dg, per_sm, warps, prefetch=False, stages=None, ahead=0):
+    """The whole-row backward and the dg sum with these settings, `per_sm` programs per SM."""
+    M, N = x.shape
+    programs = min(M, per_sm * torch.cuda.get_device_properties(0).multi_processor_count)
+    rows = triton.cdiv(M, programs)
+    programs = triton.cdiv(M, rows)
+    partial = torch.empty(programs, N, device="cuda", dtype=torch.float32)
+    kw = dict(BLOCK_SIZE=triton.next_power_of_2(N), ACC=tl.float32, PREFETCH=prefetch,
+              num_warps=warps, **({"STAGES": stages} if stages else {}),
+              **({"L2_AHEAD": ahead} if ahead else {}))
+
+    def run():
+        rn.rmsnorm_bwd_kernel[(programs,)](x, g, rstd, dy, dx, partial, M, N, rows, **kw)
+        rn.rmsnorm_dg_sum_kernel[(triton.cdiv(N, rn.DG_BLOCK_N),)](
+            partial, dg, programs, N, BLOCK_P=rn.DG_BLOCK_P, BLOCK_N=rn.DG_BLOCK_N,
+            ACC=tl.float32)
+    return run
+
+
+def main(shapes=SHAPES):
+    rows = []
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for M, N in shapes:
+        for dtype in (torch.bfloat16, torch.float32):
+            x = torch.randn(M, N, device="cuda", dtype=dtype)
+            g = torch.randn(N, device="cuda", dtype=dtype)
+            dy = torch.randn_like(x)
+            rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
+            plan = rn._Plan(x, g)
+            if plan.bwd.kernel is not rn.rmsnorm_bwd_kernel:
+                print(f"{M}x{N} {dtype_name(dtype)}: not the whole-row backward")
+                continue
+            kw = plan.bwd.kw
+            prefetch, stages, warps = kw["PREFETCH"], kw.get("STAGES"), kw["num_warps"]
+            per_sm = max(1, round(plan.partial_shape[0] / sms))
+            dx, dg = torch.empty_like(x), torch.empty_like(g)
+            want_dx, want_dg = torch.empty_like(x), torch.empty_like(g)
+            launcher(x, g, rstd, dy, want_dx, want_dg, per_sm, warps, prefetch, stages)()
+
+            def check():
+                same = torch.equal(dx, want_dx) and torch.equal(dg, want_dg)
+                if not same:
+                    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+                    torch.testing.assert_close(dx.float(), want_dx.float(), rtol=tol, atol=tol)
+                    big = want_dg.float().abs().max().item()
+                    diff = (dg.float() - want_dg.float()).abs().max().item()
+                    assert diff <= tol * max(big, 1.0), f"dg {diff:.1e} apart"
+                dx.zero_()
+                return "same bits" if same else "within rounding"
+            today = (f"today {per_sm}/SM w{warps} "
+                     + (f"s{stages}" if stages else "prefetch" if prefetch else "plain"))
+            variants = [(today, launcher(x, g, rstd, dy, dx, dg, per_sm, warps, prefetch,
+                                         stages))]
+            for ahead in AHEAD:  # today's launch, rows asked of L2 ahead
+                variants.append((f"{today} L2+{ahead}", launcher(
+                    x, g, rstd, dy, dx, dg, per_sm, warps, prefetch, stages, ahead)))
+            if stages:  # today stages (short rows): the register prefetch with L2 as well
+                for ahead in (0, 4):
+                    w = 2 * warps
+                    variants.append((f"{per_sm}/SM w{w} prefetch" + (f" L2+{ahead}" if ahead
+                                                                    else ""), launcher(
+                        x, g, rstd, dy, dx, dg, per_sm, w, True, None, ahead)))
+            for p, w in ((1, 2 * warps), (2, 2 * warps), (1, 4 * warps), (2, warps)):
+                if w > 32 or w < 4:
+                    continue
+                for ahead in (0, 4):  # two rows ahead in registers
+                    variants.append((f"{p}/SM w{w} prefetch 2" + (f" L2+{ahead}" if ahead
+                                                                  else ""), launcher(
+                        x, g, rstd, dy, dx, dg, p, w, 2, None, ahead)))
+            src = torch.empty(3 * M * N // 2, device="cuda", dtype=dtype)
+            dst = torch.empty_like(src)
+            impls = [(label, fn, check) for label, fn in variants]
+            impls.append(("copy", lambda: dst.copy_(src), None))
+            rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (kernel + dg sum)",
+                                 impls, shape=f"{M}x{N}", dtype=dtype_name(dtype), today=today)
+    print("\nsummary: the best by do_bench against today's, graph / do_bench us")
+    for key in sorted({(r["shape"], r["dtype"]) for r in rows}):
+        group = [r for r in rows if (r["shape"], r["dtype"]) == key and r["label"] != "copy"]
+        base = next(r for r in group if r["label"] == r["today"])
+        best = min(group, key=lambda r: r["do_bench_us"])
+        print(f"{' '.join(key):<20} today {base['graph_us']:.1f} / {base['do_bench_us']:.1f}, "
+              f"best {best['label']} {best['graph_us']:.1f} / {best['do_bench_us']:.1f}: "
+              f"{base['graph_us'] / best['graph_us']:.3f}x / "
+              f"{base['do_bench_us'] / best['do_bench_us']:.3f}x", flush=True)
+    save_rows(os.environ.get("OUT", "out"), "rms_bwd_depth.json", rows)
+
+
+if __name__ == "__main__":  # rms_bwd_depth.py [MxN ...]: these shapes only
+    main(shapes_from_argv(SHAPES))
