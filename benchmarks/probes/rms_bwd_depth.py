@@ -20,7 +20,8 @@ replays and do_bench (L2 flushed), interleaved, three repeats.
 Decides: RMSNormTuning.bwd_prefetch_rows and bwd_l2_ahead
 (docs/decisions.md#rmsnorm-backward-prefetch-depth).
 
-    python benchmarks/probes/rms_bwd_depth.py [MxN ...]      ($OUT/rms_bwd_depth.json)
+    [DTYPES=bf16,fp32] python benchmarks/probes/rms_bwd_depth.py [MxN ...]
+        ($OUT/rms_bwd_depth.json)
 """
 import os
 
@@ -54,7 +55,8 @@ def main(shapes=SHAPES):
     rows = []
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N in shapes:
-        for dtype in (torch.bfloat16, torch.float32):
+        for dtype in [{"bf16": torch.bfloat16, "fp32": torch.float32}[d]
+                      for d in os.environ.get("DTYPES", "bf16,fp32").split(",")]:
             x = torch.randn(M, N, device="cuda", dtype=dtype)
             g = torch.randn(N, device="cuda", dtype=dtype)
             dy = torch.randn_like(x)
