@@ -29,6 +29,10 @@
 #   owed47    session 47's call: the GPU tests of RMSNorm's dependent launches and pipelined
 #             exchanges (test_native.py), probes/rms_pdl.py, then kernels.py's RMSNorm
 #             forward+backward rows (REPEATS) in the time left
+#   owed48    session 47's owed call: the GPU tests of the RMSNorm backward's rows in flight
+#             (test_native.py -k more_rows), probes/rms_bwd_depth.py (DTYPES, its --shapes as
+#             SHAPES="8192x4096 ..."), then kernels.py's RMSNorm forward+backward rows in the
+#             time left
 
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -108,6 +112,13 @@ owed47)
     step tests47 "${LIM:-200}" python3 -m pytest -q -p no:cacheprovider \
         tests/tritonlab/test_native.py -k "dependent or pipelined"
     OUT=$OUT TAILN=40 step pdl 240 python3 benchmarks/probes/rms_pdl.py
+    step kernels "$((560 - (SECONDS - t0)))" python3 benchmarks/kernels.py \
+        --repeats "${REPEATS:-3}" --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" \
+        --out "$OUT/kernels" ;;
+owed48)
+    step tests48 "${LIM:-150}" python3 -m pytest -q -p no:cacheprovider \
+        tests/tritonlab/test_native.py -k "more_rows"
+    OUT=$OUT TAILN=60 step depth 300 python3 benchmarks/probes/rms_bwd_depth.py ${SHAPES:-}
     step kernels "$((560 - (SECONDS - t0)))" python3 benchmarks/kernels.py \
         --repeats "${REPEATS:-3}" --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" \
         --out "$OUT/kernels" ;;

@@ -12,24 +12,66 @@ thread, the whole register file). Two ways to have more rows on their way:
   * L2_AHEAD=k: each step also asks L2 for the x and dy of the row k on (prefetch.global.L2,
     one instruction a thread, no register held), so that the register loads find them in L2.
 
+Wide rows take the exchange backward (x and dy read once, a row's pieces meeting in memory
+every few rows), whose pieces hold no load in flight while they meet unless its step loop is
+pipelined (Hopper's bf16 entry up to 65536 columns): with RMSNormTuning.bwd_exchange_l2_ahead
+= k each step first asks L2 for its piece of the rows k steps on, so DRAM works through the
+meeting.
+
 At 8192x4096 and 32768x1024, bf16 and fp32, against today's launch (the plan's programs per
 SM, warps, PREFETCH or stages) and a copy of the same 3·MN bytes: the kernel and the dg sum,
 checked against today's (dx and dg bit for bit where the warps are today's: the same
 arithmetic; within rounding elsewhere, tl.sum's order following the warps), CUDA-graph
-replays and do_bench (L2 flushed), interleaved, three repeats.
-Decides: RMSNormTuning.bwd_prefetch_rows and bwd_l2_ahead
+replays and do_bench (L2 flushed), interleaved, three repeats. At 4096x16384, 1024x65536 and
+256x262144 the exchange backward through the plan (today's, and with L2 1, 2 and 3 steps
+ahead), checked against today's within rounding.
+Decides: RMSNormTuning.bwd_prefetch_rows, bwd_l2_ahead and bwd_exchange_l2_ahead
 (docs/decisions.md#rmsnorm-backward-prefetch-depth).
 
     [DTYPES=bf16,fp32] python benchmarks/probes/rms_bwd_depth.py [MxN ...]
         ($OUT/rms_bwd_depth.json)
 """
+import dataclasses
 import os
 
 from _common import against_copy, dtype_name, save_rows, shapes_from_argv, tl, torch, triton
 from tritonlab.kernels import rmsnorm as rn
+from tritonlab.kernels.tuning import tuning_for
 
-SHAPES = ((8192, 4096), (32768, 1024))
+SHAPES = ((8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536), (256, 262144))
 AHEAD = (2, 3, 4, 6, 8)
+STEPS_AHEAD = (1, 2, 3)
+
+
+def exchange_variants(x, g, dy, rstd):
+    """(label, fn, check) of the exchange backward through the plan: today's, then with L2
+    asked 1, 2, 3 steps ahead (bwd_exchange_l2_ahead); None where the plan takes another."""
+    t = tuning_for("rmsnorm", x.get_device())
+    today = rn._Plan(x, g)
+    if today.bwd_exchange is None:
+        return None
+    want = today.backward(dy, x, g, rstd)
+
+    def check(plan):
+        def run():
+            dx, dg = plan.backward(dy, x, g, rstd)
+            same = torch.equal(dx, want[0]) and torch.equal(dg, want[1])
+            tol = 1e-4 if x.dtype == torch.float32 else 2e-2
+            torch.testing.assert_close(dx, want[0], rtol=tol, atol=tol)
+            torch.testing.assert_close(dg, want[1], rtol=tol, atol=tol * x.shape[0] ** 0.5)
+            return "same bits" if same else "within rounding"
+        return run
+    kw = today.bwd.kw
+    label = (f"today exchange {kw['BLOCK_SIZE']}x{kw['ROWS']}"
+             + (" split" if kw.get("SPLIT") else f" s{kw['STAGES']}" if kw.get("STAGES")
+                else ""))
+    rows = [(label, lambda: today.backward(dy, x, g, rstd), check(today))]
+    for ahead in STEPS_AHEAD:
+        plan = rn._Plan(x, g, tuning=dataclasses.replace(t, bwd_exchange_l2_ahead=ahead))
+        assert plan.bwd.kw["L2_AHEAD"] == ahead
+        rows.append((f"{label} L2+{ahead} steps",
+                     lambda plan=plan: plan.backward(dy, x, g, rstd), check(plan)))
+    return label, rows
 
 
 def launcher(x, g, rstd, dy, dx, dg, per_sm, warps, prefetch=False, stages=None, ahead=0):
@@ -63,7 +105,18 @@ def main(shapes=SHAPES):
             rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
             plan = rn._Plan(x, g)
             if plan.bwd.kernel is not rn.rmsnorm_bwd_kernel:
-                print(f"{M}x{N} {dtype_name(dtype)}: not the whole-row backward")
+                wide = exchange_variants(x, g, dy, rstd)
+                if wide is None:
+                    print(f"{M}x{N} {dtype_name(dtype)}: neither the whole-row nor the "
+                          f"exchange backward")
+                    continue
+                today, impls = wide
+                src = torch.empty(3 * M * N // 2, device="cuda", dtype=dtype)
+                dst = torch.empty_like(src)
+                impls.append(("copy", lambda: dst.copy_(src), None))
+                rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (exchange + dg sum)",
+                                     impls, shape=f"{M}x{N}", dtype=dtype_name(dtype),
+                                     today=today)
                 continue
             kw = plan.bwd.kw
             prefetch, stages, warps = kw["PREFETCH"], kw.get("STAGES"), kw["num_warps"]

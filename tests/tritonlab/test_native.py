@@ -258,22 +258,31 @@ def test_native_step_with_dependent_launches(shape, dtype, monkeypatch):
 
 @gpu
 @needs_cuda
-@pytest.mark.parametrize("changes,exact", [({"bwd_l2_ahead": 4}, True),
-                                           ({"bwd_prefetch_rows": 2}, False),
-                                           ({"bwd_prefetch_rows": 2, "bwd_l2_ahead": 3}, False)])
-@pytest.mark.parametrize("shape,dtype", [((8192, 4096), torch.bfloat16),  # PREFETCH rows
-                                         ((300, 2048), torch.float32),
-                                         ((77, 3000), torch.float16)])
+@pytest.mark.parametrize("shape,dtype,changes,exact", [
+    # the whole-row backward's PREFETCH rows: L2 asked ahead, two rows ahead in registers
+    ((8192, 4096), torch.bfloat16, {"bwd_l2_ahead": 4}, True),
+    ((300, 2048), torch.float32, {"bwd_l2_ahead": 2}, True),
+    ((77, 3000), torch.float16, {"bwd_l2_ahead": 3}, True),
+    ((8192, 4096), torch.bfloat16, {"bwd_prefetch_rows": 2}, False),
+    ((300, 2048), torch.float32, {"bwd_prefetch_rows": 2, "bwd_l2_ahead": 3}, False),
+    ((77, 3000), torch.float16, {"bwd_prefetch_rows": 2}, False),
+    # the exchange backward's steps: plain meetings, pipelined (bf16 up to 65536 columns),
+    # split (bf16 past 65536)
+    ((40, 40000), torch.float32, {"bwd_exchange_l2_ahead": 1}, True),
+    ((30, 20000), torch.bfloat16, {"bwd_exchange_l2_ahead": 2}, True),
+    ((9, 140000), torch.bfloat16, {"bwd_exchange_l2_ahead": 2}, True)])
 def test_native_step_with_more_rows_in_flight(shape, dtype, changes, exact, monkeypatch):
-    """RMSNormTuning.bwd_l2_ahead (each step of the whole-row backward asks L2 for a later
-    row: inline PTX, GPU only) and bwd_prefetch_rows 2 (two rows ahead in registers, with
-    more warps): the native step's y, dx and dg as the default's, bit for bit where only the
-    L2 hint differs, within rounding where the warps do (tl.sum's order), on steps with
-    another dy in between."""
+    """RMSNormTuning.bwd_l2_ahead and bwd_exchange_l2_ahead (each step of the whole-row or
+    exchange backward asks L2 for later rows: inline PTX, GPU only) and bwd_prefetch_rows 2
+    (two rows ahead in registers, with more warps): the native step's y, dx and dg as the
+    default's, bit for bit where only the L2 hint differs, within rounding where the warps
+    do (tl.sum's order), on steps with another dy in between."""
     x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 13, **changes)
     kw = rn._plan(x, g).bwd.kw
-    assert kw.get("L2_AHEAD", 0) == changes.get("bwd_l2_ahead", 0)
-    assert kw["PREFETCH"] == (2 if "bwd_prefetch_rows" in changes else True)
+    assert kw.get("L2_AHEAD", 0) == (changes.get("bwd_l2_ahead", 0)
+                                     or changes.get("bwd_exchange_l2_ahead", 0))
+    if "bwd_prefetch_rows" in changes:
+        assert kw["PREFETCH"] == 2
     tol = {} if exact else {"rtol": 1e-2, "atol": 1e-2}
     for d, w in ((dy, want), (other, want_other), (dy, want)):
         got = _step(rn.rmsnorm, x, g, d)

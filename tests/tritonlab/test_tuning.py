@@ -193,6 +193,12 @@ def test_rmsnorm_backward_rows_ahead_from_the_tuning():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="bwd_prefetch_rows must be 1 or 2"):
         rn._Plan(x, g, tuning=dataclasses.replace(one, bwd_prefetch_rows=3))
+    # the exchange backward's L2 hint: a GPU's only
+    assert tuning.TUNINGS["rmsnorm"][9].bwd_exchange_l2_ahead == 0
+    wide = rand(4, 40000)
+    plan = rn._Plan(wide, rand(40000, seed=1), tuning=dataclasses.replace(
+        tuning.DEFAULTS["rmsnorm"], bwd_exchange_l2_ahead=2))
+    assert plan.bwd_exchange is not None and "L2_AHEAD" not in plan.bwd.kw
 
 
 def test_softmax_reads_its_tuning(monkeypatch):

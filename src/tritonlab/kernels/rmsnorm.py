@@ -116,6 +116,19 @@ def _l2_prefetch(base, n_cols, keep, LINE: tl.constexpr, BLOCK_SIZE: tl.constexp
 
 
 @triton.jit
+def _l2_prefetch_rows(x_ptr, dy_ptr, row0, col0, n_cols, end, ROWS: tl.constexpr,
+                      BLOCK_SIZE: tl.constexpr):
+    # x's and dy's lines of rows row0 .. row0 + ROWS - 1 (those before `end`), columns col0 ..
+    # col0 + BLOCK_SIZE (those before n_cols), asked of L2 (_l2_prefetch, GPU only)
+    for r in tl.static_range(ROWS):
+        row = row0 + r
+        _l2_prefetch(x_ptr + row * n_cols + col0, n_cols - col0, row < end,
+                     1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+        _l2_prefetch(dy_ptr + row * n_cols + col0, n_cols - col0, row < end,
+                     1024 // dy_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+
+
+@triton.jit
 def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_per_program,
               BLOCK_SIZE: tl.constexpr, ACC: tl.constexpr, PREFETCH: tl.constexpr,
               STAGES: tl.constexpr, L2_AHEAD: tl.constexpr = 0):
@@ -142,12 +155,9 @@ def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_
     for i in tl.range(0, rows_per_program, num_stages=STAGES):
         row = first + i
         mask = col_mask & (row < n_rows)
-        if L2_AHEAD:
-            later = (row + L2_AHEAD < n_rows) & (i + L2_AHEAD < rows_per_program)
-            _l2_prefetch(x_ptr + (row + L2_AHEAD) * n_cols, n_cols, later,
-                         1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
-            _l2_prefetch(dy_ptr + (row + L2_AHEAD) * n_cols, n_cols, later,
-                         1024 // dy_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+        if L2_AHEAD:  # the program's rows only: those before first + rows_per_program
+            _l2_prefetch_rows(x_ptr, dy_ptr, row + L2_AHEAD, 0, n_cols,
+                              tl.minimum(n_rows, first + rows_per_program), 1, BLOCK_SIZE)
         if PREFETCH == 2:
             x = x_next.to(ACC)  # read N, two rows ahead
             dy = dy_next.to(ACC)
@@ -444,7 +454,8 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
                                 BLOCK_SIZE: tl.constexpr, PIECES: tl.constexpr,
                                 ROWS: tl.constexpr, ACC: tl.constexpr,
                                 SPLIT: tl.constexpr = False, STAGES: tl.constexpr = None,
-                                PTX: tl.constexpr = False, PDL: tl.constexpr = False):
+                                PTX: tl.constexpr = False, PDL: tl.constexpr = False,
+                                L2_AHEAD: tl.constexpr = 0):
     # Wide rows, x and dy read once: `pieces` programs per group of rows (consecutive in a
     # 1-D grid), each owning BLOCK_SIZE columns of the group's rows, which it walks ROWS at a
     # time (rows_per_group a multiple of ROWS). Step by step, each stores its piece's share of
@@ -457,6 +468,9 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
     # pieces arrivals), left once at the end. Or (not SPLIT) the loop software-pipelined by
     # Triton over STAGES steps, the next steps' loads in flight in shared memory through the
     # meeting, which is then in inline PTX (PTX, GPU only: _exchange.arrive_and_wait).
+    # L2_AHEAD (GPU only): each step first asks L2 for this piece of the rows L2_AHEAD steps
+    # on (prefetch.global.L2, no registers held), which DRAM then serves while the pieces
+    # meet (docs/decisions.md#rmsnorm-backward-prefetch-depth)
     _dependent_launch(PDL)
     pid = tl.program_id(0)
     p, group = pid % pieces, pid // pieces
@@ -465,12 +479,16 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
     g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
     dg = tl.zeros([BLOCK_SIZE], dtype=ACC)
     first = group.to(tl.int64) * rows_per_group
+    end = tl.minimum(n_rows, first + rows_per_group)  # past the group's rows
     if SPLIT:
         count = sync_ptr + group
         x, dy, rstd = _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, first, cols, col_mask,
                                           n_rows, n_cols, ROWS, ACC)
         for start in range(0, rows_per_group, ROWS):
             row0 = first + start
+            if L2_AHEAD:
+                _l2_prefetch_rows(x_ptr, dy_ptr, row0 + L2_AHEAD * ROWS, p * BLOCK_SIZE,
+                                  n_cols, end, ROWS, BLOCK_SIZE)
             _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS)
             _exchange.arrive(count)
             # the next step's rows (past the group's last: masked, nothing read)
@@ -487,6 +505,9 @@ def rmsnorm_bwd_exchange_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_parti
         for start in tl.range(0, rows_per_group, ROWS, num_stages=STAGES):
             row0 = first + start
             valid = row0 < n_rows  # the same for every piece of the group: they meet together
+            if L2_AHEAD:
+                _l2_prefetch_rows(x_ptr, dy_ptr, row0 + L2_AHEAD * ROWS, p * BLOCK_SIZE,
+                                  n_cols, end, ROWS, BLOCK_SIZE)
             x, dy, rstd = _exchange_step_load(x_ptr, dy_ptr, rstd_ptr, row0, cols, col_mask,
                                               n_rows, n_cols, ROWS, ACC)
             shared = _exchange_step_share(x, dy, g, stats_ptr, row0, p, pieces, n_rows, ROWS,
@@ -614,8 +635,11 @@ class _Plan:
             rows = triton.cdiv(rows_per_program or triton.cdiv(n_rows, groups),
                                step) * step
             grid = (triton.cdiv(n_rows, rows) * bwd_pieces,)
-            # split meetings, or the step loop pipelined with the meeting in PTX (on a GPU)
+            # split meetings, or the step loop pipelined with the meeting in PTX (on a GPU);
+            # later steps' pieces asked of L2 (a GPU's hint)
             pipelined = {"STAGES": bwd_stages, "PTX": x.is_cuda} if bwd_stages else {}
+            if t.bwd_exchange_l2_ahead and x.is_cuda:
+                pipelined["L2_AHEAD"] = t.bwd_exchange_l2_ahead
             self.bwd = Bound(rmsnorm_bwd_exchange_kernel, grid, BLOCK_SIZE=bwd_block,
                              PIECES=triton.next_power_of_2(bwd_pieces), ROWS=step, ACC=acc,
                              num_warps=t.bwd_exchange_warps, **({"SPLIT": True} if split else {}),

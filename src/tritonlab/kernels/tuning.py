@@ -155,6 +155,11 @@ class RMSNormTuning:
     # pipelined over this many stages, the meeting in inline PTX on a GPU (None: off)
     # (docs/decisions.md#exchange-pipelined)
     bwd_exchange_stages: int | None = None
+    # on a GPU, each step of the exchange backward first asks L2 for its piece of the rows
+    # this many steps on (prefetch.global.L2): DRAM busy while the pieces meet, no registers
+    # or shared memory held; 0: off until benchmarks/probes/rms_bwd_depth.py measures it
+    # (docs/decisions.md#rmsnorm-backward-prefetch-depth)
+    bwd_exchange_l2_ahead: int = 0
     # the whole-row backward's bwd_stages apply to rows of at most this many bytes
     bwd_stages_bytes: int = 1 << 30
     # The whole-row backward with dg's sum in the same launch (rmsnorm_bwd_fused_kernel): the
