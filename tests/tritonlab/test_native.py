@@ -98,6 +98,24 @@ def _step(call, x, g, dy, frozen=False):
     return y, x.grad, g.grad, y.grad_fn.name()
 
 
+def _captured_step(x, g, dy):
+    """A CUDA graph of one training step on copies of x and g, the native node's (its
+    allocations warmed on a side stream first): (graph, y, x's copy, g's copy)."""
+    xs, gs = x.clone().requires_grad_(), g.clone().requires_grad_()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        rn.rmsnorm(xs, gs).backward(dy)
+    torch.cuda.current_stream().wait_stream(side)
+    xs.grad = gs.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = rn.rmsnorm(xs, gs)
+        y.backward(dy)
+    assert y.grad_fn.name() == NAME
+    return graph, y, xs, gs
+
+
 def _warm(x, g, dy):
     """A first step through the Python Function, which compiles the kernels the native plan
     launches."""
@@ -236,18 +254,7 @@ def test_native_step_with_dependent_launches(shape, dtype, monkeypatch):
         assert got[3] == NAME, plan.native_why
         for a, b in zip(got[:3], w[:3]):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
-    xs, gs = x.clone().requires_grad_(), g.clone().requires_grad_()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm the capture's allocations
-        rn.rmsnorm(xs, gs).backward(dy)
-    torch.cuda.current_stream().wait_stream(side)
-    xs.grad = gs.grad = None
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        y = rn.rmsnorm(xs, gs)
-        y.backward(dy)
-    assert y.grad_fn.name() == NAME
+    graph, y, xs, gs = _captured_step(x, g, dy)
     _step(rn.rmsnorm, x, g, other)
     xs.grad.zero_(), gs.grad.zero_()
     graph.replay()
@@ -360,17 +367,7 @@ def test_native_side_stream_cuda_graph_and_misaligned_input(shape, dtype):
     torch.testing.assert_close(dx, dx_ref, rtol=0, atol=0)
     torch.testing.assert_close(dg, dg_ref, rtol=0, atol=0)
 
-    xs, gs = x.clone().requires_grad_(), g.clone().requires_grad_()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm the capture's allocations
-        rn.rmsnorm(xs, gs).backward(dy)
-    torch.cuda.current_stream().wait_stream(side)
-    xs.grad = gs.grad = None
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        y = rn.rmsnorm(xs, gs)
-        y.backward(dy)
-    assert y.grad_fn.name() == NAME
+    graph, _, xs, gs = _captured_step(x, g, dy)
     xs.grad.zero_(), gs.grad.zero_()
     graph.replay()
     torch.cuda.synchronize()
