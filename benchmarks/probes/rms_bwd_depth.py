@@ -164,7 +164,9 @@ def main(shapes=SHAPES):
     print("\nsummary: the best by do_bench against today's, graph / do_bench us")
     for key in sorted({(r["shape"], r["dtype"]) for r in rows}):
         group = [r for r in rows if (r["shape"], r["dtype"]) == key and r["label"] != "copy"]
-        base = next(r for r in group if r["label"] == r["today"])
+        base = next((r for r in group if r["label"] == r["today"]), None)
+        if base is None:  # today's launch failed (printed above)
+            continue
         best = min(group, key=lambda r: r["do_bench_us"])
         print(f"{' '.join(key):<20} today {base['graph_us']:.1f} / {base['do_bench_us']:.1f}, "
               f"best {best['label']} {best['graph_us']:.1f} / {best['do_bench_us']:.1f}: "

@@ -50,7 +50,7 @@ using CUdevice = int;
 // cuLaunchKernelEx's configuration, as cuda.h lays it out (CUDA 12 and 13): what a launch
 // with programmatic dependent launch passes (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_
 // SERIALIZATION, attribute 6, its value an int)
-struct LaunchAttribute {
+struct alignas(8) LaunchAttribute {
   int id;
   char pad[4];
   union {
@@ -58,7 +58,8 @@ struct LaunchAttribute {
     int programmatic_stream_serialization;
   } value;
 };
-static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+static_assert(sizeof(LaunchAttribute) == 72 && alignof(LaunchAttribute) == 8,
+              "CUlaunchAttribute is 72 bytes, 8-byte aligned");
 struct LaunchConfig {
   unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
   CUstream stream;

@@ -107,7 +107,9 @@ def _row_ahead(x_ptr, dy_ptr, row, i, k, cols, col_mask, n_rows, n_cols, rows_pe
 @triton.jit
 def _l2_prefetch(base, n_cols, keep, LINE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     # a hint, GPU only: the 128-byte lines of base[0:n_cols] fetched into L2 now
-    # (prefetch.global.L2, no register, no wait), where keep; LINE elements a line
+    # (prefetch.global.L2, no register, no wait), where keep; LINE elements a line, at least
+    # one line a block (the plans ask it of blocks of 128 bytes or more)
+    tl.static_assert(BLOCK_SIZE >= LINE, "_l2_prefetch: a block of less than a line")
     lines = tl.arange(0, BLOCK_SIZE // LINE) * LINE
     tl.inline_asm_elementwise(
         "{\n.reg .pred p;\nsetp.ne.s32 p, $2, 0;\n@p prefetch.global.L2 [$1];\n"
@@ -670,7 +672,8 @@ class _Plan:
                                  f"{t.bwd_prefetch_rows}")
             # the next row (True, as before), or the next two; rows asked of L2 ahead (GPU)
             ahead = prefetch and (t.bwd_prefetch_rows == 1 or t.bwd_prefetch_rows)
-            l2 = {"L2_AHEAD": t.bwd_l2_ahead} if t.bwd_l2_ahead and x.is_cuda else {}
+            l2 = ({"L2_AHEAD": t.bwd_l2_ahead}
+                  if t.bwd_l2_ahead and x.is_cuda and block * item >= 128 else {})
             kw = dict(BLOCK_SIZE=block, ACC=acc, PREFETCH=ahead,
                       num_warps=t.bwd_warps(block, item, prefetch), **stages, **l2)
             self.bwd = Bound(rmsnorm_bwd_kernel, grid, **kw, **pdl)
