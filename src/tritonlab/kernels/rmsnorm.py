@@ -149,8 +149,9 @@ def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_
     dg = tl.zeros([BLOCK_SIZE], dtype=ACC)  # this program's share of dg, in registers
     first = pid.to(tl.int64) * rows_per_program
     if PREFETCH:
-        x_next, dy_next = _row_ahead(x_ptr, dy_ptr, first, 0, 0, cols, col_mask, n_rows,
-                                     n_cols, rows_per_program)
+        mask = col_mask & (first < n_rows)
+        x_next = tl.load(x_ptr + first * n_cols + cols, mask=mask, other=0.0)
+        dy_next = tl.load(dy_ptr + first * n_cols + cols, mask=mask, other=0.0)
         if PREFETCH == 2:
             x_after, dy_after = _row_ahead(x_ptr, dy_ptr, first, 0, 1, cols, col_mask, n_rows,
                                            n_cols, rows_per_program)
