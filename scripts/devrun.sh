@@ -29,10 +29,11 @@
 #   owed47    session 47's call: the GPU tests of RMSNorm's dependent launches and pipelined
 #             exchanges (test_native.py), probes/rms_pdl.py, then kernels.py's RMSNorm
 #             forward+backward rows (REPEATS) in the time left
-#   owed48    session 47's owed call: the GPU tests of the RMSNorm backward's rows in flight
-#             (test_native.py -k more_rows), probes/rms_bwd_depth.py (DTYPES, its --shapes as
-#             SHAPES="8192x4096 ..."), then kernels.py's RMSNorm forward+backward rows in the
-#             time left
+#   owed48    session 47's owed call: the GPU tests of the L2 hints and the backward's rows
+#             in flight (test_native.py -k "more_rows or asking_l2"),
+#             probes/rms_bwd_depth.py (DTYPES, its shapes as SHAPES="8192x4096 ..."),
+#             probes/exchange_l2.py, then kernels.py's RMSNorm forward+backward rows if time
+#             is left
 
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -116,12 +117,16 @@ owed47)
         --repeats "${REPEATS:-3}" --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" \
         --out "$OUT/kernels" ;;
 owed48)
-    step tests48 "${LIM:-150}" python3 -m pytest -q -p no:cacheprovider \
-        tests/tritonlab/test_native.py -k "more_rows"
-    OUT=$OUT TAILN=60 step depth 300 python3 benchmarks/probes/rms_bwd_depth.py ${SHAPES:-}
-    step kernels "$((560 - (SECONDS - t0)))" python3 benchmarks/kernels.py \
-        --repeats "${REPEATS:-3}" --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" \
-        --out "$OUT/kernels" ;;
+    step tests48 "${LIM:-180}" python3 -m pytest -q -p no:cacheprovider \
+        tests/tritonlab/test_native.py -k "more_rows or asking_l2"
+    OUT=$OUT TAILN=60 step depth 240 python3 benchmarks/probes/rms_bwd_depth.py ${SHAPES:-}
+    OUT=$OUT TAILN=50 step l2next "$((560 - (SECONDS - t0)))" python3 \
+        benchmarks/probes/exchange_l2.py
+    left=$((570 - (SECONDS - t0)))
+    if [ "$left" -gt 100 ]; then
+        step kernels "$left" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
+            --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" --out "$OUT/kernels"
+    fi ;;
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -307,6 +307,42 @@ def test_native_step_with_more_rows_in_flight(shape, dtype, changes, exact, monk
 
 @gpu
 @needs_cuda
+@pytest.mark.parametrize("shape,dtype", [((300, 65536), torch.float32),
+                                         ((64, 262144), torch.bfloat16)])
+def test_exchange_forwards_asking_l2_for_later_rows(shape, dtype, monkeypatch):
+    """SoftmaxTuning.exchange_l2_next and RMSNormTuning.fwd_exchange_l2_next: each program of
+    the exchange forward asks L2 (inline PTX, GPU only) for its piece of a later wave's row;
+    softmax's y and the RMSNorm step's y, dx and dg bit for bit the plain kernels'."""
+    import dataclasses
+
+    from tritonlab.kernels import _launch, tuning
+    from tritonlab.kernels import softmax as sm
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the shapes' kernels are Hopper's tuning's")
+    x, g, dy = _inputs(shape, dtype, seed=17)
+    want = sm.softmax(x)
+    hinted = dataclasses.replace(tuning.tuning_for("softmax", 0), exchange_l2_next=2)
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: hinted)
+    monkeypatch.setattr(sm, "_LAUNCHES", _launch.PlanCache())
+    for op in vars(sm).values():  # the native forward's plans hold the old tuning's launches
+        if isinstance(op, _native.NativeOp):
+            op.clear()
+    plan = sm._launch_for("softmax", -1, None, None, None, x)
+    assert plan.kernel.kw["L2_NEXT"] == tuning.l2_rows_ahead(2, shape[1] // 8192,
+                                                             tuning.device_of(0))
+    torch.testing.assert_close(sm.softmax(x), want, rtol=0, atol=0)
+    x, g, dy, other, want, want_other = _retuned(monkeypatch, shape, dtype, 17,
+                                                 fwd_exchange_l2_next=2)
+    assert rn._plan(x, g).fwd.kw["L2_NEXT"] >= 1
+    for d, w in ((dy, want), (other, want_other)):
+        got = _step(rn.rmsnorm, x, g, d)
+        assert got[3] == NAME, rn._plan(x, g).native_why
+        for a, b in zip(got[:3], w[:3]):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@gpu
+@needs_cuda
 def test_native_frozen_weight_twice_and_released_graph():
     """A frozen weight gets no gradient; retain_graph gives a second backward its own buffers;
     without it, a second backward says the graph was freed."""

@@ -172,10 +172,12 @@ def test_rmsnorm_with_dependent_launches_gives_the_same_bits(shape, dtype, chang
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
-def test_rmsnorm_backward_rows_ahead_from_the_tuning():
+def test_rmsnorm_backward_rows_ahead_from_the_tuning(monkeypatch):
     """RMSNormTuning.bwd_prefetch_rows 2: the whole-row backward's prefetch two rows ahead
-    with four times the warps (two: twice); bwd_l2_ahead asks L2 ahead on a GPU only (an
-    inline-PTX hint the simulator has no use for); other depths are refused. Off on Hopper."""
+    with four times the warps (two: twice); the L2 hints (bwd_l2_ahead,
+    bwd_exchange_l2_ahead, fwd_exchange_l2_next, SoftmaxTuning.exchange_l2_next) on a GPU
+    only (inline PTX the simulator has no use for); other depths are refused. All off on
+    Hopper."""
     hopper = tuning.TUNINGS["rmsnorm"][9]
     assert hopper.bwd_prefetch_rows == 1 and hopper.bwd_l2_ahead == 0
     x, g = rand(64, 2048), rand(2048, seed=1)
@@ -199,6 +201,19 @@ def test_rmsnorm_backward_rows_ahead_from_the_tuning():
     plan = rn._Plan(wide, rand(40000, seed=1), tuning=dataclasses.replace(
         tuning.DEFAULTS["rmsnorm"], bwd_exchange_l2_ahead=2))
     assert plan.bwd_exchange is not None and "L2_AHEAD" not in plan.bwd.kw
+    # the exchange forwards' L2 hint for a later wave's rows: a GPU's only, about k programs
+    # per SM's worth of rows ahead
+    gpu = tuning.Device(0, sms=132)
+    assert tuning.l2_rows_ahead(2, 8, gpu) == 33 and tuning.l2_rows_ahead(1, 200, gpu) == 1
+    assert tuning.l2_rows_ahead(2, 8, tuning.Device(None)) == 0
+    assert tuning.l2_rows_ahead(0, 8, gpu) == 0
+    assert plan.exchange is not None and "L2_NEXT" not in plan.fwd.kw
+    hinted = rn._Plan(wide, rand(40000, seed=1), tuning=dataclasses.replace(
+        tuning.DEFAULTS["rmsnorm"], fwd_exchange_l2_next=2))
+    assert hinted.exchange is not None and "L2_NEXT" not in hinted.fwd.kw
+    soft = dataclasses.replace(tuning.DEFAULTS["softmax"], exchange_l2_next=2)
+    monkeypatch.setattr(sm, "tuning_for", lambda kind, device: soft)
+    assert "L2_NEXT" not in sm._Launch("softmax", -1, "exchange", None, None, wide).kernel.kw
 
 
 def test_softmax_reads_its_tuning(monkeypatch):

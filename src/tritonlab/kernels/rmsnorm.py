@@ -36,11 +36,11 @@ import math
 import torch
 
 from ..backend import DEVICE, NAME, tl, triton
-from . import _exchange, _native, ops
+from . import _exchange, _native, _prefetch, ops
 from ._checks import (FLOAT_DTYPES, check_inputs, compute_dtype, num_warps_for, pdl_kw,
                       stats_dtype)
 from ._launch import Bound, PlanCache, current_device, raw_stream, scratch
-from .tuning import device_of, exchange_groups, fit_stages, stages_kw, tuning_for
+from .tuning import device_of, exchange_groups, fit_stages, l2_rows_ahead, stages_kw, tuning_for
 
 # the dg reduction's tile: BLOCK_P partial rows by BLOCK_N columns per step, a program per
 # BLOCK_N columns (4096 columns: 128 programs)
@@ -105,29 +105,16 @@ def _row_ahead(x_ptr, dy_ptr, row, i, k, cols, col_mask, n_rows, n_cols, rows_pe
 
 
 @triton.jit
-def _l2_prefetch(base, n_cols, keep, LINE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
-    # a hint, GPU only: the 128-byte lines of base[0:n_cols] fetched into L2 now
-    # (prefetch.global.L2, no register, no wait), where keep; LINE elements a line, at least
-    # one line a block (the plans ask it of blocks of 128 bytes or more)
-    tl.static_assert(BLOCK_SIZE >= LINE, "_l2_prefetch: a block of less than a line")
-    lines = tl.arange(0, BLOCK_SIZE // LINE) * LINE
-    tl.inline_asm_elementwise(
-        "{\n.reg .pred p;\nsetp.ne.s32 p, $2, 0;\n@p prefetch.global.L2 [$1];\n"
-        "mov.b32 $0, 0;\n}", "=r,l,r", [base + lines, (keep & (lines < n_cols)).to(tl.int32)],
-        dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
 def _l2_prefetch_rows(x_ptr, dy_ptr, row0, col0, n_cols, end, ROWS: tl.constexpr,
                       BLOCK_SIZE: tl.constexpr):
     # x's and dy's lines of rows row0 .. row0 + ROWS - 1 (those before `end`), columns col0 ..
-    # col0 + BLOCK_SIZE (those before n_cols), asked of L2 (_l2_prefetch, GPU only)
+    # col0 + BLOCK_SIZE (those before n_cols), asked of L2 (kernels/_prefetch.py, GPU only)
     for r in tl.static_range(ROWS):
         row = row0 + r
-        _l2_prefetch(x_ptr + row * n_cols + col0, n_cols - col0, row < end,
-                     1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
-        _l2_prefetch(dy_ptr + row * n_cols + col0, n_cols - col0, row < end,
-                     1024 // dy_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+        _prefetch.l2_prefetch(x_ptr + row * n_cols + col0, n_cols - col0, row < end,
+                              1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+        _prefetch.l2_prefetch(dy_ptr + row * n_cols + col0, n_cols - col0, row < end,
+                              1024 // dy_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
 
 
 @triton.jit
@@ -296,13 +283,19 @@ def rmsnorm_fwd_wide_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, CHUNK: t
 
 
 @triton.jit
-def _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces, ACC: tl.constexpr,
-                        PTX: tl.constexpr):
+def _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_rows, n_cols, pieces,
+                        ACC: tl.constexpr, PTX: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+                        L2_NEXT: tl.constexpr = 0):
     # row r's piece p of the exchange forward: read, its sum of squares stored for the others;
-    # returns x and the store's token (kernels/_exchange.py)
+    # returns x and the store's token (kernels/_exchange.py). L2_NEXT (GPU only): the same
+    # piece of row r + L2_NEXT asked of L2, for the program that will read it
     row = r.to(tl.int64)
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0,
                 eviction_policy="evict_first").to(ACC)  # read N, once
+    if L2_NEXT:
+        _prefetch.l2_prefetch(x_ptr + (row + L2_NEXT) * n_cols + p * BLOCK_SIZE,
+                              n_cols - p * BLOCK_SIZE, row + L2_NEXT < n_rows,
+                              1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
     return x, _exchange.publish(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0), PTX=PTX)
 
 
@@ -326,7 +319,7 @@ def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stat
                                 n_rows, pieces, groups, BLOCK_SIZE: tl.constexpr,
                                 PIECES: tl.constexpr, ACC: tl.constexpr,
                                 STAGES: tl.constexpr = None, PTX: tl.constexpr = False,
-                                PDL: tl.constexpr = False):
+                                PDL: tl.constexpr = False, L2_NEXT: tl.constexpr = 0):
     # Wide rows read once: `pieces` programs per row (consecutive in a 1-D grid), each keeping
     # its BLOCK_SIZE columns in registers, store their sums of squares and meet in memory
     # (kernels/_exchange.py, as softmax_exchange_kernel), then each writes its piece of y;
@@ -341,16 +334,16 @@ def rmsnorm_fwd_exchange_kernel(x_ptr, g_ptr, y_ptr, rstd_ptr, n_cols, eps, stat
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     if STAGES is None:
-        x, shared = _fwd_exchange_share(x_ptr, stats_ptr, group, p, cols, mask, n_cols, pieces,
-                                        ACC, PTX)
+        x, shared = _fwd_exchange_share(x_ptr, stats_ptr, group, p, cols, mask, n_rows,
+                                        n_cols, pieces, ACC, PTX, BLOCK_SIZE, L2_NEXT)
         g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)  # in flight while waiting
         _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, group, p, cols, mask,
                              n_rows, n_cols, eps, pieces, shared, PIECES, PTX)
     else:
         g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(ACC)
         for r in tl.range(group, n_rows, groups, num_stages=STAGES):
-            x, shared = _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_cols, pieces,
-                                            ACC, PTX)
+            x, shared = _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_rows,
+                                            n_cols, pieces, ACC, PTX, BLOCK_SIZE)
             _fwd_exchange_finish(x, g, y_ptr, rstd_ptr, stats_ptr, sync_ptr, r, p, cols, mask,
                                  n_rows, n_cols, eps, pieces, shared, PIECES, PTX)
 
@@ -606,6 +599,8 @@ class _Plan:
                 groups = exchange_groups(t.fwd_exchange_per_sm, t.simulator_programs, pieces,
                                          n_rows, device)
                 piped = {"STAGES": t.fwd_exchange_stages, "PTX": x.is_cuda}
+            elif l2_rows_ahead(t.fwd_exchange_l2_next, pieces, device):  # a GPU's hint
+                piped = {"L2_NEXT": l2_rows_ahead(t.fwd_exchange_l2_next, pieces, device)}
             self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (groups * pieces,),
                              BLOCK_SIZE=t.exchange_block, PIECES=triton.next_power_of_2(pieces),
                              ACC=acc, num_warps=t.exchange_warps, **piped, **pdl)

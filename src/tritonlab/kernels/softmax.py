@@ -35,11 +35,12 @@ import math
 import torch
 
 from ..backend import DEVICE, tl, triton
-from . import _exchange, _native, ops
+from . import _exchange, _native, _prefetch, ops
 from ._checks import (FLOAT64_DTYPES, check_inputs, compute_dtype, num_warps_for, sm_count,
                       stats_dtype)
 from ._launch import Bound, PlanCache
-from .tuning import device_of, exchange_groups, fit_stages, stages_kw, takes_row, tuning_for
+from .tuning import (device_of, exchange_groups, fit_stages, l2_rows_ahead, stages_kw,
+                     takes_row, tuning_for)
 
 
 @triton.jit
@@ -186,14 +187,22 @@ def softmax_split_write_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_rows, n_cols, row_s
 
 
 @triton.jit
-def _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows, row_stride,
-                  pieces, PIECES: tl.constexpr, ACC: tl.constexpr, DIV: tl.constexpr,
-                  EVICT: tl.constexpr, STORE: tl.constexpr, MEET: tl.constexpr,
-                  PTX: tl.constexpr):
-    # row r's piece p: read, its maximum and sum shared with the row's other pieces, written
+def _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows, n_cols,
+                  row_stride, pieces, PIECES: tl.constexpr, ACC: tl.constexpr,
+                  DIV: tl.constexpr, EVICT: tl.constexpr, STORE: tl.constexpr,
+                  MEET: tl.constexpr, PTX: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+                  L2_NEXT: tl.constexpr = 0):
+    # row r's piece p: read, its maximum and sum shared with the row's other pieces, written.
+    # L2_NEXT (GPU only): the same piece of row r + L2_NEXT asked of L2 after this one's
+    # loads, for the program that will read it, while this one meets
+    # (docs/decisions.md#rmsnorm-backward-prefetch-depth)
     row = r.to(tl.int64)
     x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float("-inf"),
                 eviction_policy=EVICT).to(ACC)  # read N, once
+    if L2_NEXT:
+        _prefetch.l2_prefetch(x_ptr + (row + L2_NEXT) * row_stride + p * BLOCK_SIZE,
+                              n_cols - p * BLOCK_SIZE, row + L2_NEXT < n_rows,
+                              1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
     m = tl.max(x, axis=0)
     # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
     # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
@@ -229,7 +238,7 @@ def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, r
                             ACC: tl.constexpr, DIV: tl.constexpr = False,
                             EVICT: tl.constexpr = "evict_first", STORE: tl.constexpr = ".cs",
                             MEET: tl.constexpr = 2, STAGES: tl.constexpr = None,
-                            PTX: tl.constexpr = False):
+                            PTX: tl.constexpr = False, L2_NEXT: tl.constexpr = 0):
     # Long rows read once (variant="exchange"): `pieces` programs per row, each keeping its
     # BLOCK_SIZE columns in registers, meet in memory (kernels/_exchange.py) to combine their
     # maxima and sums, then write their piece (read MN, write MN). A 1-D grid of `groups`
@@ -246,13 +255,15 @@ def softmax_exchange_kernel(x_ptr, y_ptr, stats_ptr, sync_ptr, n_rows, n_cols, r
     p, group = pid % pieces, pid // pieces
     cols = p * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
-    if STAGES is None:
-        _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, group, p, cols, mask, n_rows,
-                      row_stride, pieces, PIECES, ACC, DIV, EVICT, STORE, MEET, PTX)
+    if STAGES is None:  # L2_NEXT: a later row's piece asked of L2 (GPU only)
+        _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, group, p, cols, mask, n_rows, n_cols,
+                      row_stride, pieces, PIECES, ACC, DIV, EVICT, STORE, MEET, PTX,
+                      BLOCK_SIZE, L2_NEXT)
     else:
         for r in tl.range(group, n_rows, groups, num_stages=STAGES):
-            _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows,
-                          row_stride, pieces, PIECES, ACC, DIV, EVICT, STORE, MEET, PTX)
+            _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows, n_cols,
+                          row_stride, pieces, PIECES, ACC, DIV, EVICT, STORE, MEET, PTX,
+                          BLOCK_SIZE)
 
 
 @triton.jit
@@ -434,10 +445,13 @@ class _Launch:
             # about exchange_per_sm programs per SM, the meeting in PTX on a GPU)
             piped = {}
             groups = n_rows
+            device = device_of(x.get_device())
             if t.exchange_stages:
                 groups = exchange_groups(t.exchange_per_sm, t.simulator_loop_programs, pieces,
-                                         n_rows, device_of(x.get_device()))
+                                         n_rows, device)
                 piped = {"STAGES": t.exchange_stages, "PTX": x.is_cuda}
+            elif l2_rows_ahead(t.exchange_l2_next, pieces, device):  # a GPU's hint
+                piped = {"L2_NEXT": l2_rows_ahead(t.exchange_l2_next, pieces, device)}
             self.kernel = Bound(softmax_exchange_kernel, (groups * pieces,), BLOCK_SIZE=block,
                                 PIECES=triton.next_power_of_2(pieces), ACC=acc,
                                 num_warps=t.exchange_warps, **piped)

@@ -65,6 +65,15 @@ def stages_kw(stages, bytes_per_stage):
     return {"STAGES": fit} if fit else {}
 
 
+def l2_rows_ahead(per_sm, pieces, device):
+    """Rows ahead of an exchange forward's one-row form whose pieces a program asks of L2:
+    about `per_sm` programs per SM's worth (a later wave's rows), at least one; 0 (no hint)
+    off a GPU or where per_sm is 0."""
+    if not per_sm or not device.on_gpu:
+        return 0
+    return max(1, per_sm * device.sms // pieces)
+
+
 def persistent_programs(per_sm, simulator, n_rows, device):
     """Programs of a persistent kernel stepping through rows: `per_sm` per SM on a GPU,
     `simulator` where there are no SMs, never more than rows."""
@@ -140,6 +149,12 @@ class RMSNormTuning:
     # benchmarks/probes/exchange_pipelined.py measures it)
     fwd_exchange_stages: int | None = None
     fwd_exchange_per_sm: int = 2
+    # the exchange forward's one-row form: each program, once its piece is loaded, asks L2
+    # for the same piece of the row about this many programs per SM on (`l2_rows_ahead`), the
+    # one a program of a later wave will read, so that DRAM works while the resident ones
+    # meet; GPU only, 0: off until benchmarks/probes/exchange_l2.py measures it
+    # (docs/decisions.md#rmsnorm-backward-prefetch-depth)
+    fwd_exchange_l2_next: int = 0
     # The same for the backward's wide rows (x and dy read once, in pieces of `block` columns
     # that meet in memory every `rows` rows): (element size, block, rows, widest such row)
     # entries, the first that fits taking the row, bwd_exchange_warps per program, about
@@ -291,6 +306,9 @@ class SoftmaxTuning:
     # (benchmarks/probes/exchange_pipelined.py)
     exchange_stages: int | None = None
     exchange_per_sm: int = 2
+    # the exchange's one-row form asks L2 for later rows' pieces, as RMSNormTuning's
+    # fwd_exchange_l2_next (0: off)
+    exchange_l2_next: int = 0
     # variant="loop": persistent programs, loop_per_sm per SM (simulator_loop_programs where
     # there are none), stepping through whole rows in a loop software-pipelined over
     # loop_stages rows; `loop` makes it the default of the rows that take the one-row kernel.
