@@ -97,12 +97,16 @@ def report(kind, name, rows, nbytes, best=6):
               f"err {err}", flush=True)
 
 
+def rms_inputs(M, N, dtype):
+    """RMSNorm inputs on the GPU: (x of M rows of N, g of N, dy like x), standard normal."""
+    x = torch.randn(M, N, device="cuda", dtype=dtype)
+    return x, torch.randn(N, device="cuda", dtype=dtype), torch.randn_like(x)
+
+
 def wide_inputs(N, dtype):
     """RMSNorm inputs of 2^26 elements in rows of N: (M, x, g, dy, label)."""
     M = (1 << 26) // N
-    x = torch.randn(M, N, device="cuda", dtype=dtype)
-    g = torch.randn(N, device="cuda", dtype=dtype)
-    return M, x, g, torch.randn_like(x), f"{M}x{N} {dtype_name(dtype)}"
+    return (M, *rms_inputs(M, N, dtype), f"{M}x{N} {dtype_name(dtype)}")
 
 
 def dtype_name(dtype):

@@ -19,11 +19,15 @@ Decides: fwd_exchange_l2_next and exchange_l2_next
 """
 import dataclasses
 import os
+import sys
 
-from _common import against_copy, dtype_name, save_rows, shapes_from_argv, torch
+from _common import ROOT, against_copy, dtype_name, rms_inputs, save_rows, shapes_from_argv, torch
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
 from tritonlab.kernels.tuning import tuning_for
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((1024, 65536), (256, 262144))
 NEXT = (1, 2, 4)
@@ -92,11 +96,8 @@ def main(shapes=SHAPES):
     rows = []
     for M, N in shapes:
         for dtype in (torch.float32, torch.bfloat16):
-            x = torch.randn(M, N, device="cuda", dtype=dtype)
-            g = torch.randn(N, device="cuda", dtype=dtype)
-            src = torch.empty(M * N, device="cuda", dtype=dtype)
-            dst = torch.empty_like(src)
-            copy = ("copy", lambda: dst.copy_(src), None)
+            x, g, _ = rms_inputs(M, N, dtype)
+            copy = ("copy", same_bytes_copy(x, 2 * x.nbytes), None)
             for op, impls in (("softmax", softmax_variants(x)),
                               ("rmsnorm fwd", rmsnorm_variants(x, g))):
                 rows += against_copy(f"{op} {M}x{N} {dtype_name(dtype)}", impls + [copy],

@@ -33,10 +33,15 @@ Decides: RMSNormTuning.bwd_prefetch_rows, bwd_l2_ahead and bwd_exchange_l2_ahead
 """
 import dataclasses
 import os
+import sys
 
-from _common import against_copy, dtype_name, save_rows, shapes_from_argv, tl, torch, triton
+from _common import (ROOT, against_copy, dtype_name, rms_inputs, save_rows, shapes_from_argv, tl,
+                     torch, triton)
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels.tuning import tuning_for
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536), (256, 262144))
 AHEAD = (2, 3, 4, 6, 8)
@@ -99,9 +104,7 @@ def main(shapes=SHAPES):
     for M, N in shapes:
         for dtype in [{"bf16": torch.bfloat16, "fp32": torch.float32}[d]
                       for d in os.environ.get("DTYPES", "bf16,fp32").split(",")]:
-            x = torch.randn(M, N, device="cuda", dtype=dtype)
-            g = torch.randn(N, device="cuda", dtype=dtype)
-            dy = torch.randn_like(x)
+            x, g, dy = rms_inputs(M, N, dtype)
             rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
             plan = rn._Plan(x, g)
             if plan.bwd.kernel is not rn.rmsnorm_bwd_kernel:
@@ -111,9 +114,7 @@ def main(shapes=SHAPES):
                           f"exchange backward")
                     continue
                 today, impls = wide
-                src = torch.empty(3 * M * N // 2, device="cuda", dtype=dtype)
-                dst = torch.empty_like(src)
-                impls.append(("copy", lambda: dst.copy_(src), None))
+                impls.append(("copy", same_bytes_copy(x, 3 * x.nbytes), None))
                 rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (exchange + dg sum)",
                                      impls, shape=f"{M}x{N}", dtype=dtype_name(dtype),
                                      today=today)
@@ -155,10 +156,8 @@ def main(shapes=SHAPES):
                     variants.append((f"{p}/SM w{w} prefetch 2" + (f" L2+{ahead}" if ahead
                                                                   else ""), launcher(
                         x, g, rstd, dy, dx, dg, p, w, 2, None, ahead)))
-            src = torch.empty(3 * M * N // 2, device="cuda", dtype=dtype)
-            dst = torch.empty_like(src)
             impls = [(label, fn, check) for label, fn in variants]
-            impls.append(("copy", lambda: dst.copy_(src), None))
+            impls.append(("copy", same_bytes_copy(x, 3 * x.nbytes), None))
             rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (kernel + dg sum)",
                                  impls, shape=f"{M}x{N}", dtype=dtype_name(dtype), today=today)
     print("\nsummary: the best by do_bench against today's, graph / do_bench us")

@@ -22,11 +22,15 @@ forward+backward rows).
 """
 import dataclasses
 import os
+import sys
 
-from _common import against_copy, dtype_name, save_rows, shapes_from_argv, torch
+from _common import ROOT, against_copy, dtype_name, rms_inputs, save_rows, shapes_from_argv, torch
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels._launch import PlanCache
 from tritonlab.kernels.tuning import tuning_for
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536), (256, 262144))
 
@@ -48,9 +52,7 @@ def main(shapes=SHAPES):
     settings = {"off": setting(False), "pdl": setting(True)}
     for M, N in shapes:
         for dtype in (torch.float32, torch.bfloat16):
-            x = torch.randn(M, N, device="cuda", dtype=dtype)
-            g = torch.randn(N, device="cuda", dtype=dtype)
-            dy = torch.randn_like(x)
+            x, g, dy = rms_inputs(M, N, dtype)
             xg, gg = x.clone().requires_grad_(), g.clone().requires_grad_()
             name = f"{M}x{N} {dtype_name(dtype)}"
             wants = {}
@@ -92,9 +94,7 @@ def main(shapes=SHAPES):
                     fn = (lambda: one_thread(settings["off"]))
                     impls.append(("off, autograd on one thread", fn,
                                   checked(kind, "one thread", fn)))
-                src = torch.empty(copy_bytes * M * N // 2, device="cuda", dtype=dtype)
-                dst = torch.empty_like(src)
-                impls.append(("copy", lambda: dst.copy_(src), None))
+                impls.append(("copy", same_bytes_copy(x, copy_bytes * x.nbytes), None))
                 rows += against_copy(f"{name} {kind}", impls, shape=f"{M}x{N}",
                                      dtype=dtype_name(dtype), kind=kind)
     print("\nsummary: graph / do_bench us, PDL against off (>1: PDL faster), each of the copy")

@@ -15,10 +15,14 @@ of 50 calls each.
     python benchmarks/probes/step_state.py [MxN ...]      ($OUT/step_state.json)
 """
 import os
+import sys
 
-from _common import dtype_name, save_rows, shapes_from_argv, torch
+from _common import ROOT, dtype_name, rms_inputs, save_rows, shapes_from_argv, torch
 from flush_state import timed
 from tritonlab.kernels import rmsnorm as rn
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536))
 SLEEP = 500_000  # cycles: about 250-300 us at the H100's and H200's clocks
@@ -33,18 +37,14 @@ def main(shapes=SHAPES):
     rows = []
     for M, N in shapes:
         for dtype in (torch.bfloat16, torch.float32):
-            x = torch.randn(M, N, device="cuda", dtype=dtype)
-            g = torch.randn(N, device="cuda", dtype=dtype)
-            dy = torch.randn_like(x)
+            x, g, dy = rms_inputs(M, N, dtype)
             xg, gg = x.clone().requires_grad_(), g.clone().requires_grad_()
             plan = rn._plan(x, g)
             _, rstd = plan.forward(x, g, 1e-6)
-            src = torch.empty(5 * M * N // 2, device="cuda", dtype=dtype)
-            dst = torch.empty_like(src)
             impls = {"step": lambda: torch.autograd.grad(rn.rmsnorm(xg, gg), (xg, gg), dy),
                      "forward": lambda: plan.forward(x, g, 1e-6),
                      "backward": lambda: plan.backward(dy, x, g, rstd),
-                     "copy 5MN": lambda: dst.copy_(src)}
+                     "copy 5MN": same_bytes_copy(x, 5 * x.nbytes)}
             impls["step"]()
             impls["step"]()  # the second: the native node, as kernels.py times it
             name = f"{M}x{N} {dtype_name(dtype)}"

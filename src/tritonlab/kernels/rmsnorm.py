@@ -599,8 +599,8 @@ class _Plan:
                 groups = exchange_groups(t.fwd_exchange_per_sm, t.simulator_programs, pieces,
                                          n_rows, device)
                 piped = {"STAGES": t.fwd_exchange_stages, "PTX": x.is_cuda}
-            elif l2_rows_ahead(t.fwd_exchange_l2_next, pieces, device):  # a GPU's hint
-                piped = {"L2_NEXT": l2_rows_ahead(t.fwd_exchange_l2_next, pieces, device)}
+            elif rows_ahead := l2_rows_ahead(t.fwd_exchange_l2_next, pieces, device):  # GPU hint
+                piped = {"L2_NEXT": rows_ahead}
             self.fwd = Bound(rmsnorm_fwd_exchange_kernel, (groups * pieces,),
                              BLOCK_SIZE=t.exchange_block, PIECES=triton.next_power_of_2(pieces),
                              ACC=acc, num_warps=t.exchange_warps, **piped, **pdl)
@@ -667,7 +667,7 @@ class _Plan:
                 raise ValueError(f"RMSNormTuning.bwd_prefetch_rows must be 1 or 2, not "
                                  f"{t.bwd_prefetch_rows}")
             # the next row (True, as before), or the next two; rows asked of L2 ahead (GPU)
-            ahead = prefetch and (t.bwd_prefetch_rows == 1 or t.bwd_prefetch_rows)
+            ahead = (True if t.bwd_prefetch_rows == 1 else 2) if prefetch else False
             l2 = ({"L2_AHEAD": t.bwd_l2_ahead}
                   if t.bwd_l2_ahead and x.is_cuda and block * item >= 128 else {})
             kw = dict(BLOCK_SIZE=block, ACC=acc, PREFETCH=ahead,

@@ -450,8 +450,8 @@ class _Launch:
                 groups = exchange_groups(t.exchange_per_sm, t.simulator_loop_programs, pieces,
                                          n_rows, device)
                 piped = {"STAGES": t.exchange_stages, "PTX": x.is_cuda}
-            elif l2_rows_ahead(t.exchange_l2_next, pieces, device):  # a GPU's hint
-                piped = {"L2_NEXT": l2_rows_ahead(t.exchange_l2_next, pieces, device)}
+            elif rows_ahead := l2_rows_ahead(t.exchange_l2_next, pieces, device):  # a GPU's hint
+                piped = {"L2_NEXT": rows_ahead}
             self.kernel = Bound(softmax_exchange_kernel, (groups * pieces,), BLOCK_SIZE=block,
                                 PIECES=triton.next_power_of_2(pieces), ACC=acc,
                                 num_warps=t.exchange_warps, **piped)
