@@ -34,6 +34,9 @@
 #             probes/rms_bwd_depth.py (DTYPES, its shapes as SHAPES="8192x4096 ..."),
 #             probes/exchange_l2.py, then kernels.py's RMSNorm forward+backward rows if time
 #             is left
+#   owed49    session 48's call: the TMA backward's test on real Triton (test_kernels.py -k
+#             through_tma), probes/rms_bwd_tma.py (DTYPES; SHAPES as owed48's), then
+#             kernels.py's RMSNorm forward+backward rows if time is left
 
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -122,6 +125,15 @@ owed48)
     OUT=$OUT TAILN=60 step depth 240 python3 benchmarks/probes/rms_bwd_depth.py ${SHAPES:-}
     OUT=$OUT TAILN=50 step l2next "$((560 - (SECONDS - t0)))" python3 \
         benchmarks/probes/exchange_l2.py
+    left=$((570 - (SECONDS - t0)))
+    if [ "$left" -gt 100 ]; then
+        step kernels "$left" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
+            --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" --out "$OUT/kernels"
+    fi ;;
+owed49)
+    step tests49 "${LIM:-180}" python3 -m pytest -q -p no:cacheprovider \
+        tests/tritonlab/test_kernels.py -k "through_tma or prefetch_is_the_same"
+    OUT=$OUT TAILN=50 step tma 300 python3 benchmarks/probes/rms_bwd_tma.py ${SHAPES:-}
     left=$((570 - (SECONDS - t0)))
     if [ "$left" -gt 100 ]; then
         step kernels "$left" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \

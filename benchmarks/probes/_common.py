@@ -88,6 +88,22 @@ def against_copy(title, impls, **keys):
     return [{**keys, "label": r[0], "graph_us": r[3], "do_bench_us": r[4]} for r in rows]
 
 
+
+def best_against_today(rows):
+    """For each (shape, dtype) of `against_copy`'s rows (with a "today" key naming today's
+    label): today's graph / do_bench us and the fastest variant's by do_bench, printed."""
+    print("\nsummary: the best by do_bench against today's, graph / do_bench us")
+    for key in sorted({(r["shape"], r["dtype"]) for r in rows}):
+        group = [r for r in rows if (r["shape"], r["dtype"]) == key and r["label"] != "copy"]
+        base = next((r for r in group if r["label"] == r["today"]), None)
+        if base is None:  # today's launch failed (printed above)
+            continue
+        best = min(group, key=lambda r: r["do_bench_us"])
+        print(f"{' '.join(key):<20} today {base['graph_us']:.1f} / {base['do_bench_us']:.1f}, "
+              f"best {best['label']} {best['graph_us']:.1f} / {best['do_bench_us']:.1f}: "
+              f"{base['graph_us'] / best['graph_us']:.3f}x / "
+              f"{base['do_bench_us'] / best['do_bench_us']:.3f}x", flush=True)
+
 def report(kind, name, rows, nbytes, best=6):
     """The `best` fastest of (us, label, err) rows, then the register-kernel rows among the
     rest; GB/s = nbytes / (us * 1e-6) / 1e9 = nbytes / us / 1e3."""

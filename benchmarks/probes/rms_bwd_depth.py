@@ -35,8 +35,8 @@ import dataclasses
 import os
 import sys
 
-from _common import (ROOT, against_copy, dtype_name, rms_inputs, save_rows, shapes_from_argv, tl,
-                     torch, triton)
+from _common import (ROOT, against_copy, best_against_today, dtype_name, rms_inputs, save_rows,
+                     shapes_from_argv, tl, torch, triton)
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels.tuning import tuning_for
 
@@ -160,17 +160,7 @@ def main(shapes=SHAPES):
             impls.append(("copy", same_bytes_copy(x, 3 * x.nbytes), None))
             rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (kernel + dg sum)",
                                  impls, shape=f"{M}x{N}", dtype=dtype_name(dtype), today=today)
-    print("\nsummary: the best by do_bench against today's, graph / do_bench us")
-    for key in sorted({(r["shape"], r["dtype"]) for r in rows}):
-        group = [r for r in rows if (r["shape"], r["dtype"]) == key and r["label"] != "copy"]
-        base = next((r for r in group if r["label"] == r["today"]), None)
-        if base is None:  # today's launch failed (printed above)
-            continue
-        best = min(group, key=lambda r: r["do_bench_us"])
-        print(f"{' '.join(key):<20} today {base['graph_us']:.1f} / {base['do_bench_us']:.1f}, "
-              f"best {best['label']} {best['graph_us']:.1f} / {best['do_bench_us']:.1f}: "
-              f"{base['graph_us'] / best['graph_us']:.3f}x / "
-              f"{base['do_bench_us'] / best['do_bench_us']:.3f}x", flush=True)
+    best_against_today(rows)
     save_rows(os.environ.get("OUT", "out"), "rms_bwd_depth.json", rows)
 
 

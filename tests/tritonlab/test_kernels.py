@@ -210,6 +210,32 @@ def test_rmsnorm_backward_prefetch_is_the_same_computation(shape, rows, dtype):
     assert rel_err(outs[1][0], dx_ref) < TOLERANCES[dtype]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape,rows", [((37, 96), 5), ((64, 200), 8), ((9, 256), 4), ((1, 64), 3)])
+def test_rmsnorm_backward_through_tma(shape, rows, dtype):
+    # rmsnorm_bwd_tma_kernel (x and dy brought in by TMA in a pipelined row loop, dx stored by
+    # TMA or by pointers): the pointer kernel's dx and partial rows of dg, within rounding
+    # (its row sum in another layout), rows that do not fill the block (zero-filled past the
+    # row's end), the last program's rows running past the end
+    M, N = shape
+    x, g, dy = rand(M, N, dtype=dtype), rand(N, dtype=dtype, seed=1), rand(M, N, dtype=dtype,
+                                                                          seed=2)
+    _, rstd = rn.rmsnorm_forward(x, g)
+    programs, block = -(-M // rows), backend.triton.next_power_of_2(N)
+    want_dx, want = torch.empty_like(x), torch.empty(programs, N, device=DEV)
+    rn.rmsnorm_bwd_kernel[(programs,)](x, g, rstd, dy, want_dx, want, M, N, rows,
+                                       BLOCK_SIZE=block, ACC=backend.tl.float32)
+    backend.triton.set_allocator(
+        lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=DEV))
+    for stages, tma_store in ((3, True), (2, False), (1, True)):
+        dx, partial = torch.full_like(x, float("nan")), torch.empty(programs, N, device=DEV)
+        rn.rmsnorm_bwd_tma_kernel[(programs,)](x, g, rstd, dy, dx, partial, M, N, rows,
+                                               BLOCK_SIZE=block, ACC=backend.tl.float32,
+                                               STAGES=stages, TMA_STORE=tma_store)
+        torch.testing.assert_close(dx, want_dx, rtol=TOLERANCES[dtype], atol=1e-6)
+        torch.testing.assert_close(partial, want, rtol=1e-6, atol=1e-6)
+
+
 # -- the wide-row kernels (a chunked forward; a chunked coefficient pass and 2-D tiles in the
 #    backward): chunks and tiles that do not divide the row, a chunk wider than the row, row
 #    blocks that run past the last row, one row per tile

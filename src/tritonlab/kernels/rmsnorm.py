@@ -163,12 +163,19 @@ def _bwd_rows(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, pid, n_rows, n_cols, rows_
             x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
             dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)  # read N
         rstd = tl.load(rstd_ptr + row, mask=row < n_rows, other=0.0).to(ACC)  # read 1
-        dyg = dy * g
-        dot = tl.sum(dyg * x, axis=0)
-        dx = rstd * dyg - rstd * rstd * rstd * x * (dot / n_cols)
+        dx = _bwd_dx(x, dy, g, rstd, n_cols)
         tl.store(dx_ptr + row * n_cols + cols, dx, mask=mask)  # write N
         dg += dy * x * rstd
     return dg
+
+
+@triton.jit
+def _bwd_dx(x, dy, g, rstd, n_cols):
+    # one row's dx from x, dy and g in the accumulation dtype (zero past the row's end) and
+    # the row's rstd; its term of dg is dy * x * rstd
+    dyg = dy * g
+    dot = tl.sum(dyg * x)
+    return rstd * dyg - rstd * rstd * rstd * x * (dot / n_cols)
 
 
 @triton.jit
@@ -184,6 +191,39 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n
                    rows_per_program, BLOCK_SIZE, ACC, PREFETCH, STAGES, L2_AHEAD)
     cols = tl.arange(0, BLOCK_SIZE)
     tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=cols < n_cols)
+
+
+@triton.jit
+def rmsnorm_bwd_tma_kernel(x_ptr, g_ptr, rstd_ptr, dy_ptr, dx_ptr, dg_partial_ptr, n_rows,
+                           n_cols, rows_per_program, BLOCK_SIZE: tl.constexpr,
+                           ACC: tl.constexpr, STAGES: tl.constexpr, TMA_STORE: tl.constexpr):
+    # the whole-row backward (rmsnorm_bwd_kernel's rows and partial row of dg) with x and dy
+    # brought into shared memory by TMA: device-side descriptors of (n_rows, n_cols) in blocks
+    # of a row (zero past its end), the row loop software-pipelined over STAGES, so STAGES - 1
+    # rows are on their way without a register held for them; TMA_STORE: dx leaves the same
+    # way (a TMA store from shared memory), else by plain stores. Needs 16-byte aligned bases
+    # and rows (n_cols * element size) and Triton's global scratch for the descriptors
+    # (docs/decisions.md#rmsnorm-backward-tma)
+    pid = tl.program_id(0)
+    x_desc = tl.make_tensor_descriptor(x_ptr, [n_rows, n_cols], [n_cols, 1], [1, BLOCK_SIZE])
+    dy_desc = tl.make_tensor_descriptor(dy_ptr, [n_rows, n_cols], [n_cols, 1], [1, BLOCK_SIZE])
+    dx_desc = tl.make_tensor_descriptor(dx_ptr, [n_rows, n_cols], [n_cols, 1], [1, BLOCK_SIZE])
+    cols = tl.arange(0, BLOCK_SIZE)[None, :]
+    col_mask = cols < n_cols
+    g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dg = tl.zeros([1, BLOCK_SIZE], dtype=ACC)  # this program's share of dg, in registers
+    first = pid * rows_per_program
+    for row in tl.range(first, tl.minimum(first + rows_per_program, n_rows), num_stages=STAGES):
+        x = x_desc.load([row, 0]).to(ACC)  # read N
+        dy = dy_desc.load([row, 0]).to(ACC)  # read N
+        rstd = tl.load(rstd_ptr + row).to(ACC)  # read 1
+        dx = _bwd_dx(x, dy, g, rstd, n_cols)
+        if TMA_STORE:  # write N
+            dx_desc.store([row, 0], dx.to(dx_ptr.dtype.element_ty))
+        else:
+            tl.store(dx_ptr + row.to(tl.int64) * n_cols + cols, dx, mask=col_mask)
+        dg += dy * x * rstd
+    tl.store(dg_partial_ptr + pid.to(tl.int64) * n_cols + cols, dg, mask=col_mask)
 
 
 @triton.jit
