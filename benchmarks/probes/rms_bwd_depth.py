@@ -98,68 +98,91 @@ def launcher(x, g, rstd, dy, dx, dg, per_sm, warps, prefetch=False, stages=None,
     return run
 
 
-def main(shapes=SHAPES):
-    rows = []
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+def whole_row_today(x, g, dy, rstd):
+    """Today's whole-row backward of x's plan (kernel and dg sum), which a probe's variants
+    are held to: (label, its launch settings (programs per SM, warps, PREFETCH, stages) as
+    `launcher` takes them, dx and dg for the variants to write, check), or None where the
+    plan takes another kernel. check() holds dx and dg, as the variant run last wrote them, to
+    today's (within rounding: tl.sum's order follows the warps), says whether the bits are
+    the same, and fills dx with NaN for the next."""
+    plan = rn._Plan(x, g)
+    if plan.bwd.kernel is not rn.rmsnorm_bwd_kernel:
+        return None
+    kw, sms = plan.bwd.kw, torch.cuda.get_device_properties(0).multi_processor_count
+    settings = (max(1, round(plan.partial_shape[0] / sms)), kw["num_warps"], kw["PREFETCH"],
+                kw.get("STAGES"))
+    dx, dg = torch.empty_like(x), torch.empty_like(g)
+    want_dx, want_dg = torch.empty_like(x), torch.empty_like(g)
+    launcher(x, g, rstd, dy, want_dx, want_dg, *settings)()
+
+    def check():
+        same = torch.equal(dx, want_dx) and torch.equal(dg, want_dg)
+        if not same:
+            tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-4
+            torch.testing.assert_close(dx.float(), want_dx.float(), rtol=tol, atol=tol)
+            big = want_dg.float().abs().max().item()
+            diff = (dg.float() - want_dg.float()).abs().max().item()
+            assert diff <= tol * max(big, 1.0), f"dg {diff:.1e} apart"
+        dx.fill_(float("nan"))  # each variant writes every element anew
+        return "same bits" if same else "within rounding"
+    per_sm, warps, prefetch, stages = settings
+    label = (f"today {per_sm}/SM w{warps} "
+             + (f"s{stages}" if stages else "prefetch" if prefetch else "plain"))
+    return label, settings, dx, dg, check
+
+
+def cases(shapes):
+    """(x, g, dy, rstd): RMSNorm's backward inputs on the GPU at each shape, in each of
+    $DTYPES (bf16,fp32 by default)."""
     for M, N in shapes:
         for dtype in [{"bf16": torch.bfloat16, "fp32": torch.float32}[d]
                       for d in os.environ.get("DTYPES", "bf16,fp32").split(",")]:
             x, g, dy = rms_inputs(M, N, dtype)
-            rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
-            plan = rn._Plan(x, g)
-            if plan.bwd.kernel is not rn.rmsnorm_bwd_kernel:
-                wide = exchange_variants(x, g, dy, rstd)
-                if wide is None:
-                    print(f"{M}x{N} {dtype_name(dtype)}: neither the whole-row nor the "
-                          f"exchange backward")
-                    continue
-                today, impls = wide
-                impls.append(("copy", same_bytes_copy(x, 3 * x.nbytes), None))
-                rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (exchange + dg sum)",
-                                     impls, shape=f"{M}x{N}", dtype=dtype_name(dtype),
-                                     today=today)
-                continue
-            kw = plan.bwd.kw
-            prefetch, stages, warps = kw["PREFETCH"], kw.get("STAGES"), kw["num_warps"]
-            per_sm = max(1, round(plan.partial_shape[0] / sms))
-            dx, dg = torch.empty_like(x), torch.empty_like(g)
-            want_dx, want_dg = torch.empty_like(x), torch.empty_like(g)
-            launcher(x, g, rstd, dy, want_dx, want_dg, per_sm, warps, prefetch, stages)()
+            yield x, g, dy, torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
 
-            def check():
-                same = torch.equal(dx, want_dx) and torch.equal(dg, want_dg)
-                if not same:
-                    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
-                    torch.testing.assert_close(dx.float(), want_dx.float(), rtol=tol, atol=tol)
-                    big = want_dg.float().abs().max().item()
-                    diff = (dg.float() - want_dg.float()).abs().max().item()
-                    assert diff <= tol * max(big, 1.0), f"dg {diff:.1e} apart"
-                dx.zero_()
-                return "same bits" if same else "within rounding"
-            today = (f"today {per_sm}/SM w{warps} "
-                     + (f"s{stages}" if stages else "prefetch" if prefetch else "plain"))
-            variants = [(today, launcher(x, g, rstd, dy, dx, dg, per_sm, warps, prefetch,
-                                         stages))]
-            for ahead in AHEAD:  # today's launch, rows asked of L2 ahead
-                variants.append((f"{today} L2+{ahead}", launcher(
-                    x, g, rstd, dy, dx, dg, per_sm, warps, prefetch, stages, ahead)))
-            if stages:  # today stages (short rows): the register prefetch with L2 as well
-                for ahead in (0, 4):
-                    w = 2 * warps
-                    variants.append((f"{per_sm}/SM w{w} prefetch" + (f" L2+{ahead}" if ahead
-                                                                    else ""), launcher(
-                        x, g, rstd, dy, dx, dg, per_sm, w, True, None, ahead)))
-            for p, w in ((1, 2 * warps), (2, 2 * warps), (1, 4 * warps), (2, warps)):
-                if w > 32 or w < 4:
-                    continue
-                for ahead in (0, 4):  # two rows ahead in registers
-                    variants.append((f"{p}/SM w{w} prefetch 2" + (f" L2+{ahead}" if ahead
-                                                                  else ""), launcher(
-                        x, g, rstd, dy, dx, dg, p, w, 2, None, ahead)))
-            impls = [(label, fn, check) for label, fn in variants]
-            impls.append(("copy", same_bytes_copy(x, 3 * x.nbytes), None))
-            rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (kernel + dg sum)",
-                                 impls, shape=f"{M}x{N}", dtype=dtype_name(dtype), today=today)
+
+def timed(x, impls, today, what="kernel + dg sum"):
+    """`against_copy`'s rows of a backward's variants `impls` at x's shape and dtype, with a
+    copy of the backward's 3·MN bytes."""
+    (M, N), dtype = x.shape, dtype_name(x.dtype)
+    return against_copy(f"rms bwd {M}x{N} {dtype} ({what})",
+                        impls + [("copy", same_bytes_copy(x, 3 * x.nbytes), None)],
+                        shape=f"{M}x{N}", dtype=dtype, today=today)
+
+
+def main(shapes=SHAPES):
+    rows = []
+    for x, g, dy, rstd in cases(shapes):
+        whole = whole_row_today(x, g, dy, rstd)
+        if whole is None:
+            wide = exchange_variants(x, g, dy, rstd)
+            if wide is None:
+                print(f"{x.shape[0]}x{x.shape[1]} {dtype_name(x.dtype)}: neither the whole-row "
+                      f"nor the exchange backward")
+                continue
+            today, impls = wide
+            rows += timed(x, impls, today, "exchange + dg sum")
+            continue
+        today, settings, dx, dg, check = whole
+        per_sm, warps, prefetch, stages = settings
+        variants = [(today, launcher(x, g, rstd, dy, dx, dg, *settings))]
+        for ahead in AHEAD:  # today's launch, rows asked of L2 ahead
+            variants.append((f"{today} L2+{ahead}", launcher(
+                x, g, rstd, dy, dx, dg, per_sm, warps, prefetch, stages, ahead)))
+        if stages:  # today stages (short rows): the register prefetch with L2 as well
+            for ahead in (0, 4):
+                w = 2 * warps
+                variants.append((f"{per_sm}/SM w{w} prefetch" + (f" L2+{ahead}" if ahead
+                                                                else ""), launcher(
+                    x, g, rstd, dy, dx, dg, per_sm, w, True, None, ahead)))
+        for p, w in ((1, 2 * warps), (2, 2 * warps), (1, 4 * warps), (2, warps)):
+            if w > 32 or w < 4:
+                continue
+            for ahead in (0, 4):  # two rows ahead in registers
+                variants.append((f"{p}/SM w{w} prefetch 2" + (f" L2+{ahead}" if ahead
+                                                              else ""), launcher(
+                    x, g, rstd, dy, dx, dg, p, w, 2, None, ahead)))
+        rows += timed(x, [(label, fn, check) for label, fn in variants], today)
     best_against_today(rows)
     save_rows(os.environ.get("OUT", "out"), "rms_bwd_depth.json", rows)
 

@@ -20,15 +20,10 @@ per SM (docs/decisions.md#rmsnorm-backward-tma).
         ($OUT/rms_bwd_tma.json)
 """
 import os
-import sys
 
-from _common import (ROOT, against_copy, best_against_today, dtype_name, rms_inputs, save_rows,
-                     shapes_from_argv, tl, torch, triton)
-from rms_bwd_depth import launcher
+from _common import best_against_today, dtype_name, save_rows, shapes_from_argv, tl, torch, triton
+from rms_bwd_depth import cases, launcher, timed, whole_row_today
 from tritonlab.kernels import rmsnorm as rn
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((8192, 4096), (32768, 1024))
 # (stages, warps, programs per SM, dx by TMA) for rows of up to 2 KiB, and for wider ones
@@ -61,43 +56,18 @@ def main(shapes=SHAPES):
     triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8,
                                                                      device="cuda"))
     rows = []
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for M, N in shapes:
-        for dtype in [{"bf16": torch.bfloat16, "fp32": torch.float32}[d]
-                      for d in os.environ.get("DTYPES", "bf16,fp32").split(",")]:
-            x, g, dy = rms_inputs(M, N, dtype)
-            rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
-            plan = rn._Plan(x, g)
-            if plan.bwd.kernel is not rn.rmsnorm_bwd_kernel:
-                print(f"{M}x{N} {dtype_name(dtype)}: not the whole-row backward today")
-                continue
-            kw = plan.bwd.kw
-            prefetch, stages, warps = kw["PREFETCH"], kw.get("STAGES"), kw["num_warps"]
-            per_sm = max(1, round(plan.partial_shape[0] / sms))
-            dx, dg = torch.empty_like(x), torch.empty_like(g)
-            want_dx, want_dg = torch.empty_like(x), torch.empty_like(g)
-            launcher(x, g, rstd, dy, want_dx, want_dg, per_sm, warps, prefetch, stages)()
-
-            def check():
-                tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
-                torch.testing.assert_close(dx.float(), want_dx.float(), rtol=tol, atol=tol)
-                big = want_dg.float().abs().max().item()
-                diff = (dg.float() - want_dg.float()).abs().max().item()
-                assert diff <= tol * max(big, 1.0), f"dg {diff:.1e} apart"
-                same = torch.equal(dx, want_dx) and torch.equal(dg, want_dg)
-                dx.fill_(float("nan"))  # each variant writes every element anew
-                return "same bits" if same else "within rounding"
-            today = (f"today {per_sm}/SM w{warps} "
-                     + (f"s{stages}" if stages else "prefetch" if prefetch else "plain"))
-            variants = [(today, launcher(x, g, rstd, dy, dx, dg, per_sm, warps, prefetch,
-                                         stages))]
-            for s, w, p, store in SHORT if N * x.element_size() <= 2048 else LONG:
-                variants.append((f"tma s{s} w{w} {p}/SM" + ("" if store else " st.global"),
-                                 tma_launcher(x, g, rstd, dy, dx, dg, s, w, p, store)))
-            impls = [(label, fn, check) for label, fn in variants]
-            impls.append(("copy", same_bytes_copy(x, 3 * x.nbytes), None))
-            rows += against_copy(f"rms bwd {M}x{N} {dtype_name(dtype)} (kernel + dg sum)",
-                                 impls, shape=f"{M}x{N}", dtype=dtype_name(dtype), today=today)
+    for x, g, dy, rstd in cases(shapes):
+        whole = whole_row_today(x, g, dy, rstd)
+        if whole is None:
+            print(f"{x.shape[0]}x{x.shape[1]} {dtype_name(x.dtype)}: not the whole-row "
+                  f"backward today")
+            continue
+        today, settings, dx, dg, check = whole
+        variants = [(today, launcher(x, g, rstd, dy, dx, dg, *settings))]
+        for s, w, p, store in SHORT if x.shape[1] * x.element_size() <= 2048 else LONG:
+            variants.append((f"tma s{s} w{w} {p}/SM" + ("" if store else " st.global"),
+                             tma_launcher(x, g, rstd, dy, dx, dg, s, w, p, store)))
+        rows += timed(x, [(label, fn, check) for label, fn in variants], today)
     best_against_today(rows)
     save_rows(os.environ.get("OUT", "out"), "rms_bwd_tma.json", rows)
 

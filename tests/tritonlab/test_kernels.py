@@ -186,6 +186,13 @@ def test_rmsnorm_partial_dg_buffer(rows_per_program):
     assert rel_err(dx, dx_ref) < 1e-5 and rel_err(dg, dg_ref) < 1e-5
 
 
+def _backward_inputs(M, N, dtype):
+    """(x, g, dy, rstd) of an RMSNorm backward launched by hand: rows of N, the forward's rstd."""
+    x, g, dy = rand(M, N, dtype=dtype), rand(N, dtype=dtype, seed=1), rand(M, N, dtype=dtype,
+                                                                          seed=2)
+    return x, g, dy, rn.rmsnorm_forward(x, g)[1]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape,rows", [((37, 100), 5), ((9, 256), 4), ((1, 64), 3), ((8, 33), 8)])
 def test_rmsnorm_backward_prefetch_is_the_same_computation(shape, rows, dtype):
@@ -193,9 +200,7 @@ def test_rmsnorm_backward_prefetch_is_the_same_computation(shape, rows, dtype):
     # rows) or the next two (PREFETCH=2, RMSNormTuning.bwd_prefetch_rows): the same bits as
     # one row at a time, the last program's rows running past the end
     M, N = shape
-    x, g, dy = rand(M, N, dtype=dtype), rand(N, dtype=dtype, seed=1), rand(M, N, dtype=dtype,
-                                                                          seed=2)
-    _, rstd = rn.rmsnorm_forward(x, g)
+    x, g, dy, rstd = _backward_inputs(M, N, dtype)
     programs = -(-M // rows)
     outs = []
     for prefetch in (False, True, 2):
@@ -218,9 +223,7 @@ def test_rmsnorm_backward_through_tma(shape, rows, dtype):
     # (its row sum in another layout), rows that do not fill the block (zero-filled past the
     # row's end), the last program's rows running past the end
     M, N = shape
-    x, g, dy = rand(M, N, dtype=dtype), rand(N, dtype=dtype, seed=1), rand(M, N, dtype=dtype,
-                                                                          seed=2)
-    _, rstd = rn.rmsnorm_forward(x, g)
+    x, g, dy, rstd = _backward_inputs(M, N, dtype)
     programs, block = -(-M // rows), backend.triton.next_power_of_2(N)
     want_dx, want = torch.empty_like(x), torch.empty(programs, N, device=DEV)
     rn.rmsnorm_bwd_kernel[(programs,)](x, g, rstd, dy, want_dx, want, M, N, rows,
