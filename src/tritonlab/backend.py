@@ -111,6 +111,15 @@ TensorDescriptor = _descriptor_class(NAME)
 GLUON = _gluon(NAME)
 
 
+
+def require_gluon():
+    """GLUON, for a module of Gluon kernels to import; ImportError where this backend has none
+    (Triton's interpreter does not run Gluon)."""
+    if GLUON is None:
+        raise ImportError("this backend has no Gluon (Triton's interpreter does not run it; "
+                          "Triton 3.5 or newer, or minitriton, does)")
+    return GLUON
+
 def describe():
     """One line saying what runs the kernels."""
     if NAME == "sim":

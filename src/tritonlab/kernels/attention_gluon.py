@@ -37,13 +37,11 @@ import functools
 
 import torch
 
-from ..backend import GLUON
+from ..backend import require_gluon
 from ._checks import sm_count
 from .tuning import tuning_for
 
-if GLUON is None:
-    raise ImportError("this backend has no Gluon (Triton's interpreter does not run it; "
-                      "Triton 3.5 or newer, or minitriton, does)")
+GLUON = require_gluon()
 gluon, gl = GLUON.gluon, GLUON.gl
 mbarrier, tma = GLUON.hopper.mbarrier, GLUON.hopper.tma
 fence_async_shared = GLUON.hopper.fence_async_shared
