@@ -36,9 +36,8 @@
 #             is left
 #   owed49    session 48's call: the GPU tests of the TMA backward (test_kernels.py -k
 #             through_tma) and of the row-resident Gluon forwards (test_rows_gluon.py),
-#             probes/rms_bwd_tma.py (DTYPES; SHAPES as owed48's), probes/rows_resident.py
-#             (ROWS_SHAPES: its MxN), then kernels.py's RMSNorm forward+backward rows if time
-#             is left
+#             probes/rms_bwd_tma.py (DTYPES; SHAPES as owed48's), then
+#             probes/rows_resident.py (ROWS_SHAPES: its MxN) in the time left
 
 mode=${1:?mode}; commit=${2:?commit}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -133,17 +132,12 @@ owed48)
             --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" --out "$OUT/kernels"
     fi ;;
 owed49)
-    step tests49 "${LIM:-180}" python3 -m pytest -q -p no:cacheprovider \
+    step tests49 "${LIM:-150}" python3 -m pytest -q -p no:cacheprovider \
         tests/tritonlab/test_kernels.py tests/tritonlab/test_rows_gluon.py \
         -k "through_tma or prefetch_is_the_same or rows_resident"
-    OUT=$OUT TAILN=50 step tma 240 python3 benchmarks/probes/rms_bwd_tma.py ${SHAPES:-}
-    OUT=$OUT TAILN=50 step resident 200 python3 benchmarks/probes/rows_resident.py \
-        ${ROWS_SHAPES:-}
-    left=$((570 - (SECONDS - t0)))
-    if [ "$left" -gt 100 ]; then
-        step kernels "$left" python3 benchmarks/kernels.py --repeats "${REPEATS:-3}" \
-            --only "rmsnorm fwd+bwd" --ledger "$OUT/ledger.csv" --out "$OUT/kernels"
-    fi ;;
+    OUT=$OUT TAILN=50 step tma 200 python3 benchmarks/probes/rms_bwd_tma.py ${SHAPES:-}
+    OUT=$OUT TAILN=70 step resident "$((575 - (SECONDS - t0)))" python3 \
+        benchmarks/probes/rows_resident.py ${ROWS_SHAPES:-} ;;
 *)
     echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -1,19 +1,23 @@
-"""Probe: softmax's and RMSNorm's forwards with each row resident in shared memory (Gluon).
+"""Probe: softmax's and RMSNorm's forwards with each row (or each program's piece of it)
+resident in shared memory (Gluon).
 
-Issue 37's bf16 rows of 65536 are 0.87-0.88 of a same-bytes copy on an H100 for both forwards
-(the online softmax and the chunked RMSNorm forward read each row twice, the second time from an
-L2 that the rows in flight overflow; the exchange kernels read it once but meet in memory per
-row). `kernels/rows_gluon.py` keeps a whole row in one SM's shared memory, read from DRAM once
-by TMA into a ring of chunk slots whose spare slots already hold the next row's first chunks,
-and writes y by TMA store (docs/decisions.md#rows-resident).
+Issue 37's wide rows are short of a same-bytes copy on an H100 for both forwards (session 47:
+bf16 1024x65536 0.87-0.88, 256x262144 0.74-0.78; fp32 0.87-0.89, do_bench): the online softmax
+and the chunked RMSNorm forward read each row twice (the second time from an L2 that the rows
+in flight overflow), and the exchange kernels, which read it once, hold nothing in flight while
+a row's pieces meet. `kernels/rows_gluon.py` keeps a row, or a program's piece of a row (its
+pieces meeting in memory), in one SM's shared memory: read from DRAM once by TMA into a ring of
+chunk slots whose spare slots already hold the next rows' chunks (in flight through the
+meeting), y written by TMA store (docs/decisions.md#rows-resident).
 
-At 1024x65536 bf16 (and any MxN given: 2048x32768 and 4096x16384 take fp32 rows as well),
-each forward against today's plan and a copy of the same 2·MN bytes, over chunk sizes
-(boxes of 8 and 16 KiB), ring sizes (a row exactly, and as many slots as fit), 4 or 8 warps
-and one program per SM (two where two rings of a row fit): checked against today's output within rounding, CUDA-graph replays and do_bench (L2
-flushed), interleaved, three repeats.
-Decides: whether the plans take the row-resident forwards, for which rows, with which boxes,
-slots and warps (docs/decisions.md#rows-resident).
+At 1024x65536 and 256x262144, bf16 and fp32, each forward against today's plan and a copy of
+the same 2·MN bytes, over pieces of 128 and 64 KiB (whole rows where shorter), rings of one
+piece and as many slots as fit, boxes of 16 KiB (and 8 KiB, 4 warps, two programs per SM for
+whole rows): checked against today's output within rounding, CUDA-graph replays and do_bench
+(L2 flushed), interleaved, three repeats. Other MxN on the command line (2048x32768 and
+4096x16384: rows that fit whole in both dtypes).
+Decides: whether the plans take the row-resident forwards, for which rows, with which pieces,
+boxes, slots and warps (docs/decisions.md#rows-resident).
 
     python benchmarks/probes/rows_resident.py [MxN ...]      ($OUT/rows_resident.json)
 """
@@ -29,25 +33,28 @@ from tritonlab.kernels import softmax as sm
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
-SHAPES = ((1024, 65536),)  # kernels.py's row short of the copy; others on the command line
-BOX_BYTES = (8192, 16384)  # a chunk: a box of (box rows, 256) elements
-WARPS = (4, 8)
+SHAPES = ((1024, 65536), (256, 262144))  # kernels.py's rows short of the copy
+PIECE_BYTES = (131072, 65536)  # a program's piece of a row: as much of it as it holds
 
 
 def configs(x):
-    """(box rows, slots, warps, programs per SM) that rows_gluon takes for x: per chunk size,
-    a ring of one row and the largest ring that fits, each with 4 and 8 warps, one program
-    per SM; and a ring of one row at two programs per SM where two fit."""
-    out = []
-    for box_bytes in BOX_BYTES:
-        box = box_bytes // (rg.BOX_COLS * x.element_size())
-        chunks = x.shape[-1] // (box * rg.BOX_COLS)
-        most = rg.SHARED_LIMIT // (box_bytes) - 2
-        for slots in sorted({chunks, most}):
-            if rg.rows_problem(x, box, slots) is None:
-                out += [(box, slots, w, 1) for w in WARPS]
-        if 2 * rg.shared_bytes(box, chunks, x.element_size()) <= rg.SHARED_LIMIT:
-            out += [(box, chunks, w, 2) for w in WARPS]
+    """(pieces a row, box rows, slots, warps, programs per SM) that rows_gluon takes for x:
+    rows cut into pieces of 128 and 64 KiB (a whole row where it is no longer), boxes of 16
+    KiB, a ring of one piece and the largest ring that fits, 8 warps; for whole rows also
+    boxes of 8 KiB with 4 and 8 warps, and two programs per SM where two rings of a row fit."""
+    item, out = x.element_size(), []
+    row_bytes = x.shape[-1] * item
+    for piece_bytes in sorted({min(b, row_bytes) for b in PIECE_BYTES}, reverse=True):
+        pieces = row_bytes // piece_bytes
+        for box_bytes in (16384, 8192) if pieces == 1 else (16384,):
+            box = box_bytes // (rg.BOX_COLS * item)
+            chunks = piece_bytes // box_bytes
+            for slots in sorted({chunks, rg.SHARED_LIMIT // box_bytes - 2}):
+                if rg.rows_problem(x, box, slots, pieces) is None:
+                    out += [(pieces, box, slots, w, 1)
+                            for w in ((4, 8) if box_bytes == 8192 else (8,))]
+            if pieces == 1 and 2 * rg.shared_bytes(box, chunks, item) <= rg.SHARED_LIMIT:
+                out.append((1, box, chunks, 8, 2))
     return out
 
 
@@ -73,11 +80,13 @@ def variants(op, x, g):
         y.fill_(float("nan"))
         return "same bits" if same else "within rounding"
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for box, slots, warps, per_sm in configs(x):
-        kw = dict(box_rows=box, slots=slots, warps=warps, programs=per_sm * sms)
+    for pieces, box, slots, warps, per_sm in configs(x):
+        kw = dict(box_rows=box, slots=slots, warps=warps, pieces=pieces,
+                  programs=per_sm * sms)
         if op == "rmsnorm":
             kw.update(g=g, rstd=rstd, eps=1e-6)
-        rows.append((f"resident {box}x256 ring {slots} w{warps} {per_sm}/SM",
+        rows.append((f"resident {pieces} piece{'s' if pieces > 1 else ''} {box}x256 ring "
+                     f"{slots} w{warps}" + (f" {per_sm}/SM" if per_sm > 1 else ""),
                      lambda kw=kw: rg.forward(op, x, y, **kw), check))
     return rows
 

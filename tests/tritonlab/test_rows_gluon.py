@@ -46,32 +46,51 @@ def _check(op, x, y, extra):
 @pytest.mark.usefixtures("executor")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("op", rg.OPS)
-@pytest.mark.parametrize("shape,slots", [
-    ((7, 2048), 3),   # 2 chunks a row, one ahead; 7 rows on 2 programs: 4 and 3 rows each
-    ((5, 4096), 6),   # 4 chunks, two ahead
-    ((3, 1024), 1),   # one chunk a row, a ring of one: the next row only after this one
-    ((2, 3, 2048), 2),  # leading dimensions; a ring the size of a row
+@pytest.mark.parametrize("shape,slots,pieces", [
+    ((7, 2048), 3, 1),   # 2 chunks a row, one ahead; 7 rows on 2 programs: 4 and 3 rows each
+    ((5, 4096), 6, 1),   # 4 chunks, two ahead
+    ((3, 1024), 1, 1),   # one chunk a row, a ring of one: the next row only after this one
+    ((2, 3, 2048), 2, 1),  # leading dimensions; a ring the size of a row
+    ((7, 4096), 2, 2),   # two pieces a row meeting in memory, 2 groups: 4 and 3 rows each
+    ((5, 8192), 3, 4),   # four pieces of 2 chunks, one ahead
+    ((1, 4096), 1, 4),   # one row: the second group has none
 ])
-def test_rows_resident_against_float64(shape, slots, op, dtype):
+def test_rows_resident_against_float64(shape, slots, pieces, op, dtype, monkeypatch):
     x = rand(*shape, dtype=dtype, scale=3)
-    y, extra = _run(op, x, box_rows=4, slots=slots, warps=4)
+    counters = _spy_counters(monkeypatch)
+    y, extra = _run(op, x, box_rows=4, slots=slots, warps=4, pieces=pieces)
     _check(op, x, y, extra)
+    # the meeting's counters (reused per stream on a GPU, zero before each launch) left zero
+    assert len(counters) == 1 and not counters[0].any()
+
+
+def _spy_counters(monkeypatch):
+    """The counters each launch is given (kernels/_exchange.py's `counted`), as it left them."""
+    seen, real = [], rg.exchange.counted
+
+    def counted(name, count, device, run):
+        return real(name, count, device, lambda sync: (seen.append(sync), run(sync))[1])
+    monkeypatch.setattr(rg.exchange, "counted", counted)
+    return seen
 
 
 @pytest.mark.skipif(not SIM, reason="the simulator's sanitizers")
 def test_rows_resident_reports_nothing_and_softmax_keeps_minus_infinity():
     """Bounds, padding and the race sanitizer find nothing (the ring's slots and the output
-    buffers reused across rows); -inf entries get 0, a row of -inf NaN, as torch.softmax."""
+    buffers reused across rows, the pieces' statistics shared through memory); -inf entries
+    get 0, a row of -inf NaN, as torch.softmax."""
     x = rand(5, 2048, dtype=torch.bfloat16, scale=3)
     x[1, 7] = x[1, 1500] = float("-inf")
     x[3] = float("-inf")
-    with minitriton.configure(races=True, order=True, padding=True):
-        y, _ = _run("softmax", x, box_rows=4, slots=3, warps=4)
-        _, extra = _run("rmsnorm", x[:3].nan_to_num(neginf=-5.0), box_rows=4, slots=3, warps=4)
     want = _softmax_ref(x)
-    assert y[1, 7] == 0 and y[1, 1500] == 0 and torch.isnan(y[3]).all()
     keep = torch.tensor([0, 1, 2, 4])
-    assert rel_err(y[keep], want[keep]) < TOLERANCES[torch.bfloat16] * 4
+    for pieces in (1, 2):  # whole rows; two pieces a row meeting in memory
+        with minitriton.configure(races=True, order=True, padding=True):
+            y, _ = _run("softmax", x, box_rows=4, slots=3, warps=4, pieces=pieces)
+            _run("rmsnorm", x[:3].nan_to_num(neginf=-5.0), box_rows=4, slots=3, warps=4,
+                 pieces=pieces)
+        assert y[1, 7] == 0 and y[1, 1500] == 0 and torch.isnan(y[3]).all()
+        assert rel_err(y[keep], want[keep]) < TOLERANCES[torch.bfloat16] * 4
 
 
 @pytest.mark.skipif(not SIM, reason="the simulator")
@@ -92,6 +111,10 @@ def test_rows_resident_refuses_what_it_cannot_take():
         rg.forward("softmax", x, y, box_rows=3, slots=4)
     with pytest.raises(ValueError, match="more than a program may take"):
         rg.forward("softmax", x, y, box_rows=8, slots=40)  # 42 buffers of 8 KiB
+    with pytest.raises(ValueError, match="3 pieces a row"):
+        rg.forward("softmax", x, y, box_rows=2, slots=4, pieces=3)
+    with pytest.raises(ValueError, match="not a multiple of 4096 .4 pieces"):
+        rg.forward("softmax", x, y, box_rows=4, slots=4, pieces=4)
     with pytest.raises(ValueError, match="non-contiguous"):
         rg.forward("softmax", x.t(), torch.empty_like(x.t()), box_rows=4, slots=4)
     with pytest.raises(ValueError, match="int32"):
@@ -110,12 +133,17 @@ def _hopper():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="TMA and the shared memory of Hopper")
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("op", rg.OPS)
-def test_gpu_rows_resident(op, dtype):
-    # bf16 rows of 65536 (8 chunks of 32 x 256, a ring of 12); fp32 rows of 32768 (8 chunks
-    # of 16 x 256, a ring of 10); more rows than SMs, so programs walk several
-    n, box, slots = (65536, 32, 12) if dtype == torch.bfloat16 else (32768, 16, 10)
-    x = rand(300, n, dtype=dtype, scale=3)
-    y, extra = _run(op, x, box_rows=box, slots=slots, warps=8)
+@pytest.mark.parametrize("dtype,shape,box,slots,pieces", [
+    (torch.bfloat16, (300, 65536), 32, 12, 1),  # whole rows: 8 chunks of 32 x 256, 4 ahead
+    (torch.float32, (300, 32768), 16, 10, 1),   # the same 128 KiB in fp32
+    (torch.float32, (300, 65536), 16, 12, 2),   # two pieces a row meeting in memory
+    (torch.bfloat16, (64, 262144), 32, 12, 4),  # four: fewer rows than groups of programs
+])
+def test_gpu_rows_resident(op, dtype, shape, box, slots, pieces, monkeypatch):
+    # more rows than SMs (programs walk several) where there are 300
+    x = rand(*shape, dtype=dtype, scale=3)
+    counters = _spy_counters(monkeypatch)
+    y, extra = _run(op, x, box_rows=box, slots=slots, warps=8, pieces=pieces)
     _check(op, x, y, extra)
+    assert not counters[0].any()
