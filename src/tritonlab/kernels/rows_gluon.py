@@ -99,8 +99,8 @@ def rows_resident_kernel(x_desc, y_desc, g_ptr, rstd_ptr, stats_ptr, sync_ptr, n
     # CHUNKS chunks of the next rows ahead). PIECES > 1: the pieces of a row meet in memory
     # (_meet) with their statistics in stats_ptr ((n_rows, PIECES, 2) fp32) at the group's
     # counter, sync_ptr[group] (and sync_ptr[groups + group] to leave by), zero before the
-    # launch and left zero by it; every program must be resident at once (the grid at most
-    # one program per SM: its shared memory allows no more)
+    # launch and left zero by it; every program must be resident at once (`forward` launches
+    # at most one program per SM)
     gl.static_assert(SLOTS >= CHUNKS, "rows_resident_kernel: a piece must fit in the ring")
     pid = gl.program_id(0)
     groups = gl.num_programs(0) // PIECES
