@@ -36,3 +36,21 @@ def test_the_shuffle_never_ends_with_the_last_program(seed, n):
 
 def test_one_program_has_one_order():
     assert order_check.shuffled_order(1, 0).tolist() == [0]
+
+
+@triton.jit
+def last_writer_wins_beside_inf(out_ptr, BLOCK: tl.constexpr):
+    # element 0 is inf whoever writes it; the others are the last writer's id
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.where(offs == 0, float("inf"), pid + offs * 0.0))
+
+
+def test_an_inf_in_the_output_does_not_hide_a_difference():
+    # its tolerance scales with the output's largest finite magnitude, not with inf
+    out = np.zeros(4, np.float32)
+    with pytest.raises(OrderError, match="depends on the order"):
+        last_writer_wins_beside_inf[(3,)](out, BLOCK=4,
+                                          minitriton_settings=Settings(order=True))
+    assert not order_check._differing(np.array([np.inf, 1.0]), np.array([np.inf, 1.0])).size
+    assert order_check._differing(np.array([np.inf, 1.0]), np.array([np.inf, 2.0])).tolist() == [1]
