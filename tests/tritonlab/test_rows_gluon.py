@@ -53,7 +53,7 @@ def _check(op, x, y, extra):
     ((2, 3, 2048), 2, 1),  # leading dimensions; a ring the size of a row
     ((7, 4096), 2, 2),   # two pieces a row meeting in memory, 2 groups: 4 and 3 rows each
     ((5, 8192), 3, 4),   # four pieces of 2 chunks, one ahead
-    ((1, 4096), 1, 4),   # one row: the second group has none
+    ((1, 4096), 1, 4),   # one row: one group of four programs, one chunk each
 ])
 def test_rows_resident_against_float64(shape, slots, pieces, op, dtype, monkeypatch):
     x = rand(*shape, dtype=dtype, scale=3)
@@ -123,6 +123,16 @@ def test_rows_resident_refuses_what_it_cannot_take():
         rg.forward("softmax", x, y[:, :1024], box_rows=4, slots=4)
     with pytest.raises(ValueError, match="needs g and rstd"):
         rg.forward("rmsnorm", x, y, box_rows=4, slots=4)
+    rstd = torch.empty(4, device=DEV)
+    with pytest.raises(ValueError, match="g is not a contiguous vector of 2048"):
+        rg.forward("rmsnorm", x, y, g=rand(1024), rstd=rstd, box_rows=4, slots=4)
+    with pytest.raises(ValueError, match="rstd does not hold 4 fp32 values"):
+        rg.forward("rmsnorm", x, y, g=rand(2048), rstd=rstd[:3], box_rows=4, slots=4)
+    with pytest.raises(ValueError, match="no columns"):
+        rg.forward("softmax", rand(4, 0), rand(4, 0), box_rows=4, slots=4)
+    with pytest.raises(ValueError, match="an output TMA cannot address"):
+        rg.forward("softmax", rand(4, 1024), torch.empty(4 * 1024 + 1, device=DEV)[1:].view(
+            4, 1024), box_rows=4, slots=4)
     with pytest.raises(ValueError, match="not one of"):
         rg.forward("layernorm", x, y, box_rows=4, slots=4)
 

@@ -36,7 +36,9 @@ mbarrier, tma = GLUON.hopper.mbarrier, GLUON.hopper.tma
 fence_async_shared = GLUON.hopper.fence_async_shared
 
 BOX_COLS = 256  # a TMA box's widest dimension: a row is viewed as rows of 256 elements
-SHARED_LIMIT = 227 * 1024  # shared memory a Hopper program may take (232448 bytes)
+# shared memory a Hopper program may take (232448 bytes), less what the mbarriers and the
+# reductions' scratch take beside the buffers
+SHARED_LIMIT = 227 * 1024 - 1024
 OPS = ("softmax", "rmsnorm")
 
 
@@ -175,7 +177,7 @@ def rows_resident_kernel(x_desc, y_desc, g_ptr, rstd_ptr, stats_ptr, sync_ptr, n
         mbarrier.invalidate(bars.index(s))
     if PIECES > 1:  # the last of the group to leave zeroes its counters for the next launch
         gl.thread_barrier()  # no thread of this program still waits at the counter
-        if gl.atomic_add(sync_ptr + groups + group, 1, sem="relaxed") == PIECES - 1:
+        if gl.atomic_add(sync_ptr + groups + group, 1, sem="acq_rel") == PIECES - 1:
             gl.atomic_xchg(sync_ptr + group, 0, sem="relaxed")
             gl.atomic_xchg(sync_ptr + groups + group, 0, sem="relaxed")
 
@@ -193,6 +195,8 @@ def rows_problem(x, box_rows, slots, pieces=1):
         return f"a {x.dtype} input (fp16, bf16 or fp32)"
     if not x.is_contiguous():
         return "a non-contiguous input"
+    if x.dim() == 0 or x.shape[-1] == 0:
+        return "no columns"
     if pieces < 1 or pieces & (pieces - 1):
         return f"{pieces} pieces a row (a power of two)"
     if x.shape[-1] % (pieces * chunk):
@@ -208,6 +212,22 @@ def rows_problem(x, box_rows, slots, pieces=1):
         return f"{pieces} pieces a row, more programs than the GPU holds at once"
     if x.data_ptr() % 16:
         return "an input TMA cannot address (not 16-byte aligned)"
+    return None
+
+
+def _others_problem(op, x, y, g, rstd):
+    """Why y, g and rstd do not go with x for `op`, or None."""
+    if y.shape != x.shape or y.dtype != x.dtype or not y.is_contiguous():
+        return "y is not a contiguous tensor of x's shape and dtype"
+    if y.data_ptr() % 16:
+        return "an output TMA cannot address (not 16-byte aligned)"
+    if op == "rmsnorm":
+        if g is None or rstd is None:
+            return "RMSNorm needs g and rstd"
+        if g.shape != x.shape[-1:] or not g.is_contiguous():
+            return f"g is not a contiguous vector of {x.shape[-1]}"
+        if rstd.numel() != x.numel() // x.shape[-1] or rstd.dtype != torch.float32:
+            return f"rstd does not hold {x.numel() // x.shape[-1]} fp32 values, one a row"
     return None
 
 
@@ -228,17 +248,13 @@ def forward(op, x, y, g=None, rstd=None, eps=0.0, box_rows=32, slots=12, warps=8
     one program per SM (`programs` fewer; a multiple of `pieces`), two groups on the CPU."""
     if op not in OPS:
         raise ValueError(f"rows_gluon.forward: op {op!r} is not one of {OPS}")
-    problem = rows_problem(x, box_rows, slots, pieces) or (
-        y.shape != x.shape or y.dtype != x.dtype or not y.is_contiguous()) and (
-        "y is not a contiguous tensor of x's shape and dtype")
+    problem = rows_problem(x, box_rows, slots, pieces) or _others_problem(op, x, y, g, rstd)
     if problem:
         raise ValueError(f"rows_gluon.forward: cannot take these inputs: {problem}")
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
     if n_rows == 0:
         return y
-    if op == "rmsnorm" and (g is None or rstd is None):
-        raise ValueError("rows_gluon.forward: RMSNorm needs g and rstd")
     most = sm_count(x.get_device()) if x.is_cuda else 2 * pieces
     programs = max(pieces, min(programs or most, most, n_rows * pieces) // pieces * pieces)
     stats = (torch.empty(n_rows, pieces, 2, device=x.device) if pieces > 1 else y)
@@ -248,5 +264,8 @@ def forward(op, x, y, g=None, rstd=None, eps=0.0, box_rows=32, slots=12, warps=8
                          x if g is None else g, y if rstd is None else rstd, stats, sync,
                          n_rows, n_cols, float(eps), OP=op, PIECES=pieces,
                          CHUNKS=n_cols // (pieces * box_rows * BOX_COLS), BOX_ROWS=box_rows,
-                         SLOTS=slots, WARPS=warps, num_warps=warps))
+                         SLOTS=slots, WARPS=warps, num_warps=warps,
+                         # a row's pieces wait for each other: all programs resident at
+                         # once, or the launch fails (not a hang beside other kernels)
+                         launch_cooperative_grid=pieces > 1))
     return y
