@@ -89,6 +89,16 @@ def against_copy(title, impls, **keys):
 
 
 
+
+def against_same_bytes(x, copies, title, impls, **keys):
+    """`against_copy(title, impls + a copy of `copies` times x's bytes, **keys)`: the copy is
+    benchmarks/kernels.py's same-bytes ceiling."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    from kernels import same_bytes_copy
+    return against_copy(title, impls + [("copy", same_bytes_copy(x, copies * x.nbytes), None)],
+                        **keys)
+
 def best_against_today(rows):
     """For each (shape, dtype) of `against_copy`'s rows (with a "today" key naming today's
     label): today's graph / do_bench us and the fastest variant's by do_bench, printed."""

@@ -19,15 +19,12 @@ Decides: fwd_exchange_l2_next and exchange_l2_next
 """
 import dataclasses
 import os
-import sys
 
-from _common import ROOT, against_copy, dtype_name, rms_inputs, save_rows, shapes_from_argv, torch
+from _common import against_same_bytes, dtype_name, rms_inputs, save_rows, shapes_from_argv, torch
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import softmax as sm
 from tritonlab.kernels.tuning import tuning_for
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((1024, 65536), (256, 262144))
 NEXT = (1, 2, 4)
@@ -97,11 +94,10 @@ def main(shapes=SHAPES):
     for M, N in shapes:
         for dtype in (torch.float32, torch.bfloat16):
             x, g, _ = rms_inputs(M, N, dtype)
-            copy = ("copy", same_bytes_copy(x, 2 * x.nbytes), None)
             for op, impls in (("softmax", softmax_variants(x)),
                               ("rmsnorm fwd", rmsnorm_variants(x, g))):
-                rows += against_copy(f"{op} {M}x{N} {dtype_name(dtype)}", impls + [copy],
-                                     op=op, shape=f"{M}x{N}", dtype=dtype_name(dtype))
+                rows += against_same_bytes(x, 2, f"{op} {M}x{N} {dtype_name(dtype)}", impls,
+                                           op=op, shape=f"{M}x{N}", dtype=dtype_name(dtype))
     save_rows(os.environ.get("OUT", "out"), "exchange_l2.json", rows)
 
 

@@ -33,15 +33,12 @@ Decides: RMSNormTuning.bwd_prefetch_rows, bwd_l2_ahead and bwd_exchange_l2_ahead
 """
 import dataclasses
 import os
-import sys
 
-from _common import (ROOT, against_copy, best_against_today, dtype_name, rms_inputs, save_rows,
+from _common import (against_same_bytes, best_against_today, dtype_name, rms_inputs, save_rows,
                      shapes_from_argv, tl, torch, triton)
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels.tuning import tuning_for
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((8192, 4096), (32768, 1024), (4096, 16384), (1024, 65536), (256, 262144))
 AHEAD = (2, 3, 4, 6, 8)
@@ -145,9 +142,8 @@ def timed(x, impls, today, what="kernel + dg sum"):
     """`against_copy`'s rows of a backward's variants `impls` at x's shape and dtype, with a
     copy of the backward's 3·MN bytes."""
     (M, N), dtype = x.shape, dtype_name(x.dtype)
-    return against_copy(f"rms bwd {M}x{N} {dtype} ({what})",
-                        impls + [("copy", same_bytes_copy(x, 3 * x.nbytes), None)],
-                        shape=f"{M}x{N}", dtype=dtype, today=today)
+    return against_same_bytes(x, 3, f"rms bwd {M}x{N} {dtype} ({what})", impls,
+                              shape=f"{M}x{N}", dtype=dtype, today=today)
 
 
 def main(shapes=SHAPES):

@@ -22,16 +22,13 @@ boxes, slots and warps (docs/decisions.md#rows-resident).
     python benchmarks/probes/rows_resident.py [MxN ...]      ($OUT/rows_resident.json)
 """
 import os
-import sys
 
-from _common import (ROOT, against_copy, dtype_name, rms_inputs, save_rows, shapes_from_argv,
+from _common import (against_same_bytes, dtype_name, rms_inputs, save_rows, shapes_from_argv,
                      torch)
 from tritonlab.kernels import rmsnorm as rn
 from tritonlab.kernels import rows_gluon as rg
 from tritonlab.kernels import softmax as sm
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from kernels import same_bytes_copy  # noqa: E402 - benchmarks/kernels.py's ceiling
 
 SHAPES = ((1024, 65536), (256, 262144))  # kernels.py's rows short of the copy
 PIECE_BYTES = (131072, 65536)  # a program's piece of a row: as much of it as it holds
@@ -99,11 +96,10 @@ def main(shapes=SHAPES):
             if not configs(x):
                 print(f"{M}x{N} {dtype_name(dtype)}: a row does not fit in shared memory")
                 continue
-            copy = ("copy", same_bytes_copy(x, 2 * x.nbytes), None)
             for op in rg.OPS:
-                rows += against_copy(f"{op} {M}x{N} {dtype_name(dtype)}",
-                                     variants(op, x, g) + [copy], op=op, shape=f"{M}x{N}",
-                                     dtype=dtype_name(dtype))
+                rows += against_same_bytes(x, 2, f"{op} {M}x{N} {dtype_name(dtype)}",
+                                           variants(op, x, g), op=op, shape=f"{M}x{N}",
+                                           dtype=dtype_name(dtype))
     save_rows(os.environ.get("OUT", "out"), "rows_resident.json", rows)
 
 

@@ -12,15 +12,15 @@ from ..backend import tl, triton
 
 
 @triton.jit
-def l2_prefetch(base, count, keep, LINE: tl.constexpr, SPAN: tl.constexpr):
+def l2_prefetch(base, count, keep, SPAN: tl.constexpr):
     """The 128-byte lines of base[0:min(count, SPAN)] fetched into L2 now, where `keep` (a
-    scalar); LINE elements a line (1024 // the element's bits), SPAN (a power of two) at
-    least a line. Each line is asked for by every thread that holds it in this helper's
-    layout; a run that does not start on a line's boundary leaves its last line unasked."""
+    scalar); SPAN (a power of two) at least a line of base's elements. Each line is asked for
+    by every thread that holds it in this helper's layout; a run that does not start on a
+    line's boundary leaves its last line unasked."""
+    LINE: tl.constexpr = 1024 // base.dtype.element_ty.primitive_bitwidth  # elements a line
     tl.static_assert(SPAN >= LINE, "l2_prefetch: a span of less than a line")
     lines = tl.arange(0, SPAN // LINE) * LINE
     tl.inline_asm_elementwise(
         "{\n.reg .pred p;\nsetp.ne.s32 p, $2, 0;\n@p prefetch.global.L2 [$1];\n"
         "mov.b32 $0, 0;\n}", "=r,l,r", [base + lines, (keep & (lines < count)).to(tl.int32)],
         dtype=tl.int32, is_pure=False, pack=1)
-

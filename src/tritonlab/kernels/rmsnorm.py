@@ -111,10 +111,8 @@ def _l2_prefetch_rows(x_ptr, dy_ptr, row0, col0, n_cols, end, ROWS: tl.constexpr
     # col0 + BLOCK_SIZE (those before n_cols), asked of L2 (kernels/_prefetch.py, GPU only)
     for r in tl.static_range(ROWS):
         row = row0 + r
-        _prefetch.l2_prefetch(x_ptr + row * n_cols + col0, n_cols - col0, row < end,
-                              1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
-        _prefetch.l2_prefetch(dy_ptr + row * n_cols + col0, n_cols - col0, row < end,
-                              1024 // dy_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+        _prefetch.l2_prefetch(x_ptr + row * n_cols + col0, n_cols - col0, row < end, BLOCK_SIZE)
+        _prefetch.l2_prefetch(dy_ptr + row * n_cols + col0, n_cols - col0, row < end, BLOCK_SIZE)
 
 
 @triton.jit
@@ -334,8 +332,7 @@ def _fwd_exchange_share(x_ptr, stats_ptr, r, p, cols, mask, n_rows, n_cols, piec
                 eviction_policy="evict_first").to(ACC)  # read N, once
     if L2_NEXT:
         _prefetch.l2_prefetch(x_ptr + (row + L2_NEXT) * n_cols + p * BLOCK_SIZE,
-                              n_cols - p * BLOCK_SIZE, row + L2_NEXT < n_rows,
-                              1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+                              n_cols - p * BLOCK_SIZE, row + L2_NEXT < n_rows, BLOCK_SIZE)
     return x, _exchange.publish(stats_ptr + row * pieces + p, tl.sum(x * x, axis=0), PTX=PTX)
 
 

@@ -201,8 +201,7 @@ def _exchange_row(x_ptr, y_ptr, stats_ptr, sync_ptr, r, p, cols, mask, n_rows, n
                 eviction_policy=EVICT).to(ACC)  # read N, once
     if L2_NEXT:
         _prefetch.l2_prefetch(x_ptr + (row + L2_NEXT) * row_stride + p * BLOCK_SIZE,
-                              n_cols - p * BLOCK_SIZE, row + L2_NEXT < n_rows,
-                              1024 // x_ptr.dtype.element_ty.primitive_bitwidth, BLOCK_SIZE)
+                              n_cols - p * BLOCK_SIZE, row + L2_NEXT < n_rows, BLOCK_SIZE)
     m = tl.max(x, axis=0)
     # -inf lanes add 0 even where m is -inf (a piece of padding); a NaN makes the sum NaN,
     # which sticks where max.f32 dropped it from m. (Keeping these exps for the output, one
